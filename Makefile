@@ -1,0 +1,86 @@
+# aophub: one entry point for install, run, checks, code generation and tests.
+# `make run` starts the hub; `make test` runs every check and test, as CI does.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+BUF := $(BIN)/buf
+STAMP := $(VENV)/.installed
+GENERATED := gen/python gen/go/aop gen/go/aophub gen/java/src clients/ts/src/gen
+# buf breaking compares the schema with the previous commit on main.
+BREAKING_AGAINST ?= .git\#ref=HEAD~1
+
+.PHONY: help install run test check lint-proto breaking gen check-gen golden \
+        test-python test-go test-ts check-go check-ts check-java clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tools
+	bash tools/go.sh install
+	bash tools/ts.sh install
+	bash tools/java.sh protoc >/dev/null
+
+run: $(STAMP) ## start the hub on 127.0.0.1:8080
+	$(BIN)/aophub serve
+
+check: $(STAMP) lint-proto breaking ## formatting, lint and mypy --strict
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+lint-proto: $(STAMP) ## buf lint
+	$(BUF) lint
+
+breaking: $(STAMP) ## buf breaking against the previous commit
+	@if git rev-parse --verify --quiet HEAD~1 >/dev/null && git cat-file -e HEAD~1:buf.yaml 2>/dev/null; then \
+	  $(BUF) breaking --against '$(BREAKING_AGAINST)'; \
+	else \
+	  echo "buf breaking: no previous commit with a schema, nothing to compare"; \
+	fi
+
+gen: install ## regenerate Python, Go, Java and TypeScript code from proto/
+	rm -rf $(GENERATED)
+	$(BUF) generate
+
+check-gen: gen ## fail if regeneration changed any generated file
+	@changes=$$(git diff --stat -- $(GENERATED); git ls-files --others --exclude-standard -- $(GENERATED)); \
+	if [ -n "$$changes" ]; then \
+	  echo "$$changes"; echo "generated code is stale: run 'make gen' and commit the result"; exit 1; \
+	fi
+
+golden: $(STAMP) ## rewrite the golden wire vectors (only when they are meant to change)
+	$(BIN)/python tests/golden/builders.py
+
+test-python: $(STAMP)
+	$(BIN)/pytest
+
+check-go:
+	bash tools/go.sh check
+
+test-go:
+	bash tools/go.sh test
+
+check-ts:
+	bash tools/ts.sh check
+
+test-ts:
+	bash tools/ts.sh test
+
+check-java:
+	bash tools/java.sh check
+
+test: check check-gen check-go check-ts check-java test-python test-go test-ts ## everything CI runs
+
+clean: ## remove the virtualenv, tool binaries and build output
+	rm -rf $(VENV) .tools clients/ts/node_modules gen/java/target .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,69 @@
+import datetime
+
+from aop import protocol_pb2 as _protocol_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Command(_message.Message):
+    __slots__ = ("name", "description", "usage", "source")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    usage: str
+    source: str
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., usage: _Optional[str] = ..., source: _Optional[str] = ...) -> None: ...
+
+class CommandCatalog(_message.Message):
+    __slots__ = ("commands",)
+    COMMANDS_FIELD_NUMBER: _ClassVar[int]
+    commands: _containers.RepeatedCompositeFieldContainer[Command]
+    def __init__(self, commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ...) -> None: ...
+
+class Agent(_message.Message):
+    __slots__ = ("node_id", "hello", "status", "stats", "connected_at", "commands", "busy", "online", "built_in", "open_sessions", "running_turns", "last_seen_at")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
+    COMMANDS_FIELD_NUMBER: _ClassVar[int]
+    BUSY_FIELD_NUMBER: _ClassVar[int]
+    ONLINE_FIELD_NUMBER: _ClassVar[int]
+    BUILT_IN_FIELD_NUMBER: _ClassVar[int]
+    OPEN_SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    RUNNING_TURNS_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEEN_AT_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    hello: _protocol_pb2.AgentHello
+    status: _protocol_pb2.AgentStatus
+    stats: _protocol_pb2.AgentStats
+    connected_at: _timestamp_pb2.Timestamp
+    commands: _containers.RepeatedCompositeFieldContainer[Command]
+    busy: bool
+    online: bool
+    built_in: bool
+    open_sessions: int
+    running_turns: int
+    last_seen_at: _timestamp_pb2.Timestamp
+    def __init__(self, node_id: _Optional[str] = ..., hello: _Optional[_Union[_protocol_pb2.AgentHello, _Mapping]] = ..., status: _Optional[_Union[_protocol_pb2.AgentStatus, _Mapping]] = ..., stats: _Optional[_Union[_protocol_pb2.AgentStats, _Mapping]] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ..., busy: _Optional[bool] = ..., online: _Optional[bool] = ..., built_in: _Optional[bool] = ..., open_sessions: _Optional[int] = ..., running_turns: _Optional[int] = ..., last_seen_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListAgentsRequest(_message.Message):
+    __slots__ = ("include_offline",)
+    INCLUDE_OFFLINE_FIELD_NUMBER: _ClassVar[int]
+    include_offline: bool
+    def __init__(self, include_offline: _Optional[bool] = ...) -> None: ...
+
+class ListAgentsResponse(_message.Message):
+    __slots__ = ("agents",)
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
+    agents: _containers.RepeatedCompositeFieldContainer[Agent]
+    def __init__(self, agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ...) -> None: ...
