@@ -781,9 +781,13 @@ func (x *ListInteractionsResponse) GetInteractions() []*Interaction {
 	return nil
 }
 
-// InteractionProtocolMessage is the WebSocket namespace for answering
-// interactions on the application channel; the reply's Envelope.reply_to is
-// the request's envelope id.
+// InteractionProtocolMessage is the WebSocket namespace for interactions.
+// On the application channel, applications send answer_request and get
+// answer_response (Envelope.reply_to = the request's envelope id). On the
+// node channel, a node that announced the capability "aophub.interactions"
+// sends requested to open an interaction, and the hub sends resolved once it
+// is answered, expired or canceled (Envelope.reply_to = the requested
+// envelope's id).
 type InteractionProtocolMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The message.
@@ -792,6 +796,8 @@ type InteractionProtocolMessage struct {
 	//
 	//	*InteractionProtocolMessage_AnswerRequest
 	//	*InteractionProtocolMessage_AnswerResponse
+	//	*InteractionProtocolMessage_Requested
+	//	*InteractionProtocolMessage_Resolved
 	Message       isInteractionProtocolMessage_Message `protobuf_oneof:"message"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -852,23 +858,56 @@ func (x *InteractionProtocolMessage) GetAnswerResponse() *AnswerInteractionRespo
 	return nil
 }
 
+func (x *InteractionProtocolMessage) GetRequested() *Interaction {
+	if x != nil {
+		if x, ok := x.Message.(*InteractionProtocolMessage_Requested); ok {
+			return x.Requested
+		}
+	}
+	return nil
+}
+
+func (x *InteractionProtocolMessage) GetResolved() *Interaction {
+	if x != nil {
+		if x, ok := x.Message.(*InteractionProtocolMessage_Resolved); ok {
+			return x.Resolved
+		}
+	}
+	return nil
+}
+
 type isInteractionProtocolMessage_Message interface {
 	isInteractionProtocolMessage_Message()
 }
 
 type InteractionProtocolMessage_AnswerRequest struct {
-	// Answer an interaction.
+	// Application -> hub: answer an interaction.
 	AnswerRequest *AnswerInteractionRequest `protobuf:"bytes,10,opt,name=answer_request,json=answerRequest,proto3,oneof"`
 }
 
 type InteractionProtocolMessage_AnswerResponse struct {
-	// Outcome of answer_request.
+	// Hub -> application: outcome of answer_request.
 	AnswerResponse *AnswerInteractionResponse `protobuf:"bytes,11,opt,name=answer_response,json=answerResponse,proto3,oneof"`
+}
+
+type InteractionProtocolMessage_Requested struct {
+	// Node -> hub: open this pending interaction (id, session_id, turn_id,
+	// kind and call set by the node; the hub sets the times and policy).
+	Requested *Interaction `protobuf:"bytes,12,opt,name=requested,proto3,oneof"`
+}
+
+type InteractionProtocolMessage_Resolved struct {
+	// Hub -> node: the interaction left PENDING (answered, expired or canceled).
+	Resolved *Interaction `protobuf:"bytes,13,opt,name=resolved,proto3,oneof"`
 }
 
 func (*InteractionProtocolMessage_AnswerRequest) isInteractionProtocolMessage_Message() {}
 
 func (*InteractionProtocolMessage_AnswerResponse) isInteractionProtocolMessage_Message() {}
+
+func (*InteractionProtocolMessage_Requested) isInteractionProtocolMessage_Message() {}
+
+func (*InteractionProtocolMessage_Resolved) isInteractionProtocolMessage_Message() {}
 
 var File_aophub_v1_interaction_proto protoreflect.FileDescriptor
 
@@ -916,11 +955,13 @@ const file_aophub_v1_interaction_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
 	"\x10include_resolved\x18\x02 \x01(\bR\x0fincludeResolved\"V\n" +
 	"\x18ListInteractionsResponse\x12:\n" +
-	"\finteractions\x18\x01 \x03(\v2\x16.aophub.v1.InteractionR\finteractions\"\xc6\x01\n" +
+	"\finteractions\x18\x01 \x03(\v2\x16.aophub.v1.InteractionR\finteractions\"\xb4\x02\n" +
 	"\x1aInteractionProtocolMessage\x12L\n" +
 	"\x0eanswer_request\x18\n" +
 	" \x01(\v2#.aophub.v1.AnswerInteractionRequestH\x00R\ranswerRequest\x12O\n" +
-	"\x0fanswer_response\x18\v \x01(\v2$.aophub.v1.AnswerInteractionResponseH\x00R\x0eanswerResponseB\t\n" +
+	"\x0fanswer_response\x18\v \x01(\v2$.aophub.v1.AnswerInteractionResponseH\x00R\x0eanswerResponse\x126\n" +
+	"\trequested\x18\f \x01(\v2\x16.aophub.v1.InteractionH\x00R\trequested\x124\n" +
+	"\bresolved\x18\r \x01(\v2\x16.aophub.v1.InteractionH\x00R\bresolvedB\t\n" +
 	"\amessage*t\n" +
 	"\x0fInteractionKind\x12 \n" +
 	"\x1cINTERACTION_KIND_UNSPECIFIED\x10\x00\x12\x1d\n" +
@@ -991,15 +1032,17 @@ var file_aophub_v1_interaction_proto_depIdxs = []int32{
 	6,  // 14: aophub.v1.ListInteractionsResponse.interactions:type_name -> aophub.v1.Interaction
 	7,  // 15: aophub.v1.InteractionProtocolMessage.answer_request:type_name -> aophub.v1.AnswerInteractionRequest
 	8,  // 16: aophub.v1.InteractionProtocolMessage.answer_response:type_name -> aophub.v1.AnswerInteractionResponse
-	7,  // 17: aophub.v1.InteractionService.AnswerInteraction:input_type -> aophub.v1.AnswerInteractionRequest
-	9,  // 18: aophub.v1.InteractionService.ListInteractions:input_type -> aophub.v1.ListInteractionsRequest
-	8,  // 19: aophub.v1.InteractionService.AnswerInteraction:output_type -> aophub.v1.AnswerInteractionResponse
-	10, // 20: aophub.v1.InteractionService.ListInteractions:output_type -> aophub.v1.ListInteractionsResponse
-	19, // [19:21] is the sub-list for method output_type
-	17, // [17:19] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	6,  // 17: aophub.v1.InteractionProtocolMessage.requested:type_name -> aophub.v1.Interaction
+	6,  // 18: aophub.v1.InteractionProtocolMessage.resolved:type_name -> aophub.v1.Interaction
+	7,  // 19: aophub.v1.InteractionService.AnswerInteraction:input_type -> aophub.v1.AnswerInteractionRequest
+	9,  // 20: aophub.v1.InteractionService.ListInteractions:input_type -> aophub.v1.ListInteractionsRequest
+	8,  // 21: aophub.v1.InteractionService.AnswerInteraction:output_type -> aophub.v1.AnswerInteractionResponse
+	10, // 22: aophub.v1.InteractionService.ListInteractions:output_type -> aophub.v1.ListInteractionsResponse
+	21, // [21:23] is the sub-list for method output_type
+	19, // [19:21] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_aophub_v1_interaction_proto_init() }
@@ -1018,6 +1061,8 @@ func file_aophub_v1_interaction_proto_init() {
 	file_aophub_v1_interaction_proto_msgTypes[8].OneofWrappers = []any{
 		(*InteractionProtocolMessage_AnswerRequest)(nil),
 		(*InteractionProtocolMessage_AnswerResponse)(nil),
+		(*InteractionProtocolMessage_Requested)(nil),
+		(*InteractionProtocolMessage_Resolved)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -126,9 +126,13 @@ class ListInteractionsResponse(_message.Message):
     def __init__(self, interactions: _Optional[_Iterable[_Union[Interaction, _Mapping]]] = ...) -> None: ...
 
 class InteractionProtocolMessage(_message.Message):
-    __slots__ = ("answer_request", "answer_response")
+    __slots__ = ("answer_request", "answer_response", "requested", "resolved")
     ANSWER_REQUEST_FIELD_NUMBER: _ClassVar[int]
     ANSWER_RESPONSE_FIELD_NUMBER: _ClassVar[int]
+    REQUESTED_FIELD_NUMBER: _ClassVar[int]
+    RESOLVED_FIELD_NUMBER: _ClassVar[int]
     answer_request: AnswerInteractionRequest
     answer_response: AnswerInteractionResponse
-    def __init__(self, answer_request: _Optional[_Union[AnswerInteractionRequest, _Mapping]] = ..., answer_response: _Optional[_Union[AnswerInteractionResponse, _Mapping]] = ...) -> None: ...
+    requested: Interaction
+    resolved: Interaction
+    def __init__(self, answer_request: _Optional[_Union[AnswerInteractionRequest, _Mapping]] = ..., answer_response: _Optional[_Union[AnswerInteractionResponse, _Mapping]] = ..., requested: _Optional[_Union[Interaction, _Mapping]] = ..., resolved: _Optional[_Union[Interaction, _Mapping]] = ...) -> None: ...

@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/interaction.proto.
  */
 export const file_aophub_v1_interaction: GenFile = /*@__PURE__*/
-  fileDesc("Chthb3BodWIvdjEvaW50ZXJhY3Rpb24ucHJvdG8SCWFvcGh1Yi52MSIsCghBcHByb3ZhbBIQCghhcHByb3ZlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkiQgoQQ2xpZW50VG9vbE91dHB1dBIcCgZvdXRwdXQYASADKAsyDC5hb3AuQ29udGVudBIQCghpc19lcnJvchgCIAEoCCJ1ChFJbnRlcmFjdGlvbkFuc3dlchInCghhcHByb3ZhbBgBIAEoCzITLmFvcGh1Yi52MS5BcHByb3ZhbEgAEi0KBm91dHB1dBgCIAEoCzIbLmFvcGh1Yi52MS5DbGllbnRUb29sT3V0cHV0SABCCAoGYW5zd2VyIqADCgtJbnRlcmFjdGlvbhIKCgJpZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3R1cm5faWQYAyABKAkSKAoEa2luZBgEIAEoDjIaLmFvcGh1Yi52MS5JbnRlcmFjdGlvbktpbmQSKgoFc3RhdGUYBSABKA4yGy5hb3BodWIudjEuSW50ZXJhY3Rpb25TdGF0ZRIbCgRjYWxsGAYgASgLMg0uYW9wLlRvb2xDYWxsEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KDWV4cGlyeV9wb2xpY3kYCSABKA4yFy5hb3BodWIudjEuRXhwaXJ5UG9saWN5EiwKBmFuc3dlchgKIAEoCzIcLmFvcGh1Yi52MS5JbnRlcmFjdGlvbkFuc3dlchIvCgtyZXNvbHZlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidAoYQW5zd2VySW50ZXJhY3Rpb25SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSFgoOaW50ZXJhY3Rpb25faWQYAiABKAkSLAoGYW5zd2VyGAMgASgLMhwuYW9waHViLnYxLkludGVyYWN0aW9uQW5zd2VyInYKGUFuc3dlckludGVyYWN0aW9uUmVzcG9uc2USKgoIYWNjZXB0ZWQYASABKAsyFi5hb3BodWIudjEuSW50ZXJhY3Rpb25IABIiCghyZWplY3RlZBgCIAEoCzIOLmFvcC5SZWplY3Rpb25IAEIJCgdvdXRjb21lIkcKF0xpc3RJbnRlcmFjdGlvbnNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGAoQaW5jbHVkZV9yZXNvbHZlZBgCIAEoCCJIChhMaXN0SW50ZXJhY3Rpb25zUmVzcG9uc2USLAoMaW50ZXJhY3Rpb25zGAEgAygLMhYuYW9waHViLnYxLkludGVyYWN0aW9uIqcBChpJbnRlcmFjdGlvblByb3RvY29sTWVzc2FnZRI9Cg5hbnN3ZXJfcmVxdWVzdBgKIAEoCzIjLmFvcGh1Yi52MS5BbnN3ZXJJbnRlcmFjdGlvblJlcXVlc3RIABI/Cg9hbnN3ZXJfcmVzcG9uc2UYCyABKAsyJC5hb3BodWIudjEuQW5zd2VySW50ZXJhY3Rpb25SZXNwb25zZUgAQgkKB21lc3NhZ2UqdAoPSW50ZXJhY3Rpb25LaW5kEiAKHElOVEVSQUNUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIdChlJTlRFUkFDVElPTl9LSU5EX0FQUFJPVkFMEAESIAocSU5URVJBQ1RJT05fS0lORF9DTElFTlRfVE9PTBACKrMBChBJbnRlcmFjdGlvblN0YXRlEiEKHUlOVEVSQUNUSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASHQoZSU5URVJBQ1RJT05fU1RBVEVfUEVORElORxABEh4KGklOVEVSQUNUSU9OX1NUQVRFX0FOU1dFUkVEEAISHQoZSU5URVJBQ1RJT05fU1RBVEVfRVhQSVJFRBADEh4KGklOVEVSQUNUSU9OX1NUQVRFX0NBTkNFTEVEEAQqZAoMRXhwaXJ5UG9saWN5Eh0KGUVYUElSWV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIWChJFWFBJUllfUE9MSUNZX0RFTlkQARIdChlFWFBJUllfUE9MSUNZX0NBTkNFTF9UVVJOEAIy1gEKEkludGVyYWN0aW9uU2VydmljZRJeChFBbnN3ZXJJbnRlcmFjdGlvbhIjLmFvcGh1Yi52MS5BbnN3ZXJJbnRlcmFjdGlvblJlcXVlc3QaJC5hb3BodWIudjEuQW5zd2VySW50ZXJhY3Rpb25SZXNwb25zZRJgChBMaXN0SW50ZXJhY3Rpb25zEiIuYW9waHViLnYxLkxpc3RJbnRlcmFjdGlvbnNSZXF1ZXN0GiMuYW9waHViLnYxLkxpc3RJbnRlcmFjdGlvbnNSZXNwb25zZSIDkAIBQkkKEWRldi5hb3BodWIuYXBpLnYxUAFaMmdpdGh1Yi5jb20vYW9waHViL2FvcGh1Yi9nZW4vZ28vYW9waHViL3YxO2FvcGh1YnYxYgZwcm90bzM", [file_aop_chat, file_aop_content, file_google_protobuf_timestamp]);
+  fileDesc("Chthb3BodWIvdjEvaW50ZXJhY3Rpb24ucHJvdG8SCWFvcGh1Yi52MSIsCghBcHByb3ZhbBIQCghhcHByb3ZlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkiQgoQQ2xpZW50VG9vbE91dHB1dBIcCgZvdXRwdXQYASADKAsyDC5hb3AuQ29udGVudBIQCghpc19lcnJvchgCIAEoCCJ1ChFJbnRlcmFjdGlvbkFuc3dlchInCghhcHByb3ZhbBgBIAEoCzITLmFvcGh1Yi52MS5BcHByb3ZhbEgAEi0KBm91dHB1dBgCIAEoCzIbLmFvcGh1Yi52MS5DbGllbnRUb29sT3V0cHV0SABCCAoGYW5zd2VyIqADCgtJbnRlcmFjdGlvbhIKCgJpZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3R1cm5faWQYAyABKAkSKAoEa2luZBgEIAEoDjIaLmFvcGh1Yi52MS5JbnRlcmFjdGlvbktpbmQSKgoFc3RhdGUYBSABKA4yGy5hb3BodWIudjEuSW50ZXJhY3Rpb25TdGF0ZRIbCgRjYWxsGAYgASgLMg0uYW9wLlRvb2xDYWxsEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KDWV4cGlyeV9wb2xpY3kYCSABKA4yFy5hb3BodWIudjEuRXhwaXJ5UG9saWN5EiwKBmFuc3dlchgKIAEoCzIcLmFvcGh1Yi52MS5JbnRlcmFjdGlvbkFuc3dlchIvCgtyZXNvbHZlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidAoYQW5zd2VySW50ZXJhY3Rpb25SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSFgoOaW50ZXJhY3Rpb25faWQYAiABKAkSLAoGYW5zd2VyGAMgASgLMhwuYW9waHViLnYxLkludGVyYWN0aW9uQW5zd2VyInYKGUFuc3dlckludGVyYWN0aW9uUmVzcG9uc2USKgoIYWNjZXB0ZWQYASABKAsyFi5hb3BodWIudjEuSW50ZXJhY3Rpb25IABIiCghyZWplY3RlZBgCIAEoCzIOLmFvcC5SZWplY3Rpb25IAEIJCgdvdXRjb21lIkcKF0xpc3RJbnRlcmFjdGlvbnNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGAoQaW5jbHVkZV9yZXNvbHZlZBgCIAEoCCJIChhMaXN0SW50ZXJhY3Rpb25zUmVzcG9uc2USLAoMaW50ZXJhY3Rpb25zGAEgAygLMhYuYW9waHViLnYxLkludGVyYWN0aW9uIoACChpJbnRlcmFjdGlvblByb3RvY29sTWVzc2FnZRI9Cg5hbnN3ZXJfcmVxdWVzdBgKIAEoCzIjLmFvcGh1Yi52MS5BbnN3ZXJJbnRlcmFjdGlvblJlcXVlc3RIABI/Cg9hbnN3ZXJfcmVzcG9uc2UYCyABKAsyJC5hb3BodWIudjEuQW5zd2VySW50ZXJhY3Rpb25SZXNwb25zZUgAEisKCXJlcXVlc3RlZBgMIAEoCzIWLmFvcGh1Yi52MS5JbnRlcmFjdGlvbkgAEioKCHJlc29sdmVkGA0gASgLMhYuYW9waHViLnYxLkludGVyYWN0aW9uSABCCQoHbWVzc2FnZSp0Cg9JbnRlcmFjdGlvbktpbmQSIAocSU5URVJBQ1RJT05fS0lORF9VTlNQRUNJRklFRBAAEh0KGUlOVEVSQUNUSU9OX0tJTkRfQVBQUk9WQUwQARIgChxJTlRFUkFDVElPTl9LSU5EX0NMSUVOVF9UT09MEAIqswEKEEludGVyYWN0aW9uU3RhdGUSIQodSU5URVJBQ1RJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIdChlJTlRFUkFDVElPTl9TVEFURV9QRU5ESU5HEAESHgoaSU5URVJBQ1RJT05fU1RBVEVfQU5TV0VSRUQQAhIdChlJTlRFUkFDVElPTl9TVEFURV9FWFBJUkVEEAMSHgoaSU5URVJBQ1RJT05fU1RBVEVfQ0FOQ0VMRUQQBCpkCgxFeHBpcnlQb2xpY3kSHQoZRVhQSVJZX1BPTElDWV9VTlNQRUNJRklFRBAAEhYKEkVYUElSWV9QT0xJQ1lfREVOWRABEh0KGUVYUElSWV9QT0xJQ1lfQ0FOQ0VMX1RVUk4QAjLWAQoSSW50ZXJhY3Rpb25TZXJ2aWNlEl4KEUFuc3dlckludGVyYWN0aW9uEiMuYW9waHViLnYxLkFuc3dlckludGVyYWN0aW9uUmVxdWVzdBokLmFvcGh1Yi52MS5BbnN3ZXJJbnRlcmFjdGlvblJlc3BvbnNlEmAKEExpc3RJbnRlcmFjdGlvbnMSIi5hb3BodWIudjEuTGlzdEludGVyYWN0aW9uc1JlcXVlc3QaIy5hb3BodWIudjEuTGlzdEludGVyYWN0aW9uc1Jlc3BvbnNlIgOQAgFCSQoRZGV2LmFvcGh1Yi5hcGkudjFQAVoyZ2l0aHViLmNvbS9hb3BodWIvYW9waHViL2dlbi9nby9hb3BodWIvdjE7YW9waHVidjFiBnByb3RvMw", [file_aop_chat, file_aop_content, file_google_protobuf_timestamp]);
 
 /**
  * Approval answers an INTERACTION_KIND_APPROVAL interaction.
@@ -330,9 +330,13 @@ export const ListInteractionsResponseSchema: GenMessage<ListInteractionsResponse
   messageDesc(file_aophub_v1_interaction, 7);
 
 /**
- * InteractionProtocolMessage is the WebSocket namespace for answering
- * interactions on the application channel; the reply's Envelope.reply_to is
- * the request's envelope id.
+ * InteractionProtocolMessage is the WebSocket namespace for interactions.
+ * On the application channel, applications send answer_request and get
+ * answer_response (Envelope.reply_to = the request's envelope id). On the
+ * node channel, a node that announced the capability "aophub.interactions"
+ * sends requested to open an interaction, and the hub sends resolved once it
+ * is answered, expired or canceled (Envelope.reply_to = the requested
+ * envelope's id).
  *
  * @generated from message aophub.v1.InteractionProtocolMessage
  */
@@ -344,7 +348,7 @@ export type InteractionProtocolMessage = Message<"aophub.v1.InteractionProtocolM
    */
   message: {
     /**
-     * Answer an interaction.
+     * Application -> hub: answer an interaction.
      *
      * @generated from field: aophub.v1.AnswerInteractionRequest answer_request = 10;
      */
@@ -352,12 +356,29 @@ export type InteractionProtocolMessage = Message<"aophub.v1.InteractionProtocolM
     case: "answerRequest";
   } | {
     /**
-     * Outcome of answer_request.
+     * Hub -> application: outcome of answer_request.
      *
      * @generated from field: aophub.v1.AnswerInteractionResponse answer_response = 11;
      */
     value: AnswerInteractionResponse;
     case: "answerResponse";
+  } | {
+    /**
+     * Node -> hub: open this pending interaction (id, session_id, turn_id,
+     * kind and call set by the node; the hub sets the times and policy).
+     *
+     * @generated from field: aophub.v1.Interaction requested = 12;
+     */
+    value: Interaction;
+    case: "requested";
+  } | {
+    /**
+     * Hub -> node: the interaction left PENDING (answered, expired or canceled).
+     *
+     * @generated from field: aophub.v1.Interaction resolved = 13;
+     */
+    value: Interaction;
+    case: "resolved";
   } | { case: undefined; value?: undefined };
 };
 

@@ -114,30 +114,33 @@ public final class InteractionOuterClass extends com.google.protobuf.GeneratedFi
       "sion_id\030\001 \001(\tR\tsessionId\022)\n\020include_reso" +
       "lved\030\002 \001(\010R\017includeResolved\"V\n\030ListInter" +
       "actionsResponse\022:\n\014interactions\030\001 \003(\0132\026." +
-      "aophub.v1.InteractionR\014interactions\"\306\001\n\032" +
+      "aophub.v1.InteractionR\014interactions\"\264\002\n\032" +
       "InteractionProtocolMessage\022L\n\016answer_req" +
       "uest\030\n \001(\0132#.aophub.v1.AnswerInteraction" +
       "RequestH\000R\ranswerRequest\022O\n\017answer_respo" +
       "nse\030\013 \001(\0132$.aophub.v1.AnswerInteractionR" +
-      "esponseH\000R\016answerResponseB\t\n\007message*t\n\017" +
-      "InteractionKind\022 \n\034INTERACTION_KIND_UNSP" +
-      "ECIFIED\020\000\022\035\n\031INTERACTION_KIND_APPROVAL\020\001" +
-      "\022 \n\034INTERACTION_KIND_CLIENT_TOOL\020\002*\263\001\n\020I" +
-      "nteractionState\022!\n\035INTERACTION_STATE_UNS" +
-      "PECIFIED\020\000\022\035\n\031INTERACTION_STATE_PENDING\020" +
-      "\001\022\036\n\032INTERACTION_STATE_ANSWERED\020\002\022\035\n\031INT" +
-      "ERACTION_STATE_EXPIRED\020\003\022\036\n\032INTERACTION_" +
-      "STATE_CANCELED\020\004*d\n\014ExpiryPolicy\022\035\n\031EXPI" +
-      "RY_POLICY_UNSPECIFIED\020\000\022\026\n\022EXPIRY_POLICY" +
-      "_DENY\020\001\022\035\n\031EXPIRY_POLICY_CANCEL_TURN\020\0022\326" +
-      "\001\n\022InteractionService\022^\n\021AnswerInteracti" +
-      "on\022#.aophub.v1.AnswerInteractionRequest\032" +
-      "$.aophub.v1.AnswerInteractionResponse\022`\n" +
-      "\020ListInteractions\022\".aophub.v1.ListIntera" +
-      "ctionsRequest\032#.aophub.v1.ListInteractio" +
-      "nsResponse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z2" +
-      "github.com/aophub/aophub/gen/go/aophub/v" +
-      "1;aophubv1b\006proto3"
+      "esponseH\000R\016answerResponse\0226\n\trequested\030\014" +
+      " \001(\0132\026.aophub.v1.InteractionH\000R\trequeste" +
+      "d\0224\n\010resolved\030\r \001(\0132\026.aophub.v1.Interact" +
+      "ionH\000R\010resolvedB\t\n\007message*t\n\017Interactio" +
+      "nKind\022 \n\034INTERACTION_KIND_UNSPECIFIED\020\000\022" +
+      "\035\n\031INTERACTION_KIND_APPROVAL\020\001\022 \n\034INTERA" +
+      "CTION_KIND_CLIENT_TOOL\020\002*\263\001\n\020Interaction" +
+      "State\022!\n\035INTERACTION_STATE_UNSPECIFIED\020\000" +
+      "\022\035\n\031INTERACTION_STATE_PENDING\020\001\022\036\n\032INTER" +
+      "ACTION_STATE_ANSWERED\020\002\022\035\n\031INTERACTION_S" +
+      "TATE_EXPIRED\020\003\022\036\n\032INTERACTION_STATE_CANC" +
+      "ELED\020\004*d\n\014ExpiryPolicy\022\035\n\031EXPIRY_POLICY_" +
+      "UNSPECIFIED\020\000\022\026\n\022EXPIRY_POLICY_DENY\020\001\022\035\n" +
+      "\031EXPIRY_POLICY_CANCEL_TURN\020\0022\326\001\n\022Interac" +
+      "tionService\022^\n\021AnswerInteraction\022#.aophu" +
+      "b.v1.AnswerInteractionRequest\032$.aophub.v" +
+      "1.AnswerInteractionResponse\022`\n\020ListInter" +
+      "actions\022\".aophub.v1.ListInteractionsRequ" +
+      "est\032#.aophub.v1.ListInteractionsResponse" +
+      "\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z2github.com" +
+      "/aophub/aophub/gen/go/aophub/v1;aophubv1" +
+      "b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -199,7 +202,7 @@ public final class InteractionOuterClass extends com.google.protobuf.GeneratedFi
     internal_static_aophub_v1_InteractionProtocolMessage_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_InteractionProtocolMessage_descriptor,
-        new java.lang.String[] { "AnswerRequest", "AnswerResponse", "Message", });
+        new java.lang.String[] { "AnswerRequest", "AnswerResponse", "Requested", "Resolved", "Message", });
     descriptor.resolveAllFeaturesImmutable();
     dev.aophub.aop.Chat.getDescriptor();
     dev.aophub.aop.ContentOuterClass.getDescriptor();

@@ -7,9 +7,13 @@ package dev.aophub.api.v1;
 
 /**
  * <pre>
- * InteractionProtocolMessage is the WebSocket namespace for answering
- * interactions on the application channel; the reply's Envelope.reply_to is
- * the request's envelope id.
+ * InteractionProtocolMessage is the WebSocket namespace for interactions.
+ * On the application channel, applications send answer_request and get
+ * answer_response (Envelope.reply_to = the request's envelope id). On the
+ * node channel, a node that announced the capability "aophub.interactions"
+ * sends requested to open an interaction, and the hub sends resolved once it
+ * is answered, expired or canceled (Envelope.reply_to = the requested
+ * envelope's id).
  * </pre>
  *
  * Protobuf type {@code aophub.v1.InteractionProtocolMessage}
@@ -62,6 +66,8 @@ private static final long serialVersionUID = 0L;
           com.google.protobuf.AbstractMessage.InternalOneOfEnum {
     ANSWER_REQUEST(10),
     ANSWER_RESPONSE(11),
+    REQUESTED(12),
+    RESOLVED(13),
     MESSAGE_NOT_SET(0);
     private final int value;
     private MessageCase(int value) {
@@ -81,6 +87,8 @@ private static final long serialVersionUID = 0L;
       switch (value) {
         case 10: return ANSWER_REQUEST;
         case 11: return ANSWER_RESPONSE;
+        case 12: return REQUESTED;
+        case 13: return RESOLVED;
         case 0: return MESSAGE_NOT_SET;
         default: return null;
       }
@@ -99,7 +107,7 @@ private static final long serialVersionUID = 0L;
   public static final int ANSWER_REQUEST_FIELD_NUMBER = 10;
   /**
    * <pre>
-   * Answer an interaction.
+   * Application -&gt; hub: answer an interaction.
    * </pre>
    *
    * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -111,7 +119,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Answer an interaction.
+   * Application -&gt; hub: answer an interaction.
    * </pre>
    *
    * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -126,7 +134,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Answer an interaction.
+   * Application -&gt; hub: answer an interaction.
    * </pre>
    *
    * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -142,7 +150,7 @@ private static final long serialVersionUID = 0L;
   public static final int ANSWER_RESPONSE_FIELD_NUMBER = 11;
   /**
    * <pre>
-   * Outcome of answer_request.
+   * Hub -&gt; application: outcome of answer_request.
    * </pre>
    *
    * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -154,7 +162,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Outcome of answer_request.
+   * Hub -&gt; application: outcome of answer_request.
    * </pre>
    *
    * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -169,7 +177,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Outcome of answer_request.
+   * Hub -&gt; application: outcome of answer_request.
    * </pre>
    *
    * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -180,6 +188,95 @@ private static final long serialVersionUID = 0L;
        return (dev.aophub.api.v1.AnswerInteractionResponse) message_;
     }
     return dev.aophub.api.v1.AnswerInteractionResponse.getDefaultInstance();
+  }
+
+  public static final int REQUESTED_FIELD_NUMBER = 12;
+  /**
+   * <pre>
+   * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+   * kind and call set by the node; the hub sets the times and policy).
+   * </pre>
+   *
+   * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+   * @return Whether the requested field is set.
+   */
+  @java.lang.Override
+  public boolean hasRequested() {
+    return messageCase_ == 12;
+  }
+  /**
+   * <pre>
+   * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+   * kind and call set by the node; the hub sets the times and policy).
+   * </pre>
+   *
+   * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+   * @return The requested.
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.Interaction getRequested() {
+    if (messageCase_ == 12) {
+       return (dev.aophub.api.v1.Interaction) message_;
+    }
+    return dev.aophub.api.v1.Interaction.getDefaultInstance();
+  }
+  /**
+   * <pre>
+   * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+   * kind and call set by the node; the hub sets the times and policy).
+   * </pre>
+   *
+   * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.InteractionOrBuilder getRequestedOrBuilder() {
+    if (messageCase_ == 12) {
+       return (dev.aophub.api.v1.Interaction) message_;
+    }
+    return dev.aophub.api.v1.Interaction.getDefaultInstance();
+  }
+
+  public static final int RESOLVED_FIELD_NUMBER = 13;
+  /**
+   * <pre>
+   * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+   * </pre>
+   *
+   * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+   * @return Whether the resolved field is set.
+   */
+  @java.lang.Override
+  public boolean hasResolved() {
+    return messageCase_ == 13;
+  }
+  /**
+   * <pre>
+   * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+   * </pre>
+   *
+   * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+   * @return The resolved.
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.Interaction getResolved() {
+    if (messageCase_ == 13) {
+       return (dev.aophub.api.v1.Interaction) message_;
+    }
+    return dev.aophub.api.v1.Interaction.getDefaultInstance();
+  }
+  /**
+   * <pre>
+   * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+   * </pre>
+   *
+   * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.InteractionOrBuilder getResolvedOrBuilder() {
+    if (messageCase_ == 13) {
+       return (dev.aophub.api.v1.Interaction) message_;
+    }
+    return dev.aophub.api.v1.Interaction.getDefaultInstance();
   }
 
   private byte memoizedIsInitialized = -1;
@@ -202,6 +299,12 @@ private static final long serialVersionUID = 0L;
     if (messageCase_ == 11) {
       output.writeMessage(11, (dev.aophub.api.v1.AnswerInteractionResponse) message_);
     }
+    if (messageCase_ == 12) {
+      output.writeMessage(12, (dev.aophub.api.v1.Interaction) message_);
+    }
+    if (messageCase_ == 13) {
+      output.writeMessage(13, (dev.aophub.api.v1.Interaction) message_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -213,6 +316,14 @@ private static final long serialVersionUID = 0L;
     if (messageCase_ == 11) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(11, (dev.aophub.api.v1.AnswerInteractionResponse) message_);
+    }
+    if (messageCase_ == 12) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(12, (dev.aophub.api.v1.Interaction) message_);
+    }
+    if (messageCase_ == 13) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(13, (dev.aophub.api.v1.Interaction) message_);
     }
     return size;
   }
@@ -248,6 +359,14 @@ private static final long serialVersionUID = 0L;
         if (!getAnswerResponse()
             .equals(other.getAnswerResponse())) return false;
         break;
+      case 12:
+        if (!getRequested()
+            .equals(other.getRequested())) return false;
+        break;
+      case 13:
+        if (!getResolved()
+            .equals(other.getResolved())) return false;
+        break;
       case 0:
       default:
     }
@@ -270,6 +389,14 @@ private static final long serialVersionUID = 0L;
       case 11:
         hash = (37 * hash) + ANSWER_RESPONSE_FIELD_NUMBER;
         hash = (53 * hash) + getAnswerResponse().hashCode();
+        break;
+      case 12:
+        hash = (37 * hash) + REQUESTED_FIELD_NUMBER;
+        hash = (53 * hash) + getRequested().hashCode();
+        break;
+      case 13:
+        hash = (37 * hash) + RESOLVED_FIELD_NUMBER;
+        hash = (53 * hash) + getResolved().hashCode();
         break;
       case 0:
       default:
@@ -373,9 +500,13 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * InteractionProtocolMessage is the WebSocket namespace for answering
-   * interactions on the application channel; the reply's Envelope.reply_to is
-   * the request's envelope id.
+   * InteractionProtocolMessage is the WebSocket namespace for interactions.
+   * On the application channel, applications send answer_request and get
+   * answer_response (Envelope.reply_to = the request's envelope id). On the
+   * node channel, a node that announced the capability "aophub.interactions"
+   * sends requested to open an interaction, and the hub sends resolved once it
+   * is answered, expired or canceled (Envelope.reply_to = the requested
+   * envelope's id).
    * </pre>
    *
    * Protobuf type {@code aophub.v1.InteractionProtocolMessage}
@@ -416,6 +547,12 @@ private static final long serialVersionUID = 0L;
       }
       if (answerResponseBuilder_ != null) {
         answerResponseBuilder_.clear();
+      }
+      if (requestedBuilder_ != null) {
+        requestedBuilder_.clear();
+      }
+      if (resolvedBuilder_ != null) {
+        resolvedBuilder_.clear();
       }
       messageCase_ = 0;
       message_ = null;
@@ -466,6 +603,14 @@ private static final long serialVersionUID = 0L;
           answerResponseBuilder_ != null) {
         result.message_ = answerResponseBuilder_.build();
       }
+      if (messageCase_ == 12 &&
+          requestedBuilder_ != null) {
+        result.message_ = requestedBuilder_.build();
+      }
+      if (messageCase_ == 13 &&
+          resolvedBuilder_ != null) {
+        result.message_ = resolvedBuilder_.build();
+      }
     }
 
     @java.lang.Override
@@ -487,6 +632,14 @@ private static final long serialVersionUID = 0L;
         }
         case ANSWER_RESPONSE: {
           mergeAnswerResponse(other.getAnswerResponse());
+          break;
+        }
+        case REQUESTED: {
+          mergeRequested(other.getRequested());
+          break;
+        }
+        case RESOLVED: {
+          mergeResolved(other.getResolved());
           break;
         }
         case MESSAGE_NOT_SET: {
@@ -531,6 +684,20 @@ private static final long serialVersionUID = 0L;
               messageCase_ = 11;
               break;
             } // case 90
+            case 98: {
+              input.readMessage(
+                  internalGetRequestedFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              messageCase_ = 12;
+              break;
+            } // case 98
+            case 106: {
+              input.readMessage(
+                  internalGetResolvedFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              messageCase_ = 13;
+              break;
+            } // case 106
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -567,7 +734,7 @@ private static final long serialVersionUID = 0L;
         dev.aophub.api.v1.AnswerInteractionRequest, dev.aophub.api.v1.AnswerInteractionRequest.Builder, dev.aophub.api.v1.AnswerInteractionRequestOrBuilder> answerRequestBuilder_;
     /**
      * <pre>
-     * Answer an interaction.
+     * Application -&gt; hub: answer an interaction.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -579,7 +746,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Answer an interaction.
+     * Application -&gt; hub: answer an interaction.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -601,7 +768,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Answer an interaction.
+     * Application -&gt; hub: answer an interaction.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -619,7 +786,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Answer an interaction.
+     * Application -&gt; hub: answer an interaction.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -637,7 +804,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Answer an interaction.
+     * Application -&gt; hub: answer an interaction.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -664,7 +831,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Answer an interaction.
+     * Application -&gt; hub: answer an interaction.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -687,7 +854,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Answer an interaction.
+     * Application -&gt; hub: answer an interaction.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -697,7 +864,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Answer an interaction.
+     * Application -&gt; hub: answer an interaction.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -715,7 +882,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Answer an interaction.
+     * Application -&gt; hub: answer an interaction.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -743,7 +910,7 @@ private static final long serialVersionUID = 0L;
         dev.aophub.api.v1.AnswerInteractionResponse, dev.aophub.api.v1.AnswerInteractionResponse.Builder, dev.aophub.api.v1.AnswerInteractionResponseOrBuilder> answerResponseBuilder_;
     /**
      * <pre>
-     * Outcome of answer_request.
+     * Hub -&gt; application: outcome of answer_request.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -755,7 +922,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Outcome of answer_request.
+     * Hub -&gt; application: outcome of answer_request.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -777,7 +944,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Outcome of answer_request.
+     * Hub -&gt; application: outcome of answer_request.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -795,7 +962,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Outcome of answer_request.
+     * Hub -&gt; application: outcome of answer_request.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -813,7 +980,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Outcome of answer_request.
+     * Hub -&gt; application: outcome of answer_request.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -840,7 +1007,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Outcome of answer_request.
+     * Hub -&gt; application: outcome of answer_request.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -863,7 +1030,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Outcome of answer_request.
+     * Hub -&gt; application: outcome of answer_request.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -873,7 +1040,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Outcome of answer_request.
+     * Hub -&gt; application: outcome of answer_request.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -891,7 +1058,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Outcome of answer_request.
+     * Hub -&gt; application: outcome of answer_request.
      * </pre>
      *
      * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -913,6 +1080,367 @@ private static final long serialVersionUID = 0L;
       messageCase_ = 11;
       onChanged();
       return answerResponseBuilder_;
+    }
+
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.Interaction, dev.aophub.api.v1.Interaction.Builder, dev.aophub.api.v1.InteractionOrBuilder> requestedBuilder_;
+    /**
+     * <pre>
+     * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+     * kind and call set by the node; the hub sets the times and policy).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+     * @return Whether the requested field is set.
+     */
+    @java.lang.Override
+    public boolean hasRequested() {
+      return messageCase_ == 12;
+    }
+    /**
+     * <pre>
+     * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+     * kind and call set by the node; the hub sets the times and policy).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+     * @return The requested.
+     */
+    @java.lang.Override
+    public dev.aophub.api.v1.Interaction getRequested() {
+      if (requestedBuilder_ == null) {
+        if (messageCase_ == 12) {
+          return (dev.aophub.api.v1.Interaction) message_;
+        }
+        return dev.aophub.api.v1.Interaction.getDefaultInstance();
+      } else {
+        if (messageCase_ == 12) {
+          return requestedBuilder_.getMessage();
+        }
+        return dev.aophub.api.v1.Interaction.getDefaultInstance();
+      }
+    }
+    /**
+     * <pre>
+     * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+     * kind and call set by the node; the hub sets the times and policy).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+     */
+    public Builder setRequested(dev.aophub.api.v1.Interaction value) {
+      if (requestedBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        message_ = value;
+        onChanged();
+      } else {
+        requestedBuilder_.setMessage(value);
+      }
+      messageCase_ = 12;
+      return this;
+    }
+    /**
+     * <pre>
+     * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+     * kind and call set by the node; the hub sets the times and policy).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+     */
+    public Builder setRequested(
+        dev.aophub.api.v1.Interaction.Builder builderForValue) {
+      if (requestedBuilder_ == null) {
+        message_ = builderForValue.build();
+        onChanged();
+      } else {
+        requestedBuilder_.setMessage(builderForValue.build());
+      }
+      messageCase_ = 12;
+      return this;
+    }
+    /**
+     * <pre>
+     * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+     * kind and call set by the node; the hub sets the times and policy).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+     */
+    public Builder mergeRequested(dev.aophub.api.v1.Interaction value) {
+      if (requestedBuilder_ == null) {
+        if (messageCase_ == 12 &&
+            message_ != dev.aophub.api.v1.Interaction.getDefaultInstance()) {
+          message_ = dev.aophub.api.v1.Interaction.newBuilder((dev.aophub.api.v1.Interaction) message_)
+              .mergeFrom(value).buildPartial();
+        } else {
+          message_ = value;
+        }
+        onChanged();
+      } else {
+        if (messageCase_ == 12) {
+          requestedBuilder_.mergeFrom(value);
+        } else {
+          requestedBuilder_.setMessage(value);
+        }
+      }
+      messageCase_ = 12;
+      return this;
+    }
+    /**
+     * <pre>
+     * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+     * kind and call set by the node; the hub sets the times and policy).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+     */
+    public Builder clearRequested() {
+      if (requestedBuilder_ == null) {
+        if (messageCase_ == 12) {
+          messageCase_ = 0;
+          message_ = null;
+          onChanged();
+        }
+      } else {
+        if (messageCase_ == 12) {
+          messageCase_ = 0;
+          message_ = null;
+        }
+        requestedBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+     * kind and call set by the node; the hub sets the times and policy).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+     */
+    public dev.aophub.api.v1.Interaction.Builder getRequestedBuilder() {
+      return internalGetRequestedFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+     * kind and call set by the node; the hub sets the times and policy).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+     */
+    @java.lang.Override
+    public dev.aophub.api.v1.InteractionOrBuilder getRequestedOrBuilder() {
+      if ((messageCase_ == 12) && (requestedBuilder_ != null)) {
+        return requestedBuilder_.getMessageOrBuilder();
+      } else {
+        if (messageCase_ == 12) {
+          return (dev.aophub.api.v1.Interaction) message_;
+        }
+        return dev.aophub.api.v1.Interaction.getDefaultInstance();
+      }
+    }
+    /**
+     * <pre>
+     * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+     * kind and call set by the node; the hub sets the times and policy).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.Interaction, dev.aophub.api.v1.Interaction.Builder, dev.aophub.api.v1.InteractionOrBuilder> 
+        internalGetRequestedFieldBuilder() {
+      if (requestedBuilder_ == null) {
+        if (!(messageCase_ == 12)) {
+          message_ = dev.aophub.api.v1.Interaction.getDefaultInstance();
+        }
+        requestedBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.aophub.api.v1.Interaction, dev.aophub.api.v1.Interaction.Builder, dev.aophub.api.v1.InteractionOrBuilder>(
+                (dev.aophub.api.v1.Interaction) message_,
+                getParentForChildren(),
+                isClean());
+        message_ = null;
+      }
+      messageCase_ = 12;
+      onChanged();
+      return requestedBuilder_;
+    }
+
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.Interaction, dev.aophub.api.v1.Interaction.Builder, dev.aophub.api.v1.InteractionOrBuilder> resolvedBuilder_;
+    /**
+     * <pre>
+     * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+     * @return Whether the resolved field is set.
+     */
+    @java.lang.Override
+    public boolean hasResolved() {
+      return messageCase_ == 13;
+    }
+    /**
+     * <pre>
+     * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+     * @return The resolved.
+     */
+    @java.lang.Override
+    public dev.aophub.api.v1.Interaction getResolved() {
+      if (resolvedBuilder_ == null) {
+        if (messageCase_ == 13) {
+          return (dev.aophub.api.v1.Interaction) message_;
+        }
+        return dev.aophub.api.v1.Interaction.getDefaultInstance();
+      } else {
+        if (messageCase_ == 13) {
+          return resolvedBuilder_.getMessage();
+        }
+        return dev.aophub.api.v1.Interaction.getDefaultInstance();
+      }
+    }
+    /**
+     * <pre>
+     * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+     */
+    public Builder setResolved(dev.aophub.api.v1.Interaction value) {
+      if (resolvedBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        message_ = value;
+        onChanged();
+      } else {
+        resolvedBuilder_.setMessage(value);
+      }
+      messageCase_ = 13;
+      return this;
+    }
+    /**
+     * <pre>
+     * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+     */
+    public Builder setResolved(
+        dev.aophub.api.v1.Interaction.Builder builderForValue) {
+      if (resolvedBuilder_ == null) {
+        message_ = builderForValue.build();
+        onChanged();
+      } else {
+        resolvedBuilder_.setMessage(builderForValue.build());
+      }
+      messageCase_ = 13;
+      return this;
+    }
+    /**
+     * <pre>
+     * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+     */
+    public Builder mergeResolved(dev.aophub.api.v1.Interaction value) {
+      if (resolvedBuilder_ == null) {
+        if (messageCase_ == 13 &&
+            message_ != dev.aophub.api.v1.Interaction.getDefaultInstance()) {
+          message_ = dev.aophub.api.v1.Interaction.newBuilder((dev.aophub.api.v1.Interaction) message_)
+              .mergeFrom(value).buildPartial();
+        } else {
+          message_ = value;
+        }
+        onChanged();
+      } else {
+        if (messageCase_ == 13) {
+          resolvedBuilder_.mergeFrom(value);
+        } else {
+          resolvedBuilder_.setMessage(value);
+        }
+      }
+      messageCase_ = 13;
+      return this;
+    }
+    /**
+     * <pre>
+     * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+     */
+    public Builder clearResolved() {
+      if (resolvedBuilder_ == null) {
+        if (messageCase_ == 13) {
+          messageCase_ = 0;
+          message_ = null;
+          onChanged();
+        }
+      } else {
+        if (messageCase_ == 13) {
+          messageCase_ = 0;
+          message_ = null;
+        }
+        resolvedBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+     */
+    public dev.aophub.api.v1.Interaction.Builder getResolvedBuilder() {
+      return internalGetResolvedFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+     */
+    @java.lang.Override
+    public dev.aophub.api.v1.InteractionOrBuilder getResolvedOrBuilder() {
+      if ((messageCase_ == 13) && (resolvedBuilder_ != null)) {
+        return resolvedBuilder_.getMessageOrBuilder();
+      } else {
+        if (messageCase_ == 13) {
+          return (dev.aophub.api.v1.Interaction) message_;
+        }
+        return dev.aophub.api.v1.Interaction.getDefaultInstance();
+      }
+    }
+    /**
+     * <pre>
+     * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+     * </pre>
+     *
+     * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.Interaction, dev.aophub.api.v1.Interaction.Builder, dev.aophub.api.v1.InteractionOrBuilder> 
+        internalGetResolvedFieldBuilder() {
+      if (resolvedBuilder_ == null) {
+        if (!(messageCase_ == 13)) {
+          message_ = dev.aophub.api.v1.Interaction.getDefaultInstance();
+        }
+        resolvedBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.aophub.api.v1.Interaction, dev.aophub.api.v1.Interaction.Builder, dev.aophub.api.v1.InteractionOrBuilder>(
+                (dev.aophub.api.v1.Interaction) message_,
+                getParentForChildren(),
+                isClean());
+        message_ = null;
+      }
+      messageCase_ = 13;
+      onChanged();
+      return resolvedBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:aophub.v1.InteractionProtocolMessage)

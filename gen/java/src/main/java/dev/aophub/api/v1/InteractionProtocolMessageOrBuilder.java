@@ -12,7 +12,7 @@ public interface InteractionProtocolMessageOrBuilder extends
 
   /**
    * <pre>
-   * Answer an interaction.
+   * Application -&gt; hub: answer an interaction.
    * </pre>
    *
    * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -21,7 +21,7 @@ public interface InteractionProtocolMessageOrBuilder extends
   boolean hasAnswerRequest();
   /**
    * <pre>
-   * Answer an interaction.
+   * Application -&gt; hub: answer an interaction.
    * </pre>
    *
    * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -30,7 +30,7 @@ public interface InteractionProtocolMessageOrBuilder extends
   dev.aophub.api.v1.AnswerInteractionRequest getAnswerRequest();
   /**
    * <pre>
-   * Answer an interaction.
+   * Application -&gt; hub: answer an interaction.
    * </pre>
    *
    * <code>.aophub.v1.AnswerInteractionRequest answer_request = 10 [json_name = "answerRequest"];</code>
@@ -39,7 +39,7 @@ public interface InteractionProtocolMessageOrBuilder extends
 
   /**
    * <pre>
-   * Outcome of answer_request.
+   * Hub -&gt; application: outcome of answer_request.
    * </pre>
    *
    * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -48,7 +48,7 @@ public interface InteractionProtocolMessageOrBuilder extends
   boolean hasAnswerResponse();
   /**
    * <pre>
-   * Outcome of answer_request.
+   * Hub -&gt; application: outcome of answer_request.
    * </pre>
    *
    * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
@@ -57,12 +57,69 @@ public interface InteractionProtocolMessageOrBuilder extends
   dev.aophub.api.v1.AnswerInteractionResponse getAnswerResponse();
   /**
    * <pre>
-   * Outcome of answer_request.
+   * Hub -&gt; application: outcome of answer_request.
    * </pre>
    *
    * <code>.aophub.v1.AnswerInteractionResponse answer_response = 11 [json_name = "answerResponse"];</code>
    */
   dev.aophub.api.v1.AnswerInteractionResponseOrBuilder getAnswerResponseOrBuilder();
+
+  /**
+   * <pre>
+   * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+   * kind and call set by the node; the hub sets the times and policy).
+   * </pre>
+   *
+   * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+   * @return Whether the requested field is set.
+   */
+  boolean hasRequested();
+  /**
+   * <pre>
+   * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+   * kind and call set by the node; the hub sets the times and policy).
+   * </pre>
+   *
+   * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+   * @return The requested.
+   */
+  dev.aophub.api.v1.Interaction getRequested();
+  /**
+   * <pre>
+   * Node -&gt; hub: open this pending interaction (id, session_id, turn_id,
+   * kind and call set by the node; the hub sets the times and policy).
+   * </pre>
+   *
+   * <code>.aophub.v1.Interaction requested = 12 [json_name = "requested"];</code>
+   */
+  dev.aophub.api.v1.InteractionOrBuilder getRequestedOrBuilder();
+
+  /**
+   * <pre>
+   * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+   * </pre>
+   *
+   * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+   * @return Whether the resolved field is set.
+   */
+  boolean hasResolved();
+  /**
+   * <pre>
+   * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+   * </pre>
+   *
+   * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+   * @return The resolved.
+   */
+  dev.aophub.api.v1.Interaction getResolved();
+  /**
+   * <pre>
+   * Hub -&gt; node: the interaction left PENDING (answered, expired or canceled).
+   * </pre>
+   *
+   * <code>.aophub.v1.Interaction resolved = 13 [json_name = "resolved"];</code>
+   */
+  dev.aophub.api.v1.InteractionOrBuilder getResolvedOrBuilder();
 
   dev.aophub.api.v1.InteractionProtocolMessage.MessageCase getMessageCase();
 }
