@@ -1,0 +1,249 @@
+"""The store interface: what the hub persists and how it reads it back.
+
+The hub writes through :meth:`Store.submit`, one ordered stream of write
+batches. A batch is atomic (all of its operations commit or none do), batches
+commit in submission order, and ``await submit(...)`` returns only once the
+batch is durable. Implementations group consecutive batches into one
+transaction (group commit) so that sustained load does not pay one fsync per
+event; a failing group is retried batch by batch so that one bad batch fails
+alone.
+
+Cursors are assigned by the store at commit time: dense per session, starting
+at 1, in submission order. A batch that fails consumes no cursor.
+
+Every implementation passes ``tests/test_store.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = [
+    "AppendEvent",
+    "DeleteSession",
+    "InteractionRecord",
+    "JournalEntry",
+    "PutInteraction",
+    "PutJournal",
+    "PutSession",
+    "PutTurn",
+    "ReserveSeq",
+    "SessionRecord",
+    "Store",
+    "StoreError",
+    "StoredEvent",
+    "TurnRecord",
+    "WriteOp",
+]
+
+
+class StoreError(Exception):
+    """The store could not do what was asked (disk full, unwritable file, closed).
+
+    Raised by every store method in place of the backend's own exceptions.
+    ``retryable`` is true when the same call may succeed later (disk full,
+    database locked), false when it cannot (corrupt file, store closed).
+    """
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """A persisted event: its session, cursor, seq and serialized ``aop.Event``."""
+
+    session_id: str
+    cursor: int
+    seq: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """A session as stored. Times are Unix seconds."""
+
+    id: str
+    node_id: str
+    title: str
+    state: str  # "open" or "closed"
+    created_at: float
+    updated_at: float
+    archived: bool = False
+    parent_session_id: str = ""
+    parent_tool_call_id: str = ""
+    close_reason: str = ""
+    # The serialized aop.OpenSessionRequest that opened the session (keeps
+    # its extensions, e.g. aophub.v1.ClientTools, for re-opening on a node).
+    open_request: bytes = b""
+    # Every seq up to this one may have been handed out (see ReserveSeq).
+    seq_reserved: int = 0
+    # Derived on read: cursor of the newest event (0 if none), and the count.
+    last_cursor: int = 0
+    event_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """A turn as stored. ``state`` is "queued", "running" or "ended"."""
+
+    session_id: str
+    turn_id: str
+    state: str
+    created_at: float
+    request: bytes = b""  # the serialized aop.RunTurnRequest
+    ended_at: float = 0.0
+    stop_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """An idempotency journal entry: the first response to one request id."""
+
+    key: str
+    method: str
+    fingerprint: bytes
+    response: bytes
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class InteractionRecord:
+    """A durable interaction; ``data`` is the serialized ``aophub.v1.Interaction``."""
+
+    id: str
+    session_id: str
+    turn_id: str
+    state: int  # aophub.v1.InteractionState
+    data: bytes
+
+
+# -- write operations ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AppendEvent:
+    """Append one event; its result is the cursor it was given. The session row must exist."""
+
+    session_id: str
+    seq: int
+    data: bytes
+    event_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PutSession:
+    """Insert or replace a session row (``last_cursor``/``event_count`` are ignored)."""
+
+    record: SessionRecord
+
+
+@dataclass(frozen=True, slots=True)
+class PutTurn:
+    """Insert or replace a turn row. Its session row must exist."""
+
+    record: TurnRecord
+
+
+@dataclass(frozen=True, slots=True)
+class PutJournal:
+    """Insert a journal entry; an existing entry with the same key is kept."""
+
+    entry: JournalEntry
+
+
+@dataclass(frozen=True, slots=True)
+class PutInteraction:
+    """Insert or update an interaction (its position in the session's list is kept)."""
+
+    record: InteractionRecord
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteSession:
+    """Delete a session with its events, turns and interactions; its result is the number of events deleted."""
+
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReserveSeq:
+    """Record that seqs up to ``upto`` may be handed out in this session (kept as a maximum)."""
+
+    session_id: str
+    upto: int
+
+
+WriteOp = AppendEvent | PutSession | PutTurn | PutJournal | PutInteraction | DeleteSession | ReserveSeq
+
+
+class Store(Protocol):
+    """Durable state of the hub: sessions, events, turns and the journal."""
+
+    async def open(self) -> None:
+        """Create or migrate the schema and start the writer."""
+
+    async def close(self) -> None:
+        """Finish every submitted write, then release the database."""
+
+    async def submit(self, ops: Sequence[WriteOp]) -> list[int | None]:
+        """Commit ``ops`` atomically and durably, after every earlier batch.
+
+        Returns one result per op: the cursor for ``AppendEvent``, the number
+        of events deleted for ``DeleteSession``, ``None`` otherwise. Raises
+        :class:`StoreError` if the batch did not commit (then none of it did).
+        """
+        ...
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """One session, or ``None``."""
+        ...
+
+    async def list_sessions(
+        self,
+        *,
+        limit: int,
+        before: tuple[float, str] | None = None,
+        include_closed: bool = False,
+        include_archived: bool = False,
+        node_id: str = "",
+    ) -> list[SessionRecord]:
+        """Sessions ordered by ``(updated_at, id)`` descending, strictly before ``before``."""
+        ...
+
+    async def read_events(self, session_id: str, after_cursor: int, limit: int) -> list[StoredEvent]:
+        """Up to ``limit`` events with cursor > ``after_cursor``, oldest first."""
+        ...
+
+    async def max_seq(self, session_id: str) -> int:
+        """The highest seq stored or reserved for the session (0 if none)."""
+        ...
+
+    async def get_journal(self, key: str) -> JournalEntry | None:
+        """The journal entry for ``key``, or ``None``."""
+        ...
+
+    async def get_turn(self, session_id: str, turn_id: str) -> TurnRecord | None:
+        """One turn of a session, whatever its state, or ``None``."""
+        ...
+
+    async def list_turns(self, states: Sequence[str]) -> list[TurnRecord]:
+        """Turns in any of ``states``, ordered by session, then creation."""
+        ...
+
+    async def get_interaction(self, interaction_id: str) -> InteractionRecord | None:
+        """One interaction, or ``None``."""
+        ...
+
+    async def list_interactions(
+        self, *, session_id: str = "", states: Sequence[int] | None = None
+    ) -> list[InteractionRecord]:
+        """Interactions (of one session when ``session_id`` is set, in ``states`` when given), oldest first."""
+        ...
+
+    async def health(self) -> tuple[bool, str, int]:
+        """``(ok, error, size_bytes)`` from a probe query."""
+        ...

@@ -1,0 +1,627 @@
+"""The store contract (aophub.store.base), checked against SQLiteStore."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import itertools
+import sqlite3
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import closing
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from aophub.store import (
+    AppendEvent,
+    DeleteSession,
+    JournalEntry,
+    PutJournal,
+    PutSession,
+    PutTurn,
+    ReserveSeq,
+    SessionRecord,
+    SQLiteStore,
+    Store,
+    StoreError,
+    TurnRecord,
+    WriteOp,
+)
+from aophub.store.sqlite import map_exceptions
+
+
+def session(
+    session_id: str,
+    *,
+    updated_at: float = 1.0,
+    node_id: str = "n1",
+    state: str = "open",
+    archived: bool = False,
+    seq_reserved: int = 0,
+    title: str = "a session",
+) -> SessionRecord:
+    return SessionRecord(
+        id=session_id,
+        node_id=node_id,
+        title=title,
+        state=state,
+        created_at=0.5,
+        updated_at=updated_at,
+        archived=archived,
+        open_request=b"\x0a\x01x",
+        seq_reserved=seq_reserved,
+    )
+
+
+def turn(session_id: str, turn_id: str, state: str, created_at: float) -> TurnRecord:
+    return TurnRecord(session_id=session_id, turn_id=turn_id, state=state, created_at=created_at, request=b"req")
+
+
+def journal(key: str, response: bytes) -> JournalEntry:
+    return JournalEntry(key=key, method="aophub.v1.Hub/RunTurn", fingerprint=b"fp", response=response, created_at=2.0)
+
+
+def integrity(path: Path) -> str:
+    with closing(sqlite3.connect(path)) as db:
+        return str(db.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    async with SQLiteStore(tmp_path / "hub.db") as store:
+        yield store
+
+
+# -- cursors and group commit ---------------------------------------------------
+
+
+async def test_cursors_are_dense_per_session_in_submission_order(store: SQLiteStore) -> None:
+    """500 concurrent single-event submits over 5 sessions get cursors 1..100 per session, in order."""
+    sessions = [f"s{i}" for i in range(5)]
+    await store.submit([PutSession(session(s)) for s in sessions])
+    ops = [AppendEvent(sessions[i % 5], seq=i, data=str(i).encode()) for i in range(500)]
+    results = await asyncio.gather(*(store.submit([op]) for op in ops))
+    for s in sessions:
+        cursors = [result[0] for op, result in zip(ops, results, strict=True) if op.session_id == s]
+        assert cursors == list(range(1, 101))
+        events = await store.read_events(s, 0, 1000)
+        assert [e.cursor for e in events] == list(range(1, 101))
+        assert [e.data for e in events] == [op.data for op in ops if op.session_id == s]
+
+
+async def test_batch_results_follow_its_ops(store: SQLiteStore) -> None:
+    """A batch's appends get consecutive cursors per session; other ops return None."""
+    results = await store.submit(
+        [
+            PutSession(session("a")),
+            PutSession(session("b")),
+            AppendEvent("a", 1, b"a1"),
+            AppendEvent("b", 1, b"b1"),
+            AppendEvent("a", 2, b"a2"),
+            PutJournal(journal("k", b"r")),
+            AppendEvent("a", 3, b"a3"),
+        ]
+    )
+    assert results == [None, None, 1, 1, 2, None, 3]
+
+
+async def test_group_commit_groups_concurrent_submits(store: SQLiteStore) -> None:
+    """200 concurrent single-op submits commit in far fewer than 200 transactions."""
+    await store.submit([PutSession(session("s"))])
+    commits, batches = store.commits, store.batches
+    results = await asyncio.gather(*(store.submit([AppendEvent("s", i, b"")]) for i in range(200)))
+    assert [r[0] for r in results] == list(range(1, 201))
+    assert store.batches - batches == 200
+    assert store.commits - commits <= 20
+
+
+async def test_group_size_is_capped_by_max_group_ops(tmp_path: Path) -> None:
+    """With max_group_ops=10, 100 concurrent single-op submits need at least 10 commits."""
+    async with SQLiteStore(tmp_path / "hub.db", max_group_ops=10) as store:
+        await store.submit([PutSession(session("s"))])
+        commits = store.commits
+        results = await asyncio.gather(*(store.submit([AppendEvent("s", i, b"")]) for i in range(100)))
+        assert [r[0] for r in results] == list(range(1, 101))
+        assert store.commits - commits >= 10
+
+
+async def test_bad_batch_fails_alone_within_a_group(store: SQLiteStore) -> None:
+    """An append to an unknown session fails its batch only; its group neighbours commit densely."""
+    await store.submit([PutSession(session("s"))])
+    outcomes = await asyncio.gather(
+        store.submit([AppendEvent("s", 1, b"one")]),
+        store.submit([AppendEvent("s", 2, b"lost"), AppendEvent("ghost", 1, b"x")]),
+        store.submit([AppendEvent("s", 3, b"two")]),
+        return_exceptions=True,
+    )
+    assert outcomes[0] == [1]
+    assert isinstance(outcomes[1], StoreError)
+    assert not outcomes[1].retryable
+    assert "constraint failed" in str(outcomes[1])
+    assert outcomes[2] == [2]
+    assert [e.data for e in await store.read_events("s", 0, 10)] == [b"one", b"two"]
+
+
+async def test_failed_batch_consumes_no_cursor(store: SQLiteStore) -> None:
+    """After a failed batch, the next append gets the next dense cursor."""
+    assert await store.submit([PutSession(session("s")), AppendEvent("s", 1, b"one")]) == [None, 1]
+    with pytest.raises(StoreError):
+        await store.submit([AppendEvent("s", 2, b"lost"), AppendEvent("s", 3, b"lost"), AppendEvent("ghost", 1, b"")])
+    assert await store.submit([AppendEvent("s", 2, b"two")]) == [2]
+    assert [(e.cursor, e.data) for e in await store.read_events("s", 0, 10)] == [(1, b"one"), (2, b"two")]
+    record = await store.get_session("s")
+    assert record is not None
+    assert (record.last_cursor, record.event_count) == (2, 2)
+
+
+async def test_batch_is_atomic_when_the_disk_fills(store: SQLiteStore) -> None:
+    """A batch whose last op does not fit leaves none of its ops behind."""
+    await store.submit([PutSession(session("s")), AppendEvent("s", 1, b"early")])
+    await store.set_max_page_count(1)  # frozen at the current size
+    with pytest.raises(StoreError):
+        await store.submit(
+            [
+                PutJournal(journal("k", b"r")),
+                PutTurn(turn("s", "t", "queued", 1.0)),
+                AppendEvent("s", 2, bytes(200_000)),
+            ]
+        )
+    assert await store.get_journal("k") is None
+    assert await store.list_turns(["queued"]) == []
+    assert [e.cursor for e in await store.read_events("s", 0, 10)] == [1]
+
+
+async def test_disk_full_is_retryable_and_recoverable(tmp_path: Path) -> None:
+    """A full disk fails writes retryably, leaves the file intact, and writes work once space returns."""
+    path = tmp_path / "hub.db"
+    async with SQLiteStore(path, max_page_count=64) as store:
+        await store.submit([PutSession(session("s"))])
+        failure: StoreError | None = None
+        cursor = 0
+        while failure is None and cursor < 100:
+            try:
+                [result] = await store.submit([AppendEvent("s", cursor + 1, bytes(16_000))])
+            except StoreError as exc:
+                failure = exc
+            else:
+                assert result == cursor + 1
+                cursor = result
+        assert failure is not None
+        assert failure.retryable
+        assert str(failure).startswith("disk full:")
+        assert cursor > 0
+        assert integrity(path) == "ok"
+        assert [e.cursor for e in await store.read_events("s", 0, 1000)] == list(range(1, cursor + 1))
+
+        assert await store.set_max_page_count(100_000) == 100_000
+        assert await store.submit([AppendEvent("s", cursor + 1, b"after")]) == [cursor + 1]
+    assert integrity(path) == "ok"
+
+
+# -- what each op does -----------------------------------------------------------
+
+
+async def test_state_survives_close_and_reopen(tmp_path: Path) -> None:
+    """Sessions, events, turns, journal and seq_reserved persist, and cursors continue densely."""
+    path = tmp_path / "data" / "hub.db"
+    async with SQLiteStore(path) as store:
+        await store.submit(
+            [
+                PutSession(session("s", seq_reserved=5)),
+                AppendEvent("s", 1, b"e1"),
+                AppendEvent("s", 2, b"e2"),
+                AppendEvent("s", 3, b"e3"),
+                PutTurn(turn("s", "t1", "running", 1.0)),
+                PutJournal(journal("k", b"first")),
+                ReserveSeq("s", 9),
+            ]
+        )
+
+    async with SQLiteStore(path) as store:
+        expected = replace(session("s"), seq_reserved=9, last_cursor=3, event_count=3)
+        assert await store.get_session("s") == expected
+        assert [e.data for e in await store.read_events("s", 0, 10)] == [b"e1", b"e2", b"e3"]
+        assert await store.list_turns(["running"]) == [turn("s", "t1", "running", 1.0)]
+        assert await store.get_journal("k") == journal("k", b"first")
+        assert await store.max_seq("s") == 9
+        assert await store.submit([AppendEvent("s", 10, b"e4")]) == [4]
+    assert integrity(path) == "ok"
+
+
+async def test_delete_session_cascades_and_counts(store: SQLiteStore) -> None:
+    """DeleteSession removes the session, its events and turns, returns the count, and leaves others alone."""
+    await store.submit(
+        [
+            PutSession(session("s")),
+            PutSession(session("other")),
+            *(AppendEvent("s", i, b"") for i in range(1, 4)),
+            AppendEvent("other", 1, b"kept"),
+            PutTurn(turn("s", "t1", "queued", 1.0)),
+            PutTurn(turn("s", "t2", "ended", 2.0)),
+            PutTurn(turn("other", "t3", "queued", 1.0)),
+        ]
+    )
+    assert await store.submit([DeleteSession("s")]) == [3]
+    assert await store.get_session("s") is None
+    assert await store.read_events("s", 0, 10) == []
+    assert await store.max_seq("s") == 0
+    assert await store.list_turns(["queued", "running", "ended"]) == [turn("other", "t3", "queued", 1.0)]
+    assert [e.data for e in await store.read_events("other", 0, 10)] == [b"kept"]
+    assert await store.submit([DeleteSession("s")]) == [0]
+    assert await store.submit([PutSession(session("s")), AppendEvent("s", 1, b"again")]) == [None, 1]
+
+
+async def test_delete_and_recreate_within_one_batch(store: SQLiteStore) -> None:
+    """Ops in a batch apply in order: a session re-created after its deletion starts at cursor 1."""
+    results = await store.submit(
+        [
+            PutSession(session("s")),
+            AppendEvent("s", 1, b"old1"),
+            AppendEvent("s", 2, b"old2"),
+            DeleteSession("s"),
+            PutSession(session("s")),
+            AppendEvent("s", 1, b"new1"),
+        ]
+    )
+    assert results == [None, 1, 2, 2, None, 1]
+    assert [(e.cursor, e.data) for e in await store.read_events("s", 0, 10)] == [(1, b"new1")]
+    record = await store.get_session("s")
+    assert record is not None
+    assert (record.last_cursor, record.event_count) == (1, 1)
+
+
+async def test_append_before_its_session_exists_fails(store: SQLiteStore) -> None:
+    """Within a batch, an append that precedes its session's PutSession fails the batch."""
+    with pytest.raises(StoreError) as caught:
+        await store.submit([AppendEvent("s", 1, b""), PutSession(session("s"))])
+    assert not caught.value.retryable
+    assert await store.get_session("s") is None
+
+
+async def test_journal_keeps_the_first_entry(store: SQLiteStore) -> None:
+    """A second PutJournal with the same key leaves the first entry in place."""
+    await store.submit([PutJournal(journal("k", b"first"))])
+    await store.submit([PutJournal(journal("k", b"second"))])
+    assert await store.get_journal("k") == journal("k", b"first")
+    assert await store.get_journal("missing") is None
+
+
+async def test_put_session_replaces_fields_but_keeps_highest_seq_reserved(store: SQLiteStore) -> None:
+    """Re-putting a session replaces its fields, keeps seq_reserved at its maximum and keeps the event counters."""
+    await store.submit([PutSession(session("s", seq_reserved=10)), AppendEvent("s", 1, b""), AppendEvent("s", 2, b"")])
+    await store.submit([PutSession(session("s", seq_reserved=3, title="renamed", state="closed"))])
+    record = await store.get_session("s")
+    assert record is not None
+    assert (record.title, record.state, record.seq_reserved) == ("renamed", "closed", 10)
+    assert (record.last_cursor, record.event_count) == (2, 2)
+
+
+async def test_reserve_seq_and_max_seq(store: SQLiteStore) -> None:
+    """max_seq is the larger of the highest event seq and seq_reserved; ReserveSeq never lowers it."""
+    assert await store.submit([ReserveSeq("ghost", 5)]) == [None]
+    assert await store.get_session("ghost") is None
+    assert await store.max_seq("ghost") == 0
+
+    await store.submit([PutSession(session("s", seq_reserved=3)), AppendEvent("s", 7, b"")])
+    assert await store.max_seq("s") == 7
+    await store.submit([ReserveSeq("s", 12)])
+    assert await store.max_seq("s") == 12
+    await store.submit([ReserveSeq("s", 4)])
+    assert await store.max_seq("s") == 12
+    record = await store.get_session("s")
+    assert record is not None
+    assert record.seq_reserved == 12
+
+
+# -- reads ---------------------------------------------------------------------
+
+
+async def test_list_sessions_orders_pages_and_filters(store: SQLiteStore) -> None:
+    """list_sessions sorts by (updated_at, id) descending, pages strictly before `before`, and filters."""
+    await store.submit(
+        [
+            PutSession(session("a", updated_at=3.0)),
+            PutSession(session("b", updated_at=3.0, node_id="n2")),
+            PutSession(session("c", updated_at=5.0, state="closed")),
+            PutSession(session("d", updated_at=4.0, archived=True)),
+            PutSession(session("e", updated_at=1.0)),
+        ]
+    )
+
+    async def ids(**kwargs: object) -> list[str]:
+        return [r.id for r in await store.list_sessions(**kwargs)]  # type: ignore[arg-type]
+
+    assert await ids(limit=10) == ["b", "a", "e"]
+    everything = {"include_closed": True, "include_archived": True}
+    assert await ids(limit=10, **everything) == ["c", "d", "b", "a", "e"]
+    assert await ids(limit=10, include_closed=True) == ["c", "b", "a", "e"]
+    assert await ids(limit=10, node_id="n1", **everything) == ["c", "d", "a", "e"]
+    assert await ids(limit=10, before=(3.0, "b"), **everything) == ["a", "e"]
+
+    pages: list[list[str]] = []
+    before: tuple[float, str] | None = None
+    while page := await store.list_sessions(limit=2, before=before, include_closed=True, include_archived=True):
+        pages.append([r.id for r in page])
+        before = (page[-1].updated_at, page[-1].id)
+    assert pages == [["c", "d"], ["b", "a"], ["e"]]
+    assert await ids(limit=0) == []
+
+
+async def test_read_events_pages_by_cursor(store: SQLiteStore) -> None:
+    """read_events returns up to `limit` events after a cursor, oldest first."""
+    await store.submit([PutSession(session("s")), *(AppendEvent("s", 100 + i, bytes([i])) for i in range(10))])
+    pages = [await store.read_events("s", after, 4) for after in (0, 4, 8, 10)]
+    assert [[e.cursor for e in page] for page in pages] == [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10], []]
+    first = pages[0][0]
+    assert (first.session_id, first.seq, first.data) == ("s", 100, b"\x00")
+    assert await store.read_events("unknown", 0, 4) == []
+
+
+async def test_list_turns_by_state_in_session_then_creation_order(store: SQLiteStore) -> None:
+    """list_turns keeps only the given states, ordered by session then creation; PutTurn upserts; get_turn finds one."""
+    await store.submit(
+        [
+            PutSession(session("s0")),
+            PutSession(session("s1")),
+            PutTurn(turn("s1", "t1", "queued", 2.0)),
+            PutTurn(turn("s1", "t2", "running", 1.0)),
+            PutTurn(turn("s1", "t3", "ended", 0.5)),
+            PutTurn(turn("s0", "t4", "queued", 9.0)),
+        ]
+    )
+    live = ["queued", "running"]
+    assert [t.turn_id for t in await store.list_turns(live)] == ["t4", "t2", "t1"]
+    ended = TurnRecord("s1", "t1", "ended", 2.0, request=b"req", ended_at=3.0, stop_reason="end_turn")
+    await store.submit([PutTurn(ended)])
+    assert [t.turn_id for t in await store.list_turns(live)] == ["t4", "t2"]
+    assert await store.list_turns(["ended"]) == [turn("s1", "t3", "ended", 0.5), ended]
+    assert await store.list_turns([]) == []
+    assert await store.get_turn("s1", "t1") == ended
+    assert await store.get_turn("s1", "t4") is None
+    assert await store.get_turn("nowhere", "t1") is None
+
+
+async def test_health_reports_ok_and_size(store: SQLiteStore) -> None:
+    """health() answers ok with the file size from page_count * page_size."""
+    ok, error, size = await store.health()
+    assert (ok, error) == (True, "")
+    assert size > 0
+    assert size % 4096 == 0
+
+
+# -- lifecycle -------------------------------------------------------------------
+
+
+async def test_open_creates_directories_and_a_versioned_wal_schema(tmp_path: Path) -> None:
+    """open() makes missing parent directories, WAL mode and a schema version in PRAGMA user_version."""
+    path = tmp_path / "a" / "b" / "hub.db"
+    async with SQLiteStore(path):
+        pass
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        [version] = db.execute("PRAGMA user_version").fetchone()
+    assert version >= 1
+    async with SQLiteStore(path):  # reopening an up-to-date file migrates nothing
+        pass
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (version,)
+
+
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    """A database from a newer aophub (higher user_version) is not opened; open() can be tried again."""
+    path = tmp_path / "hub.db"
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("PRAGMA user_version = 99")
+    store = SQLiteStore(path)
+    with pytest.raises(StoreError, match="schema version 99") as caught:
+        await store.open()
+    assert not caught.value.retryable
+
+    with closing(sqlite3.connect(path)) as db:
+        db.execute("PRAGMA user_version = 0")
+    async with store:  # a failed open leaves the store closed but openable
+        assert await store.submit([PutSession(session("s"))]) == [None]
+
+
+async def test_garbage_file_is_reported_as_corrupt(tmp_path: Path) -> None:
+    """Opening a file that is not a database fails with a non-retryable 'database is corrupt'."""
+    path = tmp_path / "hub.db"
+    path.write_bytes(b"this is not a database\n" * 1000)
+    with pytest.raises(StoreError, match=r"^database is corrupt: ") as caught:
+        await SQLiteStore(path).open()
+    assert not caught.value.retryable
+
+
+async def test_close_flushes_pending_submits(tmp_path: Path) -> None:
+    """close() commits every batch submitted before it, then later submits are refused."""
+    path = tmp_path / "hub.db"
+    async with SQLiteStore(path) as store:
+        await store.submit([PutSession(session("s"))])
+        submits = [asyncio.create_task(store.submit([AppendEvent("s", i, b"")])) for i in range(50)]
+        closer = asyncio.create_task(store.close())  # runs after the submits have queued their batches
+        assert await asyncio.gather(*submits) == [[i] for i in range(1, 51)]
+        await closer
+        with pytest.raises(StoreError, match="closed"):
+            await store.submit([AppendEvent("s", 0, b"")])
+
+    async with SQLiteStore(path) as store:
+        assert len(await store.read_events("s", 0, 100)) == 50
+
+
+async def test_closed_store_refuses_calls(tmp_path: Path) -> None:
+    """After close(), submit and reads raise a non-retryable StoreError and health reports not ok."""
+    async with SQLiteStore(tmp_path / "hub.db") as store:
+        pass
+    await store.close()  # idempotent
+    with pytest.raises(StoreError, match="closed") as caught:
+        await store.submit([PutSession(session("s"))])
+    assert not caught.value.retryable
+    with pytest.raises(StoreError):
+        await store.get_session("s")
+    ok, error, _ = await store.health()
+    assert not ok
+    assert "closed" in error
+
+
+async def test_unopened_store_refuses_submit(tmp_path: Path) -> None:
+    """submit before open() raises a non-retryable StoreError."""
+    with pytest.raises(StoreError, match="new") as caught:
+        await SQLiteStore(tmp_path / "hub.db").submit([])
+    assert not caught.value.retryable
+
+
+def test_sqlite_store_satisfies_the_store_protocol(tmp_path: Path) -> None:
+    """SQLiteStore type-checks as a Store (mypy checks this assignment) and reprs its state."""
+    store: Store = SQLiteStore(tmp_path / "hub.db")
+    assert repr(store).endswith("new commits=0 batches=0 pending=0>")
+
+
+def test_bad_constructor_arguments() -> None:
+    """An unknown synchronous mode or a group size below 1 is rejected up front."""
+    with pytest.raises(ValueError, match="synchronous"):
+        SQLiteStore(Path("x.db"), synchronous="SOMETIMES")
+    with pytest.raises(ValueError, match="max_group_ops"):
+        SQLiteStore(Path("x.db"), max_group_ops=0)
+
+
+# -- error mapping ---------------------------------------------------------------
+
+
+def _sqlite_error(code: int | None) -> sqlite3.Error:
+    exc = sqlite3.OperationalError("boom")
+    if code is not None:
+        exc.sqlite_errorcode = code
+    return exc
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "retryable"),
+    [
+        (_sqlite_error(sqlite3.SQLITE_FULL), "disk full", True),
+        (OSError(errno.ENOSPC, "No space left on device"), "disk full", True),
+        (_sqlite_error(sqlite3.SQLITE_BUSY), "database is locked", True),
+        (_sqlite_error(sqlite3.SQLITE_LOCKED), "database is locked", True),
+        (_sqlite_error(sqlite3.SQLITE_READONLY), "database is read-only", True),
+        (_sqlite_error(sqlite3.SQLITE_IOERR_FSYNC), "I/O error", True),
+        (OSError(errno.EACCES, "Permission denied"), "I/O error", True),
+        (_sqlite_error(sqlite3.SQLITE_CANTOPEN), "cannot open database", True),
+        (_sqlite_error(sqlite3.SQLITE_CORRUPT), "database is corrupt", False),
+        (_sqlite_error(sqlite3.SQLITE_CORRUPT_INDEX), "database is corrupt", False),
+        (_sqlite_error(sqlite3.SQLITE_NOTADB), "database is corrupt", False),
+        (_sqlite_error(sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY), "constraint failed", False),
+        (_sqlite_error(sqlite3.SQLITE_ERROR), "database error", False),
+        (_sqlite_error(None), "database error", False),
+    ],
+)
+def test_map_exceptions(error: Exception, kind: str, retryable: bool) -> None:
+    """Each sqlite3/OS error becomes a StoreError with a kind prefix and the right retryability."""
+    with pytest.raises(StoreError) as caught, map_exceptions("writing hub.db"):
+        raise error
+    assert str(caught.value).startswith(f"{kind}: writing hub.db: ")
+    assert caught.value.retryable is retryable
+    assert caught.value.__cause__ is error
+
+
+def test_map_exceptions_leaves_other_errors_alone() -> None:
+    """Exceptions that are not sqlite3 or OS errors pass through unchanged."""
+    with pytest.raises(KeyError), map_exceptions("reading"):
+        raise KeyError("x")
+
+
+# -- model-based property ----------------------------------------------------------
+
+SESSIONS = ("a", "b", "c")
+Plan = list[tuple[list[list[tuple[str, str]]], bool]]  # rounds of concurrent batches of (kind, session); reopen after?
+_op = st.tuples(st.sampled_from(["put", "append", "append", "delete"]), st.sampled_from(SESSIONS))
+_round = st.lists(st.lists(_op, min_size=1, max_size=4), min_size=1, max_size=6)
+_plan = st.lists(st.tuples(_round, st.booleans()), min_size=1, max_size=5)
+
+
+def _expected(model: dict[str, list[int]], batch: list[WriteOp]) -> list[int | None] | None:
+    """Apply ``batch`` to ``model`` (session -> event seqs) as the store should; None if it must fail."""
+    trial = {s: list(seqs) for s, seqs in model.items()}
+    results: list[int | None] = []
+    for op in batch:
+        match op:
+            case PutSession(record=record):
+                trial.setdefault(record.id, [])
+                results.append(None)
+            case AppendEvent(session_id=s, seq=seq):
+                if s not in trial:
+                    return None
+                trial[s].append(seq)
+                results.append(len(trial[s]))
+            case DeleteSession(session_id=s):
+                results.append(len(trial.pop(s, [])))
+    model.clear()
+    model.update(trial)
+    return results
+
+
+async def _run_round(
+    store: SQLiteStore, model: dict[str, list[int]], specs: list[list[tuple[str, str]]], seqs: Iterator[int]
+) -> None:
+    batches: list[list[WriteOp]] = []
+    for spec in specs:
+        batch: list[WriteOp] = []
+        for kind, s in spec:
+            seq = next(seqs)
+            if kind == "put":
+                batch.append(PutSession(session(s)))
+            elif kind == "append":
+                batch.append(AppendEvent(s, seq, str(seq).encode()))
+            else:
+                batch.append(DeleteSession(s))
+        batches.append(batch)
+    outcomes = await asyncio.gather(*(store.submit(b) for b in batches), return_exceptions=True)
+    for batch, outcome in zip(batches, outcomes, strict=True):
+        expected = _expected(model, batch)
+        if expected is None:
+            assert isinstance(outcome, StoreError), outcome
+        else:
+            assert outcome == expected
+
+
+async def _check_model(store: SQLiteStore, model: dict[str, list[int]]) -> None:
+    for s in SESSIONS:
+        record = await store.get_session(s)
+        events = await store.read_events(s, 0, 1000)
+        if s not in model:
+            assert record is None
+            assert events == []
+            continue
+        assert record is not None
+        assert (record.last_cursor, record.event_count) == (len(model[s]), len(model[s]))
+        assert [e.seq for e in events] == model[s]
+        assert [e.cursor for e in events] == list(range(1, len(model[s]) + 1))
+        assert await store.max_seq(s) == max(model[s], default=0)
+
+
+async def _run_plan(path: Path, plan: Plan) -> None:
+    # NORMAL: the property is about ordering and atomicity, not fsync; it keeps the examples fast.
+    model: dict[str, list[int]] = {}
+    seqs = itertools.count(1)
+    store = SQLiteStore(path, synchronous="NORMAL")
+    await store.open()
+    try:
+        for specs, reopen in plan:
+            await _run_round(store, model, specs, seqs)
+            if reopen:
+                await store.close()
+                store = SQLiteStore(path, synchronous="NORMAL")
+                await store.open()
+            await _check_model(store, model)
+    finally:
+        await store.close()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=_plan)
+def test_random_appends_and_deletes_match_a_model(tmp_path: Path, plan: Plan) -> None:
+    """Random concurrent batches of puts, appends and deletes, with reopens, match an in-memory model."""
+    directory = Path(tempfile.mkdtemp(dir=tmp_path))
+    asyncio.run(_run_plan(directory / "hub.db", plan), debug=True)
