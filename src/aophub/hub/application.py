@@ -1,0 +1,230 @@
+"""One application connection: frames in, replies and event deliveries out.
+
+Transport-independent: the WebSocket adapter feeds binary frames to
+:meth:`ApplicationConnection.receive` and writes what ``send`` is given. It
+decodes and routes every envelope (AOP section 4), runs requests
+concurrently (bounded), runs watches, and turns every failure into its
+defined ``ProtocolError`` or ``Rejection``; nothing one connection sends can
+affect another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from google.protobuf.message import Message
+
+from aop import envelope_pb2, protocol_pb2
+from aophub.hub.event_log import Delivery
+from aophub.hub.hub import Hub, parse_cursor
+from aophub.hub.watch import follow
+from aophub.protocol.codec import core_message, decode_envelope, encode_delivery, encode_envelope, payload_name, unpack
+from aophub.protocol.error_mapping import to_protocol_error
+from aophub.protocol.errors import Code, HubError
+from aophub.protocol.mux import NamespaceRouter
+from aophub.store.base import StoreError
+
+__all__ = ["MAX_INFLIGHT", "ApplicationConnection", "Close", "NamespaceHandler"]
+
+log = logging.getLogger(__name__)
+
+MAX_INFLIGHT = 64
+# Requests of closed connections still finishing (kept referenced until done).
+_ORPHANS: set[asyncio.Task[None]] = set()
+Send = Callable[[bytes], Awaitable[None]]
+Close = tuple[int, str]
+# A product namespace handler: (connection, envelope id, decoded message) -> reply payload or None.
+NamespaceHandler = Callable[["ApplicationConnection", str, Message], Awaitable[Message | None]]
+
+_CORE = "aop.ProtocolMessage"
+_REQUESTS = {
+    "open_session_request": "open_session_response",
+    "run_turn_request": "run_turn_response",
+    "cancel_turn_request": "cancel_turn_response",
+    "close_session_request": "close_session_response",
+    "list_events_request": "list_events_response",
+}
+
+
+class ApplicationConnection:
+    """State of one application connection: in-flight requests and watches."""
+
+    def __init__(
+        self,
+        hub: Hub,
+        send: Send,
+        *,
+        namespaces: NamespaceRouter[NamespaceHandler] | None = None,
+        max_inflight: int = MAX_INFLIGHT,
+    ) -> None:
+        self.hub = hub
+        self._deliver = send
+        self._closed = False
+        self._namespaces = namespaces or NamespaceRouter()
+        self._inflight = asyncio.Semaphore(max_inflight)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._watches: dict[str, asyncio.Task[None]] = {}
+        self._first = True
+
+    def __repr__(self) -> str:
+        return f"<ApplicationConnection requests={len(self._tasks)} watches={len(self._watches)}>"
+
+    async def receive(self, frame: bytes) -> Close | None:
+        """Handle one binary frame. Returns ``(close code, reason)`` when the connection must close."""
+        first, self._first = self._first, False
+        try:
+            envelope = decode_envelope(frame)
+        except HubError as error:
+            await self.send_protocol_error("", error)
+            return None
+        try:
+            name = payload_name(envelope)
+            if name != _CORE:
+                await self._route_namespace(name, envelope.id, envelope)
+                return None
+            message = unpack(envelope, protocol_pb2.ProtocolMessage)
+        except HubError as error:
+            await self.send_protocol_error(envelope.id, error)
+            return None
+        case = message.WhichOneof("message")
+        if first and case == "agent_hello":
+            wrong = HubError(
+                Code.WRONG_ENDPOINT, "agent nodes connect to /api/aop/node/ws, not the application endpoint"
+            )
+            await self.send_protocol_error(envelope.id, wrong)
+            return (1008, "wrong endpoint: nodes use /api/aop/node/ws")
+        if case == "watch_events_request":
+            self._start_watch(
+                envelope.id, message.watch_events_request.session_id, message.watch_events_request.after_cursor
+            )
+        elif case == "cancel_operation":
+            self.cancel_operation(message.cancel_operation.target_id)
+        elif case in _REQUESTS:
+            await self._spawn(lambda: self._request(envelope.id, case, message))
+        else:
+            await self.send_protocol_error(
+                envelope.id,
+                HubError(
+                    Code.UNSUPPORTED_MESSAGE,
+                    f"{case or 'an empty ProtocolMessage'} is not a request an application can send",
+                ),
+            )
+        return None
+
+    async def _route_namespace(self, name: str, envelope_id: str, envelope: envelope_pb2.Envelope) -> None:
+        route = self._namespaces.route(name)
+        if route is None:
+            raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not supported by this hub")
+        message_type, handler = route
+        message = unpack(envelope, message_type)
+
+        async def run() -> None:
+            reply = await handler(self, envelope_id, message)
+            if reply is not None:
+                await self._send(encode_envelope(reply, reply_to=envelope_id))
+
+        await self._spawn(lambda: self._guard(envelope_id, run))
+
+    async def _spawn(self, start: Callable[[], Awaitable[None]]) -> None:
+        # Work is created only once it can run: a coroutine created before a cancellation here
+        # would never be awaited (a RuntimeWarning, and its cleanup would never run).
+        await self._inflight.acquire()
+        task = asyncio.ensure_future(start())
+        self._tasks.add(task)
+        task.add_done_callback(self._request_done)
+
+    def _request_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._inflight.release()
+
+    async def _guard(self, envelope_id: str, work: Callable[[], Awaitable[None]]) -> None:
+        """Run ``work()``; any failure becomes a ProtocolError reply, never a dropped connection."""
+        try:
+            await work()
+        except HubError as error:
+            await self.send_protocol_error(envelope_id, error)
+        except StoreError as error:
+            await self.send_protocol_error(
+                envelope_id, HubError(Code.UNAVAILABLE, f"storage unavailable: {error}", retryable=error.retryable)
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("request %s failed", envelope_id)
+            await self.send_protocol_error(envelope_id, HubError(Code.INTERNAL, "unexpected error"))
+
+    async def _request(self, envelope_id: str, case: str, message: protocol_pb2.ProtocolMessage) -> None:
+        async def run() -> None:
+            hub = self.hub
+            reply: Message
+            if case == "open_session_request":
+                reply = await hub.open_session(envelope_id, message.open_session_request)
+            elif case == "run_turn_request":
+                reply = await hub.run_turn(envelope_id, message.run_turn_request)
+            elif case == "cancel_turn_request":
+                reply = await hub.cancel_turn(envelope_id, message.cancel_turn_request)
+            elif case == "close_session_request":
+                reply = await hub.close_session(envelope_id, message.close_session_request)
+            else:
+                reply = await hub.list_events(message.list_events_request)
+            await self._send(encode_envelope(core_message(**{_REQUESTS[case]: reply}), reply_to=envelope_id))
+
+        await self._guard(envelope_id, run)
+
+    async def send_protocol_error(self, reply_to: str, error: HubError) -> None:
+        await self._send(encode_envelope(core_message(protocol_error=to_protocol_error(error)), reply_to=reply_to))
+
+    # -- watches ----------------------------------------------------------------
+
+    def _start_watch(self, watch_id: str, session_id: str, after_cursor: str) -> None:
+        previous = self._watches.pop(watch_id, None)
+        if previous is not None:
+            previous.cancel()
+        task = asyncio.ensure_future(self._guard(watch_id, lambda: self._watch(watch_id, session_id, after_cursor)))
+        self._watches[watch_id] = task
+        task.add_done_callback(lambda done: self._watch_done(watch_id, done))
+
+    def _watch_done(self, watch_id: str, task: asyncio.Task[None]) -> None:
+        if self._watches.get(watch_id) is task:
+            del self._watches[watch_id]
+
+    async def _watch(self, watch_id: str, session_id: str, after_cursor: str) -> None:
+        cursor = parse_cursor(after_cursor)
+        session = await self.hub.require_session(session_id)
+
+        async def deliver(delivery: Delivery) -> None:
+            cursor_text = str(delivery.cursor) if delivery.cursor else ""
+            await self._send(encode_delivery(watch_id, cursor_text, delivery.payload_field))
+
+        await follow(session.log, self.hub.store, cursor, deliver)
+
+    def cancel_operation(self, target_id: str) -> bool:
+        """End the watch (or other long operation) with this envelope id."""
+        task = self._watches.pop(target_id, None)
+        if task is None:
+            return False
+        task.cancel()
+        return True
+
+    async def _send(self, frame: bytes) -> None:
+        if not self._closed:
+            await self._deliver(frame)
+
+    async def close(self) -> None:
+        """Stop every watch of this connection; requests already accepted run to completion.
+
+        A request is not cancelled half-way when its client goes away: the hub
+        finishes what it accepted (and journals the answer for a retry), and
+        only the reply is dropped.
+        """
+        self._closed = True
+        watches = list(self._watches.values())
+        for task in watches:
+            task.cancel()
+        await asyncio.gather(*watches, return_exceptions=True)
+        self._watches.clear()
+        _ORPHANS.update(self._tasks)
+        for task in self._tasks:
+            task.add_done_callback(_ORPHANS.discard)

@@ -1,0 +1,197 @@
+"""A session's event log: sequence, persist, then fan out in order.
+
+Everything that happens in a session is published here. :meth:`EventLog.publish`
+assigns the event's ``seq`` (the hub is the session's sequencer); a persisted
+event (anything but a delta) is then written through the store, which gives
+it the next dense cursor, and only once it is durable is it fanned out. Deltas
+are never stored. Fan-out keeps publish order: a delta published after a
+persisted event waits until that event is durable and delivered.
+
+Watchers subscribe with a bounded queue (:class:`Subscription`); fan-out never
+blocks on a watcher. A watcher whose queue overflows is marked lagged and must
+catch up from the store (see ``aophub.hub.watch``).
+
+``seq`` must keep increasing across restarts although deltas are not stored, so
+the log reserves seqs in blocks in the session row (``ReserveSeq``) and, after
+a restart, continues above the reservation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aop import event_pb2
+from aophub.protocol.codec import event_payload_field
+from aophub.store.base import AppendEvent, ReserveSeq, Store, WriteOp
+
+__all__ = ["SEQ_RESERVE_BLOCK", "Delivery", "EventLog", "Lagged", "Subscription", "is_persisted"]
+
+SEQ_RESERVE_BLOCK = 10_000
+_DELTA_KINDS = frozenset({"message_delta", "tool_call_delta"})
+
+
+def is_persisted(event: event_pb2.Event) -> bool:
+    """Deltas are transient; every other event kind is persisted."""
+    return event.WhichOneof("payload") not in _DELTA_KINDS
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One event ready to send: its cursor (0 for a delta), seq and pre-encoded payload field."""
+
+    cursor: int
+    seq: int
+    payload_field: bytes
+
+
+class Lagged(Exception):
+    """The subscription overflowed: its watcher must catch up from the store."""
+
+
+class Subscription:
+    """A watcher's bounded live queue. Overflow marks it lagged instead of blocking the log."""
+
+    def __init__(self, maxsize: int) -> None:
+        self._items: deque[Delivery] = deque()
+        self._maxsize = maxsize
+        self._ready = asyncio.Event()
+        self.lagged = False
+
+    def offer(self, delivery: Delivery) -> None:
+        """Queue ``delivery``; on overflow drop everything queued and mark lagged."""
+        if self.lagged:
+            return
+        if len(self._items) >= self._maxsize:
+            self._items.clear()
+            self.lagged = True
+        else:
+            self._items.append(delivery)
+        self._ready.set()
+
+    async def get(self) -> Delivery:
+        """The next delivery; raises :class:`Lagged` once the queue has overflowed."""
+        while not self._items:
+            if self.lagged:
+                raise Lagged
+            self._ready.clear()
+            await self._ready.wait()
+        return self._items.popleft()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@dataclass(slots=True)
+class _Entry:
+    delivery_seq: int
+    data: bytes
+    cursor: int = 0
+    done: bool = False
+    failed: bool = False
+
+
+class EventLog:
+    """The ordered, durable event stream of one session."""
+
+    def __init__(self, session_id: str, store: Store, *, last_seq: int = 0) -> None:
+        self.session_id = session_id
+        self._store = store
+        self._next_seq = last_seq + 1
+        self._seq_reserved = last_seq
+        self._pending: deque[_Entry] = deque()
+        self._subscriptions: set[Subscription] = set()
+
+    def __repr__(self) -> str:
+        return f"<EventLog {self.session_id} next_seq={self._next_seq} watchers={len(self._subscriptions)}>"
+
+    @property
+    def watcher_count(self) -> int:
+        return len(self._subscriptions)
+
+    async def publish(self, event: event_pb2.Event, extra_ops: Sequence[WriteOp] = ()) -> int:
+        """Sequence, persist (unless a delta) and fan out ``event``; return its cursor (0 for a delta).
+
+        ``extra_ops`` commit atomically with the event (e.g. the journal entry
+        of the request that caused it). Raises :class:`StoreError` when the
+        write failed; then nothing was persisted or delivered. Cancelling the
+        caller does not withdraw the write: once it commits, the events are
+        delivered all the same.
+        """
+        return (await self.publish_many([event], extra_ops))[0]
+
+    async def publish_many(self, events: Sequence[event_pb2.Event], extra_ops: Sequence[WriteOp] = ()) -> list[int]:
+        """Publish ``events`` in order, persisting them and ``extra_ops`` in one atomic batch."""
+        ops = list(extra_ops)
+        entries: list[_Entry] = []
+        appends: list[tuple[_Entry, int]] = []
+        for event in events:
+            event.session_id = self.session_id
+            event.seq = self._next_seq
+            self._next_seq += 1
+            data = event.SerializeToString()
+            entry = _Entry(event.seq, data)
+            entries.append(entry)
+            if is_persisted(event):
+                appends.append((entry, len(ops)))
+                ops.append(AppendEvent(self.session_id, event.seq, data, event.id))
+        reserve_to = 0
+        if self._next_seq - 1 > self._seq_reserved:
+            reserve_to = self._next_seq - 1 + SEQ_RESERVE_BLOCK
+            ops.append(ReserveSeq(self.session_id, reserve_to))
+        self._pending.extend(entries)
+        if ops:
+            # A store does not withdraw a queued batch when its caller is
+            # cancelled, so the write itself settles its entries (the callback
+            # runs before this coroutine resumes): a cancelled publisher must
+            # not hold back every later delivery of the session.
+            write = asyncio.ensure_future(self._store.submit(ops))
+            write.add_done_callback(lambda done: self._settle(done, entries, appends, reserve_to))
+            await asyncio.shield(write)
+        else:
+            for entry in entries:
+                entry.done = True
+            self._drain()
+        return [entry.cursor for entry in entries]
+
+    def _settle(
+        self,
+        write: asyncio.Future[list[int | None]],
+        entries: list[_Entry],
+        appends: list[tuple[_Entry, int]],
+        reserve_to: int,
+    ) -> None:
+        """Mark ``entries`` written (with their cursors) or failed, then fan out what is ready."""
+        if write.cancelled() or write.exception() is not None:
+            for entry in entries:
+                entry.failed = True
+        else:
+            results = write.result()
+            for entry, index in appends:
+                cursor = results[index]
+                assert isinstance(cursor, int)
+                entry.cursor = cursor
+            self._seq_reserved = max(self._seq_reserved, reserve_to)
+            for entry in entries:
+                entry.done = True
+        self._drain()
+
+    def _drain(self) -> None:
+        while self._pending and (self._pending[0].done or self._pending[0].failed):
+            entry = self._pending.popleft()
+            if entry.failed or not self._subscriptions:
+                continue
+            delivery = Delivery(entry.cursor, entry.delivery_seq, event_payload_field(entry.data))
+            for subscription in self._subscriptions:
+                subscription.offer(delivery)
+
+    def subscribe(self, maxsize: int) -> Subscription:
+        """Start receiving live deliveries (call before replaying from the store)."""
+        subscription = Subscription(maxsize)
+        self._subscriptions.add(subscription)
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        self._subscriptions.discard(subscription)
