@@ -1,0 +1,14 @@
+"""Node SDK: connect any agent to an aophub hub.
+
+Implement :class:`Agent` (``status()`` and ``async run_turn(turn) -> stop
+reason``), then ``await serve_agent(server, token, node_id, agent)``. The
+:class:`Turn` handed to ``run_turn`` is the typed way to report work: text and
+reasoning deltas, the complete message, tool calls and results, usage, and
+durable questions to the application (:meth:`Turn.ask`).
+"""
+
+from aophub.node.client import NodeRefused, node_url, serve_agent
+from aophub.node.runtime import Agent, NodeRuntime
+from aophub.node.turn import Turn, TurnFailed
+
+__all__ = ["Agent", "NodeRefused", "NodeRuntime", "Turn", "TurnFailed", "node_url", "serve_agent"]

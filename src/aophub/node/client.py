@@ -1,0 +1,131 @@
+"""Connect any agent to a hub as a remote node.
+
+>>> await serve_agent("http://hub:8080", token, "my-node", MyAgent())
+
+:func:`serve_agent` dials ``/api/aop/node/ws``, says hello, and runs the
+agent's turns through a :class:`NodeRuntime` until cancelled. When the
+connection drops it reconnects with backoff (1 s doubling to 10 s); the hub
+ends turns that were running with ``agent_disconnected``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
+
+from aop import envelope_pb2, protocol_pb2
+from aophub.hub.ids import new_id
+from aophub.node.runtime import INTERACTIONS_CAPABILITY, Agent, NodeRuntime, runtime_info
+from aophub.protocol.codec import core_message, pack
+from aophub.settings import DEFAULT_MAX_FRAME_BYTES
+
+__all__ = ["BACKOFF_INITIAL", "BACKOFF_MAX", "NodeRefused", "node_url", "serve_agent"]
+
+log = logging.getLogger(__name__)
+
+BACKOFF_INITIAL = 1.0
+BACKOFF_MAX = 10.0
+PING_INTERVAL = 30.0
+PING_TIMEOUT = 60.0  # with the interval: a silent hub is dropped after at most 90 s
+ACCEPT_TIMEOUT = 10.0
+
+
+class NodeRefused(Exception):
+    """The hub refused this node for good (bad access key)."""
+
+
+def node_url(server: str) -> str:
+    """``http(s)://host:port`` -> ``ws(s)://host:port/api/aop/node/ws``."""
+    base = server.rstrip("/")
+    for plain, secure in (("http://", "ws://"), ("https://", "wss://")):
+        if base.startswith(plain):
+            base = secure + base.removeprefix(plain)
+    return base if base.endswith("/api/aop/node/ws") else base + "/api/aop/node/ws"
+
+
+def make_hello(node_id: str, name: str = "") -> protocol_pb2.AgentHello:
+    """The hello of a node speaking chat and durable interactions."""
+    return protocol_pb2.AgentHello(
+        node_id=node_id, name=name or node_id, capabilities=["chat", INTERACTIONS_CAPABILITY], runtime=runtime_info()
+    )
+
+
+async def serve_agent(
+    server: str,
+    token: str,
+    node_id: str,
+    agent: Agent,
+    *,
+    name: str = "",
+    reconnect: bool = True,
+    on_connected: Callable[[NodeRuntime], None] | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """Serve ``agent`` as node ``node_id`` of the hub at ``server`` until cancelled.
+
+    Raises :class:`NodeRefused` when the hub rejects the access key, and, with
+    ``reconnect=False``, returns when the first connection ends.
+    """
+    url = node_url(server)
+    hello = make_hello(node_id, name)
+    delay = BACKOFF_INITIAL
+    while True:
+        try:
+            async with connect(
+                url,
+                additional_headers={"Authorization": f"Bearer {token}"},
+                ping_interval=PING_INTERVAL,
+                ping_timeout=PING_TIMEOUT,
+                max_size=DEFAULT_MAX_FRAME_BYTES,
+            ) as socket:
+                runtime = await _handshake(socket, hello, agent)
+                delay = BACKOFF_INITIAL
+                log.info("node %s connected to %s", node_id, url)
+                if on_connected is not None:
+                    on_connected(runtime)
+                try:
+                    async for frame in socket:
+                        if isinstance(frame, bytes):
+                            await runtime.receive(envelope_pb2.Envelope.FromString(frame))
+                finally:
+                    await runtime.stop()
+        except InvalidStatus as error:
+            if error.response.status_code in (401, 403):
+                raise NodeRefused(f"the hub refused the node: HTTP {error.response.status_code}") from None
+            log.warning("node %s: hub answered HTTP %s", node_id, error.response.status_code)
+        except InvalidURI:
+            raise
+        except (OSError, ConnectionClosed, TimeoutError) as error:
+            log.warning("node %s: connection to %s lost: %s", node_id, url, error)
+        if not reconnect:
+            return
+        await sleep(delay)
+        delay = min(delay * 2, BACKOFF_MAX)
+
+
+async def _handshake(socket: ClientConnection, hello: protocol_pb2.AgentHello, agent: Agent) -> NodeRuntime:
+    hello_id = new_id("hello")
+    await socket.send(
+        envelope_pb2.Envelope(id=hello_id, payload=pack(core_message(agent_hello=hello))).SerializeToString()
+    )
+    async with asyncio.timeout(ACCEPT_TIMEOUT):
+        while True:
+            frame = await socket.recv()
+            if not isinstance(frame, bytes):
+                continue
+            envelope = envelope_pb2.Envelope.FromString(frame)
+            message = protocol_pb2.ProtocolMessage.FromString(envelope.payload.value)
+            if envelope.reply_to == hello_id and message.WhichOneof("message") == "agent_accepted":
+                break
+
+    async def send(envelope: envelope_pb2.Envelope) -> None:
+        await socket.send(envelope.SerializeToString())
+
+    runtime = NodeRuntime(hello, agent, send)
+    runtime.interactions = INTERACTIONS_CAPABILITY in message.agent_accepted.capabilities
+    await runtime.announce()
+    return runtime

@@ -1,0 +1,77 @@
+"""The built-in node: an agent running inside the hub process.
+
+It speaks to the hub through the same envelope interface as a remote node,
+over an in-process link instead of a WebSocket: each side hands envelopes to
+the other in order, through a queue, as a socket would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aop import envelope_pb2, protocol_pb2
+from aophub.hub.hub import Hub
+from aophub.hub.nodes import NodeGone, NodeHandle
+from aophub.node.runtime import INTERACTIONS_CAPABILITY, Agent, NodeRuntime, runtime_info
+
+__all__ = ["LOCAL_NODE_ID", "LocalNode"]
+
+log = logging.getLogger(__name__)
+
+LOCAL_NODE_ID = "local"
+
+
+class LocalNode:
+    """Runs ``agent`` as node ``node_id`` attached to ``hub`` in this process."""
+
+    def __init__(self, hub: Hub, agent: Agent, *, node_id: str = LOCAL_NODE_ID, name: str = "Built-in agent") -> None:
+        self.hub = hub
+        self.hello = protocol_pb2.AgentHello(
+            node_id=node_id, name=name, capabilities=["chat", INTERACTIONS_CAPABILITY], runtime=runtime_info()
+        )
+        self.runtime = NodeRuntime(self.hello, agent, self._to_hub)
+        self.runtime.interactions = True  # the hub in this process speaks them
+        self._inbox: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
+        self._handle: NodeHandle | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<LocalNode {self.hello.node_id} attached={self._handle is not None}>"
+
+    async def start(self) -> None:
+        """Attach to the hub and announce the agent's status."""
+        self._worker = asyncio.create_task(self._work())
+        self._handle = await self.hub.attach_node(self.hello, self, built_in=True)
+        await self.runtime.announce()
+
+    async def stop(self) -> None:
+        self._closed = True
+        await self.runtime.stop()
+        if self._worker is not None:
+            self._worker.cancel()
+        if self._handle is not None:
+            await self.hub.detach_node(self._handle)
+
+    # NodeLink: the hub sends to the node.
+    async def send(self, envelope: envelope_pb2.Envelope) -> None:
+        if self._closed:
+            raise NodeGone(self.hello.node_id)
+        self._inbox.put_nowait(envelope)
+
+    async def close(self, reason: str) -> None:
+        log.info("built-in node %s closed: %s", self.hello.node_id, reason)
+        self._closed = True
+
+    async def _work(self) -> None:
+        while True:
+            envelope = await self._inbox.get()
+            try:
+                await self.runtime.receive(envelope)
+            except Exception:
+                log.exception("built-in node failed to handle an envelope")
+
+    async def _to_hub(self, envelope: envelope_pb2.Envelope) -> None:
+        if self._handle is not None and not self._closed:
+            await self.hub.node_message(self._handle, envelope)

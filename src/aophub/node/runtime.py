@@ -1,0 +1,263 @@
+"""The node side of AOP: answer the hub, run turns FIFO per session, honour cancels.
+
+A :class:`NodeRuntime` receives the hub's envelopes (:meth:`NodeRuntime.receive`)
+and sends its answers and events through ``send``; the transport (a WebSocket
+to a remote hub, or the in-process link of the built-in node) only carries
+envelopes. The runtime guarantees the turn lifecycle: it answers
+``run_turn_response`` at once, sends exactly one ``turn_started`` and one
+``turn_ended`` per turn, and runs a session's turns one after another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import platform
+import socket
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aophub.hub.ids import new_id
+from aophub.node.turn import Turn, TurnFailed
+from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, unpack
+from aophub.v1 import extensions_pb2, interaction_pb2
+
+__all__ = ["INTERACTIONS_CAPABILITY", "Agent", "NodeRuntime", "Send", "runtime_info"]
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[envelope_pb2.Envelope], Awaitable[None]]
+_TURN_OPTIONS_URL = TYPE_URL_PREFIX + extensions_pb2.TurnOptions.DESCRIPTOR.full_name
+_INTERACTION_URL = TYPE_URL_PREFIX + interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
+# Announced in AgentHello and echoed in AgentAccepted when both sides speak
+# aophub.v1.InteractionProtocolMessage on the node channel.
+INTERACTIONS_CAPABILITY = "aophub.interactions"
+
+
+def runtime_info() -> protocol_pb2.AgentRuntimeInfo:
+    """Where this process runs, for ``AgentHello.runtime``."""
+    return protocol_pb2.AgentRuntimeInfo(
+        hostname=socket.gethostname(),
+        username=os.environ.get("USER", ""),
+        working_dir=os.getcwd(),
+        os=platform.system().lower(),
+        arch=platform.machine(),
+        pid=os.getpid(),
+    )
+
+
+class Agent(Protocol):
+    """An agent: reports its status and runs turns."""
+
+    def status(self) -> protocol_pb2.AgentStatus:
+        """What the node reports as ``agent_status`` (provider, model, ...)."""
+        ...
+
+    async def run_turn(self, turn: Turn) -> str:
+        """Do the turn's work through ``turn``; return the stop reason (e.g. "completed")."""
+        ...
+
+
+@dataclass(eq=False)
+class _SessionWorker:
+    opened: chat_pb2.OpenSessionRequest = field(default_factory=chat_pb2.OpenSessionRequest)
+    queue: deque[Turn] = field(default_factory=deque)
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+    current: Turn | None = None
+    task: asyncio.Task[None] | None = None
+    running: asyncio.Task[str] | None = None
+
+
+class NodeRuntime:
+    """Protocol logic of a node, independent of its transport."""
+
+    def __init__(self, hello: protocol_pb2.AgentHello, agent: Agent, send: Send) -> None:
+        self.hello = hello
+        self.agent = agent
+        self._send = send
+        self._sessions: dict[str, _SessionWorker] = {}
+        self._asked: dict[str, asyncio.Future[interaction_pb2.Interaction]] = {}
+        self.stats = protocol_pb2.AgentStats()
+        # Set once the hub accepted INTERACTIONS_CAPABILITY.
+        self.interactions = False
+
+    def __repr__(self) -> str:
+        return f"<NodeRuntime {self.hello.node_id} sessions={len(self._sessions)}>"
+
+    async def _reply(self, reply_to: str, message: protocol_pb2.ProtocolMessage) -> None:
+        await self._send(envelope_pb2.Envelope(id=new_id("node"), reply_to=reply_to, payload=pack(message)))
+
+    async def _emit(self, event: event_pb2.Event) -> None:
+        envelope = envelope_pb2.Envelope(
+            id=new_id("node"), reply_to=event.turn_id, payload=pack(core_message(event=event))
+        )
+        await self._send(envelope)
+
+    async def announce(self) -> None:
+        """Send the agent's status and counters (after the hub accepted the hello)."""
+        await self._send(
+            envelope_pb2.Envelope(id=new_id("node"), payload=pack(core_message(agent_status=self.agent.status())))
+        )
+        await self._send(envelope_pb2.Envelope(id=new_id("node"), payload=pack(core_message(agent_stats=self.stats))))
+
+    async def _ask(self, interaction: interaction_pb2.Interaction) -> interaction_pb2.Interaction:
+        future: asyncio.Future[interaction_pb2.Interaction] = asyncio.get_running_loop().create_future()
+        self._asked[interaction.id] = future
+        try:
+            message = interaction_pb2.InteractionProtocolMessage(requested=interaction)
+            await self._send(envelope_pb2.Envelope(id=new_id("node"), payload=pack(message)))
+            return await future
+        finally:
+            self._asked.pop(interaction.id, None)
+
+    async def receive(self, envelope: envelope_pb2.Envelope) -> None:
+        """Handle one envelope from the hub."""
+        if envelope.payload.type_url == _INTERACTION_URL:
+            resolved = unpack(envelope, interaction_pb2.InteractionProtocolMessage).resolved
+            future = self._asked.get(resolved.id)
+            if future is not None and not future.done():
+                future.set_result(resolved)
+            return
+        message = unpack(envelope, protocol_pb2.ProtocolMessage)
+        case = message.WhichOneof("message")
+        if case == "open_session_request":
+            request = message.open_session_request
+            self._worker(request.session_id).opened.CopyFrom(request)
+            session = chat_pb2.Session(
+                id=request.session_id, state="open", node_id=self.hello.node_id, title=request.title
+            )
+            await self._reply(
+                envelope.id, core_message(open_session_response=chat_pb2.OpenSessionResponse(accepted=session))
+            )
+        elif case == "run_turn_request":
+            await self._accept_turn(envelope.id, message.run_turn_request)
+        elif case == "cancel_turn_request":
+            await self._cancel_turn(envelope.id, message.cancel_turn_request)
+        elif case == "close_session_request":
+            close = message.close_session_request
+            await self._close_session(close.session_id)
+            session = chat_pb2.Session(id=close.session_id, state="closed", node_id=self.hello.node_id)
+            await self._reply(
+                envelope.id, core_message(close_session_response=chat_pb2.CloseSessionResponse(accepted=session))
+            )
+        elif case == "cancel_operation":
+            pass  # this node runs no long operations besides turns
+        else:
+            log.info("node %s ignores %s", self.hello.node_id, case)
+
+    def _worker(self, session_id: str) -> _SessionWorker:
+        worker = self._sessions.get(session_id)
+        if worker is None:
+            worker = self._sessions[session_id] = _SessionWorker()
+            worker.task = asyncio.create_task(self._work(worker))
+        return worker
+
+    async def _accept_turn(self, envelope_id: str, request: chat_pb2.RunTurnRequest) -> None:
+        options = extensions_pb2.TurnOptions()
+        for extension in request.extensions:
+            if extension.type_url == _TURN_OPTIONS_URL:
+                options.ParseFromString(extension.value)
+        receipt = chat_pb2.TurnReceipt(session_id=request.session_id, turn_id=request.turn_id, state="running")
+        ask = self._ask if self.interactions else None
+        worker = self._worker(request.session_id)
+        turn = Turn(request, options, self._emit, emitter=self.hello.node_id, ask=ask, session=worker.opened)
+        worker.queue.append(turn)
+        worker.wakeup.set()
+        await self._reply(envelope_id, core_message(run_turn_response=chat_pb2.RunTurnResponse(accepted=receipt)))
+
+    async def _work(self, worker: _SessionWorker) -> None:
+        while True:
+            while not worker.queue:
+                worker.wakeup.clear()
+                await worker.wakeup.wait()
+            turn = worker.queue.popleft()
+            if turn.canceled.is_set():
+                continue
+            worker.current = turn
+            try:
+                await self._run(worker, turn)
+            finally:
+                worker.current = None
+
+    async def _run(self, worker: _SessionWorker, turn: Turn) -> None:
+        started = turn.event()
+        started.turn_started.SetInParent()
+        await self._emit(started)
+        ended = turn.event()
+        worker.running = asyncio.create_task(self.agent.run_turn(turn))
+        try:
+            ended.turn_ended.stop_reason = await worker.running
+        except asyncio.CancelledError:
+            if not turn.canceled.is_set():
+                raise
+            ended.turn_ended.stop_reason = "canceled"
+        except TurnFailed as failure:
+            ended.turn_ended.stop_reason = "error"
+            ended.turn_ended.error.CopyFrom(
+                event_pb2.ProtocolError(code=failure.code, message=failure.message, retryable=failure.retryable)
+            )
+        except Exception as error:
+            log.exception("turn %s failed", turn.turn_id)
+            ended.turn_ended.stop_reason = "error"
+            ended.turn_ended.error.CopyFrom(
+                event_pb2.ProtocolError(code="agent_error", message=f"{type(error).__name__}: {error}")
+            )
+        finally:
+            worker.running = None
+        ended.turn_ended.usage.CopyFrom(
+            event_pb2.TokenUsage(
+                input_tokens=turn.input_tokens,
+                output_tokens=turn.output_tokens,
+                total_tokens=turn.input_tokens + turn.output_tokens,
+            )
+        )
+        await self._emit(ended)
+        self.stats.turns += 1
+        self.stats.input_tokens += turn.input_tokens
+        self.stats.output_tokens += turn.output_tokens
+        self.stats.total_tokens += turn.input_tokens + turn.output_tokens
+        self.stats.last_event = "turn.ended"
+        await self._send(envelope_pb2.Envelope(id=new_id("node"), payload=pack(core_message(agent_stats=self.stats))))
+
+    async def _cancel_turn(self, envelope_id: str, request: chat_pb2.CancelTurnRequest) -> None:
+        worker = self._sessions.get(request.session_id)
+        found = False
+        if worker is not None:
+            if worker.current is not None and worker.current.turn_id == request.turn_id:
+                found = True
+                worker.current.canceled.set()
+                if worker.running is not None:
+                    worker.running.cancel()
+            else:
+                for queued in worker.queue:
+                    if queued.turn_id == request.turn_id:
+                        queued.canceled.set()
+                        found = True
+        receipt = chat_pb2.TurnReceipt(session_id=request.session_id, turn_id=request.turn_id, state="canceled")
+        response = (
+            chat_pb2.CancelTurnResponse(accepted=receipt)
+            if found
+            else chat_pb2.CancelTurnResponse(
+                rejected=chat_pb2.Rejection(code="NOT_FOUND", message=f"turn {request.turn_id} is not running")
+            )
+        )
+        await self._reply(envelope_id, core_message(cancel_turn_response=response))
+
+    async def _close_session(self, session_id: str) -> None:
+        worker = self._sessions.pop(session_id, None)
+        if worker is None:
+            return
+        if worker.current is not None:
+            worker.current.canceled.set()
+        for task in (worker.running, worker.task):
+            if task is not None:
+                task.cancel()
+
+    async def stop(self) -> None:
+        """Cancel every turn and worker."""
+        for session_id in list(self._sessions):
+            await self._close_session(session_id)
