@@ -1,0 +1,582 @@
+"""The built-in agent: an agent loop over an LLM provider, run through a node :class:`Turn`.
+
+:class:`BuiltinAgent` implements the node SDK's ``Agent`` protocol. Each turn
+reads the active LLM profile and the agent settings afresh (so a changed
+configuration applies without a restart), then loops: call the model with the
+session's history, stream its text, reasoning and tool call arguments, publish
+the complete assistant message, run the tool calls it made (asking the
+application first when configured; client tools are always answered by the
+application), feed the results back, until the model answers without tool
+calls or the bound on model calls is reached.
+
+Invariants the loop keeps:
+
+* every tool call in a published assistant message gets exactly one
+  ``tool_call`` event and exactly one ``tool_result``, also when the turn is
+  canceled, times out or fails;
+* the in-memory history always pairs each assistant tool call with a tool
+  message, so the next model call is well formed;
+* a :class:`~aophub.agent.provider.ProviderError` ends the turn with
+  :class:`~aophub.node.turn.TurnFailed` carrying its code and message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+from urllib.parse import urlsplit
+
+from google.protobuf.message import DecodeError
+
+from aop import chat_pb2, content_pb2, protocol_pb2, value_pb2
+from aophub.agent.echo import EchoAgent
+from aophub.agent.openai import OpenAIProvider
+from aophub.agent.provider import (
+    AssistantToolCall,
+    ChatMessage,
+    ChatRequest,
+    Finish,
+    Provider,
+    ProviderError,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallFragment,
+    Usage,
+)
+from aophub.hub.ids import new_id
+from aophub.node.runtime import Agent
+from aophub.node.turn import Turn, TurnFailed
+from aophub.v1 import config_pb2, extensions_pb2, interaction_pb2
+
+__all__ = [
+    "CLIENT_TOOL_KIND",
+    "DEFAULT_SYSTEM_PROMPT",
+    "FUNCTION_TOOL_KIND",
+    "BuiltinAgent",
+    "ProviderFactory",
+    "ToolOutcome",
+    "Tools",
+    "client_tools",
+    "openai_provider",
+    "profile_problem",
+]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are the built-in agent of aophub, a helpful and precise assistant. "
+    "When tools are available, use them to look at and change files in the workspace and to run commands, "
+    "and say briefly what you did. Answer concisely."
+)
+DEFAULT_MAX_TURNS = 25
+DEFAULT_TURN_TIMEOUT_SECONDS = 600
+DEFAULT_MODEL_TIMEOUT_SECONDS = 120
+FUNCTION_TOOL_KIND = "function"
+CLIENT_TOOL_KIND = "client"
+JSON_MEDIA_TYPE = "application/json"
+_Output = str | list[content_pb2.Content]
+
+
+class ToolOutcome(Protocol):
+    """What running one agent tool gives (the ``ToolBox``'s outcome, structurally)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def is_error(self) -> bool: ...
+
+    @property
+    def duration_ms(self) -> int: ...
+
+
+class Tools(Protocol):
+    """The agent's own tools (implemented by ``aophub.agent.tools.ToolBox``)."""
+
+    def definitions(self) -> list[content_pb2.ToolDefinition]:
+        """The tools offered to the model."""
+        ...
+
+    async def call(self, name: str, arguments: bytes, *, session_id: str, turn_id: str, call_id: str) -> ToolOutcome:
+        """Run tool ``name`` with JSON ``arguments``; failures are outcomes with ``is_error``, not exceptions."""
+        ...
+
+
+ProviderFactory = Callable[[config_pb2.LlmProfile], Provider]
+
+
+def openai_provider(profile: config_pb2.LlmProfile) -> Provider:
+    """The provider of an OpenAI-compatible profile (the default ``provider_factory``)."""
+    return OpenAIProvider(
+        profile.base_url,
+        profile.api_key,
+        profile.model,
+        timeout=profile.timeout_seconds or DEFAULT_MODEL_TIMEOUT_SECONDS,
+        max_tokens=profile.max_tokens,
+    )
+
+
+def profile_problem(profile: config_pb2.LlmProfile) -> str:
+    """Why ``profile`` cannot be used, or "" when it can. A missing API key is not a problem (local servers)."""
+    name = profile.id or profile.name or "the active profile"
+    if profile.provider != config_pb2.PROVIDER_KIND_OPENAI_COMPATIBLE:
+        return f"profile {name}: provider kind {_kind_name(profile.provider)} is not supported"
+    if not profile.base_url:
+        return f"profile {name} has no base URL"
+    url = urlsplit(profile.base_url)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        return f"profile {name}: base URL {profile.base_url!r} is not an http(s) URL"
+    if not profile.model:
+        return f"profile {name} has no model"
+    return ""
+
+
+def _kind_name(kind: int) -> str:
+    try:
+        return config_pb2.ProviderKind.Name(kind)
+    except ValueError:
+        return str(kind)
+
+
+def client_tools(session: chat_pb2.OpenSessionRequest) -> list[content_pb2.ToolDefinition]:
+    """The tools the application declared with ``aophub.v1.ClientTools`` when it opened ``session``."""
+    declared = extensions_pb2.ClientTools()
+    for extension in session.extensions:
+        if extension.TypeName() == extensions_pb2.ClientTools.DESCRIPTOR.full_name:
+            try:
+                extension.Unpack(declared)
+            except DecodeError as error:
+                raise TurnFailed("invalid_argument", f"the session's ClientTools cannot be decoded: {error}") from error
+    return list(declared.tools)
+
+
+class BuiltinAgent:
+    """The built-in agent of node ``local``.
+
+    ``profile()`` returns the active LLM profile, or None for the offline echo
+    model; ``settings()`` the agent settings. Both are read at every turn.
+    ``tools`` are the agent's own tools (offered when ``tools_enabled``).
+    ``history`` maps a session id to its conversation, kept in memory (a
+    restart forgets it).
+    """
+
+    def __init__(
+        self,
+        profile: Callable[[], config_pb2.LlmProfile | None],
+        settings: Callable[[], config_pb2.AgentSettings],
+        tools: Tools | None,
+        *,
+        provider_factory: ProviderFactory = openai_provider,
+        history: MutableMapping[str, list[ChatMessage]] | None = None,
+        echo: Agent | None = None,
+    ) -> None:
+        self._profile = profile
+        self._settings = settings
+        self._tools = tools
+        self._provider_factory = provider_factory
+        self.history: MutableMapping[str, list[ChatMessage]] = {} if history is None else history
+        self._echo: Agent = EchoAgent() if echo is None else echo
+
+    def __repr__(self) -> str:
+        profile = self._profile()
+        model = "echo" if profile is None else f"{profile.id}:{profile.model}"
+        return f"<BuiltinAgent model={model} sessions={len(self.history)}>"
+
+    def status(self) -> protocol_pb2.AgentStatus:
+        profile = self._profile()
+        if profile is None or profile.provider == config_pb2.PROVIDER_KIND_ECHO:
+            return self._echo.status()
+        problem = profile_problem(profile)
+        return protocol_pb2.AgentStatus(provider="openai", model=profile.model, bound=not problem, config_error=problem)
+
+    async def run_turn(self, turn: Turn) -> str:
+        profile = self._profile()
+        if profile is None or profile.provider == config_pb2.PROVIDER_KIND_ECHO:
+            return await self._echo.run_turn(turn)
+        problem = profile_problem(profile)
+        if problem:
+            raise TurnFailed("config_error", problem)
+        history = self.history.setdefault(turn.session_id, [])
+        run = _TurnRun(turn, profile, self._settings(), self._tools, history)
+        run.prepare()
+        provider = self._provider_factory(profile)
+        try:
+            return await run.run(provider)
+        finally:
+            await provider.aclose()
+
+
+class _Canceled(Exception):
+    """The turn's ``canceled`` event was set while the loop waited."""
+
+
+@dataclass
+class _PartialCall:
+    """A tool call while its arguments stream in."""
+
+    index: int
+    id: str
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _TurnRun:
+    """The state of one turn of the loop."""
+
+    def __init__(
+        self,
+        turn: Turn,
+        profile: config_pb2.LlmProfile,
+        settings: config_pb2.AgentSettings,
+        tools: Tools | None,
+        history: list[ChatMessage],
+    ) -> None:
+        self.turn = turn
+        self.profile = profile
+        self.settings = settings
+        self.tools = tools
+        self.history = history
+        options = turn.options
+        self.system_prompt = (
+            options.system_prompt
+            if options.HasField("system_prompt")
+            else settings.system_prompt or DEFAULT_SYSTEM_PROMPT
+        )
+        self.max_tokens = options.max_tokens if options.HasField("max_tokens") else 0
+        self.ask_before_tools = (
+            options.ask_before_tools if options.HasField("ask_before_tools") else settings.ask_before_tools
+        )
+        self.max_turns = turn.request.max_turns or settings.max_turns or DEFAULT_MAX_TURNS
+        self.turn_timeout = settings.turn_timeout_seconds or DEFAULT_TURN_TIMEOUT_SECONDS
+        self.agent_tools: dict[str, content_pb2.ToolDefinition] = {}
+        if tools is not None and settings.tools_enabled:
+            self.agent_tools = {definition.name: definition for definition in tools.definitions()}
+        self.client_tools: dict[str, content_pb2.ToolDefinition] = {}
+        if turn.can_ask:
+            for definition in client_tools(turn.session):
+                if definition.name and definition.name not in self.agent_tools:
+                    self.client_tools.setdefault(definition.name, definition)
+        # Calls of the published assistant message that have no tool_result yet.
+        self.pending: dict[str, content_pb2.ToolCall] = {}
+        self.announced: set[str] = set()
+        # Text and reasoning deltas sent for a message not yet completed.
+        self.streamed = False
+        self.streamed_text: list[str] = []
+        self.deadline: asyncio.Timeout | None = None
+
+    def __repr__(self) -> str:
+        return f"<_TurnRun {self.turn.session_id}/{self.turn.turn_id} pending={len(self.pending)}>"
+
+    def prepare(self) -> None:
+        """Put the turn's input into the history (or rewind it for a regenerate)."""
+        request = self.turn.request
+        if self.turn.options.regenerate:
+            last_user = max((i for i, message in enumerate(self.history) if message.role == "user"), default=-1)
+            if last_user < 0:
+                raise TurnFailed("invalid_argument", "there is no earlier input in this session to answer again")
+            del self.history[last_user + 1 :]
+        elif request.input.content:
+            self.history.append(_user_message(request.input))
+        elif not request.continue_session:
+            raise TurnFailed("invalid_argument", "the turn has no input")
+        elif not self.history:
+            raise TurnFailed(
+                "invalid_argument",
+                "there is nothing to continue in this session (the agent keeps history in memory only)",
+            )
+
+    async def run(self, provider: Provider) -> str:
+        """Loop until the model answers; returns the stop reason or raises TurnFailed / CancelledError."""
+        try:
+            async with asyncio.timeout(self.turn_timeout) as deadline:
+                self.deadline = deadline
+                return await self._loop(provider)
+        except TimeoutError:
+            if self.deadline is None or not self.deadline.expired():
+                raise
+            await self._abandon("canceled: the turn timed out")
+            raise TurnFailed(
+                "turn_timeout", f"the turn took longer than {self.turn_timeout} s", retryable=True
+            ) from None
+        except _Canceled:
+            await self._abandon("canceled: the turn was canceled")
+            return "canceled"
+        except asyncio.CancelledError:
+            if self.turn.canceled.is_set():
+                await self._abandon("canceled: the turn was canceled")
+            else:
+                self._close_history("canceled: the turn was stopped")
+            raise
+        except TurnFailed as failure:
+            await self._abandon(f"not run: the turn failed ({failure.code})")
+            raise
+        except Exception:
+            self._close_history("not run: the turn failed")
+            with contextlib.suppress(Exception):
+                await self._abandon("not run: the turn failed")
+            raise
+
+    async def _loop(self, provider: Provider) -> str:
+        tools = [*self.agent_tools.values(), *self.client_tools.values()]
+        for _ in range(self.max_turns):
+            calls, finish = await self._unless_canceled(self._model_call(provider, tools))
+            if not calls:
+                return "max_tokens" if finish == "length" else "completed"
+            await self._run_calls(calls)
+        return "max_turns"
+
+    def _request(self, tools: list[content_pb2.ToolDefinition]) -> ChatRequest:
+        messages = [ChatMessage("system", self.system_prompt)]
+        messages += [self._visible(message) for message in self.history]
+        return ChatRequest(messages, tools=tools, max_tokens=self.max_tokens)
+
+    def _visible(self, message: ChatMessage) -> ChatMessage:
+        """The message as this profile's model may see it: images only when the profile accepts them."""
+        if not message.images or self.profile.images:
+            return message
+        note = f"[{len(message.images)} image(s) omitted: the model is not configured to accept images]"
+        return dataclasses.replace(message, text=f"{message.text}\n{note}" if message.text else note, images=())
+
+    async def _model_call(
+        self, provider: Provider, tools: list[content_pb2.ToolDefinition]
+    ) -> tuple[list[content_pb2.ToolCall], str]:
+        """One model call, streamed to the turn; returns the tool calls it made and the finish reason."""
+        partial: dict[int, _PartialCall] = {}
+        usage: Usage | None = None
+        finish = ""
+        self.streamed_text = []
+        try:
+            async with contextlib.aclosing(provider.stream(self._request(tools))) as events:
+                async for event in events:
+                    if isinstance(event, TextDelta):
+                        self.streamed = True
+                        self.streamed_text.append(event.text)
+                        await self.turn.text(event.text)
+                    elif isinstance(event, ReasoningDelta):
+                        self.streamed = True
+                        await self.turn.reasoning(event.text)
+                    elif isinstance(event, ToolCallFragment):
+                        call = partial.get(event.index)
+                        if call is None:
+                            call = partial[event.index] = _PartialCall(event.index, event.id or new_id("call"))
+                        call.name = call.name or event.name
+                        call.arguments.append(event.arguments)
+                        await self.turn.tool_call_delta(call.id, call.index, call.name, event.arguments.encode())
+                    elif isinstance(event, Usage):
+                        usage = event
+                    elif isinstance(event, Finish):
+                        finish = event.reason
+        except ProviderError as error:
+            raise TurnFailed(error.code.value, error.message, retryable=error.retryable) from error
+        calls = [self._tool_call(call) for call in sorted(partial.values(), key=lambda call: call.index)]
+        text = "".join(self.streamed_text)
+        self.history.append(
+            ChatMessage(
+                "assistant",
+                text,
+                tool_calls=tuple(
+                    AssistantToolCall(call.id, call.name, call.arguments.data.decode("utf-8", "replace"))
+                    for call in calls
+                ),
+            )
+        )
+        self.streamed = False
+        self.pending.update((call.id, call) for call in calls)
+        await self.turn.complete(calls)
+        if usage is not None:
+            await self.turn.usage(usage.input_tokens, usage.output_tokens, usage.model or provider.model, usage.detail)
+        return calls, finish
+
+    def _tool_call(self, call: _PartialCall) -> content_pb2.ToolCall:
+        kind = CLIENT_TOOL_KIND if call.name in self.client_tools else FUNCTION_TOOL_KIND
+        arguments = "".join(call.arguments).strip() or "{}"
+        return content_pb2.ToolCall(
+            id=call.id,
+            name=call.name,
+            kind=kind,
+            arguments=value_pb2.EncodedValue(data=arguments.encode(), media_type=JSON_MEDIA_TYPE),
+        )
+
+    async def _run_calls(self, calls: list[content_pb2.ToolCall]) -> None:
+        for call in calls:
+            await self.turn.tool_call(call)
+            self.announced.add(call.id)
+        for call in calls:
+            output, is_error, duration_ms = await self._execute(call)
+            self.pending.pop(call.id, None)
+            self.history.append(ChatMessage("tool", _text_of(output) or "(no output)", tool_call_id=call.id))
+            await self.turn.tool_result(call, output, is_error=is_error, duration_ms=duration_ms)
+
+    async def _execute(self, call: content_pb2.ToolCall) -> tuple[_Output, bool, int]:
+        """Run one call; refusals and failures are error outputs the model gets to see."""
+        problem = _json_problem(call.arguments.data)
+        if problem:
+            return f"not run: the arguments are not a JSON object ({problem})", True, 0
+        if call.kind == CLIENT_TOOL_KIND:
+            return await self._client_tool(call)
+        return await self._agent_tool(call)
+
+    async def _agent_tool(self, call: content_pb2.ToolCall) -> tuple[_Output, bool, int]:
+        if self.tools is None or call.name not in self.agent_tools:
+            available = ", ".join([*self.agent_tools, *self.client_tools]) or "none"
+            return f"not run: there is no tool named {call.name!r} (available: {available})", True, 0
+        if self.ask_before_tools:
+            if not self.turn.can_ask:
+                return "not run: tool calls need the user's approval and this hub connection cannot ask for it", True, 0
+            denial = _denial(await self._ask(interaction_pb2.INTERACTION_KIND_APPROVAL, call))
+            if denial is not None:
+                return f"denied by the user: {denial}", True, 0
+        try:
+            outcome = await self._unless_canceled(
+                self.tools.call(
+                    call.name,
+                    call.arguments.data,
+                    session_id=self.turn.session_id,
+                    turn_id=self.turn.turn_id,
+                    call_id=call.id,
+                )
+            )
+        except _Canceled:
+            raise
+        except Exception as error:
+            log.exception("tool %s failed", call.name)
+            return f"the tool failed: {type(error).__name__}: {error}", True, 0
+        return outcome.text, outcome.is_error, outcome.duration_ms
+
+    async def _client_tool(self, call: content_pb2.ToolCall) -> tuple[_Output, bool, int]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        interaction = await self._ask(interaction_pb2.INTERACTION_KIND_CLIENT_TOOL, call)
+        duration_ms = int((loop.time() - started) * 1000)
+        state = interaction.state
+        if state == interaction_pb2.INTERACTION_STATE_ANSWERED:
+            if interaction.answer.WhichOneof("answer") == "output":
+                output = interaction.answer.output
+                return list(output.output), output.is_error, duration_ms
+            return "the application answered with something other than the tool's output", True, duration_ms
+        if state == interaction_pb2.INTERACTION_STATE_EXPIRED:
+            return "the application did not answer in time", True, duration_ms
+        return "the call was canceled before the application answered", True, duration_ms
+
+    async def _ask(
+        self, kind: interaction_pb2.InteractionKind, call: content_pb2.ToolCall
+    ) -> interaction_pb2.Interaction:
+        """Ask the application; the turn's deadline does not run while a person decides."""
+        with self._deadline_paused():
+            interaction = await self._unless_canceled(self.turn.ask(kind, call))
+        if interaction.state == interaction_pb2.INTERACTION_STATE_CANCELED and self.turn.canceled.is_set():
+            raise _Canceled
+        return interaction
+
+    @contextlib.contextmanager
+    def _deadline_paused(self) -> Iterator[None]:
+        deadline = self.deadline
+        when = None if deadline is None else deadline.when()
+        if deadline is None or when is None or deadline.expired():
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        remaining = when - loop.time()
+        deadline.reschedule(None)
+        try:
+            yield
+        finally:
+            if not deadline.expired():
+                deadline.reschedule(loop.time() + remaining)
+
+    async def _unless_canceled(self, work: Awaitable[T]) -> T:
+        """Await ``work``, but stop it and raise :class:`_Canceled` as soon as the turn is canceled."""
+        task = asyncio.ensure_future(work)
+        if self.turn.canceled.is_set():
+            task.cancel()
+        waiter = asyncio.ensure_future(self.turn.canceled.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+            if not task.cancelled():
+                task.exception()  # retrieved here; raised by result() below
+        if task.cancelled():
+            raise _Canceled
+        return task.result()
+
+    def _close_history(self, reason: str) -> None:
+        """Answer every pending call in the history, so the next model call is well formed."""
+        for call in self.pending.values():
+            self.history.append(ChatMessage("tool", reason, tool_call_id=call.id))
+
+    async def _abandon(self, reason: str) -> None:
+        """End the turn's open work: publish a partly streamed message; give each pending call its result."""
+        calls = list(self.pending.values())
+        self._close_history(reason)
+        self.pending.clear()
+        if self.streamed:
+            self.streamed = False
+            text = "".join(self.streamed_text)
+            if text:
+                self.history.append(ChatMessage("assistant", text))
+            await self.turn.complete()
+        for call in calls:
+            if call.id not in self.announced:
+                await self.turn.tool_call(call)
+            await self.turn.tool_result(call, reason, is_error=True)
+
+
+def _user_message(message: content_pb2.Message) -> ChatMessage:
+    texts: list[str] = []
+    images: list[content_pb2.MediaContent] = []
+    for part in message.content:
+        kind = part.WhichOneof("value")
+        if kind == "text":
+            texts.append(part.text.text)
+        elif kind == "media":
+            media = part.media
+            if media.kind == "image" or media.resource.media_type.startswith("image/"):
+                images.append(media)
+            elif media.transcript:
+                texts.append(media.transcript)
+            else:
+                name = media.resource.filename or media.resource.uri or "unnamed"
+                texts.append(
+                    f"[attached {media.kind or 'file'}: {name} ({media.resource.media_type or 'unknown type'})]"
+                )
+    return ChatMessage("user", "\n".join(texts), images=tuple(images))
+
+
+def _text_of(output: _Output) -> str:
+    if isinstance(output, str):
+        return output
+    return "\n".join(part.text.text for part in output if part.WhichOneof("value") == "text")
+
+
+def _json_problem(data: bytes) -> str:
+    try:
+        value = json.loads(data)
+    except ValueError as error:
+        return str(error)
+    return "" if isinstance(value, dict) else f"got {type(value).__name__}"
+
+
+def _denial(interaction: interaction_pb2.Interaction) -> str | None:
+    """Why an approval interaction refuses the call, or None when it approves it."""
+    state = interaction.state
+    if state == interaction_pb2.INTERACTION_STATE_ANSWERED:
+        if interaction.answer.WhichOneof("answer") != "approval":
+            return "the answer was not an approval"
+        approval = interaction.answer.approval
+        return None if approval.approved else approval.reason or "no reason given"
+    if state == interaction_pb2.INTERACTION_STATE_EXPIRED:
+        return "no answer before the approval request expired"
+    if state == interaction_pb2.INTERACTION_STATE_CANCELED:
+        return "the approval request was canceled"
+    return f"unexpected interaction state {interaction_pb2.InteractionState.Name(state)}"
