@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 
 from aophub.cli import build_parser
+from aophub.settings import Settings
 from aophub.transport.app import create_app
 
 
-async def test_health_needs_no_auth() -> None:
-    """GET /health answers {"status": "ok"}."""
-    transport = httpx.ASGITransport(app=create_app())
+async def test_health_needs_no_auth(tmp_path: Path) -> None:
+    """GET /health answers {"status": "ok"} without credentials."""
+    transport = httpx.ASGITransport(app=create_app(Settings(access_key="k", data_dir=tmp_path)))
     async with httpx.AsyncClient(transport=transport, base_url="http://hub") as client:
         response = await client.get("/health")
     assert response.status_code == 200

@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
+from aophub.agent.builtin import builtin_agent
+from aophub.config import ConfigError, ConfigStore
+from aophub.node.client import NodeRefused, serve_agent
+from aophub.settings import DEFAULT_MAX_FRAME_BYTES, Settings
 from aophub.transport.app import create_app
+from aophub.transport.auth import resolve_access_key
 from aophub.version import VERSION
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
@@ -22,13 +34,145 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the hub")
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
-    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port, 0 for any free one (default {DEFAULT_PORT})"
+    )
+    serve.add_argument(
+        "--data-dir", type=Path, default=Path(".aophub"), help="database, key and config (default ./.aophub)"
+    )
+    serve.add_argument(
+        "--token", help="access key (default: $AOPHUB_TOKEN, else the key stored in the data dir, else a new one)"
+    )
+    serve.add_argument(
+        "--max-frame-bytes",
+        type=int,
+        default=DEFAULT_MAX_FRAME_BYTES,
+        help="largest WebSocket frame accepted; larger ones close the connection with 1009 (default 16 MiB)",
+    )
+    serve.add_argument(
+        "--durability",
+        choices=["full", "normal"],
+        default="full",
+        help="full: every commit survives power loss; normal: survives process crashes (faster)",
+    )
+    serve.add_argument("--echo-delay", type=float, default=0.02, help="seconds between the echo model's deltas")
+    serve.add_argument("--allowed-origin", action="append", default=[], help="extra browser origin for cookie auth")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+    node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
+    node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
+    node.add_argument("--token", help="the hub's access key (default: $AOPHUB_TOKEN)")
+    node.add_argument("--node-id", required=True, help="this node's id on the hub")
+    node.add_argument("--name", default="", help="display name (default: the node id)")
+    node.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(".aophub-node"),
+        help="config, workspace and audit log (default ./.aophub-node)",
+    )
+    node.add_argument("--echo-delay", type=float, default=0.02, help="seconds between the echo model's deltas")
+    node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
+
+
+class _Server(uvicorn.Server):
+    """uvicorn, printing where to connect once the port is bound."""
+
+    def __init__(self, config: uvicorn.Config, banner: list[str]) -> None:
+        super().__init__(config)
+        self._banner = banner
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # uvicorn re-raises a captured SIGTERM after its graceful shutdown, so a hub stopped
+        # cleanly by its supervisor would exit "killed by SIGTERM"; a requested stop exits 0.
+        if sig == signal.SIGTERM:
+            self.should_exit = True
+            return
+        super().handle_exit(sig, frame)
+
+    async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
+        await super().startup(sockets)  # type: ignore[arg-type]
+        if self.should_exit or not self.servers:
+            return
+        host, port = self.servers[0].sockets[0].getsockname()[:2]
+        base = f"http://{host}:{port}"
+        lines = [f"aophub {VERSION} listening on {base}", *self._banner]
+        lines += [
+            f"  application endpoint: ws://{host}:{port}/api/aop/application/ws",
+            f"  node endpoint:        ws://{host}:{port}/api/aop/node/ws",
+            f"  health:               {base}/health",
+        ]
+        print("\n".join(lines), flush=True)
+
+
+def serve(args: argparse.Namespace) -> int:
+    try:
+        key = resolve_access_key(args.token, os.environ, args.data_dir)
+    except ValueError as error:
+        print(f"aophub: {error}", file=sys.stderr)
+        return 2
+    settings = Settings(
+        access_key=key.value,
+        data_dir=args.data_dir,
+        host=args.host,
+        port=args.port,
+        max_frame_bytes=args.max_frame_bytes,
+        durability=args.durability.upper(),
+        echo_delay=args.echo_delay,
+        allowed_origins=tuple(args.allowed_origin),
+    )
+    if key.source in ("generated", "file"):
+        where = args.data_dir / "access_key"
+        shown = f"  access key: {key.value}  ({'new, ' if key.source == 'generated' else ''}stored in {where})"
+    else:
+        shown = f"  access key: from {'--token' if key.source == 'flag' else '$AOPHUB_TOKEN'}"
+    banner = [
+        shown,
+        f"  data:       {args.data_dir.resolve()}",
+        "  try:        python examples/acp/client.py --server http://HOST:PORT --token KEY --node local -p hello",
+    ]
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = uvicorn.Config(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        ws_max_size=settings.max_frame_bytes,
+        log_level=args.log_level,
+        lifespan="on",
+    )
+    asyncio.run(_Server(config, banner).serve())
+    return 0
+
+
+def node(args: argparse.Namespace) -> int:
+    """Serve the built-in agent to a remote hub until interrupted."""
+    token = args.token or os.environ.get("AOPHUB_TOKEN", "")
+    if not token:
+        print("aophub node: --token or $AOPHUB_TOKEN is required", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = ConfigStore(args.data_dir)
+    except ConfigError as error:
+        print(f"aophub node: invalid configuration in {args.data_dir}: {error}", file=sys.stderr)
+        return 2
+    agent = builtin_agent(config, echo_delay=args.echo_delay)
+    print(f"aophub node {args.node_id} serving {args.server} with model {agent.status().model}", flush=True)
+    try:
+        asyncio.run(serve_agent(args.server, token, args.node_id, agent, name=args.name))
+    except NodeRefused as error:
+        print(f"aophub node: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command named by ``argv`` and return its exit status."""
     args = build_parser().parse_args(argv)
     if args.command == "serve":
-        uvicorn.run(create_app(), host=args.host, port=args.port, log_level="info")
-    return 0
+        return serve(args)
+    if args.command == "node":
+        return node(args)
+    return 2

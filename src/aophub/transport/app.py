@@ -1,20 +1,114 @@
-"""The hub's ASGI application: routes mounted on one Starlette app."""
+"""The hub's ASGI application: every route on one Starlette app, resources in its lifespan."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from google.protobuf.message import Message
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
-__all__ = ["create_app"]
+from aophub.agent.builtin import builtin_agent
+from aophub.config import ConfigStore
+from aophub.hub.application import ApplicationConnection, NamespaceHandler
+from aophub.hub.hub import Hub
+from aophub.hub.interactions import InteractionPolicy
+from aophub.node.local import LocalNode
+from aophub.protocol.errors import Code, HubError
+from aophub.protocol.mux import NamespaceRouter
+from aophub.settings import Settings
+from aophub.store.sqlite import SQLiteStore
+from aophub.transport.application_ws import serve_application
+from aophub.transport.auth import Authenticator, auth_routes
+from aophub.transport.node_ws import serve_node
+from aophub.v1 import interaction_pb2
+
+__all__ = ["Runtime", "create_app"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Runtime:
+    """What the lifespan opened, for the routes to use."""
+
+    hub: Hub
+    store: SQLiteStore
+    local_node: LocalNode
+    config: ConfigStore
+
+
+def interaction_policy(config: ConfigStore) -> InteractionPolicy:
+    """The configured interaction timeout and expiry policy (read at each new interaction)."""
+    settings = config.config.interactions
+    return InteractionPolicy(timeout=float(settings.timeout_seconds or 600), on_expiry=settings.expiry_policy)
 
 
 async def health(_request: Request) -> JSONResponse:
-    """Liveness probe: no auth, always ``{"status": "ok"}`` while serving."""
+    """Liveness probe: no auth, ``{"status": "ok"}`` while serving."""
     return JSONResponse({"status": "ok"})
 
 
-def create_app() -> Starlette:
-    """Build the hub's ASGI application."""
-    return Starlette(routes=[Route("/health", health, methods=["GET"])])
+def create_app(settings: Settings) -> Starlette:
+    """Build the hub's ASGI application for ``settings``."""
+    authenticator = Authenticator(settings.access_key, allowed_origins=settings.allowed_origins)
+    namespaces: NamespaceRouter[NamespaceHandler] = NamespaceRouter()
+    runtime: Runtime | None = None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        nonlocal runtime
+        config = ConfigStore(settings.data_dir)
+        store = SQLiteStore(settings.database, synchronous=settings.durability)
+        await store.open()
+        try:
+            hub = Hub(store, interaction_policy=lambda: interaction_policy(config))
+            await hub.start()
+            local_node = LocalNode(hub, builtin_agent(config, echo_delay=settings.echo_delay))
+            await local_node.start()
+        except BaseException:
+            # An open store's connection threads would keep the process alive after a failed start.
+            await store.close()
+            raise
+        runtime = Runtime(hub, store, local_node, config)
+        app.state.runtime = runtime
+        try:
+            yield
+        finally:
+            await local_node.stop()
+            await hub.stop()
+            await store.close()
+            log.info("hub stopped; store closed")
+
+    async def application_ws(websocket: WebSocket) -> None:
+        assert runtime is not None
+        await serve_application(websocket, runtime.hub, authenticator, namespaces)
+
+    async def node_ws(websocket: WebSocket) -> None:
+        assert runtime is not None
+        await serve_node(websocket, runtime.hub, authenticator)
+
+    async def answer_interaction(
+        connection: ApplicationConnection, envelope_id: str, message: Message
+    ) -> Message | None:
+        assert isinstance(message, interaction_pb2.InteractionProtocolMessage)
+        if message.WhichOneof("message") != "answer_request":
+            raise HubError(Code.UNSUPPORTED_MESSAGE, "applications send answer_request in this namespace")
+        response = await connection.hub.interactions.answer(envelope_id, message.answer_request)
+        return interaction_pb2.InteractionProtocolMessage(answer_response=response)
+
+    namespaces.register(interaction_pb2.InteractionProtocolMessage, answer_interaction)
+
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        *auth_routes(authenticator, secure_cookies=settings.secure_cookies),
+        WebSocketRoute("/api/aop/application/ws", application_ws),
+        WebSocketRoute("/api/aop/node/ws", node_ws),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

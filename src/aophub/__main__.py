@@ -1,0 +1,7 @@
+"""``python -m aophub``: the command line."""
+
+import sys
+
+from aophub.cli import main
+
+sys.exit(main())

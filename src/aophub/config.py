@@ -1,0 +1,296 @@
+"""The hub's configuration: a YAML file in the data directory, validated, written atomically.
+
+The file holds an ``aophub.v1.Config`` (LLM profiles with their keys, agent,
+scan, sandbox and interaction settings) in its ProtoJSON shape, with
+snake_case or camelCase field names. Missing settings take their defaults.
+When the file names no LLM profile, ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` /
+``AOPHUB_MODEL`` define one (profile id ``env``); with neither, the built-in
+agent uses the offline ``echo`` model.
+
+:class:`ConfigStore` is read by the running hub at each use, so an update
+applies without a restart.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+from google.protobuf import json_format
+
+from aophub.v1 import config_pb2, interaction_pb2
+
+__all__ = [
+    "CONFIG_FILE",
+    "ConfigError",
+    "ConfigStore",
+    "default_config",
+    "profile_view",
+    "validate",
+]
+
+CONFIG_FILE = "config.yaml"
+ENV_PROFILE_ID = "env"
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+_PROFILE_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+DEFAULT_SCAN_MODES = (
+    config_pb2.ScanMode(
+        name="review",
+        description="Review the code at the target and report problems, most important first.",
+        task_template=(
+            "Review the code at {target}. Read the relevant files, then write a report in markdown: "
+            "a short summary, then each problem with its file, why it matters and how to fix it."
+        ),
+    ),
+    config_pb2.ScanMode(
+        name="summary",
+        description="Summarise what the target is and how it is organised.",
+        task_template=(
+            "Explore {target} and write a markdown summary of what it is, how it is organised and how to use it."
+        ),
+    ),
+)
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; ``violations`` names every bad field."""
+
+    def __init__(self, violations: list[config_pb2.FieldViolation]) -> None:
+        super().__init__("; ".join(f"{v.field}: {v.description}" for v in violations))
+        self.violations = violations
+
+
+def default_config() -> config_pb2.Config:
+    """The configuration of a fresh hub: no LLM profile (echo), safe tool settings."""
+    return config_pb2.Config(
+        agent=config_pb2.AgentSettings(
+            tools_enabled=True, ask_before_tools=True, max_turns=25, turn_timeout_seconds=600
+        ),
+        scans=config_pb2.ScanSettings(concurrency=3, timeout_seconds=600, modes=list(DEFAULT_SCAN_MODES)),
+        sandbox=config_pb2.SandboxSettings(workspace="workspace", exec_timeout_seconds=60, output_cap_bytes=65536),
+        interactions=config_pb2.InteractionSettings(
+            timeout_seconds=600, expiry_policy=interaction_pb2.EXPIRY_POLICY_DENY
+        ),
+    )
+
+
+Violations = list[config_pb2.FieldViolation]
+
+
+def _violation(field: str, description: str) -> config_pb2.FieldViolation:
+    return config_pb2.FieldViolation(field=field, description=description)
+
+
+def _profile_problems(config: config_pb2.Config) -> Violations:
+    problems: Violations = []
+    seen: set[str] = set()
+    for index, profile in enumerate(config.profiles):
+        where = f"profiles[{index}]"
+        if not _PROFILE_ID.match(profile.id):
+            problems.append(
+                _violation(f"{where}.id", "must be 1-63 lowercase letters, digits, '-' or '_', starting with one")
+            )
+        elif profile.id in seen:
+            problems.append(_violation(f"{where}.id", f"duplicate profile id {profile.id!r}"))
+        seen.add(profile.id)
+        if profile.provider == config_pb2.PROVIDER_KIND_UNSPECIFIED:
+            problems.append(
+                _violation(f"{where}.provider", "must be PROVIDER_KIND_OPENAI_COMPATIBLE or PROVIDER_KIND_ECHO")
+            )
+        if profile.provider == config_pb2.PROVIDER_KIND_OPENAI_COMPATIBLE:
+            url = urlsplit(profile.base_url)
+            if url.scheme not in ("http", "https") or not url.netloc:
+                problems.append(
+                    _violation(f"{where}.base_url", "must be an http(s) URL such as https://api.openai.com/v1")
+                )
+            if not profile.model:
+                problems.append(_violation(f"{where}.model", "is required for an OpenAI-compatible profile"))
+        if profile.timeout_seconds > 3600:
+            problems.append(_violation(f"{where}.timeout_seconds", "must be at most 3600"))
+    if config.active_profile_id and config.active_profile_id not in seen:
+        problems.append(_violation("active_profile_id", f"names no profile ({config.active_profile_id!r})"))
+    return problems
+
+
+def _scan_problems(config: config_pb2.Config) -> Violations:
+    problems: Violations = []
+    if config.scans.concurrency > 64:
+        problems.append(_violation("scans.concurrency", "must be at most 64"))
+    modes: set[str] = set()
+    for index, mode in enumerate(config.scans.modes):
+        if not mode.name:
+            problems.append(_violation(f"scans.modes[{index}].name", "is required"))
+        elif mode.name in modes:
+            problems.append(_violation(f"scans.modes[{index}].name", f"duplicate mode {mode.name!r}"))
+        modes.add(mode.name)
+        if "{target}" not in mode.task_template:
+            problems.append(_violation(f"scans.modes[{index}].task_template", "must contain {target}"))
+    return problems
+
+
+def _sandbox_problems(config: config_pb2.Config) -> Violations:
+    problems: Violations = []
+    for field in ("deny_patterns", "allow_patterns"):
+        for index, pattern in enumerate(getattr(config.sandbox, field)):
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                problems.append(_violation(f"sandbox.{field}[{index}]", f"is not a valid regular expression: {error}"))
+    if ".." in Path(config.sandbox.workspace).parts:
+        problems.append(_violation("sandbox.workspace", "must not contain '..'"))
+    return problems
+
+
+def validate(config: config_pb2.Config) -> Violations:
+    """Every invalid field of ``config``, with what is wrong with it."""
+    problems = _profile_problems(config) + _scan_problems(config) + _sandbox_problems(config)
+    if config.agent.max_turns > 1000:
+        problems.append(_violation("agent.max_turns", "must be at most 1000"))
+    return problems
+
+
+def profile_view(profile: config_pb2.LlmProfile) -> config_pb2.LlmProfileView:
+    """The profile as shown to clients: everything but the key."""
+    return config_pb2.LlmProfileView(
+        id=profile.id,
+        name=profile.name,
+        provider=profile.provider,
+        base_url=profile.base_url,
+        api_key_configured=bool(profile.api_key),
+        model=profile.model,
+        max_tokens=profile.max_tokens,
+        context_window=profile.context_window,
+        timeout_seconds=profile.timeout_seconds,
+        images=profile.images,
+    )
+
+
+def _merge_defaults(config: config_pb2.Config) -> config_pb2.Config:
+    merged = default_config()
+    for name in ("agent", "scans", "sandbox", "interactions"):
+        if config.HasField(name):
+            getattr(merged, name).MergeFrom(getattr(config, name))
+            if name == "scans" and config.scans.modes:
+                del merged.scans.modes[:]
+                merged.scans.modes.extend(config.scans.modes)
+    merged.profiles.extend(config.profiles)
+    merged.active_profile_id = config.active_profile_id
+    return merged
+
+
+def _env_profile(environ: Mapping[str, str]) -> config_pb2.LlmProfile | None:
+    key, base_url = environ.get("OPENAI_API_KEY", ""), environ.get("OPENAI_BASE_URL", "")
+    if not key and not base_url:
+        return None
+    return config_pb2.LlmProfile(
+        id=ENV_PROFILE_ID,
+        name="From the environment",
+        provider=config_pb2.PROVIDER_KIND_OPENAI_COMPATIBLE,
+        base_url=base_url or DEFAULT_OPENAI_BASE_URL,
+        api_key=key,
+        model=environ.get("AOPHUB_MODEL", DEFAULT_OPENAI_MODEL),
+        timeout_seconds=120,
+    )
+
+
+class ConfigStore:
+    """The configuration file of one data directory, with the revision of the last write."""
+
+    def __init__(
+        self, data_dir: Path, *, environ: Mapping[str, str] = os.environ, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.path = data_dir / CONFIG_FILE
+        self.data_dir = data_dir
+        self._environ = environ
+        self._clock = clock
+        self._stored = config_pb2.Config()
+        self.revision = 0
+        self.updated_at = 0.0
+        self.load()
+
+    def __repr__(self) -> str:
+        return f"<ConfigStore {self.path} revision={self.revision}>"
+
+    def load(self) -> None:
+        """(Re)read the file; a missing file is an empty configuration. Raises ConfigError if invalid."""
+        stored = config_pb2.Config()
+        if self.path.exists():
+            raw = yaml.safe_load(self.path.read_text()) or {}
+            if not isinstance(raw, dict):
+                raise ConfigError([config_pb2.FieldViolation(field="", description=f"{self.path} must hold a mapping")])
+            revision = int(raw.pop("revision", 0) or 0)
+            try:
+                json_format.ParseDict(raw, stored)
+            except json_format.ParseError as error:
+                raise ConfigError([config_pb2.FieldViolation(field="", description=str(error))]) from None
+            problems = validate(_merge_defaults(stored))
+            if problems:
+                raise ConfigError(problems)
+            self.revision = revision
+            self.updated_at = self.path.stat().st_mtime
+        self._stored = stored
+
+    @property
+    def config(self) -> config_pb2.Config:
+        """The effective configuration: the file over the defaults, plus the environment's profile."""
+        config = _merge_defaults(self._stored)
+        if not config.profiles:
+            env = _env_profile(self._environ)
+            if env is not None:
+                config.profiles.append(env)
+                config.active_profile_id = config.active_profile_id or env.id
+        return config
+
+    def active_profile(self) -> config_pb2.LlmProfile | None:
+        """The active LLM profile, or ``None`` for the offline echo model."""
+        config = self.config
+        for profile in config.profiles:
+            if profile.id == config.active_profile_id and profile.provider != config_pb2.PROVIDER_KIND_ECHO:
+                return profile
+        return None
+
+    def agent_settings(self) -> config_pb2.AgentSettings:
+        return self.config.agent
+
+    def sandbox_settings(self) -> config_pb2.SandboxSettings:
+        return self.config.sandbox
+
+    def workspace(self) -> Path:
+        """The sandbox workspace directory (created if missing)."""
+        path = Path(self.config.sandbox.workspace or "workspace")
+        path = path if path.is_absolute() else self.data_dir / path
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def save(self, config: config_pb2.Config) -> None:
+        """Validate ``config`` and write it atomically (temp file, fsync, rename); raises ConfigError."""
+        problems = validate(_merge_defaults(config))
+        if problems:
+            raise ConfigError(problems)
+        document = json_format.MessageToDict(config, preserving_proto_field_name=True)
+        document["revision"] = self.revision + 1
+        text = "# aophub configuration (written by the hub; comments are not kept)\n"
+        text += yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=".config-", suffix=".yaml", dir=self.data_dir)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(temp, 0o600)
+            os.replace(temp, self.path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+        self._stored = config
+        self.revision += 1
+        self.updated_at = self._clock()

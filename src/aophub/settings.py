@@ -1,0 +1,34 @@
+"""Settings of one hub process, from the command line and the environment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["DEFAULT_MAX_FRAME_BYTES", "Settings"]
+
+DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything ``aophub serve`` is configured with."""
+
+    access_key: str
+    data_dir: Path = Path(".aophub")
+    host: str = "127.0.0.1"
+    port: int = 8080
+    # Largest WebSocket frame accepted; larger frames close the connection with 1009.
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    # SQLite synchronous mode: "FULL" makes each commit durable against power loss,
+    # "NORMAL" against process crashes only (faster).
+    durability: str = "FULL"
+    # Seconds between the echo model's deltas.
+    echo_delay: float = 0.02
+    # Extra browser origins allowed to use the session cookie (besides the hub's own).
+    allowed_origins: tuple[str, ...] = ()
+    secure_cookies: bool = False
+
+    @property
+    def database(self) -> Path:
+        return self.data_dir / "aophub.db"

@@ -1,0 +1,166 @@
+"""Starlette adapter for ``/api/aop/node/ws``: where agent nodes connect (AOP section 7).
+
+The first envelope must be ``agent_hello`` with a ``node_id``; the hub answers
+``agent_accepted`` and registers the node (a reconnect with the same id
+replaces the old connection). After that, an undecodable envelope, a text
+frame or an unknown namespace drops the node; its running turns end with
+``agent_disconnected``. Keepalive pings come from the server
+(``ws_ping_interval``/``ws_ping_timeout``): a node that stops answering them is
+dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from aop import envelope_pb2, protocol_pb2
+from aophub.hub.hub import Hub
+from aophub.hub.nodes import NodeGone, NodeHandle
+from aophub.node.runtime import INTERACTIONS_CAPABILITY
+from aophub.protocol.codec import core_message, decode_envelope, encode_envelope, payload_name, unpack
+from aophub.protocol.errors import Code, HubError
+from aophub.transport.auth import Authenticator, authorize_websocket
+
+__all__ = ["HELLO_TIMEOUT", "WebSocketNodeLink", "serve_node"]
+
+log = logging.getLogger(__name__)
+
+HELLO_TIMEOUT = 10.0
+OUTBOUND_QUEUE = 1024
+_CORE = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
+HUB_CAPABILITIES = (INTERACTIONS_CAPABILITY,)
+
+
+class WebSocketNodeLink:
+    """The hub's end of one node WebSocket: a bounded outbound queue drained by one writer."""
+
+    def __init__(self, websocket: WebSocket) -> None:
+        self._websocket = websocket
+        self._outbound: asyncio.Queue[bytes] = asyncio.Queue(OUTBOUND_QUEUE)
+        self._closed = asyncio.Event()
+        self.close_reason = ""
+        self._writer = asyncio.create_task(self._write())
+
+    def __repr__(self) -> str:
+        return f"<WebSocketNodeLink queued={self._outbound.qsize()} closed={self._closed.is_set()}>"
+
+    async def _write(self) -> None:
+        try:
+            while True:
+                frame = await self._outbound.get()
+                await self._websocket.send_bytes(frame)
+        except Exception as error:  # the socket is gone; the reader will notice too
+            log.debug("node writer stopped: %s", error)
+            self._closed.set()
+
+    async def send(self, envelope: envelope_pb2.Envelope) -> None:
+        if self._closed.is_set():
+            raise NodeGone("connection closed")
+        await self._outbound.put(envelope.SerializeToString())
+
+    async def close(self, reason: str) -> None:
+        """Close the connection (e.g. replaced by a newer one of the same node)."""
+        if self._closed.is_set():
+            return
+        self.close_reason = reason
+        self._closed.set()
+        with contextlib.suppress(Exception):
+            await self._websocket.close(code=1000, reason=reason[:120])
+
+    async def stop(self) -> None:
+        self._closed.set()
+        self._writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await self._writer
+
+
+async def _close(websocket: WebSocket, code: int, reason: str) -> None:
+    with contextlib.suppress(Exception):
+        await websocket.close(code=code, reason=reason[:120])
+
+
+async def _receive_frame(websocket: WebSocket) -> bytes | None:
+    """The next binary frame; None when the peer disconnected; raises HubError for a text frame."""
+    message = await websocket.receive()
+    if message["type"] == "websocket.disconnect":
+        return None
+    frame: bytes | None = message.get("bytes")
+    if frame is None:
+        raise HubError(Code.INVALID_PAYLOAD, "text frames are not part of AOP")
+    return frame
+
+
+async def _hello(websocket: WebSocket) -> tuple[envelope_pb2.Envelope, protocol_pb2.AgentHello] | str:
+    """Read the first envelope; return it with its hello, or the reason to refuse the node."""
+    try:
+        async with asyncio.timeout(HELLO_TIMEOUT):
+            frame = await _receive_frame(websocket)
+    except TimeoutError:
+        return "no agent_hello within 10 s"
+    except HubError as error:
+        return error.message
+    if frame is None:
+        return ""
+    try:
+        envelope = decode_envelope(frame)
+        if payload_name(envelope) != _CORE:
+            return "the first message must be agent_hello"
+        message = unpack(envelope, protocol_pb2.ProtocolMessage)
+    except HubError as error:
+        return error.message
+    if message.WhichOneof("message") != "agent_hello":
+        return "the first message must be agent_hello"
+    if not message.agent_hello.node_id:
+        return "agent_hello.node_id is required"
+    return envelope, message.agent_hello
+
+
+async def serve_node(websocket: WebSocket, hub: Hub, authenticator: Authenticator) -> None:
+    """Serve one node connection until it closes or breaks the protocol."""
+    if await authorize_websocket(websocket, authenticator) is None:
+        return
+    await websocket.accept()
+    greeting = await _hello(websocket)
+    if isinstance(greeting, str):
+        if greeting:
+            await _close(websocket, 1008, greeting)
+        return
+    hello_envelope, hello = greeting
+    link = WebSocketNodeLink(websocket)
+    handle = await hub.attach_node(hello, link)
+    accepted = protocol_pb2.AgentAccepted(
+        node_id=hello.node_id, capabilities=[c for c in hello.capabilities if c in HUB_CAPABILITIES]
+    )
+    await link.send(
+        envelope_pb2.Envelope.FromString(
+            encode_envelope(core_message(agent_accepted=accepted), reply_to=hello_envelope.id)
+        )
+    )
+    reason = ""
+    try:
+        reason = await _pump(websocket, hub, handle)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        await hub.detach_node(handle)
+        if reason:
+            log.warning("dropping node %s: %s", hello.node_id, reason)
+            await _close(websocket, 1008, reason)
+        await link.stop()
+
+
+async def _pump(websocket: WebSocket, hub: Hub, handle: NodeHandle) -> str:
+    """Feed the node's envelopes to the hub in order; return why the node must be dropped ("" on disconnect)."""
+    while not handle.gone:
+        try:
+            frame = await _receive_frame(websocket)
+            if frame is None:
+                return ""
+            await hub.node_message(handle, decode_envelope(frame))
+        except HubError as error:
+            return error.message
+    return ""

@@ -1,0 +1,965 @@
+"""End-to-end: the application endpoint (AOP sections 4-6) against a real hub over real sockets.
+
+Every test runs a hub on an ephemeral port and talks raw envelopes to it through
+``tests.support.wire.AppSocket``. A second, scripted node (``tests.support.node.ScriptedNode``)
+stands in for a remote agent where a test needs to hold a turn open or drop a node. After each
+test every session is closed and the lifecycle invariants of AOP section 6 are checked over
+everything the hub persisted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from google.protobuf import any_pb2
+
+from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aophub.protocol.codec import pack
+from aophub.v1 import extensions_pb2
+
+from .support.lifecycle import checked_hub
+from .support.node import ScriptedNode
+from .support.server import RunningHub
+from .support.wire import AppSocket, text_input
+
+# 1000 words: the slow hub's echo takes 50 s to answer it, so such a turn is still running
+# whatever the test does meanwhile (tests cancel it or leave it to the teardown's close).
+LONG_TEXT = " ".join(f"w{index}" for index in range(1000))
+SLOW_ECHO_DELAY = 0.05
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
+    """A hub whose echo answers at once; lifecycle invariants are checked afterwards."""
+    async with checked_hub(tmp_path) as running:
+        yield running
+
+
+@pytest.fixture
+async def slow_hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
+    """A hub whose echo streams one word per 50 ms, so a long input keeps a turn running."""
+    async with checked_hub(tmp_path, echo_delay=SLOW_ECHO_DELAY) as running:
+        yield running
+
+
+@pytest.fixture
+async def app(hub: RunningHub) -> AsyncIterator[AppSocket]:
+    async with await AppSocket.open(hub.app_url) as socket:
+        yield socket
+
+
+# -- helpers ----------------------------------------------------------------------------------
+
+
+def policy(value: int) -> any_pb2.Any:
+    """A ``RunTurnRequest.extensions`` entry selecting a TurnOptions concurrency policy."""
+    return pack(extensions_pb2.TurnOptions(policy=value))  # type: ignore[arg-type]
+
+
+def rejection(reply: protocol_pb2.ProtocolMessage) -> chat_pb2.Rejection:
+    """The ``rejected`` outcome of a ``*_response`` reply (fails if it was anything else)."""
+    case = reply.WhichOneof("message")
+    assert case is not None, reply
+    assert case.endswith("_response"), reply
+    response = getattr(reply, case)
+    assert response.WhichOneof("outcome") == "rejected", reply
+    outcome: chat_pb2.Rejection = response.rejected
+    return outcome
+
+
+def protocol_error(reply: protocol_pb2.ProtocolMessage) -> event_pb2.ProtocolError:
+    assert reply.WhichOneof("message") == "protocol_error", reply
+    return reply.protocol_error
+
+
+async def list_events(
+    app: AppSocket, session_id: str, after_cursor: str = "", limit: int = 0
+) -> chat_pb2.ListEventsResponse:
+    request = chat_pb2.ListEventsRequest(session_id=session_id, after_cursor=after_cursor, limit=limit)
+    reply = await app.call(list_events_request=request)
+    assert reply.WhichOneof("message") == "list_events_response", reply
+    return reply.list_events_response
+
+
+async def stored(app: AppSocket, session_id: str) -> list[chat_pb2.EventDelivery]:
+    """Every persisted event of the session, oldest first."""
+    events: list[chat_pb2.EventDelivery] = []
+    cursor = ""
+    while page := (await list_events(app, session_id, cursor, limit=10_000)).events:
+        events += page
+        cursor = page[-1].cursor
+    return events
+
+
+def kinds(events: list[chat_pb2.EventDelivery], turn_id: str | None = None) -> list[str]:
+    return [
+        str(delivery.event.WhichOneof("payload"))
+        for delivery in events
+        if turn_id is None or delivery.event.turn_id == turn_id
+    ]
+
+
+async def run(app: AppSocket, session_id: str, text: str = "hello", **fields: object) -> chat_pb2.TurnReceipt:
+    """Run a turn that must be accepted; its receipt."""
+    response = await app.run_turn(session_id, text, **fields)
+    assert response.WhichOneof("outcome") == "accepted", response
+    return response.accepted
+
+
+async def first_event(app: AppSocket, watch_id: str, turn_id: str, kind: str) -> event_pb2.Event:
+    _, message = await app.wait_for(
+        lambda e, m: e.reply_to == watch_id and m.event.turn_id == turn_id and m.event.WhichOneof("payload") == kind
+    )
+    return message.event
+
+
+async def wait_cursor(app: AppSocket, watch_id: str, cursor: str) -> None:
+    """Wait for the watch's delivery of the persisted event at ``cursor``."""
+    await app.wait_for(lambda e, _m: e.reply_to == watch_id and e.delivery_cursor == cursor)
+
+
+# -- OpenSession ------------------------------------------------------------------------------
+
+
+async def test_open_session_generates_an_id_when_none_is_given(app: AppSocket) -> None:
+    """An empty session_id gets a fresh server id; the session starts open on the node."""
+    first = await app.open_session("local", title="t")
+    second = await app.open_session("local")
+    assert first.id
+    assert second.id not in {"", first.id}
+    assert (first.state, first.node_id, first.title) == ("open", "local", "t")
+    events = await stored(app, first.id)
+    assert kinds(events) == ["session_started"]
+    assert events[0].event.session_started.model == "echo"
+
+
+async def test_open_session_honours_an_explicit_id(app: AppSocket) -> None:
+    """An explicit session_id is used as is; opening it again on its node re-binds, no second start."""
+    session = await app.open_session("local", session_id="my-session")
+    assert session.id == "my-session"
+    again = await app.open_session("local", session_id="my-session")
+    assert again.id == "my-session"
+    assert kinds(await stored(app, "my-session")) == ["session_started"]
+
+
+async def test_open_session_without_node_id_is_invalid_argument(app: AppSocket) -> None:
+    """node_id is required."""
+    reply = await app.call(open_session_request=chat_pb2.OpenSessionRequest(title="no node"))
+    assert rejection(reply).code == "INVALID_ARGUMENT"
+
+
+async def test_open_session_on_an_offline_node_is_unavailable(app: AppSocket) -> None:
+    """A node that is not connected gives a retryable UNAVAILABLE and no session."""
+    request = chat_pb2.OpenSessionRequest(node_id="nowhere", session_id="s-offline")
+    refused = rejection(await app.call(open_session_request=request))
+    assert (refused.code, refused.retryable) == ("UNAVAILABLE", True)
+    missing = await app.call(list_events_request=chat_pb2.ListEventsRequest(session_id="s-offline"))
+    assert protocol_error(missing).code == "NOT_FOUND"
+
+
+async def test_open_session_bound_to_another_node_is_already_exists(hub: RunningHub, app: AppSocket) -> None:
+    """An explicit session_id already bound to another node is refused with ALREADY_EXISTS."""
+    async with ScriptedNode(hub.runtime.hub, "other") as node:
+        session = await app.open_session(node.node_id, session_id="bound")
+        assert session.node_id == "other"
+        request = chat_pb2.OpenSessionRequest(node_id="local", session_id="bound")
+        assert rejection(await app.call(open_session_request=request)).code == "ALREADY_EXISTS"
+        local = await app.open_session("local", session_id="bound-local")
+        request = chat_pb2.OpenSessionRequest(node_id="other", session_id=local.id)
+        assert rejection(await app.call(open_session_request=request)).code == "ALREADY_EXISTS"
+        assert len(node.sent("open_session_request")) == 1
+    assert kinds(await stored(app, "bound")) == ["session_started"]
+
+
+async def test_open_session_refused_by_the_node_leaves_no_session(hub: RunningHub, app: AppSocket) -> None:
+    """A node's refusal is FAILED_PRECONDITION and the id stays free (no record, no events)."""
+    async with ScriptedNode(hub.runtime.hub, "picky") as node:
+        node.refuse.add("open_session_request")
+        request = chat_pb2.OpenSessionRequest(node_id="picky", session_id="refused")
+        assert rejection(await app.call(open_session_request=request)).code == "FAILED_PRECONDITION"
+    missing = await app.call(list_events_request=chat_pb2.ListEventsRequest(session_id="refused"))
+    assert protocol_error(missing).code == "NOT_FOUND"
+    assert (await app.open_session("local", session_id="refused")).node_id == "local"
+
+
+@pytest.mark.parametrize(
+    "request_case",
+    [
+        protocol_pb2.ProtocolMessage(open_session_request=chat_pb2.OpenSessionRequest(node_id="local")),
+        protocol_pb2.ProtocolMessage(run_turn_request=chat_pb2.RunTurnRequest(session_id="s", input=text_input("x"))),
+        protocol_pb2.ProtocolMessage(cancel_turn_request=chat_pb2.CancelTurnRequest(session_id="s", turn_id="t")),
+        protocol_pb2.ProtocolMessage(close_session_request=chat_pb2.CloseSessionRequest(session_id="s")),
+    ],
+    ids=["open", "run", "cancel", "close"],
+)
+async def test_mutating_request_without_envelope_id_is_invalid_argument(
+    hub: RunningHub, app: AppSocket, request_case: protocol_pb2.ProtocolMessage
+) -> None:
+    """A mutating request needs an envelope id (its idempotency key): rejected INVALID_ARGUMENT."""
+    await app.send(request_case, envelope_id="")
+    reply = await app.reply("")
+    assert rejection(reply).code == "INVALID_ARGUMENT"
+    assert await hub.runtime.store.list_sessions(limit=10) == []
+
+
+async def test_retried_open_session_replays_its_response(hub: RunningHub, app: AppSocket) -> None:
+    """The same envelope id and request gives the stored response; another request under it is refused."""
+    request = chat_pb2.OpenSessionRequest(node_id="local")
+    first = await app.call("open-1", open_session_request=request)
+    again = await app.call("open-1", open_session_request=request)
+    assert again == first
+    session_id = first.open_session_response.accepted.id
+    assert kinds(await stored(app, session_id)) == ["session_started"]
+    other = await app.call("open-1", open_session_request=chat_pb2.OpenSessionRequest(node_id="local", title="x"))
+    assert rejection(other).code == "ALREADY_EXISTS"
+    other = await app.call("open-1", close_session_request=chat_pb2.CloseSessionRequest(session_id=session_id))
+    assert rejection(other).code == "ALREADY_EXISTS"
+
+
+async def test_journaled_rejection_replays_after_the_cause_is_gone(hub: RunningHub, app: AppSocket) -> None:
+    """Rejections are journaled too: the same id gets the stored UNAVAILABLE once the node is back; a new id works."""
+    request = chat_pb2.OpenSessionRequest(node_id="late")
+    assert rejection(await app.call("open-late", open_session_request=request)).code == "UNAVAILABLE"
+    async with ScriptedNode(hub.runtime.hub, "late"):
+        assert rejection(await app.call("open-late", open_session_request=request)).code == "UNAVAILABLE"
+        assert (await app.call("open-late-2", open_session_request=request)).open_session_response.accepted.id
+
+
+async def test_concurrent_duplicates_make_one_turn(hub: RunningHub, app: AppSocket) -> None:
+    """Ten concurrent RunTurns under one envelope id, on two connections, run one turn."""
+    session = await app.open_session()
+    request = protocol_pb2.ProtocolMessage(
+        run_turn_request=chat_pb2.RunTurnRequest(session_id=session.id, input=text_input("once"))
+    )
+    async with await AppSocket.open(hub.app_url) as other:
+        for socket in [app, other] * 5:
+            await socket.send(request, envelope_id="run-once")
+        replies = [await app.reply("run-once") for _ in range(5)] + [await other.reply("run-once") for _ in range(5)]
+    assert len({reply.SerializeToString(deterministic=True) for reply in replies}) == 1
+    watch = await app.watch(session.id)
+    await app.turn_ended(watch, replies[0].run_turn_response.accepted.turn_id)
+    assert kinds(await stored(app, session.id)).count("turn_started") == 1
+
+
+# -- RunTurn ----------------------------------------------------------------------------------
+
+
+async def test_run_turn_gets_a_receipt_then_events(app: AppSocket) -> None:
+    """RunTurn answers a running receipt; the answer streams as events and turn_ended ends it."""
+    session = await app.open_session()
+    watch = await app.watch(session.id)
+    sent = await app.send(
+        protocol_pb2.ProtocolMessage(
+            run_turn_request=chat_pb2.RunTurnRequest(session_id=session.id, input=text_input("hello"))
+        )
+    )
+    # Events may come before the receipt: wait for each on its own.
+    reply = await app.reply(sent)
+    receipt = reply.run_turn_response.accepted
+    assert receipt.turn_id
+    assert receipt == chat_pb2.TurnReceipt(session_id=session.id, turn_id=receipt.turn_id, state="running")
+    ended = await app.turn_ended(watch, receipt.turn_id)
+    assert ended.event.turn_ended.stop_reason == "completed"
+
+    turn = [
+        (cursor, message.event) for cursor, message in app.deliveries(watch) if message.event.turn_id == receipt.turn_id
+    ]
+    persisted = [event.WhichOneof("payload") for cursor, event in turn if cursor]
+    assert persisted == ["message", "turn_started", "message", "usage", "turn_ended"]
+    user, answer = (event.message for cursor, event in turn if cursor and event.HasField("message"))
+    assert (user.role, user.content[0].text.text) == ("user", "hello")
+    assert (answer.role, answer.content[0].text.text) == ("assistant", "echo: hello")
+    deltas = [event.message_delta for cursor, event in turn if event.HasField("message_delta")]
+    assert deltas
+    assert all(not cursor for cursor, event in turn if event.HasField("message_delta"))
+    assert "".join(delta.text for delta in deltas) == "echo: hello"
+    assert {delta.message_id for delta in deltas} == {answer.id}
+
+    explicit = await run(app, session.id, "again", turn_id="my-turn")
+    assert (explicit.turn_id, explicit.state) == ("my-turn", "running")
+    await app.turn_ended(watch, "my-turn")
+
+
+async def test_first_input_names_an_untitled_session(app: AppSocket) -> None:
+    """A session without a title takes the first 60 characters of its first input."""
+    session = await app.open_session()
+    watch = await app.watch(session.id)
+    first_input = "a first input that is longer than sixty characters, so the title is cut"
+    receipt = await run(app, session.id, first_input)
+    await app.turn_ended(watch, receipt.turn_id)
+    await app.turn_ended(watch, (await run(app, session.id, "a later input")).turn_id)
+    reply = await app.call(close_session_request=chat_pb2.CloseSessionRequest(session_id=session.id))
+    assert reply.close_session_response.accepted.title == first_input[:60]
+
+
+async def test_continue_session_needs_no_input(app: AppSocket) -> None:
+    """continue_session runs a turn without input and without a user message."""
+    session = await app.open_session()
+    watch = await app.watch(session.id)
+    receipt = await app.call(run_turn_request=chat_pb2.RunTurnRequest(session_id=session.id, continue_session=True))
+    turn_id = receipt.run_turn_response.accepted.turn_id
+    await app.turn_ended(watch, turn_id)
+    events = [d for d in await stored(app, session.id) if d.event.turn_id == turn_id]
+    assert kinds(events) == ["turn_started", "message", "usage", "turn_ended"]
+    assert events[1].event.message.role == "assistant"
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        chat_pb2.RunTurnRequest(input=text_input("no session")),
+        chat_pb2.RunTurnRequest(session_id="SESSION"),
+        chat_pb2.RunTurnRequest(session_id="SESSION", input=chat_pb2.RunTurnRequest().input),
+    ],
+    ids=["no-session-id", "no-input", "empty-input"],
+)
+async def test_run_turn_with_missing_arguments_is_invalid_argument(
+    app: AppSocket, request_: chat_pb2.RunTurnRequest
+) -> None:
+    """session_id is required, and input content unless continue_session; nothing is emitted."""
+    session = await app.open_session()
+    if request_.session_id:
+        request_.session_id = session.id
+    assert rejection(await app.call(run_turn_request=request_)).code == "INVALID_ARGUMENT"
+    assert kinds(await stored(app, session.id)) == ["session_started"]
+
+
+async def test_run_turn_on_an_unknown_session_is_not_found(app: AppSocket) -> None:
+    """A session the hub never opened is NOT_FOUND."""
+    assert (
+        rejection(
+            await app.call(run_turn_request=chat_pb2.RunTurnRequest(session_id="never-opened", input=text_input("hi")))
+        ).code
+        == "NOT_FOUND"
+    )
+
+
+async def test_run_turn_when_the_node_is_gone_is_unavailable(hub: RunningHub, app: AppSocket) -> None:
+    """A session whose node went offline refuses new turns with a retryable UNAVAILABLE."""
+    async with ScriptedNode(hub.runtime.hub) as node:
+        session = await app.open_session(node.node_id)
+    refused = (await app.run_turn(session.id, turn_id="t")).rejected
+    assert (refused.code, refused.retryable) == ("UNAVAILABLE", True)
+    assert kinds(await stored(app, session.id)) == ["session_started"]
+
+
+async def test_node_dropping_mid_turn_ends_it_agent_disconnected(hub: RunningHub, app: AppSocket) -> None:
+    """When the node drops during a turn the hub ends it: error agent_disconnected."""
+    async with ScriptedNode(hub.runtime.hub) as node:
+        session = await app.open_session(node.node_id)
+        watch = await app.watch(session.id)
+        receipt = await run(app, session.id)
+        await node.run(0)
+    ended = (await app.turn_ended(watch, receipt.turn_id)).event
+    assert ended.emitter == "hub"
+    assert ended.turn_ended.stop_reason == "error"
+    assert ended.turn_ended.error.code == "agent_disconnected"
+
+
+async def test_queued_turn_of_a_lost_node_ends_dispatch_failed(hub: RunningHub, app: AppSocket) -> None:
+    """When the node drops, its running turn ends agent_disconnected and the queued one dispatch_failed."""
+    async with ScriptedNode(hub.runtime.hub) as node:
+        session = await app.open_session(node.node_id)
+        watch = await app.watch(session.id)
+        await run(app, session.id, turn_id="t1")
+        assert (await run(app, session.id, turn_id="t2")).state == "queued"
+        await node.run(0)
+    first = (await app.turn_ended(watch, "t1")).event.turn_ended
+    second = (await app.turn_ended(watch, "t2")).event.turn_ended
+    assert (first.stop_reason, first.error.code) == ("error", "agent_disconnected")
+    assert (second.stop_reason, second.error.code) == ("error", "dispatch_failed")
+
+
+async def test_turn_the_node_refuses_ends_agent_run_failed(hub: RunningHub, app: AppSocket) -> None:
+    """A turn the hub accepted but the node refuses still ends: error agent_run_failed."""
+    async with ScriptedNode(hub.runtime.hub) as node:
+        node.refuse.add("run_turn_request")
+        session = await app.open_session(node.node_id)
+        watch = await app.watch(session.id)
+        receipt = await run(app, session.id)
+        assert receipt.state == "running"
+        ended = (await app.turn_ended(watch, receipt.turn_id)).event
+    assert (ended.turn_ended.stop_reason, ended.turn_ended.error.code) == ("error", "agent_run_failed")
+    assert ended.emitter == "hub"
+
+
+async def test_turn_id_of_an_ended_turn_cannot_be_reused(app: AppSocket) -> None:
+    """An explicit turn_id the session already used is refused ALREADY_EXISTS, also once that turn ended."""
+    session = await app.open_session()
+    watch = await app.watch(session.id)
+    await run(app, session.id, turn_id="t")
+    await app.turn_ended(watch, "t")
+    assert (await app.run_turn(session.id, "again", turn_id="t")).rejected.code == "ALREADY_EXISTS"
+    assert kinds(await stored(app, session.id), "t").count("turn_started") == 1
+
+
+async def test_node_events_are_resequenced_and_relayed_verbatim(hub: RunningHub, app: AppSocket) -> None:
+    """The hub assigns seq to a node's events; unknown Any values reach watchers and ListEvents unchanged."""
+    unknown = any_pb2.Any(type_url="type.googleapis.com/vendor.x.Meta", value=b"\x08\x96\x01\xff")
+    payload = any_pb2.Any(type_url="type.googleapis.com/vendor.x.Payload", value=b"\x12\x00\x01")
+    async with ScriptedNode(hub.runtime.hub) as node:
+        session = await app.open_session(node.node_id)
+        watch = await app.watch(session.id)
+        await run(app, session.id, turn_id="t1")
+        await node.run(0)
+        event = event_pb2.Event(session_id=session.id, turn_id="t1", seq=1, extensions=[unknown], extension=payload)
+        await node.send_event(event)
+        await node.end_turn(session.id, "t1")
+        await app.turn_ended(watch, "t1")
+    relayed = [message.event for _, message in app.deliveries(watch) if message.event.HasField("extension")]
+    persisted = [d.event for d in await stored(app, session.id) if d.event.HasField("extension")]
+    assert relayed == persisted
+    assert len(relayed) == 1
+    assert (list(relayed[0].extensions), relayed[0].extension) == ([unknown], payload)
+    assert relayed[0].emitter == node.node_id
+    seqs = [message.event.seq for _, message in app.deliveries(watch)]
+    assert seqs == list(range(1, len(seqs) + 1))
+
+
+async def test_reject_policy_refuses_while_a_turn_runs(slow_hub: RunningHub) -> None:
+    """TurnOptions policy REJECT refuses a turn with FAILED_PRECONDITION while another runs."""
+    async with await AppSocket.open(slow_hub.app_url) as app:
+        session = await app.open_session()
+        watch = await app.watch(session.id)
+        running = await run(app, session.id, LONG_TEXT)
+        await first_event(app, watch, running.turn_id, "message_delta")
+        refused = await app.run_turn(
+            session.id, "not now", turn_id="refused", extensions=[policy(extensions_pb2.TURN_POLICY_REJECT)]
+        )
+        assert refused.rejected.code == "FAILED_PRECONDITION"
+        assert "refused" not in {delivery.event.turn_id for delivery in await stored(app, session.id)}
+
+
+async def test_enqueue_policy_queues_and_runs_fifo(hub: RunningHub, app: AppSocket) -> None:
+    """While a turn runs, ENQUEUE (explicit or default) answers "queued" and turns run one by one, FIFO."""
+    async with ScriptedNode(hub.runtime.hub) as node:
+        session = await app.open_session(node.node_id)
+        watch = await app.watch(session.id)
+        first = await run(app, session.id, "one", turn_id="t1")
+        second = await run(
+            app, session.id, "two", turn_id="t2", extensions=[policy(extensions_pb2.TURN_POLICY_ENQUEUE)]
+        )
+        third = await run(app, session.id, "three", turn_id="t3")
+        assert [first.state, second.state, third.state] == ["running", "queued", "queued"]
+        for index, turn_id in enumerate(["t1", "t2", "t3"]):
+            assert (await node.run(index)).turn_id == turn_id
+            assert len(node.sent("run_turn_request")) == index + 1  # the next waits for this one
+            await node.end_turn(session.id, turn_id)
+            await app.turn_ended(watch, turn_id)
+    events = await stored(app, session.id)
+    assert [d.event.turn_id for d in events if d.event.HasField("turn_started")] == ["t1", "t2", "t3"]
+    assert [d.event.turn_id for d in events if d.event.HasField("turn_ended")] == ["t1", "t2", "t3"]
+    assert [d.event.message.content[0].text.text for d in events if d.event.HasField("message")] == [
+        "one",
+        "two",
+        "three",
+    ]
+
+
+async def test_interrupt_policy_cancels_the_running_turn(hub: RunningHub, app: AppSocket) -> None:
+    """INTERRUPT ends the running turn "canceled", tells its node, runs the new one; late output is dropped."""
+    async with ScriptedNode(hub.runtime.hub) as node:
+        session = await app.open_session(node.node_id)
+        watch = await app.watch(session.id)
+        await run(app, session.id, "one", turn_id="t1")
+        await node.run(0)
+        now = await run(app, session.id, "now", turn_id="t2", extensions=[policy(extensions_pb2.TURN_POLICY_INTERRUPT)])
+        assert now.state == "running"
+        ended = (await app.turn_ended(watch, "t1")).event
+        assert (ended.turn_ended.stop_reason, ended.emitter) == ("canceled", "hub")
+        cancel = (await node.wait_for("cancel_turn_request"))[0].cancel_turn_request
+        assert (cancel.session_id, cancel.turn_id) == (session.id, "t1")
+        assert (await node.run(1)).turn_id == "t2"
+        # The node confirms the cancel with its own turn_ended and some late output: all dropped.
+        await node.emit(session.id, "t1", message_delta=event_pb2.MessageDelta(message_id="m", text="late"))
+        await node.end_turn(session.id, "t1", "canceled")
+        await node.end_turn(session.id, "t2")
+        await app.turn_ended(watch, "t2")
+    events = await stored(app, session.id)
+    assert kinds(events, "t1") == ["message", "turn_started", "turn_ended"]
+    order = [(d.event.turn_id, d.event.WhichOneof("payload")) for d in events]
+    assert order.index(("t1", "turn_ended")) < order.index(("t2", "turn_started"))
+    assert not [m for c, m in app.deliveries(watch) if m.event.turn_id == "t1" and m.event.HasField("message_delta")]
+
+
+# -- CancelTurn -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [chat_pb2.CancelTurnRequest(turn_id="t"), chat_pb2.CancelTurnRequest(session_id="SESSION")],
+    ids=["no-session-id", "no-turn-id"],
+)
+async def test_cancel_turn_with_missing_arguments_is_invalid_argument(
+    app: AppSocket, request_: chat_pb2.CancelTurnRequest
+) -> None:
+    """CancelTurn needs session_id and turn_id."""
+    session = await app.open_session()
+    if request_.session_id:
+        request_.session_id = session.id
+    assert rejection(await app.call(cancel_turn_request=request_)).code == "INVALID_ARGUMENT"
+
+
+async def test_cancel_turn_not_running_is_not_found(app: AppSocket) -> None:
+    """Canceling a turn that ended, never existed, or lives in an unknown session is NOT_FOUND."""
+    session = await app.open_session()
+    watch = await app.watch(session.id)
+    done = await run(app, session.id)
+    await app.turn_ended(watch, done.turn_id)
+    for session_id, turn_id in [(session.id, done.turn_id), (session.id, "never"), ("no-such-session", "t")]:
+        request = chat_pb2.CancelTurnRequest(session_id=session_id, turn_id=turn_id)
+        assert rejection(await app.call(cancel_turn_request=request)).code == "NOT_FOUND"
+    assert kinds(await stored(app, session.id), done.turn_id).count("turn_ended") == 1
+
+
+async def test_cancel_turn_ends_it_exactly_once(slow_hub: RunningHub) -> None:
+    """Canceling a running turn answers "canceled" and logs exactly one turn_ended{canceled}."""
+    async with await AppSocket.open(slow_hub.app_url) as app:
+        session = await app.open_session()
+        watch = await app.watch(session.id)
+        long = await run(app, session.id, LONG_TEXT, turn_id="long")
+        await first_event(app, watch, long.turn_id, "message_delta")
+        request = chat_pb2.CancelTurnRequest(session_id=session.id, turn_id="long", reason="enough")
+        reply = await app.call("cancel-1", cancel_turn_request=request)
+        assert reply.cancel_turn_response.accepted == chat_pb2.TurnReceipt(
+            session_id=session.id, turn_id="long", state="canceled"
+        )
+        assert (await app.turn_ended(watch, "long")).event.turn_ended.stop_reason == "canceled"
+        # The node runs a session's turns in order, so once the next turn has ended, the
+        # node's own turn_ended for the canceled one has reached the hub too.
+        await app.turn_ended(watch, (await run(app, session.id, "hi")).turn_id)
+        ended = [d.event for d in await stored(app, session.id) if d.event.HasField("turn_ended")]
+        assert [(e.turn_id, e.turn_ended.stop_reason) for e in ended if e.turn_id == "long"] == [("long", "canceled")]
+        assert await app.call("cancel-1", cancel_turn_request=request) == reply  # a retry replays
+        assert await app.call("cancel-1", cancel_turn_request=request) == reply  # a retry replays
+        assert rejection(await app.call(cancel_turn_request=request)).code == "NOT_FOUND"
+
+
+async def test_cancel_a_queued_turn(hub: RunningHub, app: AppSocket) -> None:
+    """A queued turn canceled before it ran gets its turn_started and turn_ended, and never reaches the node."""
+    async with ScriptedNode(hub.runtime.hub) as node:
+        session = await app.open_session(node.node_id)
+        watch = await app.watch(session.id)
+        await run(app, session.id, "one", turn_id="t1")
+        assert (await run(app, session.id, "two", turn_id="t2")).state == "queued"
+        reply = await app.call(cancel_turn_request=chat_pb2.CancelTurnRequest(session_id=session.id, turn_id="t2"))
+        assert reply.cancel_turn_response.accepted.state == "canceled"
+        assert (await app.turn_ended(watch, "t2")).event.turn_ended.stop_reason == "canceled"
+        await node.end_turn(session.id, "t1")
+        await app.turn_ended(watch, "t1")
+        assert [run.run_turn_request.turn_id for run in node.sent("run_turn_request")] == ["t1"]
+        assert not node.sent("cancel_turn_request")
+    assert kinds(await stored(app, session.id), "t2") == ["turn_started", "turn_ended"]
+
+
+# -- CloseSession -----------------------------------------------------------------------------
+
+
+async def test_close_session_unknown_or_unnamed(app: AppSocket) -> None:
+    """Closing an unknown session is NOT_FOUND; without a session_id INVALID_ARGUMENT."""
+    reply = await app.call(close_session_request=chat_pb2.CloseSessionRequest(session_id="no-such-session"))
+    assert rejection(reply).code == "NOT_FOUND"
+    reply = await app.call(close_session_request=chat_pb2.CloseSessionRequest())
+    assert rejection(reply).code == "INVALID_ARGUMENT"
+
+
+async def test_close_session_ends_it_once_and_refuses_new_turns(app: AppSocket) -> None:
+    """Close answers the closed session and logs one session_ended; later turns are FAILED_PRECONDITION."""
+    session = await app.open_session(title="to close")
+    watch = await app.watch(session.id)
+    await app.turn_ended(watch, (await run(app, session.id)).turn_id)
+    request = chat_pb2.CloseSessionRequest(session_id=session.id, reason="done")
+    closed = (await app.call(close_session_request=request)).close_session_response.accepted
+    assert closed == chat_pb2.Session(id=session.id, state="closed", node_id="local", title="to close")
+    again = (await app.call(close_session_request=request)).close_session_response.accepted
+    assert again.state == "closed"
+    events = await stored(app, session.id)
+    assert kinds(events).count("session_ended") == 1
+    assert events[-1].event.session_ended.reason == "done"
+    assert (
+        rejection(
+            await app.call(
+                run_turn_request=chat_pb2.RunTurnRequest(session_id=session.id, input=text_input("too late"))
+            )
+        ).code
+        == "FAILED_PRECONDITION"
+    )
+    reopen = chat_pb2.OpenSessionRequest(node_id="local", session_id=session.id)
+    assert rejection(await app.call(open_session_request=reopen)).code == "FAILED_PRECONDITION"
+    assert kinds(await stored(app, session.id)) == kinds(events)
+
+
+async def test_close_session_ends_its_running_turn(hub: RunningHub, app: AppSocket) -> None:
+    """Closing a session cancels its running turn (one turn_ended) and tells the node both."""
+    async with ScriptedNode(hub.runtime.hub) as node:
+        session = await app.open_session(node.node_id)
+        watch = await app.watch(session.id)
+        await run(app, session.id, turn_id="t1")
+        await node.run(0)
+        await app.call(close_session_request=chat_pb2.CloseSessionRequest(session_id=session.id, reason="bye"))
+        assert (await app.turn_ended(watch, "t1")).event.turn_ended.stop_reason == "canceled"
+        await node.wait_for("cancel_turn_request")
+        assert node.sent("close_session_request")[0].close_session_request.session_id == session.id
+        await node.end_turn(session.id, "t1", "canceled")
+    assert kinds(await stored(app, session.id))[-2:] == ["turn_ended", "session_ended"]
+
+
+async def test_close_session_of_an_offline_node(hub: RunningHub, app: AppSocket) -> None:
+    """With its node offline the hub closes the session and emits session_ended itself."""
+    async with ScriptedNode(hub.runtime.hub) as node:
+        session = await app.open_session(node.node_id)
+    reply = await app.call(close_session_request=chat_pb2.CloseSessionRequest(session_id=session.id, reason="gone"))
+    assert reply.close_session_response.accepted.state == "closed"
+    last = (await stored(app, session.id))[-1].event
+    assert (last.session_ended.reason, last.emitter) == ("gone", "hub")
+
+
+# -- ListEvents -------------------------------------------------------------------------------
+
+
+async def test_list_events_pages_oldest_first(app: AppSocket) -> None:
+    """Pages run oldest first; after_cursor is exclusive; next_cursor is the last cursor, "" when none."""
+    session = await app.open_session()
+    watch = await app.watch(session.id)
+    for text in ["one", "two"]:
+        await app.turn_ended(watch, (await run(app, session.id, text)).turn_id)
+    everything = (await list_events(app, session.id)).events
+    count = len(everything)
+    assert [d.cursor for d in everything] == [str(cursor) for cursor in range(1, count + 1)]
+    assert everything[0].event.HasField("session_started")
+    assert count > 7
+
+    paged: list[chat_pb2.EventDelivery] = []
+    cursor = ""
+    while True:
+        page = await list_events(app, session.id, cursor, limit=3)
+        assert page.next_cursor == (page.events[-1].cursor if page.events else "")
+        if not page.events:
+            break
+        assert len(page.events) == min(3, count - len(paged))
+        paged += page.events
+        cursor = page.next_cursor
+    assert paged == list(everything)
+    assert [d.cursor for d in (await list_events(app, session.id, "2", limit=2)).events] == ["3", "4"]
+    for past_the_end in [str(count), str(count + 100)]:
+        assert await list_events(app, session.id, past_the_end) == chat_pb2.ListEventsResponse()
+
+
+async def test_list_events_default_and_maximum_page(hub: RunningHub) -> None:
+    """Without a limit a page holds 1000 events; a limit above 10000 is capped at 10000."""
+    async with await AppSocket.open(hub.app_url, max_size=None) as app:
+        session = await app.open_session()
+        live = await hub.runtime.hub.session(session.id)
+        assert live is not None
+        await live.log.publish_many([event_pb2.Event(status=event_pb2.Status(state="s")) for _ in range(10_500)])
+        total = 10_501
+        page = await list_events(app, session.id)
+        assert (len(page.events), page.events[-1].cursor, page.next_cursor) == (1000, "1000", "1000")
+        page = await list_events(app, session.id, limit=1_000_000)
+        assert (len(page.events), page.next_cursor) == (10_000, "10000")
+        page = await list_events(app, session.id, "10000", limit=1_000_000)
+        assert (len(page.events), page.next_cursor) == (total - 10_000, str(total))
+
+
+# Not decimal ASCII digits, or beyond the store's 64-bit cursors.
+BAD_CURSORS = ["abc", "-1", "1.5", " 1", "0x10", "²", "\u0661", "9" * 19, "1" * 20]
+
+
+@pytest.mark.parametrize("cursor", BAD_CURSORS)
+async def test_list_events_with_a_bad_cursor_is_a_protocol_error(app: AppSocket, cursor: str) -> None:
+    """A cursor that is not a decimal number gives ProtocolError INVALID_ARGUMENT."""
+    session = await app.open_session()
+    reply = await app.call(list_events_request=chat_pb2.ListEventsRequest(session_id=session.id, after_cursor=cursor))
+    assert protocol_error(reply).code == "INVALID_ARGUMENT"
+
+
+async def test_list_events_of_an_unknown_session_is_a_protocol_error(app: AppSocket) -> None:
+    """An unknown session gives ProtocolError NOT_FOUND; a missing session_id INVALID_ARGUMENT."""
+    reply = await app.call(list_events_request=chat_pb2.ListEventsRequest(session_id="no-such-session"))
+    assert protocol_error(reply).code == "NOT_FOUND"
+    reply = await app.call(list_events_request=chat_pb2.ListEventsRequest())
+    assert protocol_error(reply).code == "INVALID_ARGUMENT"
+
+
+# -- WatchEvents ------------------------------------------------------------------------------
+
+
+async def complete_turn(app: AppSocket, session_id: str, text: str = "hello") -> str:
+    """Run a turn to its end, observed through a watch of its own that is then cancelled."""
+    watch = await app.watch(session_id)
+    receipt = await run(app, session_id, text)
+    await app.turn_ended(watch, receipt.turn_id)
+    await app.send(protocol_pb2.ProtocolMessage(cancel_operation=protocol_pb2.CancelOperation(target_id=watch)))
+    return receipt.turn_id
+
+
+async def test_watch_replays_then_follows_live(app: AppSocket) -> None:
+    """A watch from "" replays stored events (no deltas), then live ones; only persisted ones carry dense cursors."""
+    session = await app.open_session()
+    await app.watch(session.id, watch_id="first")
+    replayed_turn = (await run(app, session.id, "first")).turn_id
+    await app.turn_ended("first", replayed_turn)
+    await app.send(protocol_pb2.ProtocolMessage(cancel_operation=protocol_pb2.CancelOperation(target_id="first")))
+    before = await stored(app, session.id)
+    watch = await app.watch(session.id, watch_id="w")
+    await wait_cursor(app, watch, before[-1].cursor)
+    live_turn = (await run(app, session.id, "second turn")).turn_id
+    await app.turn_ended(watch, live_turn)
+
+    deliveries = app.deliveries(watch)
+    after = await stored(app, session.id)
+    persisted = [(cursor, message.event) for cursor, message in deliveries if cursor]
+    assert [cursor for cursor, _ in persisted] == [str(n) for n in range(1, len(after) + 1)]
+    assert [event for _, event in persisted] == [d.event for d in after]
+    events = [message.event for _, message in deliveries]
+    assert all(e.turn_id != replayed_turn for e in events if e.HasField("message_delta"))
+    deltas = [(cursor, e) for cursor, message in deliveries if (e := message.event).HasField("message_delta")]
+    assert deltas
+    assert all(cursor == "" and e.turn_id == live_turn for cursor, e in deltas)
+    seqs = [e.seq for e in events]
+    assert seqs == sorted(set(seqs))
+    assert {envelope.reply_to for envelope, message in app.received if message.HasField("event")} == {"first", "w"}
+
+
+async def test_watch_after_cursor_is_exclusive(app: AppSocket) -> None:
+    """A watch after cursor N starts with N+1; after the last cursor it delivers only what comes next."""
+    session = await app.open_session()
+    await complete_turn(app, session.id)
+    before = await stored(app, session.id)
+    watch = await app.watch(session.id, after_cursor="3")
+    await wait_cursor(app, watch, before[-1].cursor)
+    assert [cursor for cursor, _ in app.deliveries(watch)] == [d.cursor for d in before[3:]]
+
+    tail = await app.watch(session.id, after_cursor=before[-1].cursor)
+    turn_id = (await run(app, session.id)).turn_id
+    await app.turn_ended(tail, turn_id)
+    cursors = [cursor for cursor, _ in app.deliveries(tail) if cursor]
+    assert cursors[0] == str(len(before) + 1)
+    assert {message.event.turn_id for _, message in app.deliveries(tail)} == {turn_id}
+
+
+async def test_reusing_a_watch_id_replaces_the_watch(app: AppSocket) -> None:
+    """A second watch under the same id replaces the first: later events arrive once, not twice."""
+    session = await app.open_session()
+    await complete_turn(app, session.id)
+    last = (await stored(app, session.id))[-1].cursor
+    await app.watch(session.id, watch_id="w")
+    await wait_cursor(app, "w", last)
+    await app.watch(session.id, watch_id="w")
+    await wait_cursor(app, "w", last)  # the second replay
+    turn_id = (await run(app, session.id)).turn_id
+    await app.turn_ended("w", turn_id)
+    await list_events(app, session.id)  # a round trip, so a duplicate would have had time to arrive
+    live = [cursor for cursor, message in app.deliveries("w") if message.event.turn_id == turn_id and cursor]
+    assert len(live) == len(set(live)) == len(kinds(await stored(app, session.id), turn_id))
+
+
+async def test_cancel_operation_ends_the_watch(app: AppSocket) -> None:
+    """After cancel_operation{target_id} the watch delivers nothing more; other watches go on."""
+    session = await app.open_session()
+    await app.watch(session.id, watch_id="ended")
+    await wait_cursor(app, "ended", "1")
+    await app.send(protocol_pb2.ProtocolMessage(cancel_operation=protocol_pb2.CancelOperation(target_id="ended")))
+    other = await app.watch(session.id, watch_id="other")
+    await app.turn_ended(other, (await run(app, session.id)).turn_id)
+    await list_events(app, session.id)
+    assert [cursor for cursor, _ in app.deliveries("ended")] == ["1"]
+    # Cancelling an unknown id is a no-op.
+    await app.send(protocol_pb2.ProtocolMessage(cancel_operation=protocol_pb2.CancelOperation(target_id="nothing")))
+    await list_events(app, session.id)
+
+
+async def test_disconnecting_a_watcher_does_not_cancel_the_turn(hub: RunningHub) -> None:
+    """The connection that started and watched a turn goes away; the turn runs on and completes."""
+    async with ScriptedNode(hub.runtime.hub) as node:
+        async with await AppSocket.open(hub.app_url) as first:
+            session = await first.open_session(node.node_id)
+            watch = await first.watch(session.id)
+            turn_id = (await run(first, session.id)).turn_id
+            await first_event(first, watch, turn_id, "turn_started")
+        async with await AppSocket.open(hub.app_url) as second:
+            watch = await second.watch(session.id)
+            await first_event(second, watch, turn_id, "turn_started")
+            await node.emit(session.id, turn_id, status=event_pb2.Status(state="still working"))
+            await node.end_turn(session.id, turn_id)
+            ended = (await second.turn_ended(watch, turn_id)).event
+        assert (ended.turn_ended.stop_reason, ended.emitter) == ("completed", node.node_id)
+        assert not node.sent("cancel_turn_request")
+
+
+@pytest.mark.parametrize(
+    ("session_id", "code"), [("no-such-session", "NOT_FOUND"), ("", "INVALID_ARGUMENT")], ids=["unknown", "missing"]
+)
+async def test_watch_of_no_session_is_a_protocol_error(app: AppSocket, session_id: str, code: str) -> None:
+    """A watch of an unknown session (or none) answers a ProtocolError with reply_to = the watch id."""
+    watch = await app.watch(session_id)
+    assert protocol_error(await app.reply(watch)).code == code
+
+
+@pytest.mark.parametrize("cursor", BAD_CURSORS)
+async def test_watch_with_a_bad_cursor_is_a_protocol_error(app: AppSocket, cursor: str) -> None:
+    """A watch after a cursor that is not a decimal number answers ProtocolError INVALID_ARGUMENT."""
+    session = await app.open_session()
+    watch = await app.watch(session.id, cursor)
+    assert protocol_error(await app.reply(watch)).code == "INVALID_ARGUMENT"
+
+
+# -- protocol errors: one bad connection never affects another --------------------------------
+
+
+class Bystander:
+    """Another connection with an open session and a live watch, started before the trouble."""
+
+    def __init__(self, app: AppSocket, session_id: str, watch_id: str) -> None:
+        self.app = app
+        self.session_id = session_id
+        self.watch_id = watch_id
+
+    @classmethod
+    async def start(cls, app: AppSocket) -> Bystander:
+        session = await app.open_session()
+        watch = await app.watch(session.id)
+        await wait_cursor(app, watch, "1")
+        return cls(app, session.id, watch)
+
+    async def prove_unaffected(self) -> None:
+        """Its connection, session and watch still work: a new turn completes and is delivered."""
+        turn_id = (await run(self.app, self.session_id, "still here")).turn_id
+        ended = await self.app.turn_ended(self.watch_id, turn_id)
+        assert ended.event.turn_ended.stop_reason == "completed"
+
+
+@pytest.fixture
+async def bystander(hub: RunningHub) -> AsyncIterator[Bystander]:
+    async with await AppSocket.open(hub.app_url) as app:
+        yield await Bystander.start(app)
+
+
+def envelope(type_url: str, value: bytes, envelope_id: str = "bad") -> bytes:
+    return envelope_pb2.Envelope(
+        id=envelope_id, payload=any_pb2.Any(type_url=type_url, value=value)
+    ).SerializeToString()
+
+
+CORE_URL = "type.googleapis.com/aop.ProtocolMessage"
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [b"\xff", b"\x22\x10\x0a", b"\x0a\x05ab", b""],
+    ids=["bad-tag", "truncated-payload", "truncated-id", "no-payload"],
+)
+async def test_undecodable_frame_is_invalid_payload(app: AppSocket, bystander: Bystander, frame: bytes) -> None:
+    """A frame that is no envelope with a payload gives INVALID_PAYLOAD; the connection stays usable."""
+    await app.socket.send(frame)
+    _, reply = await app.wait_for(lambda _e, m: m.HasField("protocol_error"))
+    assert protocol_error(reply).code == "INVALID_PAYLOAD"
+    await app.open_session()
+    await bystander.prove_unaffected()
+
+
+@pytest.mark.parametrize(
+    "type_url",
+    [
+        "aop.ProtocolMessage",
+        "example.com/aop.ProtocolMessage",
+        "https://type.googleapis.com/aop.ProtocolMessage",
+        "TYPE.GOOGLEAPIS.COM/aop.ProtocolMessage",
+        "type.googleapis.com/",
+        "type.googleapis.com/x/aop.ProtocolMessage",
+        "",
+    ],
+)
+async def test_wrong_type_url_is_invalid_payload(app: AppSocket, bystander: Bystander, type_url: str) -> None:
+    """A type_url other than type.googleapis.com/<full name> gives INVALID_PAYLOAD (reply_to = its id)."""
+    value = protocol_pb2.ProtocolMessage(open_session_request=chat_pb2.OpenSessionRequest(node_id="local"))
+    await app.socket.send(envelope(type_url, value.SerializeToString()))
+    assert protocol_error(await app.reply("bad")).code == "INVALID_PAYLOAD"
+    await app.open_session()
+    await bystander.prove_unaffected()
+
+
+async def test_undecodable_core_message_is_invalid_payload(app: AppSocket, bystander: Bystander) -> None:
+    """An aop.ProtocolMessage payload whose bytes do not decode gives INVALID_PAYLOAD."""
+    await app.socket.send(envelope(CORE_URL, b"\xff\xff"))
+    assert protocol_error(await app.reply("bad")).code == "INVALID_PAYLOAD"
+    await app.open_session()
+    await bystander.prove_unaffected()
+
+
+async def test_unknown_namespace_is_unsupported_namespace(app: AppSocket, bystander: Bystander) -> None:
+    """A well-formed Any of a namespace the hub does not serve gives UNSUPPORTED_NAMESPACE; the connection stays up."""
+    await app.socket.send(envelope("type.googleapis.com/foo.bar.ProtocolMessage", b"\x52\x00"))
+    error = protocol_error(await app.reply("bad"))
+    assert (error.code, error.retryable) == ("UNSUPPORTED_NAMESPACE", False)
+    await app.open_session()
+    await bystander.prove_unaffected()
+
+
+NOT_FOR_APPLICATIONS = [
+    "open_session_response",
+    "run_turn_response",
+    "cancel_turn_response",
+    "close_session_response",
+    "list_events_response",
+    "event",
+    "agent_accepted",
+    "agent_status",
+    "agent_stats",
+    "protocol_error",
+    "agent_hello",
+    None,
+]
+
+
+@pytest.mark.parametrize("case", NOT_FOR_APPLICATIONS, ids=[str(case) for case in NOT_FOR_APPLICATIONS])
+async def test_core_message_an_application_must_not_send_is_unsupported_message(
+    app: AppSocket, bystander: Bystander, case: str | None
+) -> None:
+    """Answers, events, node messages (agent_hello when not first) and an empty message: UNSUPPORTED_MESSAGE."""
+    await app.open_session()
+    message = protocol_pb2.ProtocolMessage()
+    if case is not None:
+        getattr(message, case).SetInParent()
+    sent = await app.send(message)
+    assert protocol_error(await app.reply(sent)).code == "UNSUPPORTED_MESSAGE"
+    await app.open_session()
+    await bystander.prove_unaffected()
+
+
+async def test_agent_hello_first_is_wrong_endpoint_and_closes(hub: RunningHub, bystander: Bystander) -> None:
+    """A node that dials the application endpoint gets ProtocolError WRONG_ENDPOINT, then the hub closes."""
+    async with await AppSocket.open(hub.app_url) as node:
+        hello = protocol_pb2.AgentHello(node_id="lost-node")
+        sent = await node.send(protocol_pb2.ProtocolMessage(agent_hello=hello))
+        assert protocol_error(await node.reply(sent)).code == "WRONG_ENDPOINT"
+        code, reason = await node.closed()
+        assert code == 1008
+        assert reason
+    await bystander.prove_unaffected()
+    assert hub.runtime.hub.nodes.get("lost-node") is None
+
+
+async def test_text_frame_closes_with_1003(hub: RunningHub, bystander: Bystander) -> None:
+    """A text frame is not AOP: the hub closes with 1003 and says why."""
+    async with await AppSocket.open(hub.app_url) as app:
+        await app.socket.send("{}")
+        code, reason = await app.closed()
+    assert code == 1003
+    assert reason
+    await bystander.prove_unaffected()
+
+
+async def test_frame_over_the_size_limit_closes_with_1009(tmp_path: Path) -> None:
+    """A frame above max_frame_bytes closes that connection with 1009; others go on."""
+    limited = checked_hub(tmp_path, max_frame_bytes=64 * 1024)
+    async with limited as hub, await AppSocket.open(hub.app_url) as other, await AppSocket.open(hub.app_url) as app:
+        bystander = await Bystander.start(other)
+        await app.open_session(title="x" * (60 * 1024))  # just under the limit: fine
+        big = chat_pb2.OpenSessionRequest(node_id="local", title="x" * (64 * 1024))
+        await app.send(protocol_pb2.ProtocolMessage(open_session_request=big))
+        code, _ = await app.closed()
+        assert code == 1009
+        await bystander.prove_unaffected()
