@@ -179,12 +179,23 @@ class ApplicationConnection:
     # -- watches ----------------------------------------------------------------
 
     def _start_watch(self, watch_id: str, session_id: str, after_cursor: str) -> None:
-        previous = self._watches.pop(watch_id, None)
+        self.start_operation(watch_id, lambda: self._watch(watch_id, session_id, after_cursor))
+
+    def start_operation(self, operation_id: str, work: Callable[[], Awaitable[None]]) -> None:
+        """Run a long operation (a watch) until it ends, ``cancel_operation`` names it, or the connection closes.
+
+        Re-using an operation id replaces the previous operation; failures become a ProtocolError reply.
+        """
+        previous = self._watches.pop(operation_id, None)
         if previous is not None:
             previous.cancel()
-        task = asyncio.ensure_future(self._guard(watch_id, lambda: self._watch(watch_id, session_id, after_cursor)))
-        self._watches[watch_id] = task
-        task.add_done_callback(lambda done: self._watch_done(watch_id, done))
+        task = asyncio.ensure_future(self._guard(operation_id, work))
+        self._watches[operation_id] = task
+        task.add_done_callback(lambda done: self._watch_done(operation_id, done))
+
+    async def send_frame(self, frame: bytes) -> None:
+        """Send an encoded envelope on this connection (dropped once it is closed)."""
+        await self._send(frame)
 
     def _watch_done(self, watch_id: str, task: asyncio.Task[None]) -> None:
         if self._watches.get(watch_id) is task:

@@ -27,7 +27,7 @@ from aop import event_pb2
 from aophub.protocol.codec import event_payload_field
 from aophub.store.base import AppendEvent, ReserveSeq, Store, WriteOp
 
-__all__ = ["SEQ_RESERVE_BLOCK", "Delivery", "EventLog", "Lagged", "Subscription", "is_persisted"]
+__all__ = ["SEQ_RESERVE_BLOCK", "Delivery", "EventLog", "Lagged", "LogClosed", "Subscription", "is_persisted"]
 
 SEQ_RESERVE_BLOCK = 10_000
 _DELTA_KINDS = frozenset({"message_delta", "tool_call_delta"})
@@ -51,6 +51,10 @@ class Lagged(Exception):
     """The subscription overflowed: its watcher must catch up from the store."""
 
 
+class LogClosed(Exception):
+    """The session was deleted: its log will never publish again."""
+
+
 class Subscription:
     """A watcher's bounded live queue. Overflow marks it lagged instead of blocking the log."""
 
@@ -59,6 +63,7 @@ class Subscription:
         self._maxsize = maxsize
         self._ready = asyncio.Event()
         self.lagged = False
+        self.closed = False
 
     def offer(self, delivery: Delivery) -> None:
         """Queue ``delivery``; on overflow drop everything queued and mark lagged."""
@@ -71,9 +76,16 @@ class Subscription:
             self._items.append(delivery)
         self._ready.set()
 
+    def close(self) -> None:
+        """End the subscription: :meth:`get` raises :class:`LogClosed` once the queue is drained."""
+        self.closed = True
+        self._ready.set()
+
     async def get(self) -> Delivery:
         """The next delivery; raises :class:`Lagged` once the queue has overflowed."""
         while not self._items:
+            if self.closed:
+                raise LogClosed
             if self.lagged:
                 raise Lagged
             self._ready.clear()
@@ -103,6 +115,7 @@ class EventLog:
         self._seq_reserved = last_seq
         self._pending: deque[_Entry] = deque()
         self._subscriptions: set[Subscription] = set()
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"<EventLog {self.session_id} next_seq={self._next_seq} watchers={len(self._subscriptions)}>"
@@ -187,9 +200,16 @@ class EventLog:
             for subscription in self._subscriptions:
                 subscription.offer(delivery)
 
+    def close(self) -> None:
+        """End every subscription (the session is gone); later subscribers end at once."""
+        self._closed = True
+        for subscription in self._subscriptions:
+            subscription.close()
+
     def subscribe(self, maxsize: int) -> Subscription:
         """Start receiving live deliveries (call before replaying from the store)."""
         subscription = Subscription(maxsize)
+        subscription.closed = self._closed
         self._subscriptions.add(subscription)
         return subscription
 

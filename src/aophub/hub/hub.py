@@ -24,6 +24,7 @@ from typing import Any, TypeVar, cast
 from google.protobuf.message import DecodeError, Message
 
 from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aop.tool import protocol_pb2 as tool_pb2
 from aophub.hub.event_log import EventLog
 from aophub.hub.ids import IdGenerator, new_id
 from aophub.hub.interactions import InteractionPolicy, Interactions
@@ -33,8 +34,17 @@ from aophub.hub.turns import Admission, SessionState, SessionTurns, Turn, TurnSt
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, payload_name, unpack
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError, TurnErrorCode
-from aophub.store.base import PutSession, PutTurn, SessionRecord, Store, TurnRecord, WriteOp
-from aophub.v1 import extensions_pb2, interaction_pb2
+from aophub.store.base import (
+    AppendArtifact,
+    DeleteSession,
+    PutSession,
+    PutTurn,
+    SessionRecord,
+    Store,
+    TurnRecord,
+    WriteOp,
+)
+from aophub.v1 import agent_pb2, extensions_pb2, interaction_pb2
 
 __all__ = ["HUB_EMITTER", "Hub", "LiveSession"]
 
@@ -52,6 +62,8 @@ _NODE_RESPONSES = frozenset(
 )
 _SESSION_EVENTS = frozenset({"session_started", "session_ended"})
 _CORE_NAMESPACE = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
+_CATALOG_URL = TYPE_URL_PREFIX + agent_pb2.CommandCatalog.DESCRIPTOR.full_name
+_ARTIFACT_URL = TYPE_URL_PREFIX + tool_pb2.Artifact.DESCRIPTOR.full_name
 _INTERACTION_NAMESPACE = interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
 _MAX_CURSOR = 2**63 - 1  # SQLite INTEGER
 _TURN_EDGES = frozenset({"turn_started", "turn_ended"})
@@ -130,6 +142,8 @@ class Hub:
     ) -> None:
         self.store = store
         self.nodes = NodeRegistry()
+        # Every node seen since start, online or not (the latest connection of each id).
+        self.known_nodes: dict[str, NodeHandle] = {}
         self.journal = Journal(store, clock)
         self._clock = clock
         self._ids = ids
@@ -632,6 +646,70 @@ class Hub:
         write = self._touch(session, state=SessionState.CLOSED, close_reason=reason)
         await session.log.publish(self._event(session, session_ended=event_pb2.SessionEnded(reason=reason)), [write])
 
+    # -- management ---------------------------------------------------------------
+
+    def live_session(self, session_id: str) -> LiveSession | None:
+        """The session if it is loaded in memory (running turns live there), without loading it."""
+        return self._sessions.get(session_id)
+
+    async def update_session(self, session_id: str, *, title: str | None, archived: bool | None) -> LiveSession:
+        """Change a session's title and/or archive flag."""
+        session = await self.require_session(session_id)
+        if title is not None and len(title) > 500:
+            raise HubError(Code.INVALID_ARGUMENT, "title is longer than 500 characters")
+        async with session.lock:
+            changes: dict[str, object] = {}
+            if title is not None:
+                changes["title"] = title
+            if archived is not None:
+                changes["archived"] = archived
+            await self.store.submit([self._touch(session, **changes)])
+        return session
+
+    async def reset_session(self, key: str, session_id: str) -> tuple[LiveSession, LiveSession]:
+        """Open a new session on the same node (same title and extensions), then close the old one with "reset"."""
+        old = await self.require_session(session_id)
+        if old.closed:
+            raise HubError(Code.FAILED_PRECONDITION, f"session {session_id} is closed")
+        request = self._reopen_request(old)
+        request.session_id = ""
+        response = await self.open_session(f"{key}:open", request)
+        if response.WhichOneof("outcome") != "accepted":
+            rejected = response.rejected
+            raise HubError(Code(rejected.code), rejected.message, retryable=rejected.retryable)
+        await self.close_session(f"{key}:close", chat_pb2.CloseSessionRequest(session_id=session_id, reason="reset"))
+        new = await self.require_session(response.accepted.id)
+        return new, old
+
+    async def delete_session(self, session_id: str) -> int:
+        """Delete a session with its events, turns and interactions; returns the events deleted."""
+        session = await self.require_session(session_id)
+        async with session.lock:
+            for turn in reversed(session.turns.active()):
+                node = self._dispatched.get((session.id, turn.turn_id))
+                if node is not None:
+                    cancel = chat_pb2.CancelTurnRequest(session_id=session.id, turn_id=turn.turn_id, reason="deleted")
+                    self._spawn(self._tell_node(node, core_message(cancel_turn_request=cancel)))
+                session.turns.finish(turn, "canceled")
+                self._turns.pop((session.id, turn.turn_id), None)
+                self._dispatched.pop((session.id, turn.turn_id), None)
+            node = self.nodes.get(session.record.node_id)
+            if node is not None and session.id in node.open_sessions:
+                node.open_sessions.discard(session.id)
+                close = chat_pb2.CloseSessionRequest(session_id=session.id, reason="deleted")
+                self._spawn(self._tell_node(node, core_message(close_session_request=close)))
+            (deleted,) = await self.store.submit([DeleteSession(session.id)])
+            session.log.close()
+            self._sessions.pop(session.id, None)
+        return int(deleted or 0)
+
+    def dispatched(self) -> dict[tuple[str, str], NodeHandle]:
+        """Turns handed to a node, by ``(session id, turn id)``."""
+        return dict(self._dispatched)
+
+    def running_turns(self) -> int:
+        return sum(1 for _, turn in self._turns.values() if turn.state is TurnState.RUNNING)
+
     # -- ListEvents -------------------------------------------------------------
 
     async def list_events(self, request: chat_pb2.ListEventsRequest) -> chat_pb2.ListEventsResponse:
@@ -654,6 +732,7 @@ class Hub:
     ) -> NodeHandle:
         """Register a node that said hello; a node with the same id is replaced and its turns end."""
         handle = NodeHandle(hello, link, connected_at=self._clock(), built_in=built_in)
+        self.known_nodes[hello.node_id] = handle
         previous = self.nodes.register(handle)
         if previous is not None:
             await self._node_lost(previous, "replaced by a new connection of the same node")
@@ -663,6 +742,7 @@ class Hub:
     async def detach_node(self, handle: NodeHandle) -> None:
         """Forget a node whose connection ended; its running turns end with ``agent_disconnected``."""
         self.nodes.unregister(handle)
+        handle.last_seen_at = self._clock()
         await self._node_lost(handle, "disconnected")
 
     async def _node_lost(self, handle: NodeHandle, why: str) -> None:
@@ -704,6 +784,11 @@ class Hub:
             log.info("node %s sent %s, which nodes do not send; ignored", handle.node_id, case)
 
     async def _node_event(self, handle: NodeHandle, reply_to: str, event: event_pb2.Event) -> None:
+        if not event.session_id and event.extension.type_url == _CATALOG_URL:
+            catalog = agent_pb2.CommandCatalog()
+            catalog.ParseFromString(event.extension.value)
+            handle.commands = list(catalog.commands)
+            return
         routed = await self._route_node_event(handle, reply_to, event)
         if routed is None:
             return
@@ -712,6 +797,11 @@ class Hub:
         event.id = event.id or self._ids("evt")
         if not event.HasField("emitted_at"):
             event.emitted_at.FromNanoseconds(int(self._clock() * 1e9))
+        if event.extension.type_url == _ARTIFACT_URL:
+            # Artifacts agents emit land in the artifact archive too (by event id, once).
+            await session.log.publish(event)
+            await self.store.submit([AppendArtifact(event.id, session.id, event.SerializeToString())])
+            return
         if turn is None:
             await session.log.publish(event)
             return

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from aop import envelope_pb2, protocol_pb2
 from aophub.protocol.codec import pack
+from aophub.v1 import agent_pb2
 
 __all__ = ["NodeGone", "NodeHandle", "NodeLink", "NodeRegistry"]
 
@@ -44,10 +45,12 @@ class NodeHandle:
         self.hello = hello
         self.link = link
         self.connected_at = connected_at
+        self.last_seen_at = connected_at
         self.built_in = built_in
         self.status = protocol_pb2.AgentStatus()
         self.stats = protocol_pb2.AgentStats()
         self.open_sessions: set[str] = set()
+        self.commands: list[agent_pb2.Command] = []
         self.gone = False
         self._pending: dict[str, asyncio.Future[protocol_pb2.ProtocolMessage]] = {}
 

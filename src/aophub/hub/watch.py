@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from aophub.hub.event_log import Delivery, EventLog, Lagged
+from aophub.hub.event_log import Delivery, EventLog, Lagged, LogClosed
 from aophub.protocol.codec import event_payload_field
+from aophub.protocol.errors import Code, HubError
 from aophub.store.base import Store
 
 __all__ = ["REPLAY_PAGE", "WATCH_QUEUE", "follow"]
@@ -60,5 +61,7 @@ async def follow(
                 await send(delivery)
         except Lagged:
             continue
+        except LogClosed:
+            raise HubError(Code.NOT_FOUND, f"session {log.session_id} was deleted") from None
         finally:
             log.unsubscribe(subscription)

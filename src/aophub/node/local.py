@@ -46,6 +46,11 @@ class LocalNode:
         self._handle = await self.hub.attach_node(self.hello, self, built_in=True)
         await self.runtime.announce()
 
+    async def announce(self) -> None:
+        """Report the agent's status again (after a configuration change)."""
+        if self._handle is not None:
+            await self.runtime.announce()
+
     async def stop(self) -> None:
         self._closed = True
         await self.runtime.stop()

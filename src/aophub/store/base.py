@@ -21,15 +21,19 @@ from dataclasses import dataclass
 from typing import Protocol
 
 __all__ = [
+    "AppendArtifact",
     "AppendEvent",
+    "ArtifactRecord",
     "DeleteSession",
     "InteractionRecord",
     "JournalEntry",
     "PutInteraction",
     "PutJournal",
+    "PutScan",
     "PutSession",
     "PutTurn",
     "ReserveSeq",
+    "ScanRecord",
     "SessionRecord",
     "Store",
     "StoreError",
@@ -121,6 +125,26 @@ class InteractionRecord:
     data: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class ScanRecord:
+    """A scan; ``data`` is the serialized ``aophub.v1.Scan``."""
+
+    id: str
+    status: int  # aophub.v1.ScanStatus
+    created_at: float
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactRecord:
+    """An archived artifact event; ``cursor`` orders the whole archive."""
+
+    cursor: int
+    event_id: str
+    session_id: str
+    data: bytes  # the serialized aop.Event
+
+
 # -- write operations ---------------------------------------------------------
 
 
@@ -163,6 +187,22 @@ class PutInteraction:
 
 
 @dataclass(frozen=True, slots=True)
+class PutScan:
+    """Insert or update a scan."""
+
+    record: ScanRecord
+
+
+@dataclass(frozen=True, slots=True)
+class AppendArtifact:
+    """Archive an artifact event; its result is its archive cursor, or None if ``event_id`` was archived before."""
+
+    event_id: str
+    session_id: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class DeleteSession:
     """Delete a session with its events, turns and interactions; its result is the number of events deleted."""
 
@@ -177,7 +217,17 @@ class ReserveSeq:
     upto: int
 
 
-WriteOp = AppendEvent | PutSession | PutTurn | PutJournal | PutInteraction | DeleteSession | ReserveSeq
+WriteOp = (
+    AppendEvent
+    | PutSession
+    | PutTurn
+    | PutJournal
+    | PutInteraction
+    | PutScan
+    | AppendArtifact
+    | DeleteSession
+    | ReserveSeq
+)
 
 
 class Store(Protocol):
@@ -242,6 +292,24 @@ class Store(Protocol):
         self, *, session_id: str = "", states: Sequence[int] | None = None
     ) -> list[InteractionRecord]:
         """Interactions (of one session when ``session_id`` is set, in ``states`` when given), oldest first."""
+        ...
+
+    async def get_scan(self, scan_id: str) -> ScanRecord | None:
+        """One scan, or ``None``."""
+        ...
+
+    async def list_scans(
+        self, *, limit: int, before: tuple[float, str] | None = None, statuses: Sequence[int] = ()
+    ) -> list[ScanRecord]:
+        """Scans newest first by ``(created_at, id)``, strictly before ``before``, in ``statuses`` when given."""
+        ...
+
+    async def read_artifacts(self, after_cursor: int, limit: int, *, session_id: str = "") -> list[ArtifactRecord]:
+        """Up to ``limit`` archived artifacts after ``after_cursor``, oldest first."""
+        ...
+
+    async def count_sessions(self) -> tuple[int, int]:
+        """``(open sessions, all sessions)``."""
         ...
 
     async def health(self) -> tuple[bool, str, int]:

@@ -32,15 +32,19 @@ from typing import Any, assert_never
 import aiosqlite
 
 from aophub.store.base import (
+    AppendArtifact,
     AppendEvent,
+    ArtifactRecord,
     DeleteSession,
     InteractionRecord,
     JournalEntry,
     PutInteraction,
     PutJournal,
+    PutScan,
     PutSession,
     PutTurn,
     ReserveSeq,
+    ScanRecord,
     SessionRecord,
     StoredEvent,
     StoreError,
@@ -109,6 +113,23 @@ _MIGRATIONS = (
     );
     CREATE INDEX interactions_by_session ON interactions (session_id, state);
     CREATE INDEX interactions_by_state ON interactions (state);
+    """,
+    """
+    CREATE TABLE scans (
+        id TEXT PRIMARY KEY,
+        status INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        data BLOB NOT NULL
+    );
+    CREATE INDEX scans_by_creation ON scans (created_at, id);
+    CREATE INDEX scans_by_status ON scans (status);
+    CREATE TABLE artifacts (
+        cursor INTEGER PRIMARY KEY AUTOINCREMENT,
+        event_id TEXT NOT NULL UNIQUE,
+        session_id TEXT NOT NULL,
+        data BLOB NOT NULL
+    );
+    CREATE INDEX artifacts_by_session ON artifacts (session_id, cursor);
     """,
 )
 
@@ -532,6 +553,20 @@ class SQLiteStore:
                     (i.id, i.session_id, i.turn_id, i.state, i.data),
                 )
                 return None
+            case PutScan(record=scan):
+                await db.execute(
+                    "INSERT INTO scans (id, status, created_at, data) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data",
+                    (scan.id, scan.status, scan.created_at, scan.data),
+                )
+                return None
+            case AppendArtifact(event_id=event_id, session_id=session_id, data=data):
+                inserted = await db.execute(
+                    "INSERT INTO artifacts (event_id, session_id, data) VALUES (?, ?, ?)"
+                    " ON CONFLICT (event_id) DO NOTHING",
+                    (event_id, session_id, data),
+                )
+                return inserted.lastrowid if inserted.rowcount == 1 else None
             case ReserveSeq(session_id=session_id, upto=upto):
                 await db.execute(
                     "UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?", (upto, session_id)
@@ -674,6 +709,52 @@ class SQLiteStore:
             f"SELECT id, session_id, turn_id, state, data FROM interactions {clause} ORDER BY rowid", params
         )
         return [InteractionRecord(*row) for row in rows]
+
+    async def get_scan(self, scan_id: str) -> ScanRecord | None:
+        """One scan, or ``None``."""
+        rows = await self._read("SELECT id, status, created_at, data FROM scans WHERE id = ?", (scan_id,))
+        return ScanRecord(*rows[0]) if rows else None
+
+    async def list_scans(
+        self, *, limit: int, before: tuple[float, str] | None = None, statuses: Sequence[int] = ()
+    ) -> list[ScanRecord]:
+        """Scans newest first by ``(created_at, id)``, strictly before ``before``, in ``statuses`` when given."""
+        if limit <= 0:
+            return []
+        where: list[str] = []
+        params: list[Any] = []
+        if before is not None:
+            where.append("(created_at, id) < (?, ?)")
+            params += before
+        if statuses:
+            where.append(f"status IN ({', '.join('?' * len(statuses))})")
+            params += statuses
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        rows = await self._read(
+            f"SELECT id, status, created_at, data FROM scans {clause} ORDER BY created_at DESC, id DESC LIMIT ?",
+            [*params, limit],
+        )
+        return [ScanRecord(*row) for row in rows]
+
+    async def read_artifacts(self, after_cursor: int, limit: int, *, session_id: str = "") -> list[ArtifactRecord]:
+        """Up to ``limit`` archived artifacts after ``after_cursor``, oldest first."""
+        if limit <= 0:
+            return []
+        where = "cursor > ?"
+        params: list[Any] = [after_cursor]
+        if session_id:
+            where += " AND session_id = ?"
+            params.append(session_id)
+        rows = await self._read(
+            f"SELECT cursor, event_id, session_id, data FROM artifacts WHERE {where} ORDER BY cursor LIMIT ?",
+            [*params, limit],
+        )
+        return [ArtifactRecord(*row) for row in rows]
+
+    async def count_sessions(self) -> tuple[int, int]:
+        """``(open sessions, all sessions)``."""
+        rows = await self._read("SELECT COUNT(*) FILTER (WHERE state = 'open'), COUNT(*) FROM sessions")
+        return int(rows[0][0]), int(rows[0][1])
 
     async def health(self) -> tuple[bool, str, int]:
         """``(True, "", size_bytes)`` if a probe query on the reader works, else ``(False, reason, 0)``."""

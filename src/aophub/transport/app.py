@@ -22,12 +22,26 @@ from aophub.hub.interactions import InteractionPolicy
 from aophub.node.local import LocalNode
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
+from aophub.rpc.agents import AgentServiceImpl, SystemServiceImpl
+from aophub.rpc.artifacts import ArtifactServiceImpl
+from aophub.rpc.config_service import ConfigServiceImpl
+from aophub.rpc.interactions import InteractionServiceImpl
+from aophub.rpc.mount import AppFactory, connect_routes
+from aophub.rpc.sessions import SessionServiceImpl
 from aophub.settings import Settings
 from aophub.store.sqlite import SQLiteStore
 from aophub.transport.application_ws import serve_application
 from aophub.transport.auth import Authenticator, auth_routes
 from aophub.transport.node_ws import serve_node
-from aophub.v1 import interaction_pb2
+from aophub.v1 import (
+    agent_connect,
+    artifact_connect,
+    config_connect,
+    interaction_connect,
+    interaction_pb2,
+    session_connect,
+    system_connect,
+)
 
 __all__ = ["Runtime", "create_app"]
 
@@ -59,24 +73,23 @@ def create_app(settings: Settings) -> Starlette:
     """Build the hub's ASGI application for ``settings``."""
     authenticator = Authenticator(settings.access_key, allowed_origins=settings.allowed_origins)
     namespaces: NamespaceRouter[NamespaceHandler] = NamespaceRouter()
-    runtime: Runtime | None = None
+    # Built here without I/O (the config file aside, so a bad one fails at once); opened in the lifespan.
+    config = ConfigStore(settings.data_dir)
+    store = SQLiteStore(settings.database, synchronous=settings.durability)
+    hub = Hub(store, interaction_policy=lambda: interaction_policy(config))
+    local_node = LocalNode(hub, builtin_agent(config, echo_delay=settings.echo_delay))
+    runtime = Runtime(hub, store, local_node, config)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        nonlocal runtime
-        config = ConfigStore(settings.data_dir)
-        store = SQLiteStore(settings.database, synchronous=settings.durability)
         await store.open()
         try:
-            hub = Hub(store, interaction_policy=lambda: interaction_policy(config))
             await hub.start()
-            local_node = LocalNode(hub, builtin_agent(config, echo_delay=settings.echo_delay))
             await local_node.start()
         except BaseException:
             # An open store's connection threads would keep the process alive after a failed start.
             await store.close()
             raise
-        runtime = Runtime(hub, store, local_node, config)
         app.state.runtime = runtime
         try:
             yield
@@ -87,12 +100,10 @@ def create_app(settings: Settings) -> Starlette:
             log.info("hub stopped; store closed")
 
     async def application_ws(websocket: WebSocket) -> None:
-        assert runtime is not None
-        await serve_application(websocket, runtime.hub, authenticator, namespaces)
+        await serve_application(websocket, hub, authenticator, namespaces)
 
     async def node_ws(websocket: WebSocket) -> None:
-        assert runtime is not None
-        await serve_node(websocket, runtime.hub, authenticator)
+        await serve_node(websocket, hub, authenticator)
 
     async def answer_interaction(
         connection: ApplicationConnection, envelope_id: str, message: Message
@@ -105,10 +116,19 @@ def create_app(settings: Settings) -> Starlette:
 
     namespaces.register(interaction_pb2.InteractionProtocolMessage, answer_interaction)
 
+    services: list[tuple[AppFactory, object]] = [
+        (session_connect.SessionServiceASGIApplication, SessionServiceImpl(hub)),
+        (config_connect.ConfigServiceASGIApplication, ConfigServiceImpl(hub, config, on_change=local_node.announce)),
+        (agent_connect.AgentServiceASGIApplication, AgentServiceImpl(hub)),
+        (system_connect.SystemServiceASGIApplication, SystemServiceImpl(hub, config)),
+        (artifact_connect.ArtifactServiceASGIApplication, ArtifactServiceImpl(hub)),
+        (interaction_connect.InteractionServiceASGIApplication, InteractionServiceImpl(hub)),
+    ]
     routes = [
         Route("/health", health, methods=["GET"]),
         *auth_routes(authenticator, secure_cookies=settings.secure_cookies),
         WebSocketRoute("/api/aop/application/ws", application_ws),
         WebSocketRoute("/api/aop/node/ws", node_ws),
+        *connect_routes(services, authenticator),
     ]
     return Starlette(routes=routes, lifespan=lifespan)

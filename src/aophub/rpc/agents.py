@@ -1,0 +1,94 @@
+"""AgentService and SystemService: the nodes, and the hub's own health."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from aophub.config import ConfigStore
+from aophub.hub.hub import Hub
+from aophub.hub.nodes import NodeHandle
+from aophub.rpc.sessions import _timestamp
+from aophub.v1 import agent_pb2, config_pb2, system_pb2
+from aophub.version import VERSION
+
+__all__ = ["AgentServiceImpl", "SystemServiceImpl"]
+
+Ctx = Any
+
+
+def agent_view(hub: Hub, handle: NodeHandle, online: bool) -> agent_pb2.Agent:
+    sessions = list(handle.open_sessions)
+    running = sum(1 for (session_id, _), node in hub.dispatched().items() if node is handle and session_id)
+    agent = agent_pb2.Agent(
+        node_id=handle.node_id,
+        hello=handle.hello,
+        status=handle.status,
+        stats=handle.stats,
+        connected_at=_timestamp(handle.connected_at),
+        commands=handle.commands,
+        busy=running > 0,
+        online=online,
+        built_in=handle.built_in,
+        open_sessions=len(sessions),
+        running_turns=running,
+        last_seen_at=_timestamp(handle.last_seen_at if not online else time.time()),
+    )
+    return agent
+
+
+class AgentServiceImpl:
+    """aophub.v1.AgentService over the hub's node registry."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+
+    def __repr__(self) -> str:
+        return "<AgentServiceImpl>"
+
+    async def list_agents(self, request: agent_pb2.ListAgentsRequest, ctx: Ctx) -> agent_pb2.ListAgentsResponse:
+        response = agent_pb2.ListAgentsResponse()
+        for node_id in sorted(self.hub.known_nodes):
+            online = self.hub.nodes.get(node_id)
+            if online is None and not request.include_offline:
+                continue
+            response.agents.append(agent_view(self.hub, online or self.hub.known_nodes[node_id], online is not None))
+        return response
+
+
+class SystemServiceImpl:
+    """aophub.v1.SystemService: version, uptime, counts, store health, LLM status."""
+
+    def __init__(self, hub: Hub, config: ConfigStore, *, clock: Callable[[], float] = time.time) -> None:
+        self.hub = hub
+        self.config = config
+        self._clock = clock
+
+    def __repr__(self) -> str:
+        return "<SystemServiceImpl>"
+
+    async def get_status(self, request: system_pb2.GetStatusRequest, ctx: Ctx) -> system_pb2.GetStatusResponse:
+        ok, error, size = await self.hub.store.health()
+        sessions_open, sessions_total = await self.hub.store.count_sessions() if ok else (0, 0)
+        profile = self.config.active_profile()
+        llm = system_pb2.LlmStatus(provider="echo", model="echo")
+        if profile is not None:
+            llm = system_pb2.LlmStatus(
+                profile_id=profile.id,
+                profile_name=profile.name,
+                provider=config_pb2.ProviderKind.Name(profile.provider).removeprefix("PROVIDER_KIND_").lower(),
+                model=profile.model,
+                api_key_configured=bool(profile.api_key),
+            )
+        return system_pb2.GetStatusResponse(
+            version=VERSION,
+            started_at=_timestamp(self.hub.started_at),
+            uptime_seconds=int(self._clock() - self.hub.started_at),
+            agents_online=len(self.hub.nodes),
+            sessions_open=sessions_open,
+            sessions_total=sessions_total,
+            turns_running=self.hub.running_turns(),
+            store=system_pb2.StoreHealth(ok=ok, backend="sqlite", error=error, size_bytes=size),
+            llm=llm,
+        )

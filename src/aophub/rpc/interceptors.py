@@ -1,0 +1,94 @@
+"""Cross-cutting behaviour of every management RPC.
+
+:class:`AuthInterceptor` is a metadata interceptor placed first, so connectrpc
+runs it before the request body is read or parsed: a bad key costs nothing.
+:class:`ErrorInterceptor` is the boundary where the hub's exceptions become
+Connect errors (through ``aophub.protocol.error_mapping``); anything
+unexpected becomes ``internal`` with a generic message, details in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from http.cookies import CookieError, SimpleCookie
+from typing import TypeVar
+
+from connectrpc.code import Code as ConnectCode
+from connectrpc.errors import ConnectError
+from connectrpc.request import RequestContext
+
+from aophub.protocol.error_mapping import INTERNAL_MESSAGE, to_connect_code
+from aophub.protocol.errors import Code, HubError
+from aophub.store.base import StoreError
+from aophub.transport.auth import Authenticator
+
+__all__ = ["AuthInterceptor", "ErrorInterceptor"]
+
+log = logging.getLogger(__name__)
+
+REQ = TypeVar("REQ")
+RES = TypeVar("RES")
+
+
+def _cookies(header: str) -> dict[str, str]:
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(header)
+    except CookieError:
+        return {}
+    return {name: morsel.value for name, morsel in jar.items()}
+
+
+class AuthInterceptor:
+    """Refuses a call without a valid bearer key or session cookie (``unauthenticated``)."""
+
+    def __init__(self, authenticator: Authenticator) -> None:
+        self._authenticator = authenticator
+
+    def __repr__(self) -> str:
+        return "<AuthInterceptor>"
+
+    async def on_start(self, ctx: RequestContext[object, object]) -> None:
+        headers = ctx.request_headers
+        result = self._authenticator.authenticate(headers, _cookies(headers.get("cookie", "")))
+        if result.ok and result.method == "cookie":
+            origin, host = headers.get("origin"), headers.get("host")
+            same_site = any(self._authenticator.origin_allowed(origin, host, scheme) for scheme in ("http", "https"))
+            if not same_site:
+                raise ConnectError(ConnectCode.UNAUTHENTICATED, "cross-origin request refused")
+        if not result.ok:
+            raise ConnectError(ConnectCode.UNAUTHENTICATED, result.reason)
+
+    async def on_end(self, token: None, ctx: RequestContext[object, object], error: Exception | None) -> None:
+        return None
+
+
+class ErrorInterceptor:
+    """Maps hub errors to Connect codes and hides unexpected exceptions."""
+
+    def __repr__(self) -> str:
+        return "<ErrorInterceptor>"
+
+    async def intercept_unary(
+        self,
+        call_next: Callable[[REQ, RequestContext[REQ, RES]], Awaitable[RES]],
+        request: REQ,
+        ctx: RequestContext[REQ, RES],
+    ) -> RES:
+        try:
+            return await call_next(request, ctx)
+        except ConnectError:
+            raise
+        except HubError as error:
+            if error.code is Code.INTERNAL:
+                log.error("%s failed: %s", ctx.method.name, error.message)
+                raise ConnectError(ConnectCode.INTERNAL, INTERNAL_MESSAGE) from None
+            raise ConnectError(to_connect_code(error.code), error.message) from None
+        except StoreError as error:
+            code = ConnectCode.UNAVAILABLE if error.retryable else ConnectCode.INTERNAL
+            log.error("%s: storage failed: %s", ctx.method.name, error)
+            raise ConnectError(code, f"storage unavailable: {error}" if error.retryable else INTERNAL_MESSAGE) from None
+        except Exception:
+            log.exception("%s failed", ctx.method.name)
+            raise ConnectError(ConnectCode.INTERNAL, INTERNAL_MESSAGE) from None

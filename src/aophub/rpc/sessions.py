@@ -1,0 +1,155 @@
+"""SessionService: list, inspect and manage sessions (thin: validate, call the hub, map)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import timestamp_pb2
+
+from aop import chat_pb2
+from aophub.hub.hub import Hub, LiveSession
+from aophub.hub.turns import SessionState
+from aophub.protocol.errors import Code, HubError
+from aophub.rpc.paging import decode_token, encode_token, page_size
+from aophub.store.base import SessionRecord
+from aophub.v1 import agent_pb2, interaction_pb2, session_pb2
+
+__all__ = ["HUB_COMMANDS", "SessionServiceImpl"]
+
+Ctx = Any
+
+HUB_COMMANDS = (
+    agent_pb2.Command(name="reset", description="Start a fresh session on the same node", source="hub"),
+    agent_pb2.Command(name="cancel", description="Cancel the running turn", source="hub"),
+    agent_pb2.Command(name="title", description="Rename the session", usage="<title>", source="hub"),
+    agent_pb2.Command(name="archive", description="Hide the session from the default list", source="hub"),
+    agent_pb2.Command(name="close", description="Close the session", source="hub"),
+)
+
+
+def _timestamp(seconds: float) -> timestamp_pb2.Timestamp:
+    stamp = timestamp_pb2.Timestamp()
+    stamp.FromNanoseconds(int(seconds * 1e9))
+    return stamp
+
+
+class SessionServiceImpl:
+    """aophub.v1.SessionService over a :class:`Hub`."""
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+
+    def __repr__(self) -> str:
+        return "<SessionServiceImpl>"
+
+    async def info(self, record: SessionRecord) -> session_pb2.SessionInfo:
+        """The management view of a stored session, with what is live in memory."""
+        live = self.hub.live_session(record.id)
+        if live is not None:
+            record = live.record
+        stored = await self.hub.store.get_session(record.id)
+        pending = await self.hub.store.list_interactions(
+            session_id=record.id, states=[interaction_pb2.INTERACTION_STATE_PENDING]
+        )
+        info = session_pb2.SessionInfo(
+            id=record.id,
+            node_id=record.node_id,
+            title=record.title,
+            state=session_pb2.SESSION_STATE_CLOSED
+            if record.state == SessionState.CLOSED
+            else session_pb2.SESSION_STATE_OPEN,
+            archived=record.archived,
+            created_at=_timestamp(record.created_at),
+            updated_at=_timestamp(record.updated_at),
+            last_cursor=str(stored.last_cursor) if stored and stored.last_cursor else "",
+            event_count=stored.event_count if stored else 0,
+            pending_interactions=len(pending),
+            parent_session_id=record.parent_session_id,
+            close_reason=record.close_reason,
+        )
+        if live is not None:
+            if live.turns.running is not None:
+                info.running_turn_id = live.turns.running.turn_id
+            info.queued_turns = len(live.turns.queue)
+        return info
+
+    async def _info_of(self, session: LiveSession) -> session_pb2.SessionInfo:
+        return await self.info(session.record)
+
+    async def list_sessions(
+        self, request: session_pb2.ListSessionsRequest, ctx: Ctx
+    ) -> session_pb2.ListSessionsResponse:
+        limit = page_size(request.page_size)
+        records = await self.hub.store.list_sessions(
+            limit=limit + 1,
+            before=decode_token(request.page_token),
+            include_closed=request.include_closed,
+            include_archived=request.include_archived,
+            node_id=request.node_id,
+        )
+        response = session_pb2.ListSessionsResponse()
+        for record in records[:limit]:
+            response.sessions.append(await self.info(record))
+        if len(records) > limit:
+            last = records[limit - 1]
+            response.next_page_token = encode_token((last.updated_at, last.id))
+        return response
+
+    async def get_session(self, request: session_pb2.GetSessionRequest, ctx: Ctx) -> session_pb2.GetSessionResponse:
+        session = await self.hub.require_session(request.session_id)
+        return session_pb2.GetSessionResponse(session=await self._info_of(session))
+
+    async def update_session(
+        self, request: session_pb2.UpdateSessionRequest, ctx: Ctx
+    ) -> session_pb2.UpdateSessionResponse:
+        async def execute(claim: object) -> session_pb2.UpdateSessionResponse:
+            title = request.title if request.HasField("title") else None
+            archived = request.archived if request.HasField("archived") else None
+            session = await self.hub.update_session(request.session_id, title=title, archived=archived)
+            return session_pb2.UpdateSessionResponse(accepted=await self._info_of(session))
+
+        return await self.hub.journaled(
+            request.request_id, "UpdateSession", request, session_pb2.UpdateSessionResponse, execute
+        )
+
+    async def reset_session(
+        self, request: session_pb2.ResetSessionRequest, ctx: Ctx
+    ) -> session_pb2.ResetSessionResponse:
+        async def execute(claim: object) -> session_pb2.ResetSessionResponse:
+            new, old = await self.hub.reset_session(request.request_id, request.session_id)
+            reset = session_pb2.SessionReset(
+                new_session=await self._info_of(new), closed_session=await self._info_of(old)
+            )
+            return session_pb2.ResetSessionResponse(accepted=reset)
+
+        return await self.hub.journaled(
+            request.request_id, "ResetSession", request, session_pb2.ResetSessionResponse, execute
+        )
+
+    async def delete_session(
+        self, request: session_pb2.DeleteSessionRequest, ctx: Ctx
+    ) -> session_pb2.DeleteSessionResponse:
+        async def execute(claim: object) -> session_pb2.DeleteSessionResponse:
+            deleted = await self.hub.delete_session(request.session_id)
+            accepted = session_pb2.SessionDeleted(session_id=request.session_id, events_deleted=deleted)
+            return session_pb2.DeleteSessionResponse(accepted=accepted)
+
+        return await self.hub.journaled(
+            request.request_id, "DeleteSession", request, session_pb2.DeleteSessionResponse, execute
+        )
+
+    async def list_commands(
+        self, request: session_pb2.ListCommandsRequest, ctx: Ctx
+    ) -> session_pb2.ListCommandsResponse:
+        response = session_pb2.ListCommandsResponse(commands=list(HUB_COMMANDS))
+        if request.session_id:
+            session = await self.hub.require_session(request.session_id)
+            node = self.hub.nodes.get(session.record.node_id)
+            if node is not None:
+                response.commands.extend(node.commands)
+        return response
+
+    async def list_events(self, request: chat_pb2.ListEventsRequest, ctx: Ctx) -> chat_pb2.ListEventsResponse:
+        if not request.session_id:
+            raise HubError(Code.INVALID_ARGUMENT, "session_id is required")
+        return await self.hub.list_events(request)
