@@ -20,7 +20,17 @@ from aophub.node.runtime import NodeRuntime
 from aophub.node.turn import Turn, TurnFailed
 from aophub.protocol.codec import core_message, pack, unpack
 from aophub.v1 import config_pb2, extensions_pb2, interaction_pb2
-from tests.support.fake_openai import FakeOpenAI, RawLine, Reply, Stall, Text, answer, fake_openai, tool_calls
+from tests.support.fake_openai import (
+    FakeOpenAI,
+    RawLine,
+    Reply,
+    Stall,
+    Text,
+    UsageChunk,
+    answer,
+    fake_openai,
+    tool_calls,
+)
 
 KEY = "sk-test"
 SESSION = "ses_1"
@@ -177,7 +187,8 @@ def arguments(data: dict[str, object]) -> value_pb2.EncodedValue:
 
 async def test_plain_answer_streams_deltas_then_one_complete_message(fake: FakeOpenAI) -> None:
     """Reasoning and text stream as deltas, then one complete message with their id, then usage."""
-    fake.script(answer("Hello there friend", reasoning="They greet me."))
+    chunks = answer("Hello there friend", reasoning="They greet me.", usage=None).chunks
+    fake.script(Reply([*chunks, UsageChunk(10, 5, cached=4)]))
     recorder = Recorder()
     agent = make_agent(Config(make_profile(fake)))
     assert await agent.run_turn(make_turn(recorder)) == "completed"
@@ -192,6 +203,7 @@ async def test_plain_answer_streams_deltas_then_one_complete_message(fake: FakeO
     assert message.content[1].text.text == "Hello there friend"
     usage = recorder.of("usage")[0].usage
     assert (usage.input_tokens, usage.output_tokens, usage.model) == (10, 5, "fake-model")
+    assert dict(usage.detail) == {"cached_tokens": 4}
     (request,) = fake.chat_requests
     assert request.messages == [
         {"role": "system", "content": DEFAULT_SYSTEM_PROMPT},

@@ -390,3 +390,42 @@ async def test_complete_is_one_non_streaming_call(fake: FakeOpenAI, provider: Op
     assert await provider.complete("ping") == Completion("pong", "fake-model-2024")
     (request,) = fake.chat_requests
     assert request.body == {"model": "fake-model", "messages": [{"role": "user", "content": "ping"}], "stream": False}
+
+
+async def test_server_ignoring_stream_still_gives_events(fake: FakeOpenAI, provider: OpenAIProvider) -> None:
+    """A server that answers one JSON completion to a streaming request still yields the neutral events."""
+    fake.script(
+        Reply(
+            [Text("whole"), ToolCallChunk(0, id="c1", name="f", arguments="{}"), FinishChunk("tool_calls")],
+            stream=False,
+        )
+    )
+    assert await collect(provider) == [
+        TextDelta("whole"),
+        ToolCallFragment(0, id="c1", name="f", arguments="{}"),
+        Finish("tool_calls"),
+    ]
+
+
+async def test_tool_calls_without_index_are_told_apart_by_id(fake: FakeOpenAI, provider: OpenAIProvider) -> None:
+    """Servers that omit the tool call index (whole calls per chunk) get indices by call id."""
+    lines = [
+        {"id": "c1", "function": {"name": "a", "arguments": {"x": 1}}},
+        {"id": "c2", "function": {"name": "b", "arguments": "{}"}},
+    ]
+    fake.script(
+        Reply(
+            [
+                *[
+                    RawLine("data: " + json.dumps({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}))
+                    for call in lines
+                ],
+                FinishChunk("tool_calls"),
+            ]
+        )
+    )
+    assert await collect(provider) == [
+        ToolCallFragment(0, id="c1", name="a", arguments='{"x": 1}'),
+        ToolCallFragment(1, id="c2", name="b", arguments="{}"),
+        Finish("tool_calls"),
+    ]

@@ -24,12 +24,13 @@ from .support.server import TOKEN, RunningHub, running_hub
 from .support.wire import AppSocket, text_input
 
 FAST_WATCHERS = 4
-TURNS = 4
-WORDS = 1000  # one delta per word
-WORD = "x" * 20
+TURNS = 3
+WORDS = 800  # one delta per word
+WORD = "x" * 511
 SLOWER = 10
-# A small receive buffer makes the slow client's backpressure reach the hub quickly, as a slow
-# mobile link would, instead of being absorbed by loopback's large socket buffers.
+# Small socket buffers (and no compression) make a slow client's backpressure reach the hub
+# after a few hundred messages, as on a slow link, instead of loopback TCP absorbing megabytes.
+SEND_BUFFER = 64 * 1024
 SLOW_RECEIVE_BUFFER = 16 * 1024
 
 
@@ -51,9 +52,11 @@ async def open_watch(hub: RunningHub, session_id: str, *, slow: bool) -> tuple[C
         raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SLOW_RECEIVE_BUFFER)
         raw.setblocking(False)
         await asyncio.get_running_loop().sock_connect(raw, ("127.0.0.1", hub.port))
-        websocket = await connect(hub.app_url, additional_headers=headers, sock=raw, max_queue=4)
+        websocket = await connect(
+            hub.app_url, additional_headers=headers, sock=raw, max_queue=4, max_size=None, compression=None
+        )
     else:
-        websocket = await connect(hub.app_url, additional_headers=headers)
+        websocket = await connect(hub.app_url, additional_headers=headers, max_size=None, compression=None)
     watch_id = uuid.uuid4().hex
     request = chat_pb2.WatchEventsRequest(session_id=session_id)
     message = protocol_pb2.ProtocolMessage(watch_events_request=request)
@@ -126,8 +129,8 @@ async def test_slow_watcher_gets_everything_without_slowing_the_fast_ones(tmp_pa
     """A watcher reading 10x slower receives every persisted event once, in order; fast ones keep their pace."""
     async with (
         asyncio.timeout(45),
-        running_hub(tmp_path, echo_delay=0.0) as hub,
-        await AppSocket.open(hub.app_url) as driver,
+        running_hub(tmp_path, send_buffer=SEND_BUFFER, echo_delay=0.0) as hub,
+        await AppSocket.open(hub.app_url, max_size=None) as driver,
     ):
         await run_round(hub, driver, None)  # warm-up: caches, first SQLite pages
         alone, fast = await run_round(hub, driver, None)
@@ -138,9 +141,10 @@ async def test_slow_watcher_gets_everything_without_slowing_the_fast_ones(tmp_pa
 
         slow = watches[-1]
         slow_reading = slow.messages * slow_delay
-        print(f"DEBUG alone={alone:.3f} together={together:.3f} msgs={fast[0].messages} fastdeltas={fast[0].deltas} slowmsgs={slow.messages} slowdeltas={slow.deltas} delay={slow_delay*1000:.3f}ms slowdone={slow.finished}")
         assert together <= 2 * alone + 0.25, (
             f"fast watchers took {together:.3f}s with a slow watcher, {alone:.3f}s without"
             f" (the slow one read {slow.messages} messages at {slow_delay * 1000:.2f} ms each)"
         )
         assert slow_reading > together, "the slow watcher was not slower than the fast ones"
+        # The premise: the slow watcher fell behind and caught up from the store (skipping deltas).
+        assert slow.deltas < fast[0].deltas, "the slow watcher never fell behind; raise WORDS"

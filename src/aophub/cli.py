@@ -137,6 +137,8 @@ def serve(args: argparse.Namespace) -> int:
         host=settings.host,
         port=settings.port,
         ws_max_size=settings.max_frame_bytes,
+        ws_ping_interval=settings.ws_ping_interval,
+        ws_ping_timeout=settings.ws_ping_timeout,
         log_level=args.log_level,
         lifespan="on",
     )

@@ -28,6 +28,10 @@ class Settings:
     # Extra browser origins allowed to use the session cookie (besides the hub's own).
     allowed_origins: tuple[str, ...] = ()
     secure_cookies: bool = False
+    # WebSocket keepalive (AOP 7.7): a ping every ``ws_ping_interval`` seconds; a peer whose pong
+    # is missing ``ws_ping_timeout`` seconds later is dropped, so a silent node goes within 90 s.
+    ws_ping_interval: float = 30.0
+    ws_ping_timeout: float = 60.0
 
     @property
     def database(self) -> Path:

@@ -111,7 +111,7 @@ class Reply:
 
     ``status`` != 200 answers an OpenAI-style error body with ``error`` as its
     message. ``delay`` stalls before the response starts. ``done`` False cuts
-    the stream without ``data: [DONE]``.
+    the stream without ``data: [DONE]``. ``headers`` go on the response.
     """
 
     chunks: Sequence[Chunk] = ()
@@ -121,6 +121,8 @@ class Reply:
     delay: float = 0.0
     done: bool = True
     model: str = MODEL
+    # False: answer one JSON completion even when the request asks for a stream.
+    stream: bool = True
 
 
 def answer(text: str, *, reasoning: str = "", usage: tuple[int, int] | None = (10, 5), finish: str = "stop") -> Reply:
@@ -243,7 +245,7 @@ class FakeOpenAI:
             await self._pause(reply.delay)
         if reply.status != 200:
             return _error(reply.status, reply.error, reply.headers)
-        if self.requests[-1].body.get("stream"):
+        if self.requests[-1].body.get("stream") and reply.stream:
             return StreamingResponse(self._events(reply), media_type="text/event-stream", headers=dict(reply.headers))
         return JSONResponse(_completion(reply), headers=dict(reply.headers))
 

@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -61,27 +62,51 @@ class RunningHub:
 
 
 @contextlib.asynccontextmanager
-async def running_hub(data_dir: Path, **overrides: object) -> AsyncIterator[RunningHub]:
-    """Serve a hub on 127.0.0.1 with an ephemeral port until the block exits."""
+async def running_hub(
+    data_dir: Path, *, send_buffer: int | None = None, **overrides: object
+) -> AsyncIterator[RunningHub]:
+    """Serve a hub on 127.0.0.1 with an ephemeral port until the block exits.
+
+    ``overrides`` replace :class:`Settings` fields. ``send_buffer`` fixes the kernel send buffer
+    (SO_SNDBUF) of every accepted connection, so that a slow client's backpressure reaches the
+    hub after kilobytes instead of the megabytes loopback TCP would otherwise absorb.
+    """
     settings = replace(Settings(access_key=TOKEN, data_dir=data_dir, port=0, echo_delay=0.001), **overrides)  # type: ignore[arg-type]
     app = create_app(settings)
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, ws_max_size=settings.max_frame_bytes, log_level="warning", lifespan="on"
+        app,
+        host="127.0.0.1",
+        port=settings.port,
+        ws_max_size=settings.max_frame_bytes,
+        ws_ping_interval=settings.ws_ping_interval,
+        ws_ping_timeout=settings.ws_ping_timeout,
+        log_level="warning",
+        lifespan="on",
     )
     server = _Server(config)
-    task = asyncio.create_task(server.serve())
-    ready = asyncio.create_task(server.ready.wait())
-    await asyncio.wait([task, ready], return_when=asyncio.FIRST_COMPLETED)
-    if not server.ready.is_set():
-        ready.cancel()
-        await task
-        raise RuntimeError("the hub did not start")
-    port = server.servers[0].sockets[0].getsockname()[1]
+    listeners = []
+    if send_buffer is not None:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)  # accepted sockets inherit it
+        listener.bind(("127.0.0.1", 0))
+        listeners.append(listener)
     try:
-        yield RunningHub(port, settings, app.state.runtime, server)
+        task = asyncio.create_task(server.serve(listeners or None))
+        ready = asyncio.create_task(server.ready.wait())
+        await asyncio.wait([task, ready], return_when=asyncio.FIRST_COMPLETED)
+        if not server.ready.is_set():
+            ready.cancel()
+            await task
+            raise RuntimeError("the hub did not start")
+        port = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            yield RunningHub(port, settings, app.state.runtime, server)
+        finally:
+            server.should_exit = True
+            await task
     finally:
-        server.should_exit = True
-        await task
+        for listener in listeners:
+            listener.close()
 
 
 class HubProcess:

@@ -203,8 +203,11 @@ class BuiltinAgent:
         problem = profile_problem(profile)
         if problem:
             raise TurnFailed("config_error", problem)
+        # Snapshots: a configuration change applies from the next turn, never halfway through one.
+        profile = _copy(profile)
+        settings = _copy(self._settings())
         history = self.history.setdefault(turn.session_id, [])
-        run = _TurnRun(turn, profile, self._settings(), self._tools, history)
+        run = _TurnRun(turn, profile, settings, self._tools, history)
         run.prepare()
         provider = self._provider_factory(profile)
         try:
@@ -318,7 +321,7 @@ class _TurnRun:
             await self._abandon(f"not run: the turn failed ({failure.code})")
             raise
         except Exception:
-            self._close_history("not run: the turn failed")
+            # _abandon repairs the history before its first await, so it holds even if emitting fails.
             with contextlib.suppress(Exception):
                 await self._abandon("not run: the turn failed")
             raise
@@ -514,12 +517,12 @@ class _TurnRun:
         """Answer every pending call in the history, so the next model call is well formed."""
         for call in self.pending.values():
             self.history.append(ChatMessage("tool", reason, tool_call_id=call.id))
+        self.pending.clear()
 
     async def _abandon(self, reason: str) -> None:
         """End the turn's open work: publish a partly streamed message; give each pending call its result."""
         calls = list(self.pending.values())
         self._close_history(reason)
-        self.pending.clear()
         if self.streamed:
             self.streamed = False
             text = "".join(self.streamed_text)
@@ -530,6 +533,15 @@ class _TurnRun:
             if call.id not in self.announced:
                 await self.turn.tool_call(call)
             await self.turn.tool_result(call, reason, is_error=True)
+
+
+M = TypeVar("M", config_pb2.LlmProfile, config_pb2.AgentSettings)
+
+
+def _copy(message: M) -> M:
+    copy = type(message)()
+    copy.CopyFrom(message)
+    return copy
 
 
 def _user_message(message: content_pb2.Message) -> ChatMessage:

@@ -153,6 +153,7 @@ class Hub:
         self._turns: dict[tuple[str, str], tuple[LiveSession, Turn]] = {}
         self._dispatched: dict[tuple[str, str], NodeHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._stopping = False
         self.started_at = clock()
         self.interactions = Interactions(self, policy=interaction_policy, clock=clock)
 
@@ -191,7 +192,12 @@ class Hub:
         await self.interactions.recover()
 
     async def stop(self) -> None:
-        """Stop background work; turns still running are recovered at the next start."""
+        """Stop background work; turns still running are recovered at the next start.
+
+        Call it before detaching nodes: from then on a node leaving does not end its turns
+        (``agent_disconnected``), so they end ``hub_restarted`` at the next start as AOP says.
+        """
+        self._stopping = True
         self.interactions.stop()
         for task in list(self._tasks):
             task.cancel()
@@ -746,6 +752,8 @@ class Hub:
         await self._node_lost(handle, "disconnected")
 
     async def _node_lost(self, handle: NodeHandle, why: str) -> None:
+        if self._stopping:
+            return  # the node leaves because the hub stops: start() ends its turns hub_restarted
         lost = [key for key, node in self._dispatched.items() if node is handle]
         for session_id, turn_id in lost:
             await self.end_turn(

@@ -94,8 +94,8 @@ def create_app(settings: Settings) -> Starlette:
         try:
             yield
         finally:
+            await hub.stop()  # first, so the built-in node's running turns are left to recovery
             await local_node.stop()
-            await hub.stop()
             await store.close()
             log.info("hub stopped; store closed")
 

@@ -1,0 +1,98 @@
+"""Setup shared by the scenarios: sessions with watches, echo connections, recorded frames."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+from websockets.asyncio.client import ClientConnection
+
+from bench.client import (
+    APPLICATION_PATH,
+    connect_app,
+    echo_text,
+    gather_limited,
+    open_session,
+    record_turn,
+    run_turn,
+    run_turn_frame,
+    save_frames,
+    start_watch,
+)
+from bench.load import TurnSource
+from bench.processes import ServerProcess
+
+__all__ = ["SETUP_CONCURRENCY", "alternate", "close_all", "echo_sources", "hub_sources", "record_hub_frames"]
+
+SETUP_CONCURRENCY = 32
+T = TypeVar("T")
+
+
+async def hub_sources(hub: ServerProcess, count: int, text: str | None = None) -> list[TurnSource]:
+    """``count`` connections to the hub, each with its own open session and a watch on it."""
+    url = hub.url(APPLICATION_PATH)
+    words = text or echo_text()
+
+    async def one() -> TurnSource:
+        ws = await connect_app(url)
+        session_id = await open_session(ws)
+        await start_watch(ws, session_id)
+        return ws, lambda: run_turn_frame(session_id, words)
+
+    return await gather_limited(SETUP_CONCURRENCY, [one() for _ in range(count)])
+
+
+async def echo_sources(server: ServerProcess, count: int, path: str = "/ws") -> list[TurnSource]:
+    """``count`` connections to a bare echo baseline, sending the same RunTurn frames as to the hub."""
+    url = server.url(path)
+    words = echo_text()
+
+    async def one() -> TurnSource:
+        ws = await connect_app(url)
+        return ws, lambda: run_turn_frame("ses-echo-baseline", words)
+
+    return await gather_limited(SETUP_CONCURRENCY, [one() for _ in range(count)])
+
+
+async def record_hub_frames(hub: ServerProcess, path: Path, *, warm_turns: int = 20) -> Path:
+    """Record what the hub sends for a watch (session_started) and for one warm echo turn."""
+    async with await connect_app(hub.url(APPLICATION_PATH)) as ws:
+        session_id = await open_session(ws)
+        watch_id = "watch-recorded"
+        from bench.client import watch_frame  # noqa: PLC0415 - kept next to its only use
+
+        await ws.send(watch_frame(watch_id, session_id))
+        started = await ws.recv()
+        assert isinstance(started, bytes)
+        for _ in range(warm_turns):
+            await run_turn(ws, run_turn_frame(session_id, echo_text()))
+        turn = await record_turn(ws, run_turn_frame(session_id, echo_text()))
+    return save_frames(path, turn=turn, session_started=[started])
+
+
+async def close_all(connections: Iterable[ClientConnection], concurrency: int = 200) -> None:
+    """Close connections, briefly; a connection that does not close in time is aborted."""
+
+    async def close(ws: ClientConnection) -> None:
+        try:
+            async with asyncio.timeout(3):
+                await ws.close()
+        except TimeoutError:
+            ws.transport.abort()
+
+    with contextlib.suppress(Exception):
+        await gather_limited(concurrency, [close(ws) for ws in connections])
+
+
+async def alternate(
+    repeat: int, hub: Callable[[], Awaitable[T]], baseline: Callable[[], Awaitable[T]]
+) -> tuple[T, T]:
+    """Run one repeat of both sides, hub first on even repeats and baseline first on odd ones."""
+    if repeat % 2 == 0:
+        first = await hub()
+        return first, await baseline()
+    second = await baseline()
+    return await hub(), second
