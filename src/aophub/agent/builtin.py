@@ -7,23 +7,47 @@ machine.
 
 from __future__ import annotations
 
+from aop import event_pb2
 from aophub.agent.audit import AuditLog
 from aophub.agent.echo import EchoAgent
+from aophub.agent.history import history_from_events
 from aophub.agent.loop import BuiltinAgent
+from aophub.agent.provider import ChatMessage
 from aophub.agent.sandbox import ExecPolicy, Workspace
 from aophub.agent.tools import ToolBox
 from aophub.config import ConfigStore
+from aophub.store.base import Store
 
 __all__ = ["AUDIT_LOG", "builtin_agent"]
 
 AUDIT_LOG = "audit.jsonl"
+HISTORY_PAGE = 1000
 
 
-def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02) -> BuiltinAgent:
-    """The built-in agent over ``config``: its active LLM profile (or echo), tools in its workspace."""
+def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store | None = None) -> BuiltinAgent:
+    """The built-in agent over ``config``: its active LLM profile (or echo), tools in its workspace.
+
+    With the hub's ``store`` (the in-process node), a session's conversation is rebuilt from its
+    stored events after a restart.
+    """
     tools = ToolBox(
         Workspace(config.workspace()),
         ExecPolicy.from_settings(config.sandbox_settings()),
         AuditLog(config.data_dir / AUDIT_LOG),
     )
-    return BuiltinAgent(config.active_profile, config.agent_settings, tools, echo=EchoAgent(delay=echo_delay))
+
+    async def load_history(session_id: str, turn_id: str) -> list[ChatMessage]:
+        assert store is not None
+        events, cursor = [], 0
+        while rows := await store.read_events(session_id, cursor, HISTORY_PAGE):
+            events += [event_pb2.Event.FromString(row.data) for row in rows]
+            cursor = rows[-1].cursor
+        return history_from_events(events, exclude_turn=turn_id)
+
+    return BuiltinAgent(
+        config.active_profile,
+        config.agent_settings,
+        tools,
+        echo=EchoAgent(delay=echo_delay),
+        load_history=load_history if store is not None else None,
+    )

@@ -176,6 +176,7 @@ class BuiltinAgent:
         provider_factory: ProviderFactory = openai_provider,
         history: MutableMapping[str, list[ChatMessage]] | None = None,
         echo: Agent | None = None,
+        load_history: Callable[[str, str], Awaitable[list[ChatMessage]]] | None = None,
     ) -> None:
         self._profile = profile
         self._settings = settings
@@ -183,6 +184,8 @@ class BuiltinAgent:
         self._provider_factory = provider_factory
         self.history: MutableMapping[str, list[ChatMessage]] = {} if history is None else history
         self._echo: Agent = EchoAgent() if echo is None else echo
+        # (session id, turn being started) -> the conversation so far, for a session not in memory.
+        self._load_history = load_history
 
     def __repr__(self) -> str:
         profile = self._profile()
@@ -206,6 +209,8 @@ class BuiltinAgent:
         # Snapshots: a configuration change applies from the next turn, never halfway through one.
         profile = _copy(profile)
         settings = _copy(self._settings())
+        if turn.session_id not in self.history and self._load_history is not None:
+            self.history[turn.session_id] = await self._load_history(turn.session_id, turn.turn_id)
         history = self.history.setdefault(turn.session_id, [])
         run = _TurnRun(turn, profile, settings, self._tools, history)
         run.prepare()

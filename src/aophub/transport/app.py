@@ -77,7 +77,7 @@ def create_app(settings: Settings) -> Starlette:
     config = ConfigStore(settings.data_dir)
     store = SQLiteStore(settings.database, synchronous=settings.durability)
     hub = Hub(store, interaction_policy=lambda: interaction_policy(config))
-    local_node = LocalNode(hub, builtin_agent(config, echo_delay=settings.echo_delay))
+    local_node = LocalNode(hub, builtin_agent(config, echo_delay=settings.echo_delay, store=store))
     runtime = Runtime(hub, store, local_node, config)
 
     @contextlib.asynccontextmanager

@@ -1,0 +1,59 @@
+"""Rebuilding the built-in agent's conversation from stored events."""
+
+from __future__ import annotations
+
+from aop import content_pb2, event_pb2, value_pb2
+from aophub.agent.history import history_from_events
+from aophub.agent.provider import AssistantToolCall, ChatMessage
+
+
+def text_message(role: str, text: str, turn: str, calls: tuple[content_pb2.ToolCall, ...] = ()) -> event_pb2.Event:
+    message = content_pb2.Message(role=role, content=[content_pb2.Content(text=content_pb2.TextContent(text=text))])
+    message.content.extend(content_pb2.Content(tool_call=call) for call in calls)
+    return event_pb2.Event(turn_id=turn, message=message)
+
+
+def call(call_id: str) -> content_pb2.ToolCall:
+    arguments = value_pb2.EncodedValue(data=b'{"path":"a"}', media_type="application/json")
+    return content_pb2.ToolCall(id=call_id, name="read_file", arguments=arguments)
+
+
+def result(call_id: str, text: str, turn: str) -> event_pb2.Event:
+    output = [content_pb2.Content(text=content_pb2.TextContent(text=text))]
+    return event_pb2.Event(turn_id=turn, tool_result=content_pb2.ToolResult(call_id=call_id, output=output))
+
+
+def test_messages_and_tool_results_in_order() -> None:
+    """User, assistant with a call, its result, and the final answer come back in order."""
+    events = [
+        event_pb2.Event(turn_id="t1", turn_started=event_pb2.TurnStarted()),
+        text_message("user", "read a", "t1"),
+        text_message("assistant", "", "t1", (call("c1"),)),
+        result("c1", "contents", "t1"),
+        text_message("assistant", "a says contents", "t1"),
+    ]
+    assert history_from_events(events) == [
+        ChatMessage("user", "read a"),
+        ChatMessage("assistant", "", tool_calls=(AssistantToolCall("c1", "read_file", '{"path":"a"}'),)),
+        ChatMessage("tool", "contents", tool_call_id="c1"),
+        ChatMessage("assistant", "a says contents"),
+    ]
+
+
+def test_the_turn_being_started_is_left_out() -> None:
+    """The current turn's user message (already stored) is not replayed into the history."""
+    events = [
+        text_message("user", "first", "t1"),
+        text_message("assistant", "one", "t1"),
+        text_message("user", "x", "t2"),
+    ]
+    assert history_from_events(events, exclude_turn="t2") == [
+        ChatMessage("user", "first"),
+        ChatMessage("assistant", "one"),
+    ]
+
+
+def test_a_call_without_a_result_gets_one() -> None:
+    """A tool call whose result was never stored still gets a tool message, keeping the history well formed."""
+    events = [text_message("user", "go", "t1"), text_message("assistant", "", "t1", (call("c1"),))]
+    assert history_from_events(events)[-1] == ChatMessage("tool", "(no result was recorded)", tool_call_id="c1")
