@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from websockets.asyncio.client import ClientConnection
 
 from bench.client import TurnTiming, run_turn
+from bench.processes import CpuMeter
 from bench.stats import percentile
 
 __all__ = ["TurnSource", "WindowResult", "closed_loop"]
@@ -34,6 +35,8 @@ class WindowResult:
     persisted: int
     first_delta: list[float]
     ended: list[float]
+    # CPU seconds per second during the window: the server process and the load generator.
+    cpu: dict[str, float]
 
     @property
     def turns_per_second(self) -> float:
@@ -52,7 +55,9 @@ class WindowResult:
         return percentile(values, q) * 1000
 
 
-async def closed_loop(sources: Sequence[TurnSource], *, warmup: float, seconds: float) -> WindowResult:
+async def closed_loop(
+    sources: Sequence[TurnSource], *, warmup: float, seconds: float, server_pid: int
+) -> WindowResult:
     """Run turns on every source for ``warmup + seconds``; measure the last ``seconds``."""
     timings: list[TurnTiming] = []
     running = True
@@ -66,9 +71,11 @@ async def closed_loop(sources: Sequence[TurnSource], *, warmup: float, seconds: 
     try:
         done, _ = await asyncio.wait(tasks, timeout=warmup)
         opened = time.perf_counter()
+        meter = CpuMeter(server_pid)
         if not done:
             done, _ = await asyncio.wait(tasks, timeout=seconds)
         closed = time.perf_counter()
+        cpu = meter.read()
         running = False
         for task in done:
             task.result()  # a worker that failed early fails the window
@@ -85,4 +92,5 @@ async def closed_loop(sources: Sequence[TurnSource], *, warmup: float, seconds: 
         persisted=sum(t.persisted for t in ended),
         first_delta=[t.first_delta for t in started],
         ended=[t.ended for t in started],
+        cpu=cpu,
     )

@@ -21,7 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["ROOT", "TOKEN", "Placement", "ServerProcess", "hub_server", "raise_nofile_limit", "rss_bytes"]
+__all__ = [
+    "ROOT",
+    "TOKEN",
+    "CpuMeter",
+    "Placement",
+    "ServerProcess",
+    "cpu_seconds",
+    "hub_server",
+    "raise_nofile_limit",
+    "rss_bytes",
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "bench-access-key"
@@ -64,6 +74,30 @@ def rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` (all its threads), from ``/proc/<pid>/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """How busy a server process and this process (the load generator) were over an interval."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid = server_pid
+        self._wall = time.perf_counter()
+        self._server = cpu_seconds(server_pid)
+        self._client = time.process_time()
+
+    def read(self) -> dict[str, float]:
+        """CPU seconds per wall second since construction, for the server and the load generator."""
+        wall = time.perf_counter() - self._wall
+        return {
+            "server": round((cpu_seconds(self.server_pid) - self._server) / wall, 3),
+            "client": round((time.process_time() - self._client) / wall, 3),
+        }
 
 
 class ServerProcess:

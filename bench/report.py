@@ -64,6 +64,8 @@ class Figure:
     # Set when the target is not a function of the medians (e.g. "receives every event").
     met_override: bool | None = None
     note: str = ""
+    # Decimal places shown in the table (None: chosen from the magnitude).
+    decimals: int | None = None
 
     @property
     def aophub(self) -> float:
@@ -136,12 +138,13 @@ def result_json(machine: Mapping[str, Any], options: Mapping[str, Any], results:
     return {"machine": dict(machine), "options": dict(options), "scenarios": [r.to_json() for r in results]}
 
 
-def format_value(value: float | None, unit: str) -> str:
+def format_value(value: float | None, unit: str, decimals: int | None = None) -> str:
     """A number for the table: thousands separators for rates, two decimals for small values."""
     if value is None or math.isnan(value):
         return "-"
-    text = f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}" if abs(value) >= 10 else f"{value:,.2f}"
-    return f"{text} {unit}"
+    if decimals is None:
+        decimals = 0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2
+    return f"{value:,.{decimals}f} {unit}"
 
 
 def _met(figure: Figure) -> str:
@@ -174,8 +177,8 @@ def render_markdown(machine: Mapping[str, Any], options: Mapping[str, Any], resu
         for figure in result.figures:
             ratio = figure.ratio
             lines.append(
-                f"| {result.key} | {figure.name} | {format_value(figure.aophub, figure.unit)}"
-                f" | {format_value(figure.baseline, figure.unit)}"
+                f"| {result.key} | {figure.name} | {format_value(figure.aophub, figure.unit, figure.decimals)}"
+                f" | {format_value(figure.baseline, figure.unit, figure.decimals)}"
                 f" | {'-' if ratio is None else f'{ratio:.2f}x'}"
                 f" | {figure.target.text if figure.target else ''} | {_met(figure)} |"
             )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import stat
 from pathlib import Path
 
@@ -63,21 +62,24 @@ def test_flag_wins_over_environment_which_wins_over_the_file(tmp_path: Path) -> 
     data_dir.mkdir()
     (data_dir / "access_key").write_text("key-from-file\n")
 
+    printed: list[str] = []
     with HubProcess(data_dir, token=FLAG_KEY, env=environment(AOPHUB_TOKEN=ENV_KEY)) as hub:
         assert hub.wait_for_output(r"access key: (.*)").group(1) == "from --token"
         assert authenticated(hub, FLAG_KEY)
         assert not authenticated(hub, ENV_KEY)
         assert not authenticated(hub, "key-from-file")
         assert hub.terminate() == 0
+        printed += hub.output
 
     with HubProcess(data_dir, token=None, env=environment(AOPHUB_TOKEN=ENV_KEY)) as hub:
         assert hub.wait_for_output(r"access key: (.*)").group(1) == "from $AOPHUB_TOKEN"
         assert authenticated(hub, ENV_KEY)
         assert not authenticated(hub, "key-from-file")
         assert hub.terminate() == 0
+        printed += hub.output
 
     assert (data_dir / "access_key").read_text() == "key-from-file\n"
-    assert not any(FLAG_KEY in line or ENV_KEY in line for line in hub.output)
+    assert not any(FLAG_KEY in line or ENV_KEY in line for line in printed)
 
 
 def test_health_needs_no_auth_and_port_zero_prints_the_real_port(tmp_path: Path) -> None:
@@ -91,5 +93,4 @@ def test_health_needs_no_auth_and_port_zero_prints_the_real_port(tmp_path: Path)
         assert response.json() == {"status": "ok"}
         denied = httpx.get(f"{banner}/api/auth/session", timeout=10)
         assert denied.json() == {"authenticated": False}
-        assert not re.search(r":0\b", banner)
         assert hub.terminate() == 0

@@ -45,7 +45,7 @@ class Watch:
 
 
 async def open_watch(hub: RunningHub, session_id: str, *, slow: bool) -> tuple[ClientConnection, str]:
-    """A raw watch socket; it has received ``session_started`` (cursor 1) when this returns."""
+    """A raw socket watching the session from its start; ``slow`` gives it small buffers."""
     headers = {"Authorization": f"Bearer {TOKEN}"}
     if slow:
         raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -21,28 +21,52 @@ from bench.client import (
     run_turn_frame,
     save_frames,
     start_watch,
+    watch_frame,
 )
 from bench.load import TurnSource
 from bench.processes import ServerProcess
 
-__all__ = ["SETUP_CONCURRENCY", "alternate", "close_all", "echo_sources", "hub_sources", "record_hub_frames"]
+__all__ = [
+    "SETUP_CONCURRENCY",
+    "alternate",
+    "close_all",
+    "echo_sources",
+    "hub_sessions",
+    "hub_sources",
+    "record_hub_frames",
+    "turn_sources",
+]
 
 SETUP_CONCURRENCY = 32
 T = TypeVar("T")
 
 
-async def hub_sources(hub: ServerProcess, count: int, text: str | None = None) -> list[TurnSource]:
+async def hub_sessions(hub: ServerProcess, count: int) -> list[tuple[ClientConnection, str]]:
     """``count`` connections to the hub, each with its own open session and a watch on it."""
     url = hub.url(APPLICATION_PATH)
-    words = text or echo_text()
 
-    async def one() -> TurnSource:
+    async def one() -> tuple[ClientConnection, str]:
         ws = await connect_app(url)
         session_id = await open_session(ws)
         await start_watch(ws, session_id)
-        return ws, lambda: run_turn_frame(session_id, words)
+        return ws, session_id
 
     return await gather_limited(SETUP_CONCURRENCY, [one() for _ in range(count)])
+
+
+def turn_sources(sessions: Iterable[tuple[ClientConnection, str]], text: str | None = None) -> list[TurnSource]:
+    """Echo turns (20 deltas) on each session's connection."""
+    words = text or echo_text()
+
+    def source(ws: ClientConnection, session_id: str) -> TurnSource:
+        return ws, lambda: run_turn_frame(session_id, words)
+
+    return [source(ws, session_id) for ws, session_id in sessions]
+
+
+async def hub_sources(hub: ServerProcess, count: int) -> list[TurnSource]:
+    """``count`` sessions on the hub, each on its own watched connection, ready for echo turns."""
+    return turn_sources(await hub_sessions(hub, count))
 
 
 async def echo_sources(server: ServerProcess, count: int, path: str = "/ws") -> list[TurnSource]:
@@ -61,10 +85,7 @@ async def record_hub_frames(hub: ServerProcess, path: Path, *, warm_turns: int =
     """Record what the hub sends for a watch (session_started) and for one warm echo turn."""
     async with await connect_app(hub.url(APPLICATION_PATH)) as ws:
         session_id = await open_session(ws)
-        watch_id = "watch-recorded"
-        from bench.client import watch_frame  # noqa: PLC0415 - kept next to its only use
-
-        await ws.send(watch_frame(watch_id, session_id))
+        await ws.send(watch_frame("watch-recorded", session_id))
         started = await ws.recv()
         assert isinstance(started, bytes)
         for _ in range(warm_turns):

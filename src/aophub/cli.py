@@ -6,13 +6,9 @@ import argparse
 import asyncio
 import logging
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
-
-import uvicorn
 
 from aophub.agent.builtin import builtin_agent
 from aophub.config import ConfigError, ConfigStore
@@ -20,6 +16,7 @@ from aophub.node.client import NodeRefused, serve_agent
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES, Settings
 from aophub.transport.app import create_app
 from aophub.transport.auth import resolve_access_key
+from aophub.transport.server import serve as run_server
 from aophub.version import VERSION
 
 __all__ = ["build_parser", "main"]
@@ -58,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--echo-delay", type=float, default=0.02, help="seconds between the echo model's deltas")
     serve.add_argument("--allowed-origin", action="append", default=[], help="extra browser origin for cookie auth")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--http2",
+        action="store_true",
+        help="also serve HTTP/2 cleartext (prior knowledge) on the same port, for gRPC clients",
+    )
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
@@ -73,36 +75,6 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--echo-delay", type=float, default=0.02, help="seconds between the echo model's deltas")
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
-
-
-class _Server(uvicorn.Server):
-    """uvicorn, printing where to connect once the port is bound."""
-
-    def __init__(self, config: uvicorn.Config, banner: list[str]) -> None:
-        super().__init__(config)
-        self._banner = banner
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        # uvicorn re-raises a captured SIGTERM after its graceful shutdown, so a hub stopped
-        # cleanly by its supervisor would exit "killed by SIGTERM"; a requested stop exits 0.
-        if sig == signal.SIGTERM:
-            self.should_exit = True
-            return
-        super().handle_exit(sig, frame)
-
-    async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
-        await super().startup(sockets)  # type: ignore[arg-type]
-        if self.should_exit or not self.servers:
-            return
-        host, port = self.servers[0].sockets[0].getsockname()[:2]
-        base = f"http://{host}:{port}"
-        lines = [f"aophub {VERSION} listening on {base}", *self._banner]
-        lines += [
-            f"  application endpoint: ws://{host}:{port}/api/aop/application/ws",
-            f"  node endpoint:        ws://{host}:{port}/api/aop/node/ws",
-            f"  health:               {base}/health",
-        ]
-        print("\n".join(lines), flush=True)
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -132,17 +104,7 @@ def serve(args: argparse.Namespace) -> int:
         "  try:        python examples/acp/client.py --server http://HOST:PORT --token KEY --node local -p hello",
     ]
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    config = uvicorn.Config(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        ws_max_size=settings.max_frame_bytes,
-        ws_ping_interval=settings.ws_ping_interval,
-        ws_ping_timeout=settings.ws_ping_timeout,
-        log_level=args.log_level,
-        lifespan="on",
-    )
-    asyncio.run(_Server(config, banner).serve())
+    run_server(create_app(settings), settings, details=banner, http2=args.http2, log_level=args.log_level)
     return 0
 
 

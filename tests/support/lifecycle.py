@@ -6,6 +6,7 @@ import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from aop import chat_pb2, event_pb2
 from aophub.transport.app import Runtime
@@ -64,7 +65,7 @@ async def assert_lifecycle(runtime: Runtime) -> None:
 
 
 @contextlib.asynccontextmanager
-async def checked_hub(data_dir: Path, **overrides: object) -> AsyncIterator[RunningHub]:
+async def checked_hub(data_dir: Path, **overrides: Any) -> AsyncIterator[RunningHub]:
     """:func:`~tests.support.server.running_hub` that, when the block ends without error, closes
     every session and checks the lifecycle invariants over everything the block produced."""
     async with running_hub(data_dir, **overrides) as running:

@@ -12,12 +12,23 @@ from google.protobuf.message import Message
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from aop import chat_pb2, content_pb2, envelope_pb2, protocol_pb2
+from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aophub.protocol.codec import pack
 
 from .server import TOKEN
 
-__all__ = ["AppSocket", "text_input"]
+__all__ = [
+    "AppSocket",
+    "first_event",
+    "kinds",
+    "list_events",
+    "protocol_error",
+    "rejection",
+    "run",
+    "stored",
+    "text_input",
+    "wait_cursor",
+]
 
 Predicate = Callable[[envelope_pb2.Envelope, protocol_pb2.ProtocolMessage], bool]
 
@@ -126,3 +137,68 @@ class AppSocket:
     def deliveries(self, watch_id: str) -> list[tuple[str, protocol_pb2.ProtocolMessage]]:
         """Every delivery of one watch so far, in arrival order (including those wait_for took)."""
         return [(e.delivery_cursor, m) for e, m in self.received if e.reply_to == watch_id and m.HasField("event")]
+
+
+# -- conveniences over AppSocket --------------------------------------------------------------
+
+
+def rejection(reply: protocol_pb2.ProtocolMessage) -> chat_pb2.Rejection:
+    """The ``rejected`` outcome of a ``*_response`` reply (fails if it was anything else)."""
+    case = reply.WhichOneof("message")
+    assert case is not None, reply
+    assert case.endswith("_response"), reply
+    response = getattr(reply, case)
+    assert response.WhichOneof("outcome") == "rejected", reply
+    outcome: chat_pb2.Rejection = response.rejected
+    return outcome
+
+
+def protocol_error(reply: protocol_pb2.ProtocolMessage) -> event_pb2.ProtocolError:
+    assert reply.WhichOneof("message") == "protocol_error", reply
+    return reply.protocol_error
+
+
+async def list_events(
+    app: AppSocket, session_id: str, after_cursor: str = "", limit: int = 0
+) -> chat_pb2.ListEventsResponse:
+    request = chat_pb2.ListEventsRequest(session_id=session_id, after_cursor=after_cursor, limit=limit)
+    reply = await app.call(list_events_request=request)
+    assert reply.WhichOneof("message") == "list_events_response", reply
+    return reply.list_events_response
+
+
+async def stored(app: AppSocket, session_id: str) -> list[chat_pb2.EventDelivery]:
+    """Every persisted event of the session, oldest first."""
+    events: list[chat_pb2.EventDelivery] = []
+    cursor = ""
+    while page := (await list_events(app, session_id, cursor, limit=10_000)).events:
+        events += page
+        cursor = page[-1].cursor
+    return events
+
+
+def kinds(events: list[chat_pb2.EventDelivery], turn_id: str | None = None) -> list[str]:
+    return [
+        str(delivery.event.WhichOneof("payload"))
+        for delivery in events
+        if turn_id is None or delivery.event.turn_id == turn_id
+    ]
+
+
+async def run(app: AppSocket, session_id: str, text: str = "hello", **fields: object) -> chat_pb2.TurnReceipt:
+    """Run a turn that must be accepted; its receipt."""
+    response = await app.run_turn(session_id, text, **fields)
+    assert response.WhichOneof("outcome") == "accepted", response
+    return response.accepted
+
+
+async def first_event(app: AppSocket, watch_id: str, turn_id: str, kind: str) -> event_pb2.Event:
+    _, message = await app.wait_for(
+        lambda e, m: e.reply_to == watch_id and m.event.turn_id == turn_id and m.event.WhichOneof("payload") == kind
+    )
+    return message.event
+
+
+async def wait_cursor(app: AppSocket, watch_id: str, cursor: str) -> None:
+    """Wait for the watch's delivery of the persisted event at ``cursor``."""
+    await app.wait_for(lambda e, _m: e.reply_to == watch_id and e.delivery_cursor == cursor)

@@ -794,7 +794,12 @@ class Hub:
     async def _node_event(self, handle: NodeHandle, reply_to: str, event: event_pb2.Event) -> None:
         if not event.session_id and event.extension.type_url == _CATALOG_URL:
             catalog = agent_pb2.CommandCatalog()
-            catalog.ParseFromString(event.extension.value)
+            try:
+                catalog.ParseFromString(event.extension.value)
+            except DecodeError:
+                raise HubError(Code.INVALID_PAYLOAD, "the aophub.v1.CommandCatalog does not decode") from None
+            for command in catalog.commands:
+                command.source = handle.node_id  # a node speaks for itself, never for the hub
             handle.commands = list(catalog.commands)
             return
         routed = await self._route_node_event(handle, reply_to, event)

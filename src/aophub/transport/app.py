@@ -19,6 +19,7 @@ from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
 from aophub.hub.interactions import InteractionPolicy
+from aophub.hub.scans import Scans
 from aophub.node.local import LocalNode
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
@@ -27,6 +28,7 @@ from aophub.rpc.artifacts import ArtifactServiceImpl
 from aophub.rpc.config_service import ConfigServiceImpl
 from aophub.rpc.interactions import InteractionServiceImpl
 from aophub.rpc.mount import AppFactory, connect_routes
+from aophub.rpc.scans import ScanServiceImpl, ScanWatches
 from aophub.rpc.sessions import SessionServiceImpl
 from aophub.settings import Settings
 from aophub.store.sqlite import SQLiteStore
@@ -39,6 +41,8 @@ from aophub.v1 import (
     config_connect,
     interaction_connect,
     interaction_pb2,
+    scan_connect,
+    scan_pb2,
     session_connect,
     system_connect,
 )
@@ -56,6 +60,7 @@ class Runtime:
     store: SQLiteStore
     local_node: LocalNode
     config: ConfigStore
+    scans: Scans
 
 
 def interaction_policy(config: ConfigStore) -> InteractionPolicy:
@@ -78,7 +83,8 @@ def create_app(settings: Settings) -> Starlette:
     store = SQLiteStore(settings.database, synchronous=settings.durability)
     hub = Hub(store, interaction_policy=lambda: interaction_policy(config))
     local_node = LocalNode(hub, builtin_agent(config, echo_delay=settings.echo_delay, store=store))
-    runtime = Runtime(hub, store, local_node, config)
+    scans = Scans(hub, lambda: config.config.scans)
+    runtime = Runtime(hub, store, local_node, config, scans)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -86,6 +92,7 @@ def create_app(settings: Settings) -> Starlette:
         try:
             await hub.start()
             await local_node.start()
+            await scans.start()
         except BaseException:
             # An open store's connection threads would keep the process alive after a failed start.
             await store.close()
@@ -94,6 +101,7 @@ def create_app(settings: Settings) -> Starlette:
         try:
             yield
         finally:
+            await scans.stop()  # running scans stay RUNNING; the next start fails them
             await hub.stop()  # first, so the built-in node's running turns are left to recovery
             await local_node.stop()
             await store.close()
@@ -115,6 +123,7 @@ def create_app(settings: Settings) -> Starlette:
         return interaction_pb2.InteractionProtocolMessage(answer_response=response)
 
     namespaces.register(interaction_pb2.InteractionProtocolMessage, answer_interaction)
+    namespaces.register(scan_pb2.ScanProtocolMessage, ScanWatches(scans))
 
     services: list[tuple[AppFactory, object]] = [
         (session_connect.SessionServiceASGIApplication, SessionServiceImpl(hub)),
@@ -123,6 +132,7 @@ def create_app(settings: Settings) -> Starlette:
         (system_connect.SystemServiceASGIApplication, SystemServiceImpl(hub, config)),
         (artifact_connect.ArtifactServiceASGIApplication, ArtifactServiceImpl(hub)),
         (interaction_connect.InteractionServiceASGIApplication, InteractionServiceImpl(hub)),
+        (scan_connect.ScanServiceASGIApplication, ScanServiceImpl(scans)),
     ]
     routes = [
         Route("/health", health, methods=["GET"]),

@@ -48,7 +48,9 @@ def listening_banner(host: str, port: int, details: Sequence[str] = (), *, http2
     return lines
 
 
-def server_config(app: ASGIApp, settings: Settings, *, http2: bool = False, log_level: LogLevel = "info") -> uvicorn.Config:
+def server_config(
+    app: ASGIApp, settings: Settings, *, http2: bool = False, log_level: LogLevel = "info"
+) -> uvicorn.Config:
     """uvicorn's configuration for serving ``app`` as ``settings`` say; ``http2`` adds cleartext HTTP/2."""
     return uvicorn.Config(
         app,

@@ -1,0 +1,101 @@
+"""Entry point: ``python -m bench [B1 ...] [--quick] [--repeats N] [--out DIR] [--no-pin]``.
+
+Runs the chosen scenarios (all by default) one after another, each against its own hub and
+baseline processes, then writes ``latest.json`` and ``latest.md`` to the output directory and
+prints the markdown table. Progress goes to stderr. The exit status is 1 if a scenario failed
+(a skipped scenario is not a failure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+
+from bench.context import Context, Skip
+from bench.machine import machine_info
+from bench.processes import ROOT, Placement, raise_nofile_limit
+from bench.report import ScenarioResult, render_markdown, result_json
+from bench.scenarios import b1_turns, b2_replay, b3_fanout, b4_persist, b5_idle, b6_connect
+
+__all__ = ["SCENARIOS", "main"]
+
+SCENARIOS: dict[str, ModuleType] = {
+    module.KEY: module for module in (b1_turns, b2_replay, b3_fanout, b4_persist, b5_idle, b6_connect)
+}
+DEFAULT_OUT = ROOT / "bench" / "results"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
+    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO", help=f"any of {', '.join(SCENARIOS)} (default: all)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and one run: a smoke test of the harness")
+    parser.add_argument("--repeats", type=int, help="runs per measurement (default 3, or 1 with --quick)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
+    parser.add_argument("--no-pin", action="store_true", help="do not pin servers and load generator to separate CPUs")
+    return parser
+
+
+async def run_scenario(ctx: Context, module: ModuleType) -> ScenarioResult:
+    """Run one scenario; a Skip or a failure becomes the result's status instead of an exception."""
+    started = time.monotonic()
+    ctx.log(f"{module.KEY}: {module.TITLE}")
+    run: Callable[[Context], Awaitable[ScenarioResult]] = module.run
+    try:
+        result = await run(ctx)
+    except Skip as skip:
+        result = ScenarioResult(module.KEY, module.TITLE, module.BASELINE, status="skipped", reason=str(skip))
+    except Exception as error:
+        traceback.print_exc(file=sys.stderr)
+        reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        result = ScenarioResult(module.KEY, module.TITLE, module.BASELINE, status="failed", reason=reason)
+    result.seconds = time.monotonic() - started
+    ctx.log(f"{module.KEY}: {result.status} in {result.seconds:.0f}s {result.reason}")
+    gc.collect()
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    keys = [key.upper() for key in args.scenarios] or list(SCENARIOS)
+    unknown = [key for key in keys if key not in SCENARIOS]
+    if unknown:
+        print(f"unknown scenario {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}", file=sys.stderr)
+        return 2
+    repeats = args.repeats or (1 if args.quick else 3)
+    placement = Placement.choose(pin=not args.no_pin)
+    placement.apply_to_self()
+    raise_nofile_limit()
+    workdir = Path(tempfile.mkdtemp(prefix="aophub-bench-"))
+    ctx = Context(quick=args.quick, repeats=repeats, placement=placement, workdir=workdir)
+    machine = machine_info(workdir)
+    options = {
+        "scenarios": keys,
+        "quick": args.quick,
+        "repeats": repeats,
+        "server_cpus": placement.describe(placement.server_cpus),
+        "client_cpus": placement.describe(placement.client_cpus),
+        "client": "websockets asyncio client, one process, no per-message deflate",
+    }
+    started = time.monotonic()
+    try:
+        results = [asyncio.run(run_scenario(ctx, SCENARIOS[key])) for key in keys]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    options["seconds"] = round(time.monotonic() - started, 1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "latest.json").write_text(json.dumps(result_json(machine, options, results), indent=2) + "\n")
+    markdown = render_markdown(machine, options, results)
+    (args.out / "latest.md").write_text(markdown)
+    print(markdown)
+    print(f"{len(results)} scenarios in {options['seconds']:.0f}s; written to {args.out}/latest.{{json,md}}")
+    return 1 if any(result.status == "failed" for result in results) else 0

@@ -1,0 +1,121 @@
+"""B1: echo turns with 20 deltas each at 1, 64 and 512 concurrent sessions.
+
+Each session has its own connection, with a watch on the session, and runs one turn after
+another (closed loop): RunTurn, then read until its reply and turn_ended. A turn delivers 26
+frames: the reply, message(user), turn_started, 20 deltas, message(assistant), usage and
+turn_ended. The baseline answers each request frame with those 26 frames as recorded from
+the hub, so both move the same frames and the load generator does the same work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from bench.client import ECHO_WORDS
+from bench.context import Context
+from bench.load import WindowResult, closed_loop
+from bench.report import Figure, ScenarioResult, absolute_below, ratio_at_least
+from bench.scenarios._common import alternate, close_all, echo_sources, hub_sources, record_hub_frames
+
+KEY = "B1"
+TITLE = "echo turns, 20 deltas each"
+BASELINE = (
+    "bare Starlette+uvicorn binary WebSocket echo (bench.baselines.ws_echo) answering each request frame"
+    " with the frames of one hub turn, recorded from the hub in the same run"
+)
+FRAMES_TARGET = ratio_at_least(0.35)
+FIRST_DELTA_TARGET = absolute_below(50, "ms")
+FIRST_DELTA_TARGET_LEVEL = 64
+
+
+@dataclass(frozen=True)
+class Sizes:
+    levels: tuple[int, ...]
+    warmup: float
+    seconds: float
+
+
+FULL = Sizes(levels=(1, 64, 512), warmup=1.0, seconds=4.0)
+QUICK = Sizes(levels=(1, 8), warmup=0.3, seconds=1.0)
+
+
+async def run(ctx: Context) -> ScenarioResult:
+    sizes = QUICK if ctx.quick else FULL
+    result = ScenarioResult(KEY, TITLE, BASELINE)
+    result.settings = {
+        **asdict(sizes),
+        "echo_words": ECHO_WORDS,
+        "deltas_per_turn": ECHO_WORDS + 1,
+        "durability": "full (synchronous=FULL, WAL)",
+        "echo_delay": 0,
+        "connections": "one per session, each with one watch",
+    }
+    with ctx.hub("b1") as hub:
+        frames = await record_hub_frames(hub, ctx.directory("b1") / "frames.json")
+        with ctx.baseline("ws_echo", "--frames", str(frames)) as echo:
+            for level in sizes.levels:
+                hub_side = await hub_sources(hub, level)
+                echo_side = await echo_sources(echo, level)
+                hub_runs: list[WindowResult] = []
+                echo_runs: list[WindowResult] = []
+                try:
+                    for repeat in range(ctx.repeats):
+                        measured, baseline = await alternate(
+                            repeat,
+                            lambda: closed_loop(hub_side, warmup=sizes.warmup, seconds=sizes.seconds, server_pid=hub.pid),
+                            lambda: closed_loop(echo_side, warmup=sizes.warmup, seconds=sizes.seconds, server_pid=echo.pid),
+                        )
+                        hub_runs.append(measured)
+                        echo_runs.append(baseline)
+                        ctx.log(
+                            f"B1 {level} sessions, run {repeat + 1}/{ctx.repeats}:"
+                            f" aophub {measured.frames_per_second:,.0f} frames/s,"
+                            f" echo {baseline.frames_per_second:,.0f} frames/s"
+                            f" (cpu aophub {measured.cpu}, echo {baseline.cpu})"
+                        )
+                finally:
+                    await close_all([ws for ws, _ in hub_side + echo_side])
+                result.figures += figures(level, hub_runs, echo_runs)
+                result.settings[f"frames_per_turn_{level}"] = hub_runs[-1].frames / max(hub_runs[-1].turns, 1)
+    return result
+
+
+def figures(level: int, hub: list[WindowResult], echo: list[WindowResult]) -> list[Figure]:
+    """Throughput and latency figures of one concurrency level."""
+    at = f"{level} session{'s' if level > 1 else ''}"
+    first_delta_target = FIRST_DELTA_TARGET if level == FIRST_DELTA_TARGET_LEVEL else None
+    return [
+        Figure(f"turns/s, {at}", "/s", [r.turns_per_second for r in hub], [r.turns_per_second for r in echo]),
+        Figure(
+            f"frames/s, {at}",
+            "/s",
+            [r.frames_per_second for r in hub],
+            [r.frames_per_second for r in echo],
+            target=FRAMES_TARGET,
+        ),
+        Figure(
+            f"p50 RunTurn -> first delta, {at}",
+            "ms",
+            [r.latency_ms("first_delta", 50) for r in hub],
+            [r.latency_ms("first_delta", 50) for r in echo],
+        ),
+        Figure(
+            f"p99 RunTurn -> first delta, {at}",
+            "ms",
+            [r.latency_ms("first_delta", 99) for r in hub],
+            [r.latency_ms("first_delta", 99) for r in echo],
+            target=first_delta_target,
+        ),
+        Figure(
+            f"p50 RunTurn -> turn_ended, {at}",
+            "ms",
+            [r.latency_ms("ended", 50) for r in hub],
+            [r.latency_ms("ended", 50) for r in echo],
+        ),
+        Figure(
+            f"p99 RunTurn -> turn_ended, {at}",
+            "ms",
+            [r.latency_ms("ended", 99) for r in hub],
+            [r.latency_ms("ended", 99) for r in echo],
+        ),
+    ]

@@ -1,0 +1,8 @@
+"""stub"""
+from bench.context import Context, Skip
+from bench.report import ScenarioResult
+KEY = "B5"
+TITLE = "stub"
+BASELINE = "stub"
+async def run(ctx: Context) -> ScenarioResult:
+    raise Skip("not written yet")
