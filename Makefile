@@ -15,7 +15,7 @@ GENERATED := gen/python gen/go/aop gen/go/aophub gen/java/src clients/ts/src/gen
 BREAKING_AGAINST ?= .git\#ref=HEAD~1
 
 .PHONY: help install run test check lint-proto breaking gen check-gen golden \
-        test-python test-go test-ts check-go check-ts check-java clean
+        test-python test-go test-ts check-go check-ts check-java clean bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -84,3 +84,6 @@ test: check check-gen check-go check-ts check-java test-python test-go test-ts #
 
 clean: ## remove the virtualenv, tool binaries and build output
 	rm -rf $(VENV) .tools clients/ts/node_modules gen/java/target .mypy_cache .ruff_cache .pytest_cache
+
+bench: $(STAMP) ## compare the hub with bare baselines (BENCH_ARGS="B1 B2 --quick"); bench/results/latest.md
+	$(BIN)/python -m bench $(BENCH_ARGS)

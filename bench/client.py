@@ -143,7 +143,9 @@ async def _reply(ws: ClientConnection, envelope_id: str) -> protocol_pb2.Protoco
 async def open_session(ws: ClientConnection, title: str = "bench") -> str:
     """Open a session on the built-in node; its id. Only for setup: other frames are dropped."""
     envelope_id = uuid.uuid4().hex
-    await ws.send(_envelope(envelope_id, open_session_request=chat_pb2.OpenSessionRequest(node_id="local", title=title)))
+    await ws.send(
+        _envelope(envelope_id, open_session_request=chat_pb2.OpenSessionRequest(node_id="local", title=title))
+    )
     reply = await _reply(ws, envelope_id)
     response = reply.open_session_response
     if response.WhichOneof("outcome") != "accepted":

@@ -1,4 +1,4 @@
-"""Which ASGI server carries ``aophub serve --http2``? A WebSocket echo (and gRPC unary) micro-benchmark.
+"""Which ASGI server carries ``aophub serve --http2``? WebSocket echo and gRPC unary micro-benchmarks.
 
 ``python -m bench.http2_server_choice [--servers NAME ...] [--runs 5] [--messages 2000]``
 
@@ -19,12 +19,14 @@ client (no per-message deflate) and ``grpcio``:
 
 * ``ws 1 conn``: one connection, ``--messages`` sequential round trips of ``--size`` bytes;
 * ``ws N conns``: ``--connections`` connections at once, each ``--messages / N`` round trips;
-* ``grpc``: sequential unary calls over one h2c channel (servers with the ASGI trailers
-  extension only; the others are reported as failing, with the gRPC status code).
+* ``grpc 1 in flight`` / ``grpc N in flight``: ``--messages`` unary calls over one h2c channel
+  (grpcio), one at a time / ``--connections`` at a time. Failed calls are counted, not retried.
+  A server without the ASGI trailers extension fails every call (shown with its status code).
 
 Each cell is the median over ``--runs`` runs (servers interleaved within a run) of that run's
-messages/s and p50 / p99 round-trip latency. The load generator shares the machine, so the
-absolute numbers are a property of this machine; compare servers within one table.
+round trips per second and p50 / p99 latency, plus the failed calls summed over the runs. The
+load generator shares the machine, so absolute numbers are a property of this machine: compare
+servers within one table.
 """
 
 from __future__ import annotations
@@ -111,6 +113,9 @@ def _serve_hypercorn() -> None:
     config.bind = [f"fd://{listener.fileno()}"]
     config.websocket_max_message_size = DEFAULT_MAX_FRAME_BYTES
     config.accesslog = None
+    # By default hypercorn ends a connection after 1000 requests with GOAWAY, failing calls then in
+    # flight; a gRPC channel makes thousands. Configured as the hub would run it.
+    config.keep_alive_max_requests = 2**31
     config.loglevel = "WARNING"
     asyncio.run(serve(echo_app(listener.getsockname()[1]), config))
 
@@ -163,15 +168,17 @@ def serve_one(name: str) -> None:
 
 @dataclass(frozen=True)
 class Sample:
-    """One measurement: throughput and round-trip latency percentiles (milliseconds)."""
+    """One measurement: throughput, round-trip latency percentiles (milliseconds), failed calls."""
 
     per_second: float
     p50_ms: float
     p99_ms: float
+    failures: int = 0
 
     @classmethod
-    def of(cls, latencies: Sequence[float], elapsed: float) -> Sample:
-        return cls(len(latencies) / elapsed, percentile(latencies, 50) * 1e3, percentile(latencies, 99) * 1e3)
+    def of(cls, latencies: Sequence[float], elapsed: float, failures: int = 0) -> Sample:
+        p50, p99 = percentile(latencies, 50) * 1e3, percentile(latencies, 99) * 1e3
+        return cls(len(latencies) / elapsed, p50, p99, failures)
 
 
 async def _connect(url: str, deadline: float) -> Any:
@@ -214,8 +221,12 @@ async def measure_ws(url: str, messages: int, connections: int, size: int) -> tu
         await asyncio.gather(*(s.close() for s in sockets))
 
 
-async def measure_grpc(port: int, calls: int) -> Sample | str:
-    """Sequential unary gRPC calls over one h2c channel, or why they failed."""
+async def measure_grpc(port: int, calls: int, in_flight: int) -> Sample | str:
+    """``calls`` unary gRPC calls over one h2c channel, ``in_flight`` at a time.
+
+    A failed call is counted (grpcio does not retry it) and the run goes on; a server that
+    cannot answer the warm-up calls at all is reported by the status code of the first failure.
+    """
     import grpc  # noqa: PLC0415
 
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
@@ -231,12 +242,22 @@ async def measure_grpc(port: int, calls: int) -> Sample | str:
         except grpc.aio.AioRpcError as error:
             return f"fails: {error.code().name}"
         latencies: list[float] = []
+        failures = 0
+
+        async def caller(count: int) -> None:
+            nonlocal failures
+            for _ in range(count):
+                sent = time.perf_counter()
+                try:
+                    await call(request, timeout=10)
+                except grpc.aio.AioRpcError:
+                    failures += 1
+                else:
+                    latencies.append(time.perf_counter() - sent)
+
         started = time.perf_counter()
-        for _ in range(calls):
-            sent = time.perf_counter()
-            await call(request, timeout=10)
-            latencies.append(time.perf_counter() - sent)
-        return Sample.of(latencies, time.perf_counter() - started)
+        await asyncio.gather(*(caller(calls // in_flight) for _ in range(in_flight)))
+        return Sample.of(latencies, time.perf_counter() - started, failures)
 
 
 @dataclass
@@ -256,12 +277,14 @@ class Results:
         rate = median([s.per_second for s in numbers])
         p50 = median([s.p50_ms for s in numbers])
         p99 = median([s.p99_ms for s in numbers])
-        return f"{rate:,.0f}/s, p50 {p50:.3f} ms, p99 {p99:.3f} ms"
+        failures = sum(s.failures for s in numbers)
+        failed = f", {failures} failed in {len(numbers)} runs" if failures else ""
+        return f"{rate:,.0f}/s, p50 {p50:.2f} ms, p99 {p99:.2f} ms{failed}"
 
 
 def render(results: Results, servers: Sequence[str], measurements: Sequence[str], runs: int) -> str:
     lines = [
-        f"medians of {runs} runs: messages (or calls) per second, round-trip p50 / p99",
+        f"medians of {runs} runs: round trips (messages or calls) per second, latency p50 / p99",
         "",
         "| server | " + " | ".join(measurements) + " |",
         "|---|" + "---|" * len(measurements),
@@ -280,6 +303,7 @@ async def run(args: argparse.Namespace) -> Results:
     placement.apply_to_self()
     results = Results({})
     ws_many = f"ws {args.connections} conns"
+    grpc_many = f"grpc {args.connections} in flight"
     for index in range(args.runs):
         rotation = index % len(args.servers)
         for name in [*args.servers[rotation:], *args.servers[:rotation]]:
@@ -288,7 +312,14 @@ async def run(args: argparse.Namespace) -> Results:
                 one, many = await measure_ws(server.url("/ws"), args.messages, args.connections, args.size)
                 results.add(name, "ws 1 conn", one)
                 results.add(name, ws_many, many)
-                results.add(name, "grpc unary", await measure_grpc(server.port, args.messages // 2))
+                for measurement, in_flight in (("grpc 1 in flight", 1), (grpc_many, args.connections)):
+                    sample = await measure_grpc(server.port, args.messages, in_flight)
+                    results.add(name, measurement, sample)
+                    if isinstance(sample, Sample) and sample.failures:
+                        print(
+                            f"{name} {measurement}: {sample.failures} failed; server:\n{server.tail(5)}",
+                            file=sys.stderr,
+                        )
             print(f"run {index + 1}/{args.runs} {name}: ws {one.per_second:,.0f}/s", file=sys.stderr, flush=True)
     return results
 
@@ -312,7 +343,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"skipping {name}: not installed", file=sys.stderr)
     args.servers = [name for name in args.servers if name not in missing]
     results = asyncio.run(run(args))
-    measurements = ["ws 1 conn", f"ws {args.connections} conns", "grpc unary"]
+    n = args.connections
+    measurements = ["ws 1 conn", f"ws {n} conns", "grpc 1 in flight", f"grpc {n} in flight"]
     print(render(results, args.servers, measurements, args.runs))
     if args.json:
         raw = {

@@ -55,9 +55,7 @@ class WindowResult:
         return percentile(values, q) * 1000
 
 
-async def closed_loop(
-    sources: Sequence[TurnSource], *, warmup: float, seconds: float, server_pid: int
-) -> WindowResult:
+async def closed_loop(sources: Sequence[TurnSource], *, warmup: float, seconds: float, server_pid: int) -> WindowResult:
     """Run turns on every source for ``warmup + seconds``; measure the last ``seconds``."""
     timings: list[TurnTiming] = []
     running = True

@@ -69,13 +69,14 @@ def machine_info(workdir: Path) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "cpus_available": len(os.sched_getaffinity(0)),
         "memory_bytes": _memory_total(),
-        "load_average_at_start": list(os.getloadavg()),
+        "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
         "platform": platform.platform(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),
         "sqlite": sqlite3.sqlite_version,
         "packages": {
-            name: _version(name) for name in ("uvicorn", "starlette", "websockets", "protobuf", "aiosqlite", "connectrpc")
+            name: _version(name)
+            for name in ("uvicorn", "starlette", "websockets", "protobuf", "aiosqlite", "connectrpc")
         },
         "git": _git_revision(),
         "scratch_directory": str(workdir),

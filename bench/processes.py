@@ -31,6 +31,7 @@ __all__ = [
     "hub_server",
     "raise_nofile_limit",
     "rss_bytes",
+    "run_pinned",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -210,3 +211,24 @@ def hub_server(data_dir: Path, placement: Placement, *extra: str, many_files: bo
     argv = [sys.executable, "-m", "aophub", "serve", "--port", "0", "--data-dir", str(data_dir)]
     argv += ["--token", TOKEN, "--echo-delay", "0", "--log-level", "warning", *extra]
     return ServerProcess("aophub", argv, placement, many_files=many_files)
+
+
+def run_pinned(argv: Sequence[str], placement: Placement, timeout: float = 120.0) -> str:
+    """Run a non-server child (e.g. a raw SQLite baseline) on the server CPUs; its stdout.
+
+    Raises RuntimeError with its stderr if it fails.
+    """
+    process = subprocess.Popen(
+        list(argv), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_child_env()
+    )
+    if placement.server_cpus:
+        os.sched_setaffinity(process.pid, placement.server_cpus)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise RuntimeError(f"{argv[2:4]} did not finish within {timeout} s") from None
+    if process.returncode:
+        raise RuntimeError(f"{' '.join(argv[2:4])} exited with {process.returncode}:\n{err[-2000:]}")
+    return out

@@ -154,6 +154,11 @@ def _met(figure: Figure) -> str:
     return "?" if met is None else "yes" if met else "**NO**"
 
 
+def _load(machine: Mapping[str, Any], when: str) -> str:
+    loads = machine.get(f"load_average_at_{when}")
+    return f"{loads[0]:.2f}" if loads else "?"
+
+
 def render_markdown(machine: Mapping[str, Any], options: Mapping[str, Any], results: Sequence[ScenarioResult]) -> str:
     """The markdown report: machine, then one table row per figure, then notes and skips."""
     lines = [
@@ -164,6 +169,8 @@ def render_markdown(machine: Mapping[str, Any], options: Mapping[str, Any], resu
         f" Python {machine.get('python', '?')}, SQLite {machine.get('sqlite', '?')}, {machine.get('platform', '')}",
         "",
         f"Medians of {options.get('repeats')} runs; ratio = aophub / baseline."
+        f" Load average (1 min) {_load(machine, 'start')} at the start, {_load(machine, 'end')} at the end:"
+        " other work on the machine shows up in every figure, the ratios suffer least."
         + (" QUICK smoke run: sizes are tiny, figures are not meaningful." if options.get("quick") else ""),
         "",
         "| scenario | figure | aophub | baseline | ratio | target | met? |",

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import gc
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -37,12 +38,32 @@ DEFAULT_OUT = ROOT / "bench" / "results"
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[1])
-    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO", help=f"any of {', '.join(SCENARIOS)} (default: all)")
+    parser.add_argument(
+        "scenarios", nargs="*", metavar="SCENARIO", help=f"any of {', '.join(SCENARIOS)} (default: all)"
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes and one run: a smoke test of the harness")
     parser.add_argument("--repeats", type=int, help="runs per measurement (default 3, or 1 with --quick)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})")
     parser.add_argument("--no-pin", action="store_true", help="do not pin servers and load generator to separate CPUs")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY.SIZE=VALUE",
+        help="override a scenario size, e.g. --set B3.events=10000 --set B1.levels=1,64 (repeatable)",
+    )
     return parser
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, str]:
+    overrides = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or "." not in name:
+            raise SystemExit(f"--set takes SCENARIO.SIZE=VALUE, not {item!r}")
+        scenario, size = name.split(".", 1)
+        overrides[f"{scenario.upper()}.{size}"] = value
+    return overrides
 
 
 async def run_scenario(ctx: Context, module: ModuleType) -> ScenarioResult:
@@ -76,7 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     placement.apply_to_self()
     raise_nofile_limit()
     workdir = Path(tempfile.mkdtemp(prefix="aophub-bench-"))
-    ctx = Context(quick=args.quick, repeats=repeats, placement=placement, workdir=workdir)
+    overrides = parse_overrides(args.set)
+    ctx = Context(quick=args.quick, repeats=repeats, placement=placement, workdir=workdir, overrides=overrides)
     machine = machine_info(workdir)
     options = {
         "scenarios": keys,
@@ -85,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "server_cpus": placement.describe(placement.server_cpus),
         "client_cpus": placement.describe(placement.client_cpus),
         "client": "websockets asyncio client, one process, no per-message deflate",
+        "overrides": overrides,
     }
     started = time.monotonic()
     try:
@@ -92,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     options["seconds"] = round(time.monotonic() - started, 1)
+    machine["load_average_at_end"] = [round(load, 2) for load in os.getloadavg()]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latest.json").write_text(json.dumps(result_json(machine, options, results), indent=2) + "\n")
     markdown = render_markdown(machine, options, results)

@@ -65,7 +65,7 @@ async def test_list_events_pages_oldest_first(app: AppSocket) -> None:
 
 
 async def test_list_events_default_and_maximum_page(hub: RunningHub) -> None:
-    """Without a limit a page holds 1000 events; a limit above 10000 is capped at 10000."""
+    """A page holds 1000 events by default and at most 10000; a watch replays past one store page."""
     async with await AppSocket.open(hub.app_url, max_size=None) as app:
         session = await app.open_session()
         live = await hub.runtime.hub.session(session.id)
@@ -78,6 +78,10 @@ async def test_list_events_default_and_maximum_page(hub: RunningHub) -> None:
         assert (len(page.events), page.next_cursor) == (10_000, "10000")
         page = await list_events(app, session.id, "10000", limit=1_000_000)
         assert (len(page.events), page.next_cursor) == (total - 10_000, str(total))
+        # A watch replays more than one store page (1000), in order.
+        watch = await app.watch(session.id, after_cursor="8000")
+        await wait_cursor(app, watch, str(total))
+        assert [cursor for cursor, _ in app.deliveries(watch)] == [str(n) for n in range(8001, total + 1)]
 
 
 # Not decimal ASCII digits, or beyond the store's 64-bit cursors.

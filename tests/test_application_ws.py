@@ -26,6 +26,7 @@ from .support.wire import (
     AppSocket,
     first_event,
     kinds,
+    list_events,
     protocol_error,
     rejection,
     run,
@@ -62,9 +63,9 @@ async def app(hub: RunningHub) -> AsyncIterator[AppSocket]:
 # -- helpers ----------------------------------------------------------------------------------
 
 
-def policy(value: int) -> any_pb2.Any:
+def policy(value: extensions_pb2.TurnPolicy) -> any_pb2.Any:
     """A ``RunTurnRequest.extensions`` entry selecting a TurnOptions concurrency policy."""
-    return pack(extensions_pb2.TurnOptions(policy=value))  # type: ignore[arg-type]
+    return pack(extensions_pb2.TurnOptions(policy=value))
 
 
 # -- OpenSession ------------------------------------------------------------------------------
@@ -174,6 +175,49 @@ async def test_journaled_rejection_replays_after_the_cause_is_gone(hub: RunningH
         assert (await app.call("open-late-2", open_session_request=request)).open_session_response.accepted.id
 
 
+async def test_requests_are_answered_concurrently(hub: RunningHub, app: AppSocket) -> None:
+    """A request waiting on a stalled node does not hold up later requests of the same connection."""
+    async with ScriptedNode(hub.runtime.hub) as node:
+        node.answering.clear()
+        slow = await app.send(
+            protocol_pb2.ProtocolMessage(open_session_request=chat_pb2.OpenSessionRequest(node_id=node.node_id))
+        )
+        fast = await app.open_session("local")
+        assert (await list_events(app, fast.id)).events
+        assert not [envelope for envelope, _ in app.received if envelope.reply_to == slow]
+        node.answering.set()
+        assert (await app.reply(slow)).open_session_response.accepted.node_id == node.node_id
+
+
+async def test_list_events_needs_no_envelope_id(app: AppSocket) -> None:
+    """Only mutating requests need an id: ListEvents without one is answered (reply_to "")."""
+    session = await app.open_session()
+    request = chat_pb2.ListEventsRequest(session_id=session.id)
+    await app.send(protocol_pb2.ProtocolMessage(list_events_request=request), envelope_id="")
+    assert len((await app.reply("")).list_events_response.events) == 1
+
+
+async def test_requests_of_a_vanished_client_are_carried_out(hub: RunningHub) -> None:
+    """RunTurns whose client disconnects right after sending them still run; a retry gets the journaled receipt."""
+    async with await AppSocket.open(hub.app_url) as app:
+        session = await app.open_session()
+    requests = [
+        protocol_pb2.ProtocolMessage(
+            run_turn_request=chat_pb2.RunTurnRequest(session_id=session.id, turn_id=f"t{n}", input=text_input("hi"))
+        )
+        for n in range(10)
+    ]
+    for index, request in enumerate(requests):
+        async with await AppSocket.open(hub.app_url) as gone:
+            await gone.send(request, envelope_id=f"run-{index}")
+    async with await AppSocket.open(hub.app_url) as app:
+        watch = await app.watch(session.id)
+        for index, request in enumerate(requests):
+            await app.send(request, envelope_id=f"run-{index}")
+            assert (await app.reply(f"run-{index}")).run_turn_response.accepted.turn_id == f"t{index}"
+            await app.turn_ended(watch, f"t{index}")
+
+
 async def test_concurrent_duplicates_make_one_turn(hub: RunningHub, app: AppSocket) -> None:
     """Ten concurrent RunTurns under one envelope id, on two connections, run one turn."""
     session = await app.open_session()
@@ -259,13 +303,18 @@ async def test_continue_session_needs_no_input(app: AppSocket) -> None:
         chat_pb2.RunTurnRequest(input=text_input("no session")),
         chat_pb2.RunTurnRequest(session_id="SESSION"),
         chat_pb2.RunTurnRequest(session_id="SESSION", input=chat_pb2.RunTurnRequest().input),
+        chat_pb2.RunTurnRequest(
+            session_id="SESSION",
+            input=text_input("x"),
+            extensions=[any_pb2.Any(type_url="type.googleapis.com/aophub.v1.TurnOptions", value=b"\xff")],
+        ),
     ],
-    ids=["no-session-id", "no-input", "empty-input"],
+    ids=["no-session-id", "no-input", "empty-input", "undecodable-turn-options"],
 )
 async def test_run_turn_with_missing_arguments_is_invalid_argument(
     app: AppSocket, request_: chat_pb2.RunTurnRequest
 ) -> None:
-    """session_id is required, and input content unless continue_session; nothing is emitted."""
+    """session_id is required, input content unless continue_session, and TurnOptions must decode."""
     session = await app.open_session()
     if request_.session_id:
         request_.session_id = session.id

@@ -95,8 +95,7 @@ async def turn_ended(app: AppSocket, watch: str, turn_id: str) -> event_pb2.Turn
 async def test_a_pending_approval_is_an_event_replayed_and_answered_from_another_connection(
     fake: FakeOpenAI, app: AppSocket, other: AppSocket
 ) -> None:
-    """An approval is published PENDING (live and in a replay from ""), answered from a second
-    connection, and the approval reaches the agent: the tool runs and its result goes to the model."""
+    """A PENDING approval is an event, also in a replay; another connection's approval lets the tool run."""
     fake.script(tool_calls(READ_NOTES), answer("Three lines."))
     session_id, watch, turn_id = await start_turn(app, "Read notes.txt")
     cursor, pending = await interaction_event(app, watch, PENDING)
@@ -129,8 +128,7 @@ async def test_a_pending_approval_is_an_event_replayed_and_answered_from_another
 async def test_concurrent_answers_from_two_connections_exactly_one_wins(
     fake: FakeOpenAI, app: AppSocket, other: AppSocket
 ) -> None:
-    """Two connections answer the same interaction at once: one is accepted, the other FAILED_PRECONDITION,
-    and only the winner's answer takes effect."""
+    """Two connections answer at once: exactly one is accepted, the other gets FAILED_PRECONDITION."""
     fake.script(tool_calls(READ_NOTES), answer("ok"))
     _session_id, watch, turn_id = await start_turn(app, "Read notes.txt")
     _, pending = await interaction_event(app, watch, PENDING)
@@ -155,8 +153,7 @@ async def test_concurrent_answers_from_two_connections_exactly_one_wins(
 async def test_a_wrong_kind_of_answer_or_an_unknown_id_is_refused(
     fake: FakeOpenAI, app: AppSocket, other: AppSocket
 ) -> None:
-    """An approval answered with a client tool's output is INVALID_ARGUMENT, an unknown id NOT_FOUND,
-    a missing id INVALID_ARGUMENT; the interaction stays pending and a right answer still wins."""
+    """A wrong kind of answer or a missing id is INVALID_ARGUMENT, an unknown id NOT_FOUND; it stays pending."""
     fake.script(tool_calls(READ_NOTES), answer("ok"))
     _session_id, watch, turn_id = await start_turn(app, "Read notes.txt")
     _, pending = await interaction_event(app, watch, PENDING)
@@ -173,8 +170,7 @@ async def test_a_wrong_kind_of_answer_or_an_unknown_id_is_refused(
 async def test_a_retried_answer_envelope_gets_the_identical_response(
     fake: FakeOpenAI, app: AppSocket, other: AppSocket
 ) -> None:
-    """The same answer envelope (same id and body) sent again gets the identical response, also after the
-    turn went on; a new id is refused FAILED_PRECONDITION, the same id with another body ALREADY_EXISTS."""
+    """The same answer envelope again gets the identical response; a new id or another body is refused."""
     fake.script(tool_calls(READ_NOTES), answer("ok"))
     _session_id, watch, turn_id = await start_turn(app, "Read notes.txt")
     _, pending = await interaction_event(app, watch, PENDING)
@@ -196,8 +192,7 @@ async def test_a_retried_answer_envelope_gets_the_identical_response(
 async def test_an_expired_approval_with_policy_deny_refuses_the_call_and_the_turn_goes_on(
     tmp_path: Path, fake: FakeOpenAI
 ) -> None:
-    """With a 1 s timeout and policy DENY, an unanswered approval expires, the call gets an error
-    tool_result, the model is told, and the turn completes; a late answer is refused."""
+    """Expiry with policy DENY gives the call an error tool_result and the turn completes."""
     fake.script(tool_calls(READ_NOTES), answer("I could not read it."))
     async with (
         agent_hub(tmp_path, fake, interaction_timeout=1) as hub,
@@ -217,8 +212,7 @@ async def test_an_expired_approval_with_policy_deny_refuses_the_call_and_the_tur
 
 
 async def test_an_expired_approval_with_policy_cancel_turn_cancels_the_turn(tmp_path: Path, fake: FakeOpenAI) -> None:
-    """With policy CANCEL_TURN an unanswered approval expires and the turn ends canceled, its call
-    answered by an error tool_result; the model is not called again."""
+    """Expiry with policy CANCEL_TURN ends the turn canceled, its call answered by an error tool_result."""
     fake.script(tool_calls(READ_NOTES))
     async with (
         agent_hub(
@@ -241,9 +235,7 @@ async def test_an_expired_approval_with_policy_cancel_turn_cancels_the_turn(tmp_
 async def test_cancel_while_an_approval_is_pending_answers_every_call_and_the_next_turn_works(
     fake: FakeOpenAI, app: AppSocket
 ) -> None:
-    """CancelTurn while an approval is pending: the interaction becomes CANCELED, each call of the
-    model's message gets one error tool_result, and the session's next turn sends the model a
-    well-formed history."""
+    """CancelTurn while pending: CANCELED, one error result per call, and a well-formed next turn."""
     fake.script(
         tool_calls(READ_NOTES, ("call_exec", "exec", '{"command": "wc -l notes.txt"}')),
         answer("Fine, I stopped."),
@@ -288,8 +280,7 @@ def confirm_tool() -> content_pb2.ToolDefinition:
 async def test_a_client_tool_is_called_as_kind_client_and_the_application_output_is_its_result(
     fake: FakeOpenAI, app: AppSocket, other: AppSocket
 ) -> None:
-    """A tool declared with ClientTools at OpenSession is offered to the model; its call is a tool_call of
-    kind "client" and a CLIENT_TOOL interaction; the application's ClientToolOutput becomes its tool_result."""
+    """A ClientTools tool is called with kind "client" and the application's ClientToolOutput is its result."""
     fake.script(tool_calls(("call_confirm", "confirm", '{"question": "Deploy?"}')), answer("Deploying now."))
     extensions = [pack(extensions_pb2.ClientTools(tools=[confirm_tool()]))]
     _session_id, watch, turn_id = await start_turn(app, "Deploy if I agree", extensions=extensions)
@@ -342,8 +333,7 @@ class AskingAgent:
 async def test_a_remote_sdk_node_asks_over_its_socket_and_gets_the_answer(
     hub: RunningHub, app: AppSocket, other: AppSocket
 ) -> None:
-    """A remote node on the SDK negotiates interactions in its hello, opens one with Turn.ask over its
-    WebSocket, and gets the answer another connection gave (resolved), which becomes its tool_result."""
+    """A remote SDK node's Turn.ask goes over its WebSocket and the answer from another connection comes back."""
     connected: asyncio.Queue[NodeRuntime] = asyncio.Queue()
     node = asyncio.create_task(
         serve_agent(hub.http, TOKEN, "asker", AskingAgent(), reconnect=False, on_connected=connected.put_nowait)

@@ -27,6 +27,7 @@ from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aophub.node.runtime import INTERACTIONS_CAPABILITY
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack
 from aophub.settings import Settings
+from aophub.transport import node_ws
 from aophub.v1 import extensions_pb2, interaction_pb2
 
 from .support.lifecycle import checked_hub
@@ -35,6 +36,7 @@ from .support.server import TOKEN, RunningHub
 from .support.wire import AppSocket, text_input
 
 _CORE_URL = TYPE_URL_PREFIX + protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
+_INTERACTION_URL = TYPE_URL_PREFIX + interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
 
 
 @pytest.fixture
@@ -162,6 +164,18 @@ async def test_agent_hello_without_node_id_closes_the_connection(hub: RunningHub
     assert hub_nodes(hub) == ["local"]
 
 
+async def test_a_node_that_says_nothing_is_closed_after_the_hello_timeout(
+    hub: RunningHub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection that sends no agent_hello within the hello timeout is closed (1008)."""
+    monkeypatch.setattr(node_ws, "HELLO_TIMEOUT", 0.2)
+    async with await RawNode.dial(hub.node_url, "mute") as node:
+        code, reason = await node.closed()
+    assert code == 1008
+    assert "agent_hello" in (reason or "")
+    assert hub_nodes(hub) == ["local"]
+
+
 @pytest.mark.parametrize("token", [None, "not-the-key"], ids=["no-key", "wrong-key"])
 async def test_node_upgrade_without_the_access_key_is_refused_with_401(hub: RunningHub, token: str | None) -> None:
     """A node upgrade without the right bearer key gets HTTP 401 with a JSON error body."""
@@ -174,8 +188,7 @@ async def test_node_upgrade_without_the_access_key_is_refused_with_401(hub: Runn
 
 
 async def test_reconnect_with_the_same_node_id_replaces_the_old_connection(hub: RunningHub, app: AppSocket) -> None:
-    """A second hello with the same node_id closes the first connection, ends its turn agent_disconnected,
-    and the new connection serves the session's next turn."""
+    """A reconnect with the same node_id closes the old connection, ends its turn and serves the next turn."""
     first = await RawNode.connect(hub.node_url, "twin")
     async with first, await RawNode.dial(hub.node_url, "twin") as second:
         session_id, watch, turn_id = await turn_on(app, first)
@@ -222,8 +235,7 @@ async def test_open_session_is_forwarded_with_the_client_envelope_id(hub: Runnin
 async def test_a_refused_or_unanswered_open_is_refused_and_leaves_no_session(
     hub: RunningHub, app: AppSocket, monkeypatch: pytest.MonkeyPatch, answer: str, code: str
 ) -> None:
-    """The node's rejection becomes FAILED_PRECONDITION, its silence (past the node timeout) UNAVAILABLE;
-    the session record is removed again, and a later open of the same id works."""
+    """A node's refusal or silence fails OpenSession (FAILED_PRECONDITION / UNAVAILABLE) and leaves no session."""
     monkeypatch.setattr(hub.runtime.hub, "_node_timeout", 0.5)
     async with await RawNode.connect(hub.node_url, "moody") as node:
         node.answers["open_session_request"] = answer
@@ -232,12 +244,8 @@ async def test_a_refused_or_unanswered_open_is_refused_and_leaves_no_session(
         assert refused.code == code
         assert "moody" in refused.message
         assert (await node.request("open_session_request")).message.open_session_request.session_id == "ses-moody"
-        assert (
-            rejection(
-                await app.call(run_turn_request=chat_pb2.RunTurnRequest(session_id="ses-moody", input=text_input("hi")))
-            ).code
-            == "NOT_FOUND"
-        )
+        turn = chat_pb2.RunTurnRequest(session_id="ses-moody", input=text_input("hi"))
+        assert rejection(await app.call(run_turn_request=turn)).code == "NOT_FOUND"
         node.answers["open_session_request"] = ACCEPT
         assert (await app.open_session("moody", session_id="ses-moody")).id == "ses-moody"
 
@@ -245,8 +253,7 @@ async def test_a_refused_or_unanswered_open_is_refused_and_leaves_no_session(
 async def test_run_turn_reaches_the_node_under_the_turn_id_and_its_events_are_routed_by_it(
     hub: RunningHub, app: AppSocket
 ) -> None:
-    """RunTurn arrives with envelope id = turn_id; the node's events are routed by turn_id (else reply_to),
-    get the hub's seq, and anything for another turn, a second turn_started or output after turn_ended is dropped."""
+    """RunTurn arrives with envelope id = turn_id; node events route by turn_id, stray and late ones are dropped."""
     async with await RawNode.connect(hub.node_url, "router") as node:
         session_id, watch, turn_id = await turn_on(app, node, "route me")
         dispatched = node.sent("run_turn_request")[0]
@@ -347,13 +354,15 @@ VIOLATIONS: dict[str, bytes | str] = {
     "core does not decode": envelope_pb2.Envelope(
         id="v1", payload=any_pb2.Any(type_url=_CORE_URL, value=b"\xff\xff")
     ).SerializeToString(),
+    "interaction does not decode": envelope_pb2.Envelope(
+        id="v1", payload=any_pb2.Any(type_url=_INTERACTION_URL, value=b"\xff\xff")
+    ).SerializeToString(),
 }
 
 
 @pytest.mark.parametrize("frame", VIOLATIONS.values(), ids=VIOLATIONS.keys())
 async def test_a_protocol_violation_drops_that_node_only(hub: RunningHub, app: AppSocket, frame: bytes | str) -> None:
-    """After the handshake, a bad frame drops its node (1008, its turn agent_disconnected); another
-    node's session keeps working."""
+    """A bad frame after the handshake drops that node (its turn agent_disconnected); another node keeps working."""
     async with (
         await RawNode.connect(hub.node_url, "bad") as bad,
         await RawNode.connect(hub.node_url, "good") as good,
@@ -506,8 +515,7 @@ class SilentNode:
 
 
 async def test_a_node_that_stops_answering_pings_is_dropped_and_its_turn_ends(tmp_path: Path) -> None:
-    """With a 0.2 s ping interval and 0.3 s timeout, a node that answers pings stays; once it stops
-    reading its socket it is dropped and its running turn ends agent_disconnected."""
+    """A node that answers pings stays; once it stops reading it is dropped and its turn ends agent_disconnected."""
     async with (
         checked_hub(tmp_path, ws_ping_interval=0.2, ws_ping_timeout=0.3) as hub,
         await AppSocket.open(hub.app_url) as app,

@@ -114,8 +114,7 @@ async def test_a_turn_on_a_remote_node_completes_through_the_hub(
 async def test_a_killed_node_ends_its_turn_and_a_restarted_node_serves_the_next(
     hub: RunningHub, app: AppSocket, tmp_path: Path, program: NodeProgram
 ) -> None:
-    """SIGKILL of the node mid-turn ends the turn agent_disconnected; started again, the node
-    reconnects and serves a new turn in the same session."""
+    """SIGKILL mid-turn ends the turn agent_disconnected; the restarted node serves the next turn."""
     command = program.command(hub.http, "phoenix", tmp_path / "node")
     async with ChildProcess(command) as node:
         first = await node_connected(hub.runtime, "phoenix")
@@ -135,8 +134,7 @@ async def test_a_killed_node_ends_its_turn_and_a_restarted_node_serves_the_next(
 
 
 async def test_a_node_reconnects_with_backoff_after_the_hub_restarts(tmp_path: Path) -> None:
-    """When the hub goes away the node retries (first after 1 s), reconnects to the hub restarted on
-    the same port, and serves a turn of a session opened before the restart."""
+    """After a hub restart the node reconnects (first retry after 1 s) and serves an earlier session's turn."""
     async with contextlib.AsyncExitStack() as stack:
         async with running_hub(tmp_path / "hub") as first:
             command = aophub_node(first.http, "steady", tmp_path / "node", "--echo-delay", "0")
@@ -171,23 +169,35 @@ class Latency:
     turn_ended: float
 
 
-async def measure(app: AppSocket, node_id: str, turns: int) -> list[Latency]:
-    """RunTurn -> first text delta and RunTurn -> turn_ended, as the application sees them, per turn."""
-    session = await app.open_session(node_id)
-    watch = await app.watch(session.id)
-    latencies = []
-    for index in range(turns):
-        turn_id = f"{node_id}-turn-{index}"
-        request = chat_pb2.RunTurnRequest(session_id=session.id, turn_id=turn_id, input=text_input(f"ping {index}"))
+@dataclass
+class Probe:
+    """Turns on one node, timed as the application sees them."""
+
+    app: AppSocket
+    node_id: str
+    session_id: str
+    watch: str
+    turns: int = 0
+
+    @classmethod
+    async def open(cls, app: AppSocket, node_id: str) -> Probe:
+        session = await app.open_session(node_id)
+        return cls(app, node_id, session.id, await app.watch(session.id))
+
+    async def turn(self) -> Latency:
+        """Run one turn: RunTurn -> first text delta, and RunTurn -> turn_ended."""
+        turn_id = f"{self.node_id}-turn-{self.turns}"
+        self.turns += 1
+        request = chat_pb2.RunTurnRequest(session_id=self.session_id, turn_id=turn_id, input=text_input("ping"))
         sent = time.perf_counter()
-        envelope_id = await app.send(protocol_pb2.ProtocolMessage(run_turn_request=request))
-        await first_text_delta(app, watch, turn_id)
+        envelope_id = await self.app.send(protocol_pb2.ProtocolMessage(run_turn_request=request))
+        await first_text_delta(self.app, self.watch, turn_id)
         first_delta = time.perf_counter() - sent
-        ended = (await app.turn_ended(watch, turn_id)).event.turn_ended
-        latencies.append(Latency(first_delta, time.perf_counter() - sent))
+        ended = (await self.app.turn_ended(self.watch, turn_id)).event.turn_ended
+        latency = Latency(first_delta, time.perf_counter() - sent)
         assert ended.stop_reason == "completed"
-        assert (await app.reply(envelope_id)).run_turn_response.accepted.turn_id == turn_id
-    return latencies
+        assert (await self.app.reply(envelope_id)).run_turn_response.accepted.turn_id == turn_id
+        return latency
 
 
 def report(label: str, latencies: list[Latency]) -> tuple[float, float]:
@@ -198,19 +208,25 @@ def report(label: str, latencies: list[Latency]) -> tuple[float, float]:
 
 
 async def test_echo_latency_in_process_versus_remote_node(tmp_path: Path) -> None:
-    """Median RunTurn->first delta and ->turn_ended of the echo agent: node "local" in the hub's process
-    against the same agent as a remote ``aophub node`` (hub, node and client in three processes)."""
+    """Median RunTurn->first delta and ->turn_ended of echo: node "local" in-process vs a remote aophub node."""
     hub = HubProcess(tmp_path / "hub", "--echo-delay", "0", env=offline_environment())
     await asyncio.to_thread(hub.start)
     try:
         remote = aophub_node(hub.http, "remote", tmp_path / "node", "--echo-delay", "0", "--log-level", "info")
         async with ChildProcess(remote) as node, await AppSocket.open(hub.app_url) as app:
             await node.wait_for_output(r"node remote connected to ")
-            await measure(app, "local", 3)  # warm-up: first imports and connections
-            await measure(app, "remote", 3)
-            local = report('in-process (node "local")', await measure(app, "local", TURNS))
-            remote_ = report("remote (aophub node)", await measure(app, "remote", TURNS))
+            probes = [await Probe.open(app, "local"), await Probe.open(app, "remote")]
+            for probe in probes:
+                for _ in range(3):  # warm-up
+                    await probe.turn()
+            measured: dict[str, list[Latency]] = {probe.node_id: [] for probe in probes}
+            for _ in range(TURNS):  # interleaved, so both see the same machine load
+                for probe in probes:
+                    measured[probe.node_id].append(await probe.turn())
     finally:
         await asyncio.to_thread(hub.terminate)
+    print(f"\necho agent, {TURNS} turns each, hub with the default durability (fsync per commit):")
+    local = report('in-process (node "local")', measured["local"])
+    remote_ = report("remote (aophub node)", measured["remote"])
     # Sanity bounds only: an idle loopback relay adds milliseconds, not seconds.
     assert max(*local, *remote_) < 1000

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from google.protobuf import any_pb2
 from connectrpc.code import Code
+from google.protobuf import any_pb2
 
 from aop import chat_pb2, content_pb2, event_pb2
 from aophub.protocol.codec import pack
@@ -283,7 +283,9 @@ async def test_reset_ends_a_running_turn_first(app: AppSocket, rpc: Rpc, node: R
     old = await app.open_session("remote")
     turn_id = (await app.run_turn(old.id)).accepted.turn_id
     await node.request("run_turn_request")
-    response = await rpc.sessions.reset_session(session_pb2.ResetSessionRequest(request_id=request_id(), session_id=old.id))
+    response = await rpc.sessions.reset_session(
+        session_pb2.ResetSessionRequest(request_id=request_id(), session_id=old.id)
+    )
     assert response.accepted.new_session.node_id == "remote"
     events = await all_events(rpc, old.id)
     assert kinds(events)[-2:] == ["turn_ended", "session_ended"]

@@ -361,19 +361,25 @@ async def test_watch_a_queued_scan_then_resume_from_a_cursor(slow_hub: RunningHu
         assert first.snapshot.scan == done
 
 
-async def test_watch_refusals_and_cancel_operation(hub: RunningHub) -> None:
+async def test_watch_refusals_and_cancel_operation(slow_hub: RunningHub) -> None:
     """Unknown scans and bad cursors are rejected; cancel_operation ends a watch, the connection stays usable."""
-    async with ScanServiceClient(hub.http) as client, await AppSocket.open(hub.app_url) as socket:
+    async with ScanServiceClient(slow_hub.http) as client, await AppSocket.open(slow_hub.app_url) as socket:
         unknown = await ScanWatch.start(socket, "scan_unknown")
         rejected = await unknown.until(lambda m: m.HasField("rejected"))
         assert rejected.rejected.code == "NOT_FOUND"
-        scan = await submitted(client, request_id="refusals")
+        scan = await submitted(client, LONG, request_id="refusals")
         bad = await ScanWatch.start(socket, scan.id, after_cursor="-1")
         assert (await bad.until(lambda m: m.HasField("rejected"))).rejected.code == "INVALID_ARGUMENT"
 
-        watch = await ScanWatch.start(socket, scan.id)
-        await watch.until(lambda m: m.HasField("snapshot"))
-        cancel = protocol_pb2.CancelOperation(target_id=watch.watch_id)
+        ended = await ScanWatch.start(socket, scan.id)
+        await ended.until(lambda m: m.HasField("snapshot"))
+        cancel = protocol_pb2.CancelOperation(target_id=ended.watch_id)
         await socket.send(protocol_pb2.ProtocolMessage(cancel_operation=cancel))
         again = await ScanWatch.start(socket, scan.id)
-        assert (await again.status(COMPLETED)).id == scan.id
+        await again.until(lambda m: m.HasField("snapshot"))
+        await client.cancel_scan(scan_pb2.CancelScanRequest(request_id="stop", scan_id=scan.id), headers=AUTH)
+        assert (await again.status(CANCELED)).id == scan.id
+        await again.session_ended()
+        # The ended watch was gone before the cancel: it saw neither the CANCELED update nor the close.
+        assert not any(m.HasField("update") and m.update.scan.status == CANCELED for _, m in ended.messages())
+        assert not any(event.event.HasField("session_ended") for _, event in ended.events())

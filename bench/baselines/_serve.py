@@ -1,4 +1,4 @@
-"""Run an ASGI app on uvicorn with the hub's settings and print where it listens."""
+"""Run a baseline ASGI app on uvicorn exactly as ``aophub serve`` configures it, and say where."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ import argparse
 import asyncio
 import signal
 from types import FrameType
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 
-from aophub.settings import DEFAULT_MAX_FRAME_BYTES
+from aophub.settings import Settings
+from aophub.transport.server import server_config
 
 __all__ = ["serve", "server_arguments"]
 
@@ -36,9 +37,12 @@ def server_arguments(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def serve(app: Any, port: int, *, lifespan: str = "auto") -> None:
-    """Serve ``app`` on 127.0.0.1:``port`` the way ``aophub serve`` configures uvicorn."""
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, ws_max_size=DEFAULT_MAX_FRAME_BYTES, log_level="warning", lifespan=lifespan
-    )
+def serve(app: Any, port: int, *, lifespan: Literal["auto", "on", "off"] = "auto") -> None:
+    """Serve ``app`` on 127.0.0.1:``port`` with the hub's uvicorn configuration (HTTP/1.1).
+
+    Same HTTP and WebSocket implementations, frame size limit and keepalive as the hub; only
+    the lifespan setting differs when the app has no lifespan.
+    """
+    config = server_config(app, Settings(access_key="baseline", host="127.0.0.1", port=port), log_level="warning")
+    config.lifespan = lifespan
     asyncio.run(_Server(config).serve())

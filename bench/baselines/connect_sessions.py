@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from aophub.v1 import session_pb2
-from aophub.v1.session_connect import SessionServiceASGIApplication
+from aophub.v1.session_connect import SessionService, SessionServiceASGIApplication
 from bench.baselines._serve import serve, server_arguments
 
 
-class CannedSessions:
-    """A SessionService whose reads return fixed responses."""
+class CannedSessions(SessionService):
+    """A SessionService whose two reads return fixed responses (the other methods: unimplemented)."""
 
     def __init__(self, listed: session_pb2.ListSessionsResponse, got: session_pb2.GetSessionResponse) -> None:
         self.listed = listed
@@ -39,7 +39,7 @@ def main() -> None:
         session_pb2.ListSessionsResponse.FromString(bytes.fromhex(data["list"])),
         session_pb2.GetSessionResponse.FromString(bytes.fromhex(data["get"])),
     )
-    serve(SessionServiceASGIApplication(service), args.port)  # type: ignore[arg-type]
+    serve(SessionServiceASGIApplication(service), args.port)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ def persisted_event_bytes(frames: list[bytes]) -> list[bytes]:
 
 
 def insert(
-    database: Path, synchronous: str, rows_per_commit: int, seconds: float, warmup: float, data: list[bytes]
+    database: Path, *, synchronous: str, rows_per_commit: int, seconds: float, warmup: float, data: list[bytes]
 ) -> dict[str, float]:
     """Insert for ``warmup`` seconds, then count rows committed in the next ``seconds``."""
     db = sqlite3.connect(database, isolation_level=None)
@@ -88,7 +88,14 @@ def main() -> None:
     parser.add_argument("--frames", type=Path, required=True, help="JSON file with a hub turn's frames (key 'turn')")
     args = parser.parse_args()
     data = persisted_event_bytes(load_frames(args.frames)["turn"])
-    result = insert(args.database, args.synchronous, args.rows_per_commit, args.seconds, args.warmup, data)
+    result = insert(
+        args.database,
+        synchronous=args.synchronous,
+        rows_per_commit=args.rows_per_commit,
+        seconds=args.seconds,
+        warmup=args.warmup,
+        data=data,
+    )
     print(json.dumps(result), flush=True)
 
 

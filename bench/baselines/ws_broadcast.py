@@ -41,7 +41,7 @@ def create_app(frames: dict[str, list[bytes]]) -> Starlette:
                     for reply in replies:
                         await websocket.send_bytes(reply)
                     for event in events:
-                        for watcher in list(watchers):
+                        for watcher in watchers.copy():  # a failed send removes the watcher
                             try:
                                 await watcher.send_bytes(event)
                             except Exception:  # a watcher that went away stops being one

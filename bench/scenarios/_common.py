@@ -94,8 +94,12 @@ async def record_hub_frames(hub: ServerProcess, path: Path, *, warm_turns: int =
     return save_frames(path, turn=turn, session_started=[started])
 
 
-async def close_all(connections: Iterable[ClientConnection], concurrency: int = 200) -> None:
-    """Close connections, briefly; a connection that does not close in time is aborted."""
+async def close_all(connections: Iterable[ClientConnection], concurrency: int = 200, *, abort: bool = False) -> None:
+    """Close connections, briefly; a connection that does not close in time is aborted (all, with ``abort``)."""
+    if abort:
+        for ws in connections:
+            ws.transport.abort()
+        return
 
     async def close(ws: ClientConnection) -> None:
         try:
@@ -108,9 +112,7 @@ async def close_all(connections: Iterable[ClientConnection], concurrency: int = 
         await gather_limited(concurrency, [close(ws) for ws in connections])
 
 
-async def alternate(
-    repeat: int, hub: Callable[[], Awaitable[T]], baseline: Callable[[], Awaitable[T]]
-) -> tuple[T, T]:
+async def alternate(repeat: int, hub: Callable[[], Awaitable[T]], baseline: Callable[[], Awaitable[T]]) -> tuple[T, T]:
     """Run one repeat of both sides, hub first on even repeats and baseline first on odd ones."""
     if repeat % 2 == 0:
         first = await hub()

@@ -10,6 +10,7 @@ the hub, so both move the same frames and the load generator does the same work.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import partial
 
 from bench.client import ECHO_WORDS
 from bench.context import Context
@@ -40,7 +41,7 @@ QUICK = Sizes(levels=(1, 8), warmup=0.3, seconds=1.0)
 
 
 async def run(ctx: Context) -> ScenarioResult:
-    sizes = QUICK if ctx.quick else FULL
+    sizes = ctx.sizes(KEY, FULL, QUICK)
     result = ScenarioResult(KEY, TITLE, BASELINE)
     result.settings = {
         **asdict(sizes),
@@ -62,8 +63,12 @@ async def run(ctx: Context) -> ScenarioResult:
                     for repeat in range(ctx.repeats):
                         measured, baseline = await alternate(
                             repeat,
-                            lambda: closed_loop(hub_side, warmup=sizes.warmup, seconds=sizes.seconds, server_pid=hub.pid),
-                            lambda: closed_loop(echo_side, warmup=sizes.warmup, seconds=sizes.seconds, server_pid=echo.pid),
+                            partial(
+                                closed_loop, hub_side, warmup=sizes.warmup, seconds=sizes.seconds, server_pid=hub.pid
+                            ),
+                            partial(
+                                closed_loop, echo_side, warmup=sizes.warmup, seconds=sizes.seconds, server_pid=echo.pid
+                            ),
                         )
                         hub_runs.append(measured)
                         echo_runs.append(baseline)

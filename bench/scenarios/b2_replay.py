@@ -33,7 +33,7 @@ BASELINE = (
 )
 TARGET = ratio_at_least(0.50)
 SESSION_ID = "ses-bench-replay"
-WORDS = "the hub relays agent sessions between applications and nodes over websocket".split()
+WORDS = ("the", "hub", "relays", "agent", "sessions", "between", "applications", "and", "nodes", "over", "websocket")
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ async def replay(server: ServerProcess, path: str, after: int, last: int) -> Rep
 
 
 async def run(ctx: Context) -> ScenarioResult:
-    sizes = QUICK if ctx.quick else FULL
+    sizes = ctx.sizes(KEY, FULL, QUICK)
     result = ScenarioResult(KEY, TITLE, BASELINE)
     data_dir = ctx.directory("b2")
     database = data_dir / "aophub.db"

@@ -1,8 +1,168 @@
-"""stub"""
-from bench.context import Context, Skip
-from bench.report import ScenarioResult
+"""B5: 5,000 idle application connections, then turns on one more connection.
+
+Each repeat starts a fresh server (so freed memory from an earlier round cannot be reused),
+warms it with a few turns, reads its RSS from ``/proc/<pid>/status``, opens the idle
+connections (authorized upgrades that then send nothing) in batches, reads the RSS again,
+then runs echo turns one after another on the driver connection while the idle ones stay
+open. The baseline is the bare echo server of B1 (``bench.baselines.ws_echo``) under the
+same procedure. Both servers and this process get their open-file limit raised to the hard
+limit.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from websockets.asyncio.client import ClientConnection
+
+from bench.client import APPLICATION_PATH, BenchError, TurnTiming, connect_app, gather_limited, run_turn
+from bench.context import Context
+from bench.load import TurnSource
+from bench.processes import ServerProcess
+from bench.report import Figure, ScenarioResult, absolute_below
+from bench.scenarios._common import close_all, echo_sources, hub_sources, record_hub_frames
+from bench.stats import percentile
+
 KEY = "B5"
-TITLE = "stub"
-BASELINE = "stub"
+TITLE = "5,000 idle WebSocket connections, then turns"
+BASELINE = "bench.baselines.ws_echo (the B1 bare echo server) with the same idle connections and turns"
+RSS_TARGET = absolute_below(50, "KiB")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    connections: int
+    turns: int
+    warm_turns: int
+    connect_concurrency: int
+
+
+FULL = Sizes(connections=5_000, turns=100, warm_turns=50, connect_concurrency=100)
+QUICK = Sizes(connections=200, turns=20, warm_turns=10, connect_concurrency=50)
+
+
+@dataclass(frozen=True)
+class IdleRound:
+    opened: int
+    rss_before: int
+    rss_after: int
+    connect_seconds: float
+    turns: list[TurnTiming]
+
+    @property
+    def kib_per_connection(self) -> float:
+        return (self.rss_after - self.rss_before) / self.opened / 1024
+
+    def latency_ms(self, which: str, q: float) -> float:
+        return percentile([t.first_delta if which == "first_delta" else t.ended for t in self.turns], q) * 1000
+
+
+async def open_idle(url: str, count: int, concurrency: int) -> list[ClientConnection]:
+    """``count`` idle connections; a failed connect is retried a few times before giving up."""
+
+    async def one() -> ClientConnection:
+        for attempt in range(5):
+            try:
+                return await connect_app(url, open_timeout=60)
+            except (OSError, TimeoutError) as error:
+                if attempt == 4:
+                    raise BenchError(f"cannot open idle connection: {error}") from error
+        raise AssertionError("unreachable")
+
+    return await gather_limited(concurrency, [one() for _ in range(count)])
+
+
+async def idle_round(server: ServerProcess, path: str, driver: TurnSource, sizes: Sizes) -> IdleRound:
+    ws, next_request = driver
+    for _ in range(sizes.warm_turns):
+        await run_turn(ws, next_request())
+    rss_before = server.rss()
+    started = time.perf_counter()
+    idle = await open_idle(server.url(path), sizes.connections, sizes.connect_concurrency)
+    try:
+        connect_seconds = time.perf_counter() - started
+        await run_turn(ws, next_request())  # the server has handled every upgrade by now
+        rss_after = server.rss()
+        turns = [await run_turn(ws, next_request()) for _ in range(sizes.turns)]
+    finally:
+        await close_all(idle, abort=True)  # a close handshake each would take longer than the round
+    return IdleRound(len(idle), rss_before, rss_after, connect_seconds, turns)
+
+
 async def run(ctx: Context) -> ScenarioResult:
-    raise Skip("not written yet")
+    sizes = ctx.sizes(KEY, FULL, QUICK)
+    result = ScenarioResult(KEY, TITLE, BASELINE)
+    result.settings = {**asdict(sizes), "fresh_server_per_run": True}
+    hub_runs: list[IdleRound] = []
+    echo_runs: list[IdleRound] = []
+    frames: Path | None = None
+    for repeat in range(ctx.repeats):
+
+        async def measure_hub(repeat: int = repeat) -> None:
+            nonlocal frames
+            with ctx.hub(f"b5-{repeat}", many_files=True) as hub:
+                if frames is None:
+                    frames = await record_hub_frames(hub, ctx.directory("b5") / "frames.json", warm_turns=0)
+                (driver,) = await hub_sources(hub, 1)
+                try:
+                    hub_runs.append(await idle_round(hub, APPLICATION_PATH, driver, sizes))
+                finally:
+                    await close_all([driver[0]])
+
+        async def measure_echo() -> None:
+            assert frames is not None
+            with ctx.baseline("ws_echo", "--frames", str(frames), many_files=True) as echo:
+                (driver,) = await echo_sources(echo, 1)
+                try:
+                    echo_runs.append(await idle_round(echo, "/ws", driver, sizes))
+                finally:
+                    await close_all([driver[0]])
+
+        if repeat % 2 == 0 or frames is None:
+            await measure_hub()
+            await measure_echo()
+        else:
+            await measure_echo()
+            await measure_hub()
+        ctx.log(
+            f"B5 run {repeat + 1}/{ctx.repeats}: aophub {hub_runs[-1].kib_per_connection:.1f} KiB/connection"
+            f" ({hub_runs[-1].opened} opened in {hub_runs[-1].connect_seconds:.1f}s),"
+            f" p99 turn {hub_runs[-1].latency_ms('ended', 99):.1f} ms;"
+            f" echo {echo_runs[-1].kib_per_connection:.1f} KiB/connection,"
+            f" p99 {echo_runs[-1].latency_ms('ended', 99):.1f} ms"
+        )
+    result.settings["rss_bytes"] = {
+        "aophub": [(r.rss_before, r.rss_after) for r in hub_runs],
+        "baseline": [(r.rss_before, r.rss_after) for r in echo_runs],
+    }
+    idle = f"{sizes.connections:,} idle connections"
+    result.figures += [
+        Figure(
+            f"RSS per idle connection, {idle}",
+            "KiB",
+            [r.kib_per_connection for r in hub_runs],
+            [r.kib_per_connection for r in echo_runs],
+            target=RSS_TARGET,
+        ),
+        Figure(
+            f"p50 RunTurn -> turn_ended, {idle}",
+            "ms",
+            [r.latency_ms("ended", 50) for r in hub_runs],
+            [r.latency_ms("ended", 50) for r in echo_runs],
+        ),
+        Figure(
+            f"p99 RunTurn -> turn_ended, {idle}",
+            "ms",
+            [r.latency_ms("ended", 99) for r in hub_runs],
+            [r.latency_ms("ended", 99) for r in echo_runs],
+        ),
+        Figure(
+            f"p99 RunTurn -> first delta, {idle}",
+            "ms",
+            [r.latency_ms("first_delta", 99) for r in hub_runs],
+            [r.latency_ms("first_delta", 99) for r in echo_runs],
+        ),
+    ]
+    return result

@@ -27,7 +27,8 @@ class ScriptedNode:
     """A :class:`~aophub.hub.nodes.NodeLink` whose turns run until the test ends them.
 
     It answers the hub as a socket would (in order, from its own task): opens, runs, cancels and
-    closes are accepted, except the request cases listed in ``refuse``. Every message the
+    closes are accepted, except the request cases listed in ``refuse``; clearing ``answering``
+    stalls the node (it stops reading) until it is set again. Every message the
     hub sent is kept in ``received`` (:meth:`wait_for` waits for them). The test makes the
     node speak with :meth:`emit` and :meth:`end_turn`.
     """
@@ -36,6 +37,8 @@ class ScriptedNode:
         self.hub = hub
         self.hello = protocol_pb2.AgentHello(node_id=node_id, name="scripted test node")
         self.refuse: set[str] = set()
+        self.answering = asyncio.Event()
+        self.answering.set()
         self.received: list[protocol_pb2.ProtocolMessage] = []
         self._arrived = asyncio.Event()
         self._inbox: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
@@ -119,6 +122,7 @@ class ScriptedNode:
     async def _answer(self) -> None:
         while True:
             envelope = await self._inbox.get()
+            await self.answering.wait()
             message = unpack(envelope, protocol_pb2.ProtocolMessage)
             self.received.append(message)
             self._arrived.set()

@@ -12,7 +12,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -40,6 +40,7 @@ from .wire import AppSocket
 __all__ = [
     "AUTH",
     "CODECS",
+    "BearerKey",
     "Rpc",
     "assert_rejected",
     "connect_error",
@@ -89,25 +90,25 @@ async def rpc_clients(
     base_url: str, *, codec: str = "binary", key: str | None = TOKEN, protocol: ProtocolType = ProtocolType.CONNECT
 ) -> AsyncIterator[Rpc]:
     """Generated clients of every service at ``base_url``; ``key`` None sends no credentials."""
-    options = {
+    options: dict[str, Any] = {
         "codec": CODECS[codec],
         "protocol": protocol,
         "interceptors": [BearerKey(key)] if key is not None else [],
     }
     async with (
-        session_connect.SessionServiceClient(base_url, **options) as sessions,  # type: ignore[arg-type]
-        config_connect.ConfigServiceClient(base_url, **options) as config,  # type: ignore[arg-type]
-        agent_connect.AgentServiceClient(base_url, **options) as agents,  # type: ignore[arg-type]
-        system_connect.SystemServiceClient(base_url, **options) as system,  # type: ignore[arg-type]
-        artifact_connect.ArtifactServiceClient(base_url, **options) as artifacts,  # type: ignore[arg-type]
-        interaction_connect.InteractionServiceClient(base_url, **options) as interactions,  # type: ignore[arg-type]
+        session_connect.SessionServiceClient(base_url, **options) as sessions,
+        config_connect.ConfigServiceClient(base_url, **options) as config,
+        agent_connect.AgentServiceClient(base_url, **options) as agents,
+        system_connect.SystemServiceClient(base_url, **options) as system,
+        artifact_connect.ArtifactServiceClient(base_url, **options) as artifacts,
+        interaction_connect.InteractionServiceClient(base_url, **options) as interactions,
     ):
         yield Rpc(sessions, config, agents, system, artifacts, interactions)
 
 
 def assert_rejected(response: Message, code: str) -> chat_pb2.Rejection:
     """Assert that ``response``'s outcome is ``rejected`` with ``code``; the rejection."""
-    assert response.WhichOneof("outcome") == "rejected", response  # type: ignore[arg-type]
+    assert response.WhichOneof("outcome") == "rejected", response
     rejected: chat_pb2.Rejection = response.rejected  # type: ignore[attr-defined]
     assert rejected.code == code, rejected
     return rejected

@@ -23,6 +23,9 @@ On :meth:`Scans.start`, scans the previous process left RUNNING fail with
 ``hub_restarted`` (``Hub.start`` has ended their turn with the same code) and
 queued ones run. :meth:`Scans.stop` abandons running scans without writing:
 the next start fails them.
+
+The parts without I/O (state machine, task template, progress) are in
+``aophub.hub._scan_model``.
 """
 
 from __future__ import annotations
@@ -377,7 +380,7 @@ class Scans:
             if scan.id in self._queue:
                 self._queue.remove(scan.id)
             raise
-        if run is not None:
+        if run is not None and not self._stopping:  # stopping: left RUNNING, failed at the next start
             self._launch(run, announce=False)
         self._pump()
         return response
@@ -450,7 +453,10 @@ class Scans:
             raise  # the hub is stopping: the scan stays RUNNING in the store and fails at the next start
         except Exception:
             log.exception("scan %s failed", scan.id)
-            await self._finish(run, FAILED, internal_error())
+            try:
+                await self._finish(run, FAILED, internal_error())
+            except Exception:
+                log.exception("scan %s: recording its failure failed", scan.id)
         finally:
             if not self._stopping:
                 self._runs.pop(scan.id, None)

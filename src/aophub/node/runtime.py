@@ -180,6 +180,10 @@ class NodeRuntime:
             worker.current = turn
             try:
                 await self._run(worker, turn)
+            except Exception:
+                # Telling the hub failed (its connection is gone, or it refused the event): the hub
+                # ends the turn itself when the node goes; this session's next turns still run.
+                log.warning("node %s: turn %s could not be reported", self.hello.node_id, turn.turn_id, exc_info=True)
             finally:
                 worker.current = None
 
@@ -192,7 +196,10 @@ class NodeRuntime:
         try:
             ended.turn_ended.stop_reason = await worker.running
         except asyncio.CancelledError:
-            if not turn.canceled.is_set():
+            # A canceled turn reports its end; a worker cancelled itself (session closed, node
+            # stopping) ends silently, as asked, instead of writing to a closing connection.
+            worker_task = asyncio.current_task()
+            if not turn.canceled.is_set() or (worker_task is not None and worker_task.cancelling()):
                 raise
             ended.turn_ended.stop_reason = "canceled"
         except TurnFailed as failure:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from google.protobuf.message import DecodeError
+
 from aop.tool import protocol_pb2 as tool_pb2
 from aophub.hub.hub import Hub, parse_cursor
 from aophub.protocol.codec import TYPE_URL_PREFIX
@@ -47,8 +49,9 @@ class ArtifactServiceImpl:
             elif event.extension.type_url != _ARTIFACT_URL:
                 problem = "needs an aop.tool.Artifact extension payload"
             else:
-                artifact = tool_pb2.Artifact()
-                if not event.extension.Unpack(artifact):
+                try:
+                    tool_pb2.Artifact.FromString(event.extension.value)
+                except DecodeError:  # Any.Unpack raises it too: it returns False only for another type
                     problem = "has an aop.tool.Artifact payload that does not decode"
             if problem:
                 raise HubError(Code.INVALID_ARGUMENT, f"events[{index}] {problem}")

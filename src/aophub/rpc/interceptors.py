@@ -17,6 +17,7 @@ from typing import TypeVar
 from connectrpc.code import Code as ConnectCode
 from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
+from starlette.datastructures import Headers
 
 from aophub.protocol.error_mapping import INTERNAL_MESSAGE, to_connect_code
 from aophub.protocol.errors import Code, HubError
@@ -51,7 +52,10 @@ class AuthInterceptor:
 
     async def on_start(self, ctx: RequestContext[object, object]) -> None:
         headers = ctx.request_headers
-        result = self._authenticator.authenticate(headers, _cookies(headers.get("cookie", "")))
+        # Every value of a repeated header (connectrpc's Headers.items() keeps only the first), so that
+        # two Authorization headers are refused here as on the WebSocket endpoints.
+        everything = Headers(raw=[(name.encode(), value.encode()) for name, value in headers.allitems()])
+        result = self._authenticator.authenticate(everything, _cookies(headers.get("cookie", "")))
         if result.ok and result.method == "cookie":
             origin, host = headers.get("origin"), headers.get("host")
             same_site = any(self._authenticator.origin_allowed(origin, host, scheme) for scheme in ("http", "https"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 
 from aophub.protocol.errors import Code, HubError
 
@@ -23,9 +24,12 @@ def decode_token(token: str) -> tuple[float, str] | None:
         timestamp, identifier = value
         if not isinstance(identifier, str) or not isinstance(timestamp, int | float):
             raise ValueError(token)
-    except (ValueError, TypeError):
+        position = float(timestamp), identifier  # OverflowError for an int too big for a float
+        if not math.isfinite(position[0]):  # NaN would compare with nothing: an empty page, not an error
+            raise ValueError(token)
+    except (ValueError, TypeError, OverflowError, RecursionError):  # RecursionError: deeply nested arrays
         raise HubError(Code.INVALID_ARGUMENT, f"page_token {token!r} is not a token this hub issued") from None
-    return float(timestamp), identifier
+    return position
 
 
 def page_size(requested: int, *, default: int = 100, maximum: int = 500) -> int:

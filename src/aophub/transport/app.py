@@ -102,7 +102,7 @@ def create_app(settings: Settings) -> Starlette:
             yield
         finally:
             await scans.stop()  # running scans stay RUNNING; the next start fails them
-            await hub.stop()  # first, so the built-in node's running turns are left to recovery
+            await hub.stop()  # before the node, so the built-in node's running turns are left to recovery
             await local_node.stop()
             await store.close()
             log.info("hub stopped; store closed")

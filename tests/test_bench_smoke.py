@@ -1,0 +1,35 @@
+"""Smoke test of ``make bench``: one scenario at tiny sizes, end to end, as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.timeout(90)
+def test_bench_runs_one_quick_scenario(tmp_path: Path) -> None:
+    """`python -m bench B1 --quick` measures the hub and its baseline and writes both reports."""
+    command = [sys.executable, "-m", "bench", "B1", "--quick", "--out", str(tmp_path)]
+    command += ["--set", "B1.levels=1", "--set", "B1.warmup=0.2", "--set", "B1.seconds=0.5"]
+    finished = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=80, check=False)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+
+    report = json.loads((tmp_path / "latest.json").read_text())
+    assert report["machine"]["python"]
+    assert report["machine"]["cpu_model"]
+    (scenario,) = report["scenarios"]
+    assert (scenario["key"], scenario["status"]) == ("B1", "ok"), scenario
+    frames = next(f for f in scenario["figures"] if f["name"].startswith("frames/s"))
+    assert frames["aophub"] > 0
+    assert frames["baseline"] > 0
+    assert frames["ratio"] > 0
+    assert frames["target"] == ">= 35% of baseline"
+    markdown = (tmp_path / "latest.md").read_text()
+    assert "| B1 | frames/s, 1 session |" in markdown
+    assert markdown in finished.stdout
