@@ -87,3 +87,7 @@ clean: ## remove the virtualenv, tool binaries and build output
 
 bench: $(STAMP) ## compare the hub with bare baselines (BENCH_ARGS="B1 B2 --quick"); bench/results/latest.md
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+.PHONY: soak
+soak: $(STAMP) ## 10-minute soak, then the load held (SOAK_ARGS="--quick" for a smoke run); soak/results/latest.json
+	$(BIN)/python -m soak $(SOAK_ARGS)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bench.processes import Placement, ServerProcess, hub_server
+from bench.processes import Placement, ServerProcess, cpu_share, hub_server
 
 __all__ = ["Context", "Skip", "resize"]
 
@@ -38,6 +38,13 @@ class Context:
         chosen = quick if self.quick else full
         mine = {name.split(".", 1)[1]: value for name, value in self.overrides.items() if name.startswith(f"{key}.")}
         return resize(chosen, mine)
+
+    def cpu_shares(self) -> dict[str, float]:
+        """What a busy loop gets right now on the server CPU and on the load generator's CPU."""
+        return {
+            "server": cpu_share(self.placement.server_cpus),
+            "client": cpu_share(self.placement.client_cpus),
+        }
 
     def log(self, message: str) -> None:
         """Progress on stderr (stdout gets the final table)."""

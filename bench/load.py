@@ -1,4 +1,4 @@
-"""Closed-loop turn load: each connection runs one turn after another for a timed window.
+"""Turn load: each connection runs one turn after another (or one per period) for a timed window.
 
 The window opens after a warm-up; throughput counts the turns (and their frames) that ended
 inside it, latencies come from the turns that started inside it. All turns still running
@@ -55,17 +55,31 @@ class WindowResult:
         return percentile(values, q) * 1000
 
 
-async def closed_loop(sources: Sequence[TurnSource], *, warmup: float, seconds: float, server_pid: int) -> WindowResult:
-    """Run turns on every source for ``warmup + seconds``; measure the last ``seconds``."""
+async def closed_loop(
+    sources: Sequence[TurnSource], *, warmup: float, seconds: float, server_pid: int, pace: float | None = None
+) -> WindowResult:
+    """Run turns on every source for ``warmup + seconds``; measure the last ``seconds``.
+
+    Without ``pace`` each source starts its next turn as soon as one ends (saturation). With
+    ``pace`` each starts one turn every ``pace`` seconds (the sources spread evenly over that
+    period), or at once when the previous turn took longer: an interactive load.
+    """
     timings: list[TurnTiming] = []
     running = True
+    begin = time.perf_counter()
 
-    async def worker(source: TurnSource) -> None:
+    async def worker(index: int, source: TurnSource) -> None:
         ws, next_request = source
+        due = begin + (pace or 0) * index / len(sources)
         while running:
+            if pace is not None:
+                await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                due += pace
+                if not running:
+                    break
             timings.append(await run_turn(ws, next_request()))
 
-    tasks = [asyncio.create_task(worker(source)) for source in sources]
+    tasks = [asyncio.create_task(worker(index, source)) for index, source in enumerate(sources)]
     try:
         done, _ = await asyncio.wait(tasks, timeout=warmup)
         opened = time.perf_counter()

@@ -28,6 +28,7 @@ __all__ = [
     "Placement",
     "ServerProcess",
     "cpu_seconds",
+    "cpu_share",
     "hub_server",
     "raise_nofile_limit",
     "rss_bytes",
@@ -75,6 +76,23 @@ def rss_bytes(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def cpu_share(cpus: frozenset[int], seconds: float = 0.3) -> float:
+    """The fraction of one CPU a busy loop gets on ``cpus`` (any CPU when empty): 1.0 on an idle machine.
+
+    Other work on the machine shows up here first, so each scenario records it.
+    """
+    previous = os.sched_getaffinity(0)
+    if cpus:
+        os.sched_setaffinity(0, cpus)  # this thread only, restored below
+    try:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        while time.perf_counter() - wall < seconds:
+            pass
+        return round((time.thread_time() - cpu) / (time.perf_counter() - wall), 2)
+    finally:
+        os.sched_setaffinity(0, previous)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -197,6 +215,9 @@ class ServerProcess:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+        if kind is not None and issubclass(kind, Exception):
+            # The scenario failed: what the server said may explain it.
+            print(f"--- last output of {self.name} (pid {self.pid}):\n{self.tail()}---", file=sys.stderr, flush=True)
 
 
 def _child_env() -> dict[str, str]:

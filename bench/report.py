@@ -159,6 +159,11 @@ def _load(machine: Mapping[str, Any], when: str) -> str:
     return f"{loads[0]:.2f}" if loads else "?"
 
 
+def _share(machine: Mapping[str, Any], when: str) -> str:
+    shares = machine.get(f"cpu_share_at_{when}")
+    return f"{shares['server']:.0%} / {shares['client']:.0%}" if shares else "?"
+
+
 def render_markdown(machine: Mapping[str, Any], options: Mapping[str, Any], results: Sequence[ScenarioResult]) -> str:
     """The markdown report: machine, then one table row per figure, then notes and skips."""
     lines = [
@@ -169,8 +174,10 @@ def render_markdown(machine: Mapping[str, Any], options: Mapping[str, Any], resu
         f" Python {machine.get('python', '?')}, SQLite {machine.get('sqlite', '?')}, {machine.get('platform', '')}",
         "",
         f"Medians of {options.get('repeats')} runs; ratio = aophub / baseline."
-        f" Load average (1 min) {_load(machine, 'start')} at the start, {_load(machine, 'end')} at the end:"
-        " other work on the machine shows up in every figure, the ratios suffer least."
+        f" Load average (1 min) {_load(machine, 'start')} at the start, {_load(machine, 'end')} at the end;"
+        f" share of a CPU a busy loop got (server CPU / load generator CPU): {_share(machine, 'start')} at the"
+        f" start, {_share(machine, 'end')} at the end. Other work on the machine shows up in every figure;"
+        " the ratios suffer least."
         + (" QUICK smoke run: sizes are tiny, figures are not meaningful." if options.get("quick") else ""),
         "",
         "| scenario | figure | aophub | baseline | ratio | target | met? |",

@@ -69,7 +69,8 @@ def parse_overrides(items: Sequence[str]) -> dict[str, str]:
 async def run_scenario(ctx: Context, module: ModuleType) -> ScenarioResult:
     """Run one scenario; a Skip or a failure becomes the result's status instead of an exception."""
     started = time.monotonic()
-    ctx.log(f"{module.KEY}: {module.TITLE}")
+    shares = ctx.cpu_shares()
+    ctx.log(f"{module.KEY}: {module.TITLE} (CPU share free for a busy loop: {shares})")
     run: Callable[[Context], Awaitable[ScenarioResult]] = module.run
     try:
         result = await run(ctx)
@@ -80,6 +81,7 @@ async def run_scenario(ctx: Context, module: ModuleType) -> ScenarioResult:
         reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
         result = ScenarioResult(module.KEY, module.TITLE, module.BASELINE, status="failed", reason=reason)
     result.seconds = time.monotonic() - started
+    result.settings["cpu_share_at_start"] = shares
     ctx.log(f"{module.KEY}: {result.status} in {result.seconds:.0f}s {result.reason}")
     gc.collect()
     return result
@@ -93,13 +95,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"unknown scenario {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}", file=sys.stderr)
         return 2
     repeats = args.repeats or (1 if args.quick else 3)
+    overrides = parse_overrides(args.set)
+    workdir = Path(tempfile.mkdtemp(prefix="aophub-bench-"))
+    machine = machine_info(workdir)  # before pinning this process to its CPUs
     placement = Placement.choose(pin=not args.no_pin)
     placement.apply_to_self()
     raise_nofile_limit()
-    workdir = Path(tempfile.mkdtemp(prefix="aophub-bench-"))
-    overrides = parse_overrides(args.set)
     ctx = Context(quick=args.quick, repeats=repeats, placement=placement, workdir=workdir, overrides=overrides)
-    machine = machine_info(workdir)
+    machine["cpu_share_at_start"] = ctx.cpu_shares()
     options = {
         "scenarios": keys,
         "quick": args.quick,
@@ -116,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     options["seconds"] = round(time.monotonic() - started, 1)
     machine["load_average_at_end"] = [round(load, 2) for load in os.getloadavg()]
+    machine["cpu_share_at_end"] = ctx.cpu_shares()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latest.json").write_text(json.dumps(result_json(machine, options, results), indent=2) + "\n")
     markdown = render_markdown(machine, options, results)

@@ -1,7 +1,9 @@
 """B1: echo turns with 20 deltas each at 1, 64 and 512 concurrent sessions.
 
 Each session has its own connection, with a watch on the session, and runs one turn after
-another (closed loop): RunTurn, then read until its reply and turn_ended. A turn delivers 26
+another (closed loop, saturating the server): RunTurn, then read until its reply and
+turn_ended. Under saturation latency is mostly queueing (Little's law), so at 64 sessions the
+latencies are also measured at an interactive load: each session starts one turn per second. A turn delivers 26
 frames: the reply, message(user), turn_started, 20 deltas, message(assistant), usage and
 turn_ended. The baseline answers each request frame with those 26 frames as recorded from
 the hub, so both move the same frames and the load generator does the same work.
@@ -34,10 +36,13 @@ class Sizes:
     levels: tuple[int, ...]
     warmup: float
     seconds: float
+    # Also measured at this level with each session starting one turn per `pace` seconds.
+    paced_level: int
+    pace: float
 
 
-FULL = Sizes(levels=(1, 64, 512), warmup=1.0, seconds=4.0)
-QUICK = Sizes(levels=(1, 8), warmup=0.3, seconds=1.0)
+FULL = Sizes(levels=(1, 64, 512), warmup=1.0, seconds=4.0, paced_level=64, pace=1.0)
+QUICK = Sizes(levels=(1, 8), warmup=0.3, seconds=1.0, paced_level=8, pace=0.5)
 
 
 async def run(ctx: Context) -> ScenarioResult:
@@ -50,6 +55,7 @@ async def run(ctx: Context) -> ScenarioResult:
         "durability": "full (synchronous=FULL, WAL)",
         "echo_delay": 0,
         "connections": "one per session, each with one watch",
+        "cpu": {},
     }
     with ctx.hub("b1") as hub:
         frames = await record_hub_frames(hub, ctx.directory("b1") / "frames.json")
@@ -57,37 +63,74 @@ async def run(ctx: Context) -> ScenarioResult:
             for level in sizes.levels:
                 hub_side = await hub_sources(hub, level)
                 echo_side = await echo_sources(echo, level)
-                hub_runs: list[WindowResult] = []
-                echo_runs: list[WindowResult] = []
                 try:
-                    for repeat in range(ctx.repeats):
-                        measured, baseline = await alternate(
-                            repeat,
-                            partial(
-                                closed_loop, hub_side, warmup=sizes.warmup, seconds=sizes.seconds, server_pid=hub.pid
-                            ),
-                            partial(
-                                closed_loop, echo_side, warmup=sizes.warmup, seconds=sizes.seconds, server_pid=echo.pid
-                            ),
-                        )
-                        hub_runs.append(measured)
-                        echo_runs.append(baseline)
-                        ctx.log(
-                            f"B1 {level} sessions, run {repeat + 1}/{ctx.repeats}:"
-                            f" aophub {measured.frames_per_second:,.0f} frames/s,"
-                            f" echo {baseline.frames_per_second:,.0f} frames/s"
-                            f" (cpu aophub {measured.cpu}, echo {baseline.cpu})"
-                        )
+                    paces = [None, sizes.pace] if level == sizes.paced_level else [None]
+                    for pace in paces:
+                        hub_runs: list[WindowResult] = []
+                        echo_runs: list[WindowResult] = []
+                        for repeat in range(ctx.repeats):
+                            window = partial(closed_loop, warmup=sizes.warmup, seconds=sizes.seconds, pace=pace)
+                            measured, baseline = await alternate(
+                                repeat,
+                                partial(window, hub_side, server_pid=hub.pid),
+                                partial(window, echo_side, server_pid=echo.pid),
+                            )
+                            hub_runs.append(measured)
+                            echo_runs.append(baseline)
+                            ctx.log(
+                                f"B1 {level} sessions{f', paced {pace}s' if pace else ''},"
+                                f" run {repeat + 1}/{ctx.repeats}:"
+                                f" aophub {measured.frames_per_second:,.0f} frames/s,"
+                                f" echo {baseline.frames_per_second:,.0f} frames/s"
+                                f" (cpu aophub {measured.cpu}, echo {baseline.cpu})"
+                            )
+                        name = f"{level}{'' if pace is None else f'-paced-{pace:g}s'}"
+                        result.settings["cpu"][name] = {
+                            "aophub": [r.cpu for r in hub_runs],
+                            "baseline": [r.cpu for r in echo_runs],
+                        }
+                        if pace is None:
+                            result.figures += figures(level, hub_runs, echo_runs)
+                            turns = max(hub_runs[-1].turns, 1)
+                            result.settings[f"frames_per_turn_{level}"] = hub_runs[-1].frames / turns
+                        else:
+                            result.figures += paced_figures(level, pace, hub_runs, echo_runs)
                 finally:
                     await close_all([ws for ws, _ in hub_side + echo_side])
-                result.figures += figures(level, hub_runs, echo_runs)
-                result.settings[f"frames_per_turn_{level}"] = hub_runs[-1].frames / max(hub_runs[-1].turns, 1)
     return result
+
+
+def paced_figures(level: int, pace: float, hub: list[WindowResult], echo: list[WindowResult]) -> list[Figure]:
+    """Latency at an interactive load: every session starts one turn per ``pace`` seconds."""
+    at = f"{level} sessions, 1 turn/{pace:g}s each"
+    target = FIRST_DELTA_TARGET if level == FIRST_DELTA_TARGET_LEVEL else None
+    return [
+        Figure(f"turns/s, {at}", "/s", [r.turns_per_second for r in hub], [r.turns_per_second for r in echo]),
+        Figure(
+            f"p50 RunTurn -> first delta, {at}",
+            "ms",
+            [r.latency_ms("first_delta", 50) for r in hub],
+            [r.latency_ms("first_delta", 50) for r in echo],
+        ),
+        Figure(
+            f"p99 RunTurn -> first delta, {at}",
+            "ms",
+            [r.latency_ms("first_delta", 99) for r in hub],
+            [r.latency_ms("first_delta", 99) for r in echo],
+            target=target,
+        ),
+        Figure(
+            f"p99 RunTurn -> turn_ended, {at}",
+            "ms",
+            [r.latency_ms("ended", 99) for r in hub],
+            [r.latency_ms("ended", 99) for r in echo],
+        ),
+    ]
 
 
 def figures(level: int, hub: list[WindowResult], echo: list[WindowResult]) -> list[Figure]:
     """Throughput and latency figures of one concurrency level."""
-    at = f"{level} session{'s' if level > 1 else ''}"
+    at = f"{level} session{'s' if level > 1 else ''} saturated"
     first_delta_target = FIRST_DELTA_TARGET if level == FIRST_DELTA_TARGET_LEVEL else None
     return [
         Figure(f"turns/s, {at}", "/s", [r.turns_per_second for r in hub], [r.turns_per_second for r in echo]),
