@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from aop import chat_pb2, event_pb2, protocol_pb2
+from aop import chat_pb2, content_pb2, event_pb2, protocol_pb2
 from aophub.store.base import PutTurn, StoreError, WriteOp
 from aophub.store.sqlite import SQLiteStore
 from aophub.v1 import system_pb2
@@ -200,5 +200,33 @@ async def test_remote_node_is_not_dropped_for_the_hubs_storage_failure(
         assert kinds(events, turn.turn_id) == ["message", "turn_started", "turn_ended"]
         after = await run(app, session.id, "the node still serves")
         assert (await node.request("run_turn_request", index=1)).message.run_turn_request.turn_id == after.turn_id
+        await node.end_turn(session.id, after.turn_id)
+        assert (await app.turn_ended(watch, after.turn_id)).event.turn_ended.stop_reason == "completed"
+
+
+async def test_full_disk_mid_turn_ends_the_turn_store_failed_and_recovers(hub: RunningHub, app: AppSocket) -> None:
+    """A node's answer does not fit on the full disk: its turn ends store_failed exactly once; later turns work."""
+    store = hub.runtime.store
+    async with await RawNode.connect(hub.node_url, "remote") as node:
+        session = await app.open_session("remote")
+        watch = await app.watch(session.id)
+        turn = await run(app, session.id, "answer at length")
+        await node.request("run_turn_request")
+
+        await store.set_max_page_count(1)
+        answer = content_pb2.Message(role="assistant", content=[content_pb2.Content(text={"text": BIG})])
+        await node.emit(session.id, turn.turn_id, message=answer)
+        cancel = await node.request("cancel_turn_request")
+        assert cancel.message.cancel_turn_request.turn_id == turn.turn_id
+        await reads_work(hub, app, session.id)
+        intact(hub.settings.database)
+
+        await store.set_max_page_count(2**31 - 1)
+        ended = await app.turn_ended(watch, turn.turn_id)
+        assert ended.event.turn_ended.error.code == "store_failed", ended
+        assert "disk full" in ended.event.turn_ended.error.message
+        assert kinds(await stored(app, session.id), turn.turn_id) == ["message", "turn_started", "turn_ended"]
+        after = await run(app, session.id, "a short one")
+        await node.request("run_turn_request", index=1)
         await node.end_turn(session.id, after.turn_id)
         assert (await app.turn_ended(watch, after.turn_id)).event.turn_ended.stop_reason == "completed"

@@ -20,16 +20,27 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from aop import event_pb2
 from aophub.protocol.codec import event_payload_field
-from aophub.store.base import AppendEvent, ReserveSeq, Store, WriteOp
+from aophub.store.base import AppendEvent, ReserveSeq, Store, StoreError, WriteOp
 
-__all__ = ["SEQ_RESERVE_BLOCK", "Delivery", "EventLog", "Lagged", "LogClosed", "Subscription", "is_persisted"]
+__all__ = [
+    "SEQ_RESERVE_BLOCK",
+    "STREAM_WINDOW",
+    "Delivery",
+    "EventLog",
+    "Lagged",
+    "LogClosed",
+    "Subscription",
+    "is_persisted",
+]
 
 SEQ_RESERVE_BLOCK = 10_000
+# Unsettled writes a streaming producer may have queued in one log before it waits (see EventLog.stream).
+STREAM_WINDOW = 64
 _DELTA_KINDS = frozenset({"message_delta", "tool_call_delta"})
 
 
@@ -116,6 +127,8 @@ class EventLog:
         self._pending: deque[_Entry] = deque()
         self._subscriptions: set[Subscription] = set()
         self._closed = False
+        self._unsettled = 0  # writes queued, not yet committed or failed
+        self._settled = asyncio.Event()  # set whenever _unsettled drops to 0
 
     def __repr__(self) -> str:
         return f"<EventLog {self.session_id} next_seq={self._next_seq} watchers={len(self._subscriptions)}>"
@@ -137,6 +150,41 @@ class EventLog:
 
     async def publish_many(self, events: Sequence[event_pb2.Event], extra_ops: Sequence[WriteOp] = ()) -> list[int]:
         """Publish ``events`` in order, persisting them and ``extra_ops`` in one atomic batch."""
+        entries, write = self._queue(events, extra_ops)
+        if write is not None:
+            await asyncio.shield(write)
+        return [entry.cursor for entry in entries]
+
+    async def stream(self, event: event_pb2.Event, on_failure: Callable[[StoreError], None]) -> None:
+        """Sequence ``event`` and queue its write; return without waiting for the commit.
+
+        For output a node streams: consecutive events then share commits. Fan-out
+        still happens only once the event is durable, in publish order. If the
+        write fails, nothing of it is delivered and ``on_failure`` is called
+        (from a callback: it must not block). Waits only while
+        ``STREAM_WINDOW`` writes of this log are unsettled, so a fast producer
+        cannot queue without bound. :meth:`settled` waits for them all.
+        """
+        if self._unsettled >= STREAM_WINDOW:
+            await self.settled()
+        self._queue([event], (), on_failure)
+
+    async def settled(self) -> None:
+        """Wait until every write queued so far is settled (committed or failed); never raises StoreError.
+
+        When it returns, the ``on_failure`` callbacks of those writes have run.
+        """
+        while self._unsettled:
+            self._settled.clear()
+            await self._settled.wait()
+
+    def _queue(
+        self,
+        events: Sequence[event_pb2.Event],
+        extra_ops: Sequence[WriteOp],
+        on_failure: Callable[[StoreError], None] | None = None,
+    ) -> tuple[list[_Entry], asyncio.Future[list[int | None]] | None]:
+        """Sequence ``events`` and queue their write (``None`` when nothing needs writing)."""
         ops = list(extra_ops)
         entries: list[_Entry] = []
         appends: list[tuple[_Entry, int]] = []
@@ -155,19 +203,19 @@ class EventLog:
             reserve_to = self._next_seq - 1 + SEQ_RESERVE_BLOCK
             ops.append(ReserveSeq(self.session_id, reserve_to))
         self._pending.extend(entries)
-        if ops:
-            # A store does not withdraw a queued batch when its caller is
-            # cancelled, so the write itself settles its entries (the callback
-            # runs before this coroutine resumes): a cancelled publisher must
-            # not hold back every later delivery of the session.
-            write = asyncio.ensure_future(self._store.submit(ops))
-            write.add_done_callback(lambda done: self._settle(done, entries, appends, reserve_to))
-            await asyncio.shield(write)
-        else:
+        if not ops:
             for entry in entries:
                 entry.done = True
             self._drain()
-        return [entry.cursor for entry in entries]
+            return entries, None
+        # A store does not withdraw a queued batch when its caller is cancelled
+        # (or does not wait), so the write itself settles its entries (the
+        # callback runs before any waiter resumes): a cancelled publisher must
+        # not hold back every later delivery of the session.
+        write = asyncio.ensure_future(self._store.submit(ops))
+        self._unsettled += 1
+        write.add_done_callback(lambda done: self._settle(done, entries, appends, reserve_to, on_failure))
+        return entries, write
 
     def _settle(
         self,
@@ -175,11 +223,19 @@ class EventLog:
         entries: list[_Entry],
         appends: list[tuple[_Entry, int]],
         reserve_to: int,
+        on_failure: Callable[[StoreError], None] | None,
     ) -> None:
         """Mark ``entries`` written (with their cursors) or failed, then fan out what is ready."""
-        if write.cancelled() or write.exception() is not None:
+        self._unsettled -= 1
+        if not self._unsettled:
+            self._settled.set()
+        failure = StoreError("write cancelled", retryable=True) if write.cancelled() else write.exception()
+        if failure is not None:
             for entry in entries:
                 entry.failed = True
+            if on_failure is not None:
+                stored = failure if isinstance(failure, StoreError) else StoreError(repr(failure), retryable=False)
+                on_failure(stored)
         else:
             results = write.result()
             for entry, index in appends:

@@ -41,6 +41,7 @@ from aophub.store.base import (
     PutTurn,
     SessionRecord,
     Store,
+    StoreError,
     TurnRecord,
     WriteOp,
 )
@@ -67,6 +68,9 @@ _ARTIFACT_URL = TYPE_URL_PREFIX + tool_pb2.Artifact.DESCRIPTOR.full_name
 _INTERACTION_NAMESPACE = interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
 _MAX_CURSOR = 2**63 - 1  # SQLite INTEGER
 _TURN_EDGES = frozenset({"turn_started", "turn_ended"})
+# Backoff of the retries that store turn endings the store refused (seconds).
+ENDING_RETRY_FIRST = 0.05
+ENDING_RETRY_MAX = 2.0
 
 
 @dataclass(eq=False)
@@ -77,6 +81,10 @@ class LiveSession:
     log: EventLog
     turns: SessionTurns = field(default_factory=SessionTurns)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Turns ended in memory whose ending the store refused, oldest first, with their final events:
+    # stored before anything else of the session, retried in the background until the store works.
+    unsaved_endings: list[tuple[Turn, list[event_pb2.Event]]] = field(default_factory=list)
+    settling: bool = False
 
     @property
     def id(self) -> str:
@@ -152,6 +160,8 @@ class Hub:
         self._loading: dict[str, asyncio.Future[LiveSession | None]] = {}
         self._turns: dict[tuple[str, str], tuple[LiveSession, Turn]] = {}
         self._dispatched: dict[tuple[str, str], NodeHandle] = {}
+        # Turns a streamed event of which the store refused, until they end store_failed.
+        self._unstored: dict[tuple[str, str], StoreError] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
         self.started_at = clock()
@@ -464,6 +474,7 @@ class Hub:
 
         On a store failure nothing is persisted and the turn stays as it was.
         """
+        await self._save_endings_locked(session)  # earlier turns' endings come first in the log
         events = []
         if not turn.request.continue_session and turn.request.input.content:
             message = content_pb2.Message()
@@ -570,12 +581,70 @@ class Hub:
             if error is not None:
                 ended.turn_ended.error.CopyFrom(error)
         events.append(ended)
-        await session.log.publish_many(events, [self._turn_write(turn), self._touch(session)])
-        if start_next:
-            following = session.turns.next_queued()
-            if following is not None:
-                await self._begin_locked(session, following)
+        session.unsaved_endings.append((turn, events))
+        try:
+            await self._save_endings_locked(session)
+            if start_next:
+                await self._start_next_locked(session)
+        except StoreError as failure:
+            # The turn has ended (its node was told, or is gone) but the store refused its end (or
+            # the next turn's start): retry until the store works again, without waiting for a restart.
+            log.warning(
+                "session %s: turn %s ended; the store refused a write, retrying: %s", session.id, turn.turn_id, failure
+            )
+            self._settle_later(session)
         return True
+
+    async def _save_endings_locked(self, session: LiveSession) -> None:
+        """Store the session's unsaved turn endings, oldest first; raises StoreError while the store refuses."""
+        while session.unsaved_endings:
+            # Taken out first: a write that commits although its caller was cancelled is not repeated.
+            turn, events = session.unsaved_endings.pop(0)
+            try:
+                await session.log.publish_many(events, [self._turn_write(turn), self._touch(session)])
+            except StoreError:
+                session.unsaved_endings.insert(0, (turn, events))
+                raise
+
+    async def _start_next_locked(self, session: LiveSession) -> None:
+        """Start the first queued turn if none runs; if the store refuses, it stays first in the queue."""
+        following = session.turns.next_queued()
+        if following is None:
+            return
+        try:
+            await self._begin_locked(session, following)
+        except StoreError:
+            session.turns.queue.appendleft(following)
+            raise
+
+    def _settle_later(self, session: LiveSession) -> None:
+        """Retry, with backoff, storing the session's unsaved endings and starting its next queued turn."""
+        if not session.settling:
+            session.settling = True
+            self._spawn(self._settle(session))
+
+    async def _settle(self, session: LiveSession) -> None:
+        delay = ENDING_RETRY_FIRST
+        try:
+            while True:
+                await asyncio.sleep(delay)
+                async with session.lock:
+                    if self._sessions.get(session.id) is not session:
+                        return  # deleted meanwhile
+                    try:
+                        await self._save_endings_locked(session)
+                        if not session.closed:
+                            await self._start_next_locked(session)
+                        return
+                    except StoreError as failure:
+                        if not failure.retryable:
+                            # Left to the next start, which ends the turns the store still has running.
+                            log.error("session %s: giving up storing turn endings: %s", session.id, failure)
+                            return
+                        log.info("session %s: the store still refuses writes: %s", session.id, failure)
+                delay = min(delay * 2, ENDING_RETRY_MAX)
+        finally:
+            session.settling = False
 
     # -- CancelTurn -------------------------------------------------------------
 
@@ -649,6 +718,7 @@ class Hub:
             except (NodeGone, TimeoutError):
                 log.info("node %s did not confirm closing %s", node.node_id, session.id)
             node.open_sessions.discard(session.id)
+        await self._save_endings_locked(session)  # session_ended comes last
         write = self._touch(session, state=SessionState.CLOSED, close_reason=reason)
         await session.log.publish(self._event(session, session_ended=event_pb2.SessionEnded(reason=reason)), [write])
 
@@ -705,6 +775,7 @@ class Hub:
                 close = chat_pb2.CloseSessionRequest(session_id=session.id, reason="deleted")
                 self._spawn(self._tell_node(node, core_message(close_session_request=close)))
             (deleted,) = await self.store.submit([DeleteSession(session.id)])
+            session.unsaved_endings.clear()  # the turns went with the session
             session.log.close()
             self._sessions.pop(session.id, None)
         return int(deleted or 0)
@@ -806,6 +877,41 @@ class Hub:
         if routed is None:
             return
         session, turn = routed
+        try:
+            await self._relay_node_event(handle, session, turn, event)
+        except StoreError as failure:
+            # The hub's own failure, not the node's: the node stays connected. A turn whose output
+            # cannot be stored cannot be told whole any more, so it ends store_failed.
+            log.warning(
+                "session %s: a %s event of node %s not stored: %s",
+                session.id,
+                event.WhichOneof("payload"),
+                handle.node_id,
+                failure,
+            )
+            if turn is not None:
+                await self._end_unstorable_turn(session, turn, failure)
+
+    async def _end_unstorable_turn(self, session: LiveSession, turn: Turn, failure: StoreError) -> None:
+        """End ``turn`` with ``store_failed``, then tell its node to stop it.
+
+        In that order: the built-in node runs this code in its agent's task, which the cancel stops.
+        """
+        error = event_pb2.ProtocolError(
+            code=TurnErrorCode.STORE_FAILED, message=f"the hub could not store the turn: {failure}", retryable=True
+        )
+        async with session.lock:
+            node = self._dispatched.get((session.id, turn.turn_id))
+            ended = await self._finish_turn_locked(session, turn, "error", error=error)
+            self._unstored.pop((session.id, turn.turn_id), None)  # kept until now: the turn_ended path checks it
+            if ended and node is not None:
+                cancel = chat_pb2.CancelTurnRequest(session_id=session.id, turn_id=turn.turn_id, reason=error.message)
+                self._spawn(self._tell_node(node, core_message(cancel_turn_request=cancel)))
+
+    async def _relay_node_event(
+        self, handle: NodeHandle, session: LiveSession, turn: Turn | None, event: event_pb2.Event
+    ) -> None:
+        """Publish a routed node event in its session (ending the turn on its ``turn_ended``)."""
         event.emitter = event.emitter or handle.node_id
         event.id = event.id or self._ids("evt")
         if not event.HasField("emitted_at"):
@@ -828,12 +934,29 @@ class Hub:
             turn.open_calls.pop(call_id, None)
             turn.closed_calls.add(call_id)
         elif kind == "turn_ended":
+            # The turn's streamed events come first: if one of them was not stored, the turn ends
+            # store_failed (as their failure callback asks) instead of as the node says.
+            await session.log.settled()
+            failure = self._unstored.get((session.id, turn.turn_id))
+            if failure is not None:
+                await self._end_unstorable_turn(session, turn, failure)
+                return
             stop_reason = event.turn_ended.stop_reason or "completed"
             event.turn_ended.stop_reason = stop_reason
             async with session.lock:
                 await self._finish_turn_locked(session, turn, stop_reason, node_event=event)
             return
-        await session.log.publish(event)
+        # Not awaiting each commit lets a turn's events share them; the turn_ended (above) waits.
+        await session.log.stream(event, lambda failure: self._stream_failed(session, turn, failure))
+
+    def _stream_failed(self, session: LiveSession, turn: Turn, failure: StoreError) -> None:
+        """A streamed event of ``turn`` was not stored: end the turn store_failed (once)."""
+        key = (session.id, turn.turn_id)
+        if key in self._unstored:
+            return
+        log.warning("session %s: an event of turn %s not stored: %s", session.id, turn.turn_id, failure)
+        self._unstored[key] = failure
+        self._spawn(self._end_unstorable_turn(session, turn, failure))
 
     async def _route_node_event(
         self, handle: NodeHandle, reply_to: str, event: event_pb2.Event

@@ -82,6 +82,11 @@ class Interactions:
         self._locks = KeyedLock()
         self._asked_by: dict[str, tuple[NodeHandle, str]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        # Sessions that may have pending interactions in the store: those that asked one since
+        # recover(), which resolves every earlier one. Ending a turn of any other session need
+        # not read the store.
+        self._asking_sessions: set[str] = set()
+        self._recovered = False
 
     def __repr__(self) -> str:
         return f"<Interactions pending={len(self._asked_by)}>"
@@ -93,6 +98,7 @@ class Interactions:
             session = await self._hub.session(interaction.session_id)
             if session is not None:
                 await self._resolve(session, interaction, CANCELED)
+        self._recovered = True
 
     # -- opened by a node -------------------------------------------------------
 
@@ -120,6 +126,7 @@ class Interactions:
         interaction.created_at.FromNanoseconds(_seconds(now))
         interaction.expires_at.FromNanoseconds(_seconds(now + policy.timeout))
         interaction.expiry_policy = policy.on_expiry
+        self._asking_sessions.add(session.id)
         await session.log.publish(self._event(session, interaction), [PutInteraction(_record(interaction))])
         self._asked_by[interaction.id] = (handle, envelope_id)
         loop = asyncio.get_running_loop()
@@ -197,6 +204,8 @@ class Interactions:
 
     async def end_turn_locked(self, session: LiveSession, turn_id: str) -> None:
         """Cancel the pending interactions of a turn that is ending (the session lock is held)."""
+        if self._recovered and session.id not in self._asking_sessions:
+            return
         for record in await self._hub.store.list_interactions(session_id=session.id, states=[PENDING]):
             if record.turn_id == turn_id:
                 interaction = interaction_pb2.Interaction.FromString(record.data)

@@ -17,6 +17,7 @@ from aophub.v1 import agent_pb2, interaction_pb2, session_pb2
 __all__ = ["HUB_COMMANDS", "SessionServiceImpl"]
 
 Ctx = Any
+_PENDING = (interaction_pb2.INTERACTION_STATE_PENDING,)
 
 HUB_COMMANDS = (
     agent_pb2.Command(name="reset", description="Start a fresh session on the same node", source="hub"),
@@ -44,13 +45,17 @@ class SessionServiceImpl:
 
     async def info(self, record: SessionRecord) -> session_pb2.SessionInfo:
         """The management view of a stored session, with what is live in memory."""
+        stored = await self.hub.store.get_session(record.id)
+        pending = await self.hub.store.count_interactions([record.id], _PENDING)
+        return self._info(record, stored, pending.get(record.id, 0))
+
+    def _info(
+        self, record: SessionRecord, stored: SessionRecord | None, pending_interactions: int
+    ) -> session_pb2.SessionInfo:
+        """``record`` as a SessionInfo: fields from memory when live, counters from ``stored`` (the store's row)."""
         live = self.hub.live_session(record.id)
         if live is not None:
-            record = live.record
-        stored = await self.hub.store.get_session(record.id)
-        pending = await self.hub.store.list_interactions(
-            session_id=record.id, states=[interaction_pb2.INTERACTION_STATE_PENDING]
-        )
+            record = live.record  # the writer keeps the counters in the row, the hub the rest in memory
         info = session_pb2.SessionInfo(
             id=record.id,
             node_id=record.node_id,
@@ -63,7 +68,7 @@ class SessionServiceImpl:
             updated_at=_timestamp(record.updated_at),
             last_cursor=str(stored.last_cursor) if stored and stored.last_cursor else "",
             event_count=stored.event_count if stored else 0,
-            pending_interactions=len(pending),
+            pending_interactions=pending_interactions,
             parent_session_id=record.parent_session_id,
             close_reason=record.close_reason,
         )
@@ -88,8 +93,11 @@ class SessionServiceImpl:
             node_id=request.node_id,
         )
         response = session_pb2.ListSessionsResponse()
-        for record in records[:limit]:
-            response.sessions.append(await self.info(record))
+        page = records[:limit]
+        # One query for the whole page; the listed rows carry the counters already.
+        pending = await self.hub.store.count_interactions([record.id for record in page], _PENDING)
+        for record in page:
+            response.sessions.append(self._info(record, record, pending.get(record.id, 0)))
         if len(records) > limit:
             last = records[limit - 1]
             response.next_page_token = encode_token((last.updated_at, last.id))

@@ -294,6 +294,10 @@ class Store(Protocol):
         """Interactions (of one session when ``session_id`` is set, in ``states`` when given), oldest first."""
         ...
 
+    async def count_interactions(self, session_ids: Sequence[str], states: Sequence[int]) -> dict[str, int]:
+        """How many interactions in ``states`` each of ``session_ids`` has (sessions with none are left out)."""
+        ...
+
     async def get_scan(self, scan_id: str) -> ScanRecord | None:
         """One scan, or ``None``."""
         ...

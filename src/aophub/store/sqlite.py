@@ -710,6 +710,17 @@ class SQLiteStore:
         )
         return [InteractionRecord(*row) for row in rows]
 
+    async def count_interactions(self, session_ids: Sequence[str], states: Sequence[int]) -> dict[str, int]:
+        """How many interactions in ``states`` each of ``session_ids`` has (sessions with none are left out)."""
+        if not session_ids or not states:
+            return {}
+        rows = await self._read(
+            f"SELECT session_id, COUNT(*) FROM interactions WHERE session_id IN ({', '.join('?' * len(session_ids))})"
+            f" AND state IN ({', '.join('?' * len(states))}) GROUP BY session_id",
+            [*session_ids, *states],
+        )
+        return {str(session_id): int(count) for session_id, count in rows}
+
     async def get_scan(self, scan_id: str) -> ScanRecord | None:
         """One scan, or ``None``."""
         rows = await self._read("SELECT id, status, created_at, data FROM scans WHERE id = ?", (scan_id,))

@@ -69,7 +69,7 @@ class WebSocketNodeLink:
         self.close_reason = reason
         self._closed.set()
         with contextlib.suppress(Exception):
-            await self._websocket.close(code=1000, reason=reason[:120])
+            await self._websocket.close(code=1000, reason=_close_reason(reason))
 
     async def stop(self) -> None:
         self._closed.set()
@@ -78,9 +78,17 @@ class WebSocketNodeLink:
             await self._writer
 
 
+def _close_reason(reason: str) -> str:
+    """``reason`` cut to the 123 bytes a close frame holds (RFC 6455 5.5), at a character boundary.
+
+    A longer one makes the close itself fail, and the node is dropped without a reason.
+    """
+    return reason.encode()[:123].decode(errors="ignore")
+
+
 async def _close(websocket: WebSocket, code: int, reason: str) -> None:
     with contextlib.suppress(Exception):
-        await websocket.close(code=code, reason=reason[:120])
+        await websocket.close(code=code, reason=_close_reason(reason))
 
 
 async def _receive_frame(websocket: WebSocket) -> bytes | None:
