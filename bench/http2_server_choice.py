@@ -8,7 +8,7 @@ when the machine has two or more:
 
 * ``uvicorn``: the hub's default stack, configured by ``aophub.transport.server`` (HTTP/1.1).
 * ``uvicorn-zttp``: the same with ``--http2`` (uvicorn's zttp protocol: HTTP/1.1 + h2c).
-* ``hypercorn``: hypercorn 0.18 (h11 + h2 + wsproto), asyncio worker.
+* ``hypercorn``: hypercorn 0.18 (h11 + h2 + wsproto), asyncio worker on uvloop like the others.
 * ``granian``: granian 2.8 (Rust, hyper + tungstenite), ASGI interface, one worker.
 
 Only ``uvicorn`` and ``uvicorn-zttp`` come with the project; the others are measured when
@@ -117,7 +117,14 @@ def _serve_hypercorn() -> None:
     # flight; a gRPC channel makes thousands. Configured as the hub would run it.
     config.keep_alive_max_requests = 2**31
     config.loglevel = "WARNING"
-    asyncio.run(serve(echo_app(listener.getsockname()[1]), config))
+    # uvicorn and granian pick uvloop when it is installed (it is a hub dependency): so does this.
+    loop_factory = None
+    if importlib.util.find_spec("uvloop") is not None:
+        import uvloop  # noqa: PLC0415
+
+        loop_factory = uvloop.new_event_loop
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(serve(echo_app(listener.getsockname()[1]), config))
 
 
 _PORT_VARIABLE = "BENCH_GRANIAN_PORT"

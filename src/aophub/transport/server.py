@@ -5,11 +5,13 @@ Default: uvicorn's own HTTP/1.1 stack, WebSockets included. ``http2=True`` (``ao
 cleartext connection: the HTTP/2 connection preface (prior knowledge, as gRPC clients send on an
 insecure channel) gets HTTP/2 with the ASGI ``http.response.trailers`` extension that gRPC needs;
 anything else is HTTP/1.1, WebSocket upgrades and the WebSocket denial response included. So one
-port serves Connect, gRPC-Web, gRPC and the AOP WebSocket endpoints. README "HTTP/2 and gRPC"
-records why this and not hypercorn or granian.
+port serves Connect, gRPC-Web, gRPC and the AOP WebSocket endpoints, and the WebSocket
+behaviour (frame limit, keepalive pings and their timeout) is uvicorn's in both modes. README
+"HTTP/2 and gRPC" records why this and not hypercorn or granian, and zttp's known limit.
 
-:func:`serve` blocks until the server stops. SIGINT and SIGTERM both stop it gracefully (lifespan
-shutdown included) and return normally, so a supervisor's stop exits 0.
+:func:`serve` blocks until the server stops. SIGTERM shuts down gracefully (lifespan shutdown
+included) and :func:`serve` returns, so a supervisor's stop exits 0; SIGINT (Ctrl-C) shuts down
+the same way, then uvicorn re-raises it.
 """
 
 from __future__ import annotations
