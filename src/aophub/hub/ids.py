@@ -1,8 +1,16 @@
-"""Identifiers the hub makes: short, unique, roughly time-ordered."""
+"""Identifiers the hub makes: short, unique, roughly time-ordered.
+
+Ids name things; they are not secrets (every request is authenticated by the access key), so
+the random part comes from a fast generator seeded from the OS, not from ``os.urandom`` per
+id: the hub makes an id for every event, and a system call each time was a fifth of its CPU
+under load. The generator is reseeded in a forked child so parent and child never share a
+sequence.
+"""
 
 from __future__ import annotations
 
-import secrets
+import os
+import random
 import time
 from collections.abc import Callable
 
@@ -10,7 +18,10 @@ __all__ = ["IdGenerator", "new_id"]
 
 IdGenerator = Callable[[str], str]
 
+_random = random.Random(os.urandom(32))
+os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
+
 
 def new_id(prefix: str) -> str:
     """``<prefix>_<milliseconds in hex><64 random bits in hex>``, e.g. ``ses_19a2b...``."""
-    return f"{prefix}_{time.time_ns() // 1_000_000:x}{secrets.token_hex(8)}"
+    return f"{prefix}_{time.time_ns() // 1_000_000:x}{_random.getrandbits(64):016x}"
