@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import signal
 from types import FrameType
 from typing import Any, Literal
@@ -11,7 +10,7 @@ from typing import Any, Literal
 import uvicorn
 
 from aophub.settings import Settings
-from aophub.transport.server import server_config
+from aophub.transport.server import run_server, server_config
 
 __all__ = ["serve", "server_arguments"]
 
@@ -40,9 +39,9 @@ def server_arguments(description: str) -> argparse.ArgumentParser:
 def serve(app: Any, port: int, *, lifespan: Literal["auto", "on", "off"] = "auto") -> None:
     """Serve ``app`` on 127.0.0.1:``port`` with the hub's uvicorn configuration (HTTP/1.1).
 
-    Same HTTP and WebSocket implementations, frame size limit and keepalive as the hub; only
+    Same HTTP and WebSocket implementations, event loop, frame size limit and keepalive as the hub; only
     the lifespan setting differs when the app has no lifespan.
     """
     config = server_config(app, Settings(access_key="baseline", host="127.0.0.1", port=port), log_level="warning")
     config.lifespan = lifespan
-    asyncio.run(_Server(config).serve())
+    run_server(_Server(config))
