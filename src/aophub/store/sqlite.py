@@ -1,16 +1,19 @@
-"""The SQLite store: one writer task with group commit, one reader connection.
+"""The SQLite store: one writer thread with group commit, one reader connection.
 
 Every write goes through :meth:`SQLiteStore.submit`, which queues the batch
-for the writer task. The writer takes all batches waiting (up to
-``max_group_ops`` operations), runs them in one transaction, commits once and
-then resolves their futures in submission order, so that while one commit is
-being synced the next group accumulates. If a group fails it is rolled back
-and each of its batches is retried in a transaction of its own, so a bad batch
-fails alone.
+for the writer task. The writer task takes all batches waiting (up to
+``max_group_ops`` operations) and hands them to the writer thread in one call
+(:class:`~aophub.store.sqlite_writer.SQLiteWriter`): the thread runs them in
+one transaction, commits once and returns every batch's result, which the task
+then resolves in submission order. While one commit is being synced the next
+group accumulates. If a group fails it is rolled back and each of its batches
+is retried in a transaction of its own, so a bad batch fails alone. (The
+writer uses the standard ``sqlite3`` module on its own thread rather than
+aiosqlite: aiosqlite hands every statement to its thread and back, and those
+hand-offs were a quarter of a busy hub's CPU.)
 
-The writer owns the per-session cursor cache (loaded with ``MAX(cursor)`` on
-first use) and advances it only after a commit succeeds. Reads use a second
-connection; WAL mode lets them run while a write is in flight.
+Reads use a second connection through aiosqlite; WAL mode lets them run while
+a write is in flight.
 
 ``AppendEvent`` and ``PutTurn`` need the session row (foreign keys are
 enforced): a batch that appends to an unknown session fails, not retryable.
@@ -20,30 +23,20 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import errno
-import sqlite3
 from collections import deque
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, assert_never
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from aophub.store.base import (
-    AppendArtifact,
-    AppendEvent,
     ArtifactRecord,
-    DeleteSession,
     InteractionRecord,
     JournalEntry,
-    PutInteraction,
-    PutJournal,
-    PutScan,
-    PutSession,
-    PutTurn,
-    ReserveSeq,
     ScanRecord,
     SessionRecord,
     StoredEvent,
@@ -51,123 +44,12 @@ from aophub.store.base import (
     TurnRecord,
     WriteOp,
 )
+from aophub.store.sqlite_schema import SYNCHRONOUS, TURN_COLUMNS, map_exceptions
+from aophub.store.sqlite_writer import SQLiteWriter
 
 __all__ = ["SQLiteStore", "map_exceptions"]
 
-# _MIGRATIONS[n] takes the schema from version n to n + 1 (PRAGMA user_version).
-_MIGRATIONS = (
-    """
-    CREATE TABLE sessions (
-        id TEXT PRIMARY KEY,
-        node_id TEXT NOT NULL,
-        title TEXT NOT NULL,
-        state TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        archived INTEGER NOT NULL,
-        parent_session_id TEXT NOT NULL,
-        parent_tool_call_id TEXT NOT NULL,
-        close_reason TEXT NOT NULL,
-        open_request BLOB NOT NULL,
-        seq_reserved INTEGER NOT NULL,
-        -- kept by the writer in the same transaction as the appends
-        last_cursor INTEGER NOT NULL DEFAULT 0,
-        event_count INTEGER NOT NULL DEFAULT 0,
-        max_event_seq INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE INDEX sessions_by_update ON sessions (updated_at, id);
-    CREATE TABLE events (
-        session_id TEXT NOT NULL REFERENCES sessions (id),
-        cursor INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
-        event_id TEXT NOT NULL,
-        data BLOB NOT NULL,
-        PRIMARY KEY (session_id, cursor)
-    );
-    CREATE TABLE turns (
-        session_id TEXT NOT NULL REFERENCES sessions (id),
-        turn_id TEXT NOT NULL,
-        state TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        request BLOB NOT NULL,
-        ended_at REAL NOT NULL,
-        stop_reason TEXT NOT NULL,
-        PRIMARY KEY (session_id, turn_id)
-    );
-    CREATE INDEX turns_by_state ON turns (state, session_id, created_at);
-    CREATE TABLE journal (
-        key TEXT PRIMARY KEY,
-        method TEXT NOT NULL,
-        fingerprint BLOB NOT NULL,
-        response BLOB NOT NULL,
-        created_at REAL NOT NULL
-    );
-    """,
-    """
-    CREATE TABLE interactions (
-        id TEXT PRIMARY KEY,
-        session_id TEXT NOT NULL REFERENCES sessions (id),
-        turn_id TEXT NOT NULL,
-        state INTEGER NOT NULL,
-        data BLOB NOT NULL
-    );
-    CREATE INDEX interactions_by_session ON interactions (session_id, state);
-    CREATE INDEX interactions_by_state ON interactions (state);
-    """,
-    """
-    CREATE TABLE scans (
-        id TEXT PRIMARY KEY,
-        status INTEGER NOT NULL,
-        created_at REAL NOT NULL,
-        data BLOB NOT NULL
-    );
-    CREATE INDEX scans_by_creation ON scans (created_at, id);
-    CREATE INDEX scans_by_status ON scans (status);
-    CREATE TABLE artifacts (
-        cursor INTEGER PRIMARY KEY AUTOINCREMENT,
-        event_id TEXT NOT NULL UNIQUE,
-        session_id TEXT NOT NULL,
-        data BLOB NOT NULL
-    );
-    CREATE INDEX artifacts_by_session ON artifacts (session_id, cursor);
-    """,
-)
-
-_SYNCHRONOUS = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
-
-# Primary SQLite result codes -> (what the operator reads, retryable).
-_SQLITE_CODES: dict[int, tuple[str, bool]] = {
-    sqlite3.SQLITE_PERM: ("access denied", True),
-    sqlite3.SQLITE_BUSY: ("database is locked", True),
-    sqlite3.SQLITE_LOCKED: ("database is locked", True),
-    sqlite3.SQLITE_NOMEM: ("out of memory", True),
-    sqlite3.SQLITE_READONLY: ("database is read-only", True),
-    sqlite3.SQLITE_IOERR: ("I/O error", True),
-    sqlite3.SQLITE_CORRUPT: ("database is corrupt", False),
-    sqlite3.SQLITE_FULL: ("disk full", True),
-    sqlite3.SQLITE_CANTOPEN: ("cannot open database", True),
-    sqlite3.SQLITE_CONSTRAINT: ("constraint failed", False),
-    sqlite3.SQLITE_NOTADB: ("database is corrupt", False),
-}
-
-
-@contextmanager
-def map_exceptions(action: str) -> Iterator[None]:
-    """Turn sqlite3 and OS errors raised inside the block into :class:`StoreError`.
-
-    The only place the store catches foreign exceptions. ``action`` says what
-    was being done ("writing", "opening /var/lib/hub.db") and goes into the
-    message, after a kind such as "disk full" or "database is corrupt".
-    """
-    try:
-        yield
-    except sqlite3.Error as exc:
-        code = getattr(exc, "sqlite_errorcode", None)
-        kind, retryable = _SQLITE_CODES.get((code or 0) & 0xFF, ("database error", False))
-        raise StoreError(f"{kind}: {action}: {exc}", retryable=retryable) from exc
-    except OSError as exc:
-        kind = "disk full" if exc.errno == errno.ENOSPC else "I/O error"
-        raise StoreError(f"{kind}: {action}: {exc}", retryable=True) from exc
+_T = TypeVar("_T")
 
 
 class _State(enum.Enum):
@@ -183,35 +65,10 @@ class _Batch:
     future: asyncio.Future[list[int | None]]
 
 
-@dataclass(slots=True)
-class _AppendRun:
-    """Consecutive appends, written with two ``executemany`` calls instead of one call per event."""
-
-    rows: list[tuple[str, int, int, str, bytes]] = field(default_factory=list)
-    # session id -> [last cursor, events added, max seq]
-    sessions: dict[str, list[int]] = field(default_factory=dict)
-
-    def add(self, op: AppendEvent, cursor: int) -> None:
-        self.rows.append((op.session_id, cursor, op.seq, op.event_id, op.data))
-        totals = self.sessions.setdefault(op.session_id, [0, 0, 0])
-        totals[0] = cursor
-        totals[1] += 1
-        totals[2] = max(totals[2], op.seq)
-
-
 _SESSION_COLUMNS = (
     "id, node_id, title, state, created_at, updated_at, archived, parent_session_id,"
     " parent_tool_call_id, close_reason, open_request, seq_reserved, last_cursor, event_count"
 )
-_TURN_COLUMNS = "session_id, turn_id, state, created_at, request, ended_at, stop_reason"
-
-
-async def _value(db: aiosqlite.Connection, sql: str, params: Sequence[Any] = ()) -> Any:
-    """The first column of the first row of ``sql``."""
-    async with db.execute(sql, params) as cursor:
-        row = await cursor.fetchone()
-    assert row is not None, sql
-    return row[0]
 
 
 def _session(row: Any) -> SessionRecord:
@@ -264,8 +121,8 @@ class SQLiteStore:
         max_group_ops: int = 2000,
         max_page_count: int | None = None,
     ) -> None:
-        if synchronous.upper() not in _SYNCHRONOUS:
-            raise ValueError(f"synchronous must be one of {sorted(_SYNCHRONOUS)}, not {synchronous!r}")
+        if synchronous.upper() not in SYNCHRONOUS:
+            raise ValueError(f"synchronous must be one of {sorted(SYNCHRONOUS)}, not {synchronous!r}")
         if max_group_ops < 1:
             raise ValueError(f"max_group_ops must be at least 1, not {max_group_ops}")
         self.path = path
@@ -273,32 +130,30 @@ class SQLiteStore:
         self._max_group_ops = max_group_ops
         self._max_page_count = max_page_count
         self._state = _State.NEW
-        self._writer: aiosqlite.Connection | None = None
+        # The writer is used only on its own thread (see _on_writer); reads use aiosqlite.
+        self._writer = SQLiteWriter(path)
+        self._executor: ThreadPoolExecutor | None = None
         self._reader: aiosqlite.Connection | None = None
         self._pending: deque[_Batch] = deque()
         self._wakeup = asyncio.Event()
         self._writer_task: asyncio.Task[None] | None = None
         self._close_task: asyncio.Task[None] | None = None
-        # session id -> last committed cursor; only the writer task touches it
-        self._cursors: dict[str, int] = {}
-        self._commits = 0
-        self._batches = 0
 
     def __repr__(self) -> str:
         return (
-            f"<SQLiteStore {str(self.path)!r} {self._state.value} commits={self._commits}"
-            f" batches={self._batches} pending={len(self._pending)}>"
+            f"<SQLiteStore {str(self.path)!r} {self._state.value} commits={self._writer.commits}"
+            f" batches={self._writer.batches} pending={len(self._pending)}>"
         )
 
     @property
     def commits(self) -> int:
         """Transactions committed so far (for tests and benchmarks)."""
-        return self._commits
+        return self._writer.commits
 
     @property
     def batches(self) -> int:
         """Batches committed so far (for tests and benchmarks)."""
-        return self._batches
+        return self._writer.batches
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -314,16 +169,12 @@ class SQLiteStore:
         """Create the directory and the schema (or migrate it), then start the writer task."""
         if self._state is not _State.NEW:
             raise StoreError(f"store is {self._state.value}, cannot open it again", retryable=False)
-        action = f"opening {self.path}"
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aophub-store-writer")
         try:
-            with map_exceptions(action):
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._writer = await aiosqlite.connect(self.path, isolation_level=None)
-                await self._migrate(self._writer)
-                await self._writer.execute(f"PRAGMA synchronous = {self._synchronous}")
-                await self._writer.execute("PRAGMA foreign_keys = ON")
-                if self._max_page_count is not None:
-                    await self._writer.execute(f"PRAGMA max_page_count = {int(self._max_page_count)}")
+            await self._on_writer(
+                partial(self._writer.open, synchronous=self._synchronous, max_page_count=self._max_page_count)
+            )
+            with map_exceptions(f"opening {self.path}"):
                 self._reader = await aiosqlite.connect(self.path, isolation_level=None)
                 await self._reader.execute("PRAGMA query_only = ON")
         except BaseException:
@@ -332,18 +183,11 @@ class SQLiteStore:
         self._state = _State.OPEN
         self._writer_task = asyncio.create_task(self._write_loop(), name=f"store-writer {self.path}")
 
-    async def _migrate(self, db: aiosqlite.Connection) -> None:
-        mode = await _value(db, "PRAGMA journal_mode = WAL")
-        if mode != "wal":
-            raise StoreError(f"cannot use WAL mode for {self.path} (got {mode!r})", retryable=False)
-        version = await _value(db, "PRAGMA user_version")
-        if version > len(_MIGRATIONS):
-            raise StoreError(
-                f"{self.path} has schema version {version}, newer than this aophub knows ({len(_MIGRATIONS)})",
-                retryable=False,
-            )
-        for target, script in enumerate(_MIGRATIONS[version:], start=version + 1):
-            await db.executescript(f"BEGIN IMMEDIATE; {script}; PRAGMA user_version = {target}; COMMIT;")
+    async def _on_writer(self, function: Callable[..., _T], *args: Any) -> _T:
+        """Run ``function(*args)`` on the writer thread, which alone uses the writer connection."""
+        if self._executor is None:
+            raise StoreError(f"store is {self._state.value}", retryable=False)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, function, *args)
 
     async def close(self) -> None:
         """Refuse new batches, commit every batch already submitted, then close the connections."""
@@ -365,12 +209,18 @@ class SQLiteStore:
             self._state = _State.CLOSED
 
     async def _close_connections(self) -> None:
-        writer, reader = self._writer, self._reader
-        self._writer = self._reader = None
-        with map_exceptions(f"closing {self.path}"):
-            for db in (reader, writer):
-                if db is not None:
-                    await db.close()
+        reader, self._reader = self._reader, None
+        executor = self._executor
+        try:
+            with map_exceptions(f"closing {self.path}"):
+                if reader is not None:
+                    await reader.close()
+                if executor is not None:
+                    await self._on_writer(self._writer.close)
+        finally:
+            self._executor = None
+            if executor is not None:
+                executor.shutdown(wait=False)
 
     async def set_max_page_count(self, pages: int) -> int:
         """Cap the database at ``pages`` pages; returns the cap in effect.
@@ -379,9 +229,9 @@ class SQLiteStore:
         disk, a high one lifts it. SQLite never sets the cap below the current
         size, so ``set_max_page_count(1)`` freezes the file at its size.
         """
-        db = self._writer_connection()
-        with map_exceptions("setting max_page_count"):
-            self._max_page_count = int(await _value(db, f"PRAGMA max_page_count = {int(pages)}"))
+        if self._state is not _State.OPEN:
+            raise StoreError(f"store is {self._state.value}", retryable=False)
+        self._max_page_count = await self._on_writer(self._writer.set_max_page_count, pages)
         return self._max_page_count
 
     # -- writes ----------------------------------------------------------------
@@ -397,11 +247,6 @@ class SQLiteStore:
         self._pending.append(_Batch(tuple(ops), future))
         self._wakeup.set()
         return await future
-
-    def _writer_connection(self) -> aiosqlite.Connection:
-        if self._writer is None or self._state is not _State.OPEN:
-            raise StoreError(f"store is {self._state.value}", retryable=False)
-        return self._writer
 
     async def _write_loop(self) -> None:
         group: list[_Batch] = []
@@ -435,165 +280,14 @@ class SQLiteStore:
         return group
 
     async def _commit_group(self, group: list[_Batch]) -> None:
-        if len(group) > 1:
-            try:
-                results = await self._transaction(group)
-            except StoreError:
-                pass  # retried batch by batch below, so that only the bad one fails
+        answers = await self._on_writer(self._writer.commit, [batch.ops for batch in group])
+        for batch, answer in zip(group, answers, strict=True):
+            if batch.future.done():
+                continue
+            if isinstance(answer, StoreError):
+                batch.future.set_exception(answer)
             else:
-                for batch, result in zip(group, results, strict=True):
-                    if not batch.future.done():
-                        batch.future.set_result(result)
-                return
-        for batch in group:
-            try:
-                [result] = await self._transaction([batch])
-            except StoreError as exc:
-                if not batch.future.done():
-                    batch.future.set_exception(exc)
-            else:
-                if not batch.future.done():
-                    batch.future.set_result(result)
-
-    async def _transaction(self, group: list[_Batch]) -> list[list[int | None]]:
-        """Run ``group`` in one transaction; on success advance the cursor cache and counters."""
-        assert self._writer is not None
-        db = self._writer
-        cursors: dict[str, int] = {}  # session id -> last cursor inside this transaction
-        run = _AppendRun()
-        try:
-            with map_exceptions(f"writing {self.path}"):
-                await db.execute("BEGIN IMMEDIATE")
-                results = [[await self._apply(db, op, cursors, run) for op in batch.ops] for batch in group]
-                await self._flush(db, run)
-                await db.execute("COMMIT")
-        except BaseException:
-            await self._rollback(db)
-            raise
-        for session_id, cursor in cursors.items():
-            if cursor:
-                self._cursors[session_id] = cursor
-            else:
-                self._cursors.pop(session_id, None)
-        self._commits += 1
-        self._batches += len(group)
-        return results
-
-    async def _rollback(self, db: aiosqlite.Connection) -> None:
-        # SQLite already rolled back by itself after some errors (e.g. SQLITE_FULL).
-        if db.in_transaction:
-            with map_exceptions(f"rolling back {self.path}"):
-                await db.execute("ROLLBACK")
-
-    async def _apply(
-        self, db: aiosqlite.Connection, op: WriteOp, cursors: dict[str, int], run: _AppendRun
-    ) -> int | None:
-        # Appends are buffered in `run`; ops that create or delete a session
-        # row flush them first so the batch behaves as if run in order.
-        match op:
-            case AppendEvent(session_id=session_id):
-                if session_id not in cursors:
-                    cursors[session_id] = await self._last_cursor(db, session_id)
-                cursors[session_id] += 1
-                run.add(op, cursors[session_id])
-                return cursors[session_id]
-            case PutSession(record=r):
-                await self._flush(db, run)
-                await db.execute(
-                    "INSERT INTO sessions (id, node_id, title, state, created_at, updated_at, archived,"
-                    " parent_session_id, parent_tool_call_id, close_reason, open_request, seq_reserved)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (id) DO UPDATE SET node_id = excluded.node_id, title = excluded.title,"
-                    " state = excluded.state, created_at = excluded.created_at, updated_at = excluded.updated_at,"
-                    " archived = excluded.archived, parent_session_id = excluded.parent_session_id,"
-                    " parent_tool_call_id = excluded.parent_tool_call_id, close_reason = excluded.close_reason,"
-                    " open_request = excluded.open_request,"
-                    " seq_reserved = MAX(seq_reserved, excluded.seq_reserved)",
-                    (
-                        r.id,
-                        r.node_id,
-                        r.title,
-                        r.state,
-                        r.created_at,
-                        r.updated_at,
-                        int(r.archived),
-                        r.parent_session_id,
-                        r.parent_tool_call_id,
-                        r.close_reason,
-                        r.open_request,
-                        r.seq_reserved,
-                    ),
-                )
-                return None
-            case PutTurn(record=t):
-                await db.execute(
-                    f"INSERT OR REPLACE INTO turns ({_TURN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (t.session_id, t.turn_id, t.state, t.created_at, t.request, t.ended_at, t.stop_reason),
-                )
-                return None
-            case PutJournal(entry=e):
-                await db.execute(
-                    "INSERT INTO journal (key, method, fingerprint, response, created_at) VALUES (?, ?, ?, ?, ?)"
-                    " ON CONFLICT (key) DO NOTHING",
-                    (e.key, e.method, e.fingerprint, e.response, e.created_at),
-                )
-                return None
-            case DeleteSession(session_id=session_id):
-                await self._flush(db, run)
-                deleted = await db.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
-                await db.execute("DELETE FROM turns WHERE session_id = ?", (session_id,))
-                await db.execute("DELETE FROM interactions WHERE session_id = ?", (session_id,))
-                await db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-                cursors[session_id] = 0
-                return deleted.rowcount
-            case PutInteraction(record=i):
-                await db.execute(
-                    "INSERT INTO interactions (id, session_id, turn_id, state, data) VALUES (?, ?, ?, ?, ?)"
-                    " ON CONFLICT (id) DO UPDATE SET state = excluded.state, data = excluded.data",
-                    (i.id, i.session_id, i.turn_id, i.state, i.data),
-                )
-                return None
-            case PutScan(record=scan):
-                await db.execute(
-                    "INSERT INTO scans (id, status, created_at, data) VALUES (?, ?, ?, ?)"
-                    " ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data",
-                    (scan.id, scan.status, scan.created_at, scan.data),
-                )
-                return None
-            case AppendArtifact(event_id=event_id, session_id=session_id, data=data):
-                inserted = await db.execute(
-                    "INSERT INTO artifacts (event_id, session_id, data) VALUES (?, ?, ?)"
-                    " ON CONFLICT (event_id) DO NOTHING",
-                    (event_id, session_id, data),
-                )
-                return inserted.lastrowid if inserted.rowcount == 1 else None
-            case ReserveSeq(session_id=session_id, upto=upto):
-                await db.execute(
-                    "UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?", (upto, session_id)
-                )
-                return None
-            case _:
-                assert_never(op)
-
-    async def _last_cursor(self, db: aiosqlite.Connection, session_id: str) -> int:
-        cached = self._cursors.get(session_id)
-        if cached is not None:
-            return cached
-        return int(await _value(db, "SELECT MAX(cursor) FROM events WHERE session_id = ?", (session_id,)) or 0)
-
-    async def _flush(self, db: aiosqlite.Connection, run: _AppendRun) -> None:
-        if not run.rows:
-            return
-        rows, sessions = run.rows, run.sessions
-        run.rows, run.sessions = [], {}
-        await db.executemany(
-            "INSERT INTO events (session_id, cursor, seq, event_id, data) VALUES (?, ?, ?, ?, ?)", rows
-        )
-        await db.executemany(
-            "UPDATE sessions SET last_cursor = ?, event_count = event_count + ?,"
-            " max_event_seq = MAX(max_event_seq, ?) WHERE id = ?",
-            [(last, added, seq, session_id) for session_id, (last, added, seq) in sessions.items()],
-        )
+                batch.future.set_result(answer)
 
     # -- reads -----------------------------------------------------------------
 
@@ -668,7 +362,7 @@ class SQLiteStore:
     async def get_turn(self, session_id: str, turn_id: str) -> TurnRecord | None:
         """One turn of a session, whatever its state, or ``None``."""
         rows = await self._read(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE session_id = ? AND turn_id = ?", (session_id, turn_id)
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? AND turn_id = ?", (session_id, turn_id)
         )
         return _turn(rows[0]) if rows else None
 
@@ -678,7 +372,7 @@ class SQLiteStore:
             return []
         marks = ", ".join("?" * len(states))
         rows = await self._read(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE state IN ({marks}) ORDER BY session_id, created_at, turn_id",
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE state IN ({marks}) ORDER BY session_id, created_at, turn_id",
             list(states),
         )
         return [_turn(row) for row in rows]

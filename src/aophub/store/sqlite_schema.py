@@ -1,0 +1,161 @@
+"""The SQLite schema and its migrations, and the one place SQLite errors become :class:`StoreError`."""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from aophub.store.base import StoreError
+
+__all__ = ["MIGRATIONS", "SYNCHRONOUS", "TURN_COLUMNS", "connect_writer", "map_exceptions"]
+
+TURN_COLUMNS = "session_id, turn_id, state, created_at, request, ended_at, stop_reason"
+
+# MIGRATIONS[n] takes the schema from version n to n + 1 (PRAGMA user_version).
+MIGRATIONS = (
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        node_id TEXT NOT NULL,
+        title TEXT NOT NULL,
+        state TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        archived INTEGER NOT NULL,
+        parent_session_id TEXT NOT NULL,
+        parent_tool_call_id TEXT NOT NULL,
+        close_reason TEXT NOT NULL,
+        open_request BLOB NOT NULL,
+        seq_reserved INTEGER NOT NULL,
+        -- kept by the writer in the same transaction as the appends
+        last_cursor INTEGER NOT NULL DEFAULT 0,
+        event_count INTEGER NOT NULL DEFAULT 0,
+        max_event_seq INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX sessions_by_update ON sessions (updated_at, id);
+    CREATE TABLE events (
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        cursor INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        event_id TEXT NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (session_id, cursor)
+    );
+    CREATE TABLE turns (
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        turn_id TEXT NOT NULL,
+        state TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        request BLOB NOT NULL,
+        ended_at REAL NOT NULL,
+        stop_reason TEXT NOT NULL,
+        PRIMARY KEY (session_id, turn_id)
+    );
+    CREATE INDEX turns_by_state ON turns (state, session_id, created_at);
+    CREATE TABLE journal (
+        key TEXT PRIMARY KEY,
+        method TEXT NOT NULL,
+        fingerprint BLOB NOT NULL,
+        response BLOB NOT NULL,
+        created_at REAL NOT NULL
+    );
+    """,
+    """
+    CREATE TABLE interactions (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions (id),
+        turn_id TEXT NOT NULL,
+        state INTEGER NOT NULL,
+        data BLOB NOT NULL
+    );
+    CREATE INDEX interactions_by_session ON interactions (session_id, state);
+    CREATE INDEX interactions_by_state ON interactions (state);
+    """,
+    """
+    CREATE TABLE scans (
+        id TEXT PRIMARY KEY,
+        status INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        data BLOB NOT NULL
+    );
+    CREATE INDEX scans_by_creation ON scans (created_at, id);
+    CREATE INDEX scans_by_status ON scans (status);
+    CREATE TABLE artifacts (
+        cursor INTEGER PRIMARY KEY AUTOINCREMENT,
+        event_id TEXT NOT NULL UNIQUE,
+        session_id TEXT NOT NULL,
+        data BLOB NOT NULL
+    );
+    CREATE INDEX artifacts_by_session ON artifacts (session_id, cursor);
+    """,
+)
+
+SYNCHRONOUS = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
+
+# Primary SQLite result codes -> (what the operator reads, retryable).
+_SQLITE_CODES: dict[int, tuple[str, bool]] = {
+    sqlite3.SQLITE_PERM: ("access denied", True),
+    sqlite3.SQLITE_BUSY: ("database is locked", True),
+    sqlite3.SQLITE_LOCKED: ("database is locked", True),
+    sqlite3.SQLITE_NOMEM: ("out of memory", True),
+    sqlite3.SQLITE_READONLY: ("database is read-only", True),
+    sqlite3.SQLITE_IOERR: ("I/O error", True),
+    sqlite3.SQLITE_CORRUPT: ("database is corrupt", False),
+    sqlite3.SQLITE_FULL: ("disk full", True),
+    sqlite3.SQLITE_CANTOPEN: ("cannot open database", True),
+    sqlite3.SQLITE_CONSTRAINT: ("constraint failed", False),
+    sqlite3.SQLITE_NOTADB: ("database is corrupt", False),
+}
+
+
+@contextmanager
+def map_exceptions(action: str) -> Iterator[None]:
+    """Turn sqlite3 and OS errors raised inside the block into :class:`StoreError`.
+
+    The only place the store catches foreign exceptions. ``action`` says what
+    was being done ("writing", "opening /var/lib/hub.db") and goes into the
+    message, after a kind such as "disk full" or "database is corrupt".
+    """
+    try:
+        yield
+    except sqlite3.Error as exc:
+        code = getattr(exc, "sqlite_errorcode", None)
+        kind, retryable = _SQLITE_CODES.get((code or 0) & 0xFF, ("database error", False))
+        raise StoreError(f"{kind}: {action}: {exc}", retryable=retryable) from exc
+    except OSError as exc:
+        kind = "disk full" if exc.errno == errno.ENOSPC else "I/O error"
+        raise StoreError(f"{kind}: {action}: {exc}", retryable=True) from exc
+
+
+def connect_writer(path: Path, *, synchronous: str, max_page_count: int | None) -> sqlite3.Connection:
+    """Open the writer connection to ``path``: WAL mode, schema migrated to the latest version, pragmas set.
+
+    Creates the directory and the file when missing. Must be called on the
+    thread that will use the connection. Raises :class:`StoreError`.
+    """
+    with map_exceptions(f"opening {path}"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(path, isolation_level=None)
+        try:
+            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode != "wal":
+                raise StoreError(f"cannot use WAL mode for {path} (got {mode!r})", retryable=False)
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise StoreError(
+                    f"{path} has schema version {version}, newer than this aophub knows ({len(MIGRATIONS)})",
+                    retryable=False,
+                )
+            for target, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                db.executescript(f"BEGIN IMMEDIATE; {script}; PRAGMA user_version = {target}; COMMIT;")
+            db.execute(f"PRAGMA synchronous = {synchronous}")
+            db.execute("PRAGMA foreign_keys = ON")
+            if max_page_count is not None:
+                db.execute(f"PRAGMA max_page_count = {int(max_page_count)}")
+        except BaseException:
+            db.close()
+            raise
+    return db
