@@ -1,10 +1,11 @@
-"""Setup shared by the scenarios: sessions with watches, echo connections, recorded frames."""
+"""Shared by the scenarios: sessions with watches, echo connections, recorded frames, repeats."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -23,12 +24,14 @@ from bench.client import (
     start_watch,
     watch_frame,
 )
+from bench.context import Context
 from bench.load import TurnSource
 from bench.processes import ServerProcess
 
 __all__ = [
     "SETUP_CONCURRENCY",
     "alternate",
+    "alternate_repeats",
     "close_all",
     "echo_sources",
     "hub_sessions",
@@ -119,3 +122,27 @@ async def alternate(repeat: int, hub: Callable[[], Awaitable[T]], baseline: Call
         return first, await baseline()
     second = await baseline()
     return await hub(), second
+
+
+async def alternate_repeats(
+    ctx: Context,
+    label: str,
+    hub: Callable[[int], Awaitable[T]],
+    baseline: Callable[[int], Awaitable[T]],
+    summary: Callable[[T, T], str],
+) -> tuple[list[T], list[T]]:
+    """Measure both sides ``ctx.repeats`` times, alternating which goes first (see :func:`alternate`).
+
+    ``hub`` and ``baseline`` are called with the repeat's index (from 0) and measure that side once;
+    repeat 0 runs the hub first. After each repeat one line is logged:
+    ``"{label} run {n}/{repeats}: {summary(hub_result, baseline_result)}"``. Returns the hub's and
+    the baseline's results, one per repeat in order, ready for :class:`bench.report.Figure` runs.
+    """
+    hub_runs: list[T] = []
+    baseline_runs: list[T] = []
+    for repeat in range(ctx.repeats):
+        measured, compared = await alternate(repeat, partial(hub, repeat), partial(baseline, repeat))
+        hub_runs.append(measured)
+        baseline_runs.append(compared)
+        ctx.log(f"{label} run {repeat + 1}/{ctx.repeats}: {summary(measured, compared)}")
+    return hub_runs, baseline_runs

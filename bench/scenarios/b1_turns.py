@@ -11,14 +11,15 @@ the hub, so both move the same frames and the load generator does the same work.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
-from functools import partial
 
 from bench.client import ECHO_WORDS
 from bench.context import Context
-from bench.load import WindowResult, closed_loop
+from bench.load import TurnSource, WindowResult, closed_loop
+from bench.processes import ServerProcess
 from bench.report import Figure, ScenarioResult, absolute_below, ratio_at_least
-from bench.scenarios._common import alternate, close_all, echo_sources, hub_sources, record_hub_frames
+from bench.scenarios._common import alternate_repeats, close_all, echo_sources, hub_sources, record_hub_frames
 
 KEY = "B1"
 TITLE = "echo turns, 20 deltas each"
@@ -66,24 +67,13 @@ async def run(ctx: Context) -> ScenarioResult:
                 try:
                     paces = [None, sizes.pace] if level == sizes.paced_level else [None]
                     for pace in paces:
-                        hub_runs: list[WindowResult] = []
-                        echo_runs: list[WindowResult] = []
-                        for repeat in range(ctx.repeats):
-                            window = partial(closed_loop, warmup=sizes.warmup, seconds=sizes.seconds, pace=pace)
-                            measured, baseline = await alternate(
-                                repeat,
-                                partial(window, hub_side, server_pid=hub.pid),
-                                partial(window, echo_side, server_pid=echo.pid),
-                            )
-                            hub_runs.append(measured)
-                            echo_runs.append(baseline)
-                            ctx.log(
-                                f"B1 {level} sessions{f', paced {pace}s' if pace else ''},"
-                                f" run {repeat + 1}/{ctx.repeats}:"
-                                f" aophub {measured.frames_per_second:,.0f} frames/s,"
-                                f" echo {baseline.frames_per_second:,.0f} frames/s"
-                                f" (cpu aophub {measured.cpu}, echo {baseline.cpu})"
-                            )
+                        hub_runs, echo_runs = await alternate_repeats(
+                            ctx,
+                            f"B1 {level} sessions{f', paced {pace}s' if pace else ''},",
+                            window(sizes, pace, hub_side, hub),
+                            window(sizes, pace, echo_side, echo),
+                            summary,
+                        )
                         name = f"{level}{'' if pace is None else f'-paced-{pace:g}s'}"
                         result.settings["cpu"][name] = {
                             "aophub": [r.cpu for r in hub_runs],
@@ -98,6 +88,23 @@ async def run(ctx: Context) -> ScenarioResult:
                 finally:
                     await close_all([ws for ws, _ in hub_side + echo_side])
     return result
+
+
+def window(
+    sizes: Sizes, pace: float | None, sources: Sequence[TurnSource], server: ServerProcess
+) -> Callable[[int], Awaitable[WindowResult]]:
+    """One timed window of turns on ``sources`` per repeat (saturated, or one turn per ``pace`` s each)."""
+    return lambda _repeat: closed_loop(
+        sources, warmup=sizes.warmup, seconds=sizes.seconds, server_pid=server.pid, pace=pace
+    )
+
+
+def summary(hub: WindowResult, echo: WindowResult) -> str:
+    """One repeat's log line: frames/s and CPU on both sides."""
+    return (
+        f"aophub {hub.frames_per_second:,.0f} frames/s, echo {echo.frames_per_second:,.0f} frames/s"
+        f" (cpu aophub {hub.cpu}, echo {echo.cpu})"
+    )
 
 
 def paced_figures(level: int, pace: float, hub: list[WindowResult], echo: list[WindowResult]) -> list[Figure]:

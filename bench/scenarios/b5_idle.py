@@ -22,7 +22,7 @@ from bench.context import Context
 from bench.load import TurnSource
 from bench.processes import ServerProcess
 from bench.report import Figure, ScenarioResult, absolute_below
-from bench.scenarios._common import close_all, echo_sources, hub_sources, record_hub_frames
+from bench.scenarios._common import alternate_repeats, close_all, echo_sources, hub_sources, record_hub_frames
 from bench.stats import percentile
 
 KEY = "B5"
@@ -95,44 +95,29 @@ async def run(ctx: Context) -> ScenarioResult:
     sizes = ctx.sizes(KEY, FULL, QUICK)
     result = ScenarioResult(KEY, TITLE, BASELINE)
     result.settings = {**asdict(sizes), "fresh_server_per_run": True}
-    hub_runs: list[IdleRound] = []
-    echo_runs: list[IdleRound] = []
     frames: Path | None = None
-    for repeat in range(ctx.repeats):
 
-        async def measure_hub(repeat: int = repeat) -> None:
-            nonlocal frames
-            with ctx.hub(f"b5-{repeat}", many_files=True) as hub:
-                if frames is None:
-                    frames = await record_hub_frames(hub, ctx.directory("b5") / "frames.json", warm_turns=0)
-                (driver,) = await hub_sources(hub, 1)
-                try:
-                    hub_runs.append(await idle_round(hub, APPLICATION_PATH, driver, sizes))
-                finally:
-                    await close_all([driver[0]])
+    async def measure_hub(repeat: int) -> IdleRound:
+        nonlocal frames
+        with ctx.hub(f"b5-{repeat}", many_files=True) as hub:
+            if frames is None:  # the baseline replays them; repeat 0 runs the hub first
+                frames = await record_hub_frames(hub, ctx.directory("b5") / "frames.json", warm_turns=0)
+            (driver,) = await hub_sources(hub, 1)
+            try:
+                return await idle_round(hub, APPLICATION_PATH, driver, sizes)
+            finally:
+                await close_all([driver[0]])
 
-        async def measure_echo() -> None:
-            assert frames is not None
-            with ctx.baseline("ws_echo", "--frames", str(frames), many_files=True) as echo:
-                (driver,) = await echo_sources(echo, 1)
-                try:
-                    echo_runs.append(await idle_round(echo, "/ws", driver, sizes))
-                finally:
-                    await close_all([driver[0]])
+    async def measure_echo(repeat: int) -> IdleRound:
+        assert frames is not None
+        with ctx.baseline("ws_echo", "--frames", str(frames), many_files=True) as echo:
+            (driver,) = await echo_sources(echo, 1)
+            try:
+                return await idle_round(echo, "/ws", driver, sizes)
+            finally:
+                await close_all([driver[0]])
 
-        if repeat % 2 == 0 or frames is None:
-            await measure_hub()
-            await measure_echo()
-        else:
-            await measure_echo()
-            await measure_hub()
-        ctx.log(
-            f"B5 run {repeat + 1}/{ctx.repeats}: aophub {hub_runs[-1].kib_per_connection:.1f} KiB/connection"
-            f" ({hub_runs[-1].opened} opened in {hub_runs[-1].connect_seconds:.1f}s),"
-            f" p99 turn {hub_runs[-1].latency_ms('ended', 99):.1f} ms;"
-            f" echo {echo_runs[-1].kib_per_connection:.1f} KiB/connection,"
-            f" p99 {echo_runs[-1].latency_ms('ended', 99):.1f} ms"
-        )
+    hub_runs, echo_runs = await alternate_repeats(ctx, "B5", measure_hub, measure_echo, summary)
     result.settings["rss_bytes"] = {
         "aophub": [(r.rss_before, r.rss_after) for r in hub_runs],
         "baseline": [(r.rss_before, r.rss_after) for r in echo_runs],
@@ -166,3 +151,12 @@ async def run(ctx: Context) -> ScenarioResult:
         ),
     ]
     return result
+
+
+def summary(hub: IdleRound, echo: IdleRound) -> str:
+    """One repeat's log line: memory per connection and turn latency on both sides."""
+    return (
+        f"aophub {hub.kib_per_connection:.1f} KiB/connection ({hub.opened} opened in {hub.connect_seconds:.1f}s),"
+        f" p99 turn {hub.latency_ms('ended', 99):.1f} ms;"
+        f" echo {echo.kib_per_connection:.1f} KiB/connection, p99 {echo.latency_ms('ended', 99):.1f} ms"
+    )
