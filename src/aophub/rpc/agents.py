@@ -9,7 +9,7 @@ from typing import Any
 from aophub.config import ConfigStore
 from aophub.hub.hub import Hub
 from aophub.hub.nodes import NodeHandle
-from aophub.rpc.sessions import _timestamp
+from aophub.rpc.timestamps import to_timestamp
 from aophub.v1 import agent_pb2, config_pb2, system_pb2
 from aophub.version import VERSION
 
@@ -26,14 +26,14 @@ def agent_view(hub: Hub, handle: NodeHandle, online: bool) -> agent_pb2.Agent:
         hello=handle.hello,
         status=handle.status,
         stats=handle.stats,
-        connected_at=_timestamp(handle.connected_at),
+        connected_at=to_timestamp(handle.connected_at),
         commands=handle.commands,
         busy=running > 0,
         online=online,
         built_in=handle.built_in,
         open_sessions=len(sessions),
         running_turns=running,
-        last_seen_at=_timestamp(handle.last_seen_at if not online else time.time()),
+        last_seen_at=to_timestamp(handle.last_seen_at if not online else time.time()),
     )
     return agent
 
@@ -83,7 +83,7 @@ class SystemServiceImpl:
             )
         return system_pb2.GetStatusResponse(
             version=VERSION,
-            started_at=_timestamp(self.hub.started_at),
+            started_at=to_timestamp(self.hub.started_at),
             uptime_seconds=int(self._clock() - self.hub.started_at),
             agents_online=len(self.hub.nodes),
             sessions_open=sessions_open,

@@ -13,7 +13,7 @@ from aophub.config import ConfigError, ConfigStore, profile_view
 from aophub.hub.hub import Hub
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
-from aophub.rpc.sessions import _timestamp
+from aophub.rpc.timestamps import to_timestamp
 from aophub.v1 import config_pb2
 from aophub.version import VERSION
 
@@ -70,7 +70,7 @@ class ConfigServiceImpl:
             revision=self.config.revision,
         )
         if self.config.updated_at:
-            view.updated_at.CopyFrom(_timestamp(self.config.updated_at))
+            view.updated_at.CopyFrom(to_timestamp(self.config.updated_at))
         return view
 
     async def get_config(self, request: config_pb2.GetConfigRequest, ctx: Ctx) -> config_pb2.GetConfigResponse:
@@ -175,4 +175,4 @@ class ConfigServiceImpl:
     async def test_connection(
         self, request: config_pb2.TestConnectionRequest, ctx: Ctx
     ) -> config_pb2.TestConnectionResponse:
-        return config_pb2.TestConnectionResponse(ok=True, version=VERSION, server_time=_timestamp(time.time()))
+        return config_pb2.TestConnectionResponse(ok=True, version=VERSION, server_time=to_timestamp(time.time()))
