@@ -31,7 +31,8 @@ from aophub.store.base import InteractionRecord, PutInteraction
 from aophub.v1 import interaction_pb2
 
 if TYPE_CHECKING:
-    from aophub.hub.hub import Hub, LiveSession
+    from aophub.hub.hub import Hub
+    from aophub.hub.live_session import LiveSession
 
 __all__ = ["DEFAULT_TIMEOUT", "InteractionPolicy", "Interactions"]
 

@@ -61,8 +61,9 @@ from aophub.hub._scan_model import (
     transition,
 )
 from aophub.hub.event_log import Delivery
-from aophub.hub.hub import Hub, LiveSession
+from aophub.hub.hub import Hub
 from aophub.hub.journal import Claim
+from aophub.hub.live_session import LiveSession
 from aophub.hub.watch import follow
 from aophub.protocol.codec import pack
 from aophub.protocol.error_mapping import to_rejection

@@ -4,8 +4,9 @@ A :class:`NodeRuntime` receives the hub's envelopes (:meth:`NodeRuntime.receive`
 and sends its answers and events through ``send``; the transport (a WebSocket
 to a remote hub, or the in-process link of the built-in node) only carries
 envelopes. The runtime guarantees the turn lifecycle: it answers
-``run_turn_response`` at once, sends exactly one ``turn_started`` and one
-``turn_ended`` per turn, and runs a session's turns one after another.
+``run_turn_response`` at once (``rejected`` ``INVALID_ARGUMENT`` if the turn's
+``aophub.v1.TurnOptions`` do not decode), sends exactly one ``turn_started`` and
+one ``turn_ended`` per accepted turn, and runs a session's turns one after another.
 """
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aophub.hub.ids import new_id
 from aophub.node.turn import Turn, TurnFailed
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, unpack
-from aophub.v1 import extensions_pb2, interaction_pb2
+from aophub.protocol.error_mapping import to_rejection
+from aophub.protocol.errors import HubError
+from aophub.protocol.extensions import turn_options
+from aophub.v1 import interaction_pb2
 
 __all__ = ["INTERACTIONS_CAPABILITY", "Agent", "NodeRuntime", "Send", "runtime_info"]
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[envelope_pb2.Envelope], Awaitable[None]]
-_TURN_OPTIONS_URL = TYPE_URL_PREFIX + extensions_pb2.TurnOptions.DESCRIPTOR.full_name
 _INTERACTION_URL = TYPE_URL_PREFIX + interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
 # Announced in AgentHello and echoed in AgentAccepted when both sides speak
 # aophub.v1.InteractionProtocolMessage on the node channel.
@@ -157,10 +160,13 @@ class NodeRuntime:
         return worker
 
     async def _accept_turn(self, envelope_id: str, request: chat_pb2.RunTurnRequest) -> None:
-        options = extensions_pb2.TurnOptions()
-        for extension in request.extensions:
-            if extension.type_url == _TURN_OPTIONS_URL:
-                options.ParseFromString(extension.value)
+        """Queue the turn on its session's worker and accept it; refuse it if its TurnOptions do not decode."""
+        try:
+            options = turn_options(request)
+        except HubError as error:
+            refused = chat_pb2.RunTurnResponse(rejected=to_rejection(error))
+            await self._reply(envelope_id, core_message(run_turn_response=refused))
+            return
         receipt = chat_pb2.TurnReceipt(session_id=request.session_id, turn_id=request.turn_id, state="running")
         ask = self._ask if self.interactions else None
         worker = self._worker(request.session_id)

@@ -7,7 +7,8 @@ from typing import Any
 from google.protobuf.message import DecodeError
 
 from aop.tool import protocol_pb2 as tool_pb2
-from aophub.hub.hub import Hub, parse_cursor
+from aophub.hub.hub import Hub
+from aophub.hub.request_checks import parse_cursor
 from aophub.protocol.codec import TYPE_URL_PREFIX
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import AppendArtifact

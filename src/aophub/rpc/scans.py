@@ -22,7 +22,7 @@ from google.protobuf.message import Message
 
 from aophub.hub.application import ApplicationConnection
 from aophub.hub.event_log import Delivery
-from aophub.hub.hub import parse_cursor
+from aophub.hub.request_checks import parse_cursor
 from aophub.hub.scans import Scans, delivered_event, position
 from aophub.hub.watch import follow
 from aophub.protocol.codec import encode_envelope

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf import timestamp_pb2
-
 from aop import chat_pb2
-from aophub.hub.hub import Hub, LiveSession
+from aophub.hub.hub import Hub
+from aophub.hub.live_session import LiveSession
 from aophub.hub.turns import SessionState
 from aophub.protocol.errors import Code, HubError
 from aophub.rpc.paging import decode_token, encode_token, page_size
+from aophub.rpc.timestamps import to_timestamp
 from aophub.store.base import SessionRecord
 from aophub.v1 import agent_pb2, interaction_pb2, session_pb2
 
@@ -26,12 +26,6 @@ HUB_COMMANDS = (
     agent_pb2.Command(name="archive", description="Hide the session from the default list", source="hub"),
     agent_pb2.Command(name="close", description="Close the session", source="hub"),
 )
-
-
-def _timestamp(seconds: float) -> timestamp_pb2.Timestamp:
-    stamp = timestamp_pb2.Timestamp()
-    stamp.FromNanoseconds(int(seconds * 1e9))
-    return stamp
 
 
 class SessionServiceImpl:
@@ -64,8 +58,8 @@ class SessionServiceImpl:
             if record.state == SessionState.CLOSED
             else session_pb2.SESSION_STATE_OPEN,
             archived=record.archived,
-            created_at=_timestamp(record.created_at),
-            updated_at=_timestamp(record.updated_at),
+            created_at=to_timestamp(record.created_at),
+            updated_at=to_timestamp(record.updated_at),
             last_cursor=str(stored.last_cursor) if stored and stored.last_cursor else "",
             event_count=stored.event_count if stored else 0,
             pending_interactions=pending_interactions,

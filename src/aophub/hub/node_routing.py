@@ -1,0 +1,264 @@
+"""The node side of the hub: nodes come and go, and what they send is routed to its session and turn.
+
+:class:`NodeRouter` registers nodes that said hello and ends their turns
+(``agent_disconnected``) when they leave. It takes every envelope a node sends:
+answers to the hub's requests, status and counters, interactions, its command
+catalog, and session events. An event goes to the session and active turn it
+belongs to, or is dropped (AOP 7.5): ``session_started``/``session_ended`` and
+``turn_started`` come from the hub only, and nothing is taken from a node after
+its turn has ended. A ``turn_ended`` ends the turn; a tool call is tracked until
+its one ``tool_result``. A turn whose events the store refused ends
+``store_failed`` and its node is told to stop it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aop.tool import protocol_pb2 as tool_pb2
+from aophub.hub.ids import IdGenerator
+from aophub.hub.interactions import Interactions
+from aophub.hub.live_session import LiveSession, LiveSessions
+from aophub.hub.node_requests import NodeRequests
+from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
+from aophub.hub.turn_lifecycle import TurnKey, TurnLifecycle
+from aophub.hub.turns import Turn, TurnState
+from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, payload_name, unpack
+from aophub.protocol.errors import Code, HubError, TurnErrorCode
+from aophub.protocol.extensions import command_catalog
+from aophub.store.base import AppendArtifact, Store, StoreError
+from aophub.v1 import agent_pb2, interaction_pb2
+
+__all__ = ["NodeRouter"]
+
+log = logging.getLogger(__name__)
+
+_NODE_RESPONSES = frozenset(
+    {"open_session_response", "run_turn_response", "cancel_turn_response", "close_session_response"}
+)
+_SESSION_EVENTS = frozenset({"session_started", "session_ended"})
+_TURN_EDGES = frozenset({"turn_started", "turn_ended"})
+_CORE_NAMESPACE = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
+_INTERACTION_NAMESPACE = interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
+_CATALOG_URL = TYPE_URL_PREFIX + agent_pb2.CommandCatalog.DESCRIPTOR.full_name
+_ARTIFACT_URL = TYPE_URL_PREFIX + tool_pb2.Artifact.DESCRIPTOR.full_name
+
+
+class NodeRouter:
+    """Nodes' connections and everything they send; see the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        nodes: NodeRegistry,
+        sessions: LiveSessions,
+        *,
+        turns: TurnLifecycle,
+        node_requests: NodeRequests,
+        interactions: Interactions,
+        spawn: Callable[[Awaitable[None]], None],
+        clock: Callable[[], float],
+        ids: IdGenerator,
+    ) -> None:
+        self._store = store
+        self._nodes = nodes
+        self._sessions = sessions
+        self._turns = turns
+        self._node_requests = node_requests
+        self._interactions = interactions
+        self._spawn = spawn
+        self._clock = clock
+        self._ids = ids
+        # Every node seen since start, online or not (the latest connection of each id).
+        self.known_nodes: dict[str, NodeHandle] = {}
+        # Turns a streamed event of which the store refused, until they end store_failed.
+        self._unstored: dict[TurnKey, StoreError] = {}
+        self._stopping = False
+
+    def __repr__(self) -> str:
+        return f"<NodeRouter known={len(self.known_nodes)} unstored={len(self._unstored)} stopping={self._stopping}>"
+
+    def stop(self) -> None:
+        """From now on a node leaving does not end its turns: the next start ends them ``hub_restarted``."""
+        self._stopping = True
+
+    # -- nodes coming and going -----------------------------------------------------
+
+    async def attach(self, hello: protocol_pb2.AgentHello, link: NodeLink, *, built_in: bool = False) -> NodeHandle:
+        """Register a node that said hello; a node with the same id is replaced and its turns end."""
+        handle = NodeHandle(hello, link, connected_at=self._clock(), built_in=built_in)
+        self.known_nodes[hello.node_id] = handle
+        previous = self._nodes.register(handle)
+        if previous is not None:
+            await self._lost(previous, "replaced by a new connection of the same node")
+            self._spawn(previous.link.close("replaced by a new connection"))
+        return handle
+
+    async def detach(self, handle: NodeHandle) -> None:
+        """Forget a node whose connection ended; its running turns end with ``agent_disconnected``."""
+        self._nodes.unregister(handle)
+        handle.last_seen_at = self._clock()
+        await self._lost(handle, "disconnected")
+
+    async def _lost(self, handle: NodeHandle, why: str) -> None:
+        if self._stopping:
+            return  # the node leaves because the hub stops: start() ends its turns hub_restarted
+        lost = [key for key, node in self._turns.dispatched.items() if node is handle]
+        for session_id, turn_id in lost:
+            await self._turns.end(
+                session_id,
+                turn_id,
+                "error",
+                code=TurnErrorCode.AGENT_DISCONNECTED,
+                message=f"node {handle.node_id} {why} during the turn",
+            )
+
+    # -- what nodes send ------------------------------------------------------------
+
+    async def receive(self, handle: NodeHandle, envelope: envelope_pb2.Envelope) -> None:
+        """Handle one envelope from a node: core messages (answers, status, stats, events) and interactions.
+
+        Raises :class:`HubError` when the payload does not decode (``INVALID_PAYLOAD``) or belongs
+        to a namespace nodes do not speak (``UNSUPPORTED_NAMESPACE``); the transport then drops the node.
+        """
+        name = payload_name(envelope)
+        if name == _INTERACTION_NAMESPACE:
+            interaction = unpack(envelope, interaction_pb2.InteractionProtocolMessage)
+            if interaction.WhichOneof("message") == "requested":
+                await self._interactions.request(handle, envelope.id, interaction.requested)
+            return
+        if name != _CORE_NAMESPACE:
+            raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken on the node channel")
+        message = unpack(envelope, protocol_pb2.ProtocolMessage)
+        case = message.WhichOneof("message")
+        if case in _NODE_RESPONSES:
+            handle.resolve(envelope.reply_to, message)
+        elif case == "agent_status":
+            handle.status.CopyFrom(message.agent_status)
+        elif case == "agent_stats":
+            handle.stats.CopyFrom(message.agent_stats)
+        elif case == "event":
+            await self._event(handle, envelope.reply_to, message.event)
+        else:
+            log.info("node %s sent %s, which nodes do not send; ignored", handle.node_id, case)
+
+    async def _event(self, handle: NodeHandle, reply_to: str, event: event_pb2.Event) -> None:
+        if not event.session_id and event.extension.type_url == _CATALOG_URL:
+            catalog = command_catalog(event.extension)
+            for command in catalog.commands:
+                command.source = handle.node_id  # a node speaks for itself, never for the hub
+            handle.commands = list(catalog.commands)
+            return
+        routed = await self._route(handle, reply_to, event)
+        if routed is None:
+            return
+        session, turn = routed
+        try:
+            await self._relay(handle, session, turn, event)
+        except StoreError as failure:
+            # The hub's own failure, not the node's: the node stays connected. A turn whose output
+            # cannot be stored cannot be told whole any more, so it ends store_failed.
+            log.warning(
+                "session %s: a %s event of node %s not stored: %s",
+                session.id,
+                event.WhichOneof("payload"),
+                handle.node_id,
+                failure,
+            )
+            if turn is not None:
+                await self._end_unstorable_turn(session, turn, failure)
+
+    async def _route(
+        self, handle: NodeHandle, reply_to: str, event: event_pb2.Event
+    ) -> tuple[LiveSession, Turn | None] | None:
+        """The session (and active turn) a node's event belongs to, or ``None`` to drop it (AOP 7.5)."""
+        kind = event.WhichOneof("payload")
+        if kind in _SESSION_EVENTS:
+            return None  # the hub emits exactly one of each itself
+        turn_id = event.turn_id or reply_to
+        active = self._turns.active
+        entry = active.get((event.session_id, turn_id)) if turn_id else None
+        if entry is None and turn_id and not event.session_id:
+            entry = next((e for (_, t), e in active.items() if t == turn_id), None)
+        if entry is not None:
+            session, turn = entry
+            if session.record.node_id != handle.node_id or turn.state is TurnState.ENDED:
+                return None  # another node's turn, or late output after the turn ended
+            if kind == "turn_started":
+                return None  # the hub emitted it at dispatch
+            event.turn_id = turn.turn_id
+            return session, turn
+        if not event.turn_id and event.session_id in handle.open_sessions and kind not in _TURN_EDGES:
+            # Session-level output only: an event naming a turn that is not
+            # active (late output after a cancel) is dropped.
+            loaded = await self._sessions.get(event.session_id)
+            return None if loaded is None else (loaded, None)
+        return None
+
+    async def _relay(self, handle: NodeHandle, session: LiveSession, turn: Turn | None, event: event_pb2.Event) -> None:
+        """Publish a routed node event in its session (ending the turn on its ``turn_ended``)."""
+        event.emitter = event.emitter or handle.node_id
+        event.id = event.id or self._ids("evt")
+        if not event.HasField("emitted_at"):
+            event.emitted_at.FromNanoseconds(int(self._clock() * 1e9))
+        if event.extension.type_url == _ARTIFACT_URL:
+            # Artifacts agents emit land in the artifact archive too (by event id, once).
+            await session.log.publish(event)
+            await self._store.submit([AppendArtifact(event.id, session.id, event.SerializeToString())])
+            return
+        if turn is None:
+            await session.log.publish(event)
+            return
+        kind = event.WhichOneof("payload")
+        if kind == "tool_call":
+            turn.open_calls[event.tool_call.id] = event.tool_call
+        elif kind == "tool_result":
+            call_id = event.tool_result.call_id
+            if call_id in turn.closed_calls:
+                return  # a second result for the same call: exactly one per call
+            turn.open_calls.pop(call_id, None)
+            turn.closed_calls.add(call_id)
+        elif kind == "turn_ended":
+            # The turn's streamed events come first: if one of them was not stored, the turn ends
+            # store_failed (as their failure callback asks) instead of as the node says.
+            await session.log.settled()
+            failure = self._unstored.get((session.id, turn.turn_id))
+            if failure is not None:
+                await self._end_unstorable_turn(session, turn, failure)
+                return
+            stop_reason = event.turn_ended.stop_reason or "completed"
+            event.turn_ended.stop_reason = stop_reason
+            async with session.lock:
+                await self._turns.finish_locked(session, turn, stop_reason, node_event=event)
+            return
+        # Not awaiting each commit lets a turn's events share them; the turn_ended (above) waits.
+        await session.log.stream(event, lambda failure: self._stream_failed(session, turn, failure))
+
+    # -- events the store refused ---------------------------------------------------
+
+    def _stream_failed(self, session: LiveSession, turn: Turn, failure: StoreError) -> None:
+        """A streamed event of ``turn`` was not stored: end the turn store_failed (once)."""
+        key = (session.id, turn.turn_id)
+        if key in self._unstored:
+            return
+        log.warning("session %s: an event of turn %s not stored: %s", session.id, turn.turn_id, failure)
+        self._unstored[key] = failure
+        self._spawn(self._end_unstorable_turn(session, turn, failure))
+
+    async def _end_unstorable_turn(self, session: LiveSession, turn: Turn, failure: StoreError) -> None:
+        """End ``turn`` with ``store_failed``, then tell its node to stop it.
+
+        In that order: the built-in node runs this code in its agent's task, which the cancel stops.
+        """
+        error = event_pb2.ProtocolError(
+            code=TurnErrorCode.STORE_FAILED, message=f"the hub could not store the turn: {failure}", retryable=True
+        )
+        async with session.lock:
+            node = self._turns.dispatched.get((session.id, turn.turn_id))
+            ended = await self._turns.finish_locked(session, turn, "error", error=error)
+            self._unstored.pop((session.id, turn.turn_id), None)  # kept until now: the turn_ended path checks it
+            if ended and node is not None:
+                cancel = chat_pb2.CancelTurnRequest(session_id=session.id, turn_id=turn.turn_id, reason=error.message)
+                self._spawn(self._node_requests.tell(node, core_message(cancel_turn_request=cancel)))

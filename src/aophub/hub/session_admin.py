@@ -1,0 +1,95 @@
+"""Management of stored sessions: rename and archive them, delete them, page through their events.
+
+These are the management plane's operations on a session, next to the AOP
+requests that open and close it (:class:`aophub.hub.hub.Hub`). Deleting a
+session removes it with its events, turns and interactions; its active turns
+are dropped without a ``turn_ended`` (the log goes with them) and its node is
+told to cancel them and close the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from aop import chat_pb2
+from aophub.hub.live_session import LiveSession, LiveSessions
+from aophub.hub.node_requests import NodeRequests
+from aophub.hub.nodes import NodeRegistry
+from aophub.hub.request_checks import parse_cursor
+from aophub.hub.turn_lifecycle import TurnLifecycle
+from aophub.protocol.codec import core_message
+from aophub.protocol.errors import Code, HubError
+from aophub.store.base import DeleteSession, Store
+
+__all__ = ["LIST_EVENTS_DEFAULT", "LIST_EVENTS_MAX", "TITLE_MAX_LENGTH", "SessionAdmin"]
+
+LIST_EVENTS_DEFAULT = 1000
+LIST_EVENTS_MAX = 10_000
+TITLE_MAX_LENGTH = 500
+
+
+class SessionAdmin:
+    """Management of stored sessions; see the module docstring."""
+
+    def __init__(
+        self,
+        store: Store,
+        nodes: NodeRegistry,
+        sessions: LiveSessions,
+        *,
+        turns: TurnLifecycle,
+        node_requests: NodeRequests,
+        spawn: Callable[[Awaitable[None]], None],
+    ) -> None:
+        self._store = store
+        self._nodes = nodes
+        self._sessions = sessions
+        self._turns = turns
+        self._node_requests = node_requests
+        self._spawn = spawn
+
+    def __repr__(self) -> str:
+        return f"<SessionAdmin sessions={len(self._sessions)}>"
+
+    async def update(self, session_id: str, *, title: str | None, archived: bool | None) -> LiveSession:
+        """Change a session's title and/or archive flag (``None`` leaves it as it is)."""
+        session = await self._sessions.require(session_id)
+        if title is not None and len(title) > TITLE_MAX_LENGTH:
+            raise HubError(Code.INVALID_ARGUMENT, f"title is longer than {TITLE_MAX_LENGTH} characters")
+        async with session.lock:
+            changes: dict[str, object] = {}
+            if title is not None:
+                changes["title"] = title
+            if archived is not None:
+                changes["archived"] = archived
+            await self._store.submit([self._sessions.touch(session, **changes)])
+        return session
+
+    async def delete(self, session_id: str) -> int:
+        """Delete a session with its events, turns and interactions; returns the events deleted."""
+        session = await self._sessions.require(session_id)
+        async with session.lock:
+            self._turns.forget_locked(session, "deleted")
+            node = self._nodes.get(session.record.node_id)
+            if node is not None and session.id in node.open_sessions:
+                node.open_sessions.discard(session.id)
+                close = chat_pb2.CloseSessionRequest(session_id=session.id, reason="deleted")
+                self._spawn(self._node_requests.tell(node, core_message(close_session_request=close)))
+            (deleted,) = await self._store.submit([DeleteSession(session.id)])
+            session.unsaved_endings.clear()  # the turns went with the session
+            session.log.close()
+            self._sessions.remove(session.id)
+        return int(deleted or 0)
+
+    async def list_events(self, request: chat_pb2.ListEventsRequest) -> chat_pb2.ListEventsResponse:
+        """One page of persisted events, oldest first (an empty cursor starts at the oldest)."""
+        session = await self._sessions.require(request.session_id)
+        after = parse_cursor(request.after_cursor)
+        limit = min(request.limit or LIST_EVENTS_DEFAULT, LIST_EVENTS_MAX)
+        rows = await self._store.read_events(session.id, after, limit)
+        response = chat_pb2.ListEventsResponse()
+        for row in rows:
+            delivery = response.events.add(cursor=str(row.cursor))
+            delivery.event.ParseFromString(row.data)
+        response.next_cursor = str(rows[-1].cursor) if rows else ""
+        return response

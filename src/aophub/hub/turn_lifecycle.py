@@ -1,0 +1,402 @@
+"""Turns from acceptance to their one ``turn_ended``: admit, start, dispatch, cancel and end.
+
+:class:`TurnLifecycle` holds every active (running or queued) turn of the hub
+and the node each running turn was handed to. It guarantees AOP section 6 on the
+hub's side: an accepted turn gets exactly one ``turn_started`` and one
+``turn_ended`` (with a terminal ``tool_result`` for each tool call left open),
+whoever ends it: its node, a cancel, node loss, a dispatch failure or a restart.
+Turn endings the store refused are kept in their session, stored before
+anything else of it, and retried in the background until the store works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable
+
+from aop import chat_pb2, content_pb2, event_pb2
+from aophub.hub.ids import IdGenerator
+from aophub.hub.interactions import Interactions
+from aophub.hub.journal import Claim
+from aophub.hub.live_session import LiveSession, LiveSessions
+from aophub.hub.node_requests import NodeRequests
+from aophub.hub.nodes import NodeGone, NodeHandle, NodeRegistry
+from aophub.hub.request_checks import check_run_turn
+from aophub.hub.turns import Admission, Turn, TurnState
+from aophub.protocol.codec import core_message
+from aophub.protocol.errors import Code, HubError, TurnErrorCode
+from aophub.protocol.extensions import turn_options
+from aophub.store.base import PutTurn, Store, StoreError, TurnRecord, WriteOp
+
+__all__ = ["ENDING_RETRY_FIRST", "ENDING_RETRY_MAX", "TITLE_LENGTH", "TurnKey", "TurnLifecycle"]
+
+log = logging.getLogger(__name__)
+
+TITLE_LENGTH = 60
+# Backoff of the retries that store turn endings the store refused (seconds).
+ENDING_RETRY_FIRST = 0.05
+ENDING_RETRY_MAX = 2.0
+
+TurnKey = tuple[str, str]  # (session id, turn id)
+
+
+def _input_text(message: content_pb2.Message) -> str:
+    return " ".join(part.text.text for part in message.content if part.WhichOneof("value") == "text")
+
+
+class TurnLifecycle:
+    """Every active turn of the hub; see the module docstring.
+
+    Methods named ``*_locked`` expect the caller to hold the session's lock.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        nodes: NodeRegistry,
+        sessions: LiveSessions,
+        *,
+        node_requests: NodeRequests,
+        interactions: Interactions,
+        spawn: Callable[[Awaitable[None]], None],
+        clock: Callable[[], float],
+        ids: IdGenerator,
+    ) -> None:
+        self._store = store
+        self._nodes = nodes
+        self._sessions = sessions
+        self._node_requests = node_requests
+        self._interactions = interactions
+        self._spawn = spawn
+        self._clock = clock
+        self._ids = ids
+        # Running and queued turns, and the node each running turn was handed to.
+        self.active: dict[TurnKey, tuple[LiveSession, Turn]] = {}
+        self.dispatched: dict[TurnKey, NodeHandle] = {}
+
+    def __repr__(self) -> str:
+        return f"<TurnLifecycle active={len(self.active)} dispatched={len(self.dispatched)}>"
+
+    def find(self, session_id: str, turn_id: str) -> Turn | None:
+        """The running or queued turn, or ``None``."""
+        entry = self.active.get((session_id, turn_id))
+        return entry[1] if entry else None
+
+    def running(self) -> int:
+        """How many turns are running (queued ones not counted)."""
+        return sum(1 for _, turn in self.active.values() if turn.state is TurnState.RUNNING)
+
+    # -- recovery -----------------------------------------------------------------
+
+    async def recover(self) -> None:
+        """End every turn the previous run left queued or running with ``hub_restarted``."""
+        for record in await self._store.list_turns(["queued", "running"]):
+            session = await self._sessions.get(record.session_id)
+            if session is None:
+                await self._store.submit([PutTurn(dataclasses.replace(record, state=TurnState.ENDED))])
+                continue
+            async with session.lock:
+                request = chat_pb2.RunTurnRequest.FromString(record.request)
+                turn = Turn(record.session_id, record.turn_id, request, record.created_at)
+                if record.state == TurnState.RUNNING:
+                    turn.state = TurnState.RUNNING
+                    session.turns.running = turn
+                else:
+                    session.turns.queue.append(turn)
+                self.active[(session.id, turn.turn_id)] = (session, turn)
+                await self.finish_locked(
+                    session,
+                    turn,
+                    "error",
+                    error=event_pb2.ProtocolError(
+                        code=TurnErrorCode.HUB_RESTARTED,
+                        message="the hub restarted while this turn was running",
+                        retryable=True,
+                    ),
+                    start_next=False,
+                )
+
+    # -- RunTurn ------------------------------------------------------------------
+
+    async def run(self, request: chat_pb2.RunTurnRequest, claim: Claim) -> chat_pb2.RunTurnResponse:
+        """Accept a turn (run, queue, interrupt or reject by its policy); ``claim`` journals the response."""
+        options = turn_options(request)
+        check_run_turn(request, options)
+        session = await self._sessions.require(request.session_id)
+        if session.closed:
+            raise HubError(Code.FAILED_PRECONDITION, f"session {session.id} is closed")
+        if self._nodes.get(session.record.node_id) is None:
+            raise HubError(Code.UNAVAILABLE, f"node {session.record.node_id} is offline", retryable=True)
+        async with session.lock:
+            if session.closed:
+                raise HubError(Code.FAILED_PRECONDITION, f"session {session.id} is closed")
+            turn_id = request.turn_id or self._ids("turn")
+            if session.turns.find(turn_id) is not None:
+                raise HubError(Code.ALREADY_EXISTS, f"turn {turn_id} is already running or queued")
+            # A turn id names one turn for good: clients cancel and follow turns by it.
+            if request.turn_id and await self._store.get_turn(session.id, turn_id) is not None:
+                raise HubError(Code.ALREADY_EXISTS, f"turn {turn_id} was already used in session {session.id}")
+            accepted = chat_pb2.RunTurnRequest()
+            accepted.CopyFrom(request)
+            accepted.turn_id = turn_id
+            turn = Turn(session.id, turn_id, accepted, self._clock())
+            admission = session.turns.admit(options.policy)
+            if admission is Admission.REJECT_BUSY:
+                busy = session.turns.running or session.turns.queue[0]
+                raise HubError(Code.FAILED_PRECONDITION, f"turn {busy.turn_id} is running (policy REJECT)")
+            if admission is Admission.REJECT_FULL:
+                raise HubError(Code.RESOURCE_EXHAUSTED, "too many queued turns in this session", retryable=True)
+            state = TurnState.QUEUED if admission is Admission.QUEUE else TurnState.RUNNING
+            response = chat_pb2.RunTurnResponse(
+                accepted=chat_pb2.TurnReceipt(session_id=session.id, turn_id=turn_id, state=state)
+            )
+            ops: list[WriteOp] = [claim.op(response), self._turn_write(turn)]
+            if not session.record.title and (title := _input_text(request.input).strip()):
+                ops.append(self._sessions.touch(session, title=title[:TITLE_LENGTH]))
+            if admission is Admission.QUEUE:
+                await self._store.submit(ops)
+                session.turns.enqueue(turn)
+                self.active[(session.id, turn_id)] = (session, turn)
+                return response
+            if admission is Admission.INTERRUPT:
+                running = session.turns.running
+                if running is not None:
+                    await self.cancel_locked(session, running, "interrupted by a new turn", start_next=False)
+            self.active[(session.id, turn_id)] = (session, turn)
+            try:
+                await self._begin_locked(session, turn, ops)
+            except BaseException:
+                del self.active[(session.id, turn_id)]
+                raise
+            return response
+
+    def _turn_write(self, turn: Turn) -> PutTurn:
+        return PutTurn(
+            TurnRecord(
+                session_id=turn.session_id,
+                turn_id=turn.turn_id,
+                state=turn.state,
+                created_at=turn.created_at,
+                request=turn.request.SerializeToString(deterministic=True),
+                ended_at=self._clock() if turn.state is TurnState.ENDED else 0.0,
+                stop_reason=turn.stop_reason,
+            )
+        )
+
+    async def _begin_locked(self, session: LiveSession, turn: Turn, ops: list[WriteOp] | None = None) -> None:
+        """Start ``turn``: persist the user message and ``turn_started`` atomically, then dispatch it.
+
+        On a store failure nothing is persisted and the turn stays as it was.
+        """
+        await self.save_endings_locked(session)  # earlier turns' endings come first in the log
+        events = []
+        if not turn.request.continue_session and turn.request.input.content:
+            message = content_pb2.Message()
+            message.CopyFrom(turn.request.input)
+            message.role = message.role or "user"
+            message.id = message.id or self._ids("msg")
+            events.append(self._sessions.event(session, turn.turn_id, message=message))
+        events.append(self._sessions.event(session, turn.turn_id, turn_started=event_pb2.TurnStarted()))
+        session.turns.begin(turn)
+        try:
+            await session.log.publish_many(events, [*(ops or []), self._turn_write(turn)])
+        except BaseException:
+            session.turns.running = None
+            turn.state = TurnState.QUEUED
+            raise
+        self._spawn(self._dispatch(session, turn))
+
+    async def _dispatch(self, session: LiveSession, turn: Turn) -> None:
+        """Send the turn to the session's node; end it if the node cannot take it."""
+        try:
+            failure = await self._send_turn(session, turn)
+        except HubError as error:
+            failure = (TurnErrorCode.DISPATCH_FAILED, error.message)
+        except NodeGone:
+            failure = (TurnErrorCode.AGENT_DISCONNECTED, f"node {session.record.node_id} disconnected")
+        except TimeoutError:
+            failure = (TurnErrorCode.DISPATCH_FAILED, f"node {session.record.node_id} did not accept the turn in time")
+        if failure is not None:
+            code, message = failure
+            await self.end(session.id, turn.turn_id, "error", code=code, message=message)
+
+    async def _send_turn(self, session: LiveSession, turn: Turn) -> tuple[str, str] | None:
+        """Open the session on the node if needed and hand it the turn; a refusal is returned."""
+        node = self._nodes.get(session.record.node_id)
+        if node is None:
+            return (TurnErrorCode.DISPATCH_FAILED, f"node {session.record.node_id} is offline")
+        if session.id not in node.open_sessions:
+            await self._node_requests.open_session(node, self._ids("open"), session.reopen_request())
+        self.dispatched[(session.id, turn.turn_id)] = node
+        answer = await self._node_requests.run_turn(node, turn.request)
+        outcome = answer.run_turn_response
+        if answer.WhichOneof("message") == "run_turn_response" and outcome.WhichOneof("outcome") == "accepted":
+            return None
+        reason = outcome.rejected.message or "the node refused the turn"
+        return (TurnErrorCode.AGENT_RUN_FAILED, f"node {node.node_id}: {reason}")
+
+    # -- ending turns ---------------------------------------------------------------
+
+    async def end(self, session_id: str, turn_id: str, stop_reason: str, *, code: str = "", message: str = "") -> bool:
+        """End a turn from the hub's side (``turn_ended`` with an error when ``code`` is set)."""
+        entry = self.active.get((session_id, turn_id))
+        if entry is None:
+            return False
+        session, turn = entry
+        error = event_pb2.ProtocolError(code=code, message=message, retryable=True) if code else None
+        async with session.lock:
+            return await self.finish_locked(session, turn, stop_reason, error=error)
+
+    async def finish_locked(
+        self,
+        session: LiveSession,
+        turn: Turn,
+        stop_reason: str,
+        *,
+        error: event_pb2.ProtocolError | None = None,
+        node_event: event_pb2.Event | None = None,
+        start_next: bool = True,
+    ) -> bool:
+        """End ``turn`` exactly once (with ``node_event`` as its ``turn_ended`` if given); False if it had ended."""
+        if turn.state is TurnState.ENDED:
+            return False
+        events = []
+        if turn.state is TurnState.QUEUED:
+            # A turn that never ran still gets its one turn_started before its turn_ended.
+            events.append(self._sessions.event(session, turn.turn_id, turn_started=event_pb2.TurnStarted()))
+        await self._interactions.end_turn_locked(session, turn.turn_id)
+        for call in turn.open_calls.values():
+            # Every accepted tool call gets exactly one terminal tool_result, so the next turn's
+            # history is never broken by a call left hanging.
+            result = content_pb2.ToolResult(call_id=call.id, name=call.name, is_error=True)
+            result.output.add(
+                text=content_pb2.TextContent(text=f"tool call not completed: the turn ended ({stop_reason})")
+            )
+            events.append(self._sessions.event(session, turn.turn_id, tool_result=result))
+        turn.open_calls.clear()
+        session.turns.finish(turn, stop_reason)
+        self.active.pop((session.id, turn.turn_id), None)
+        self.dispatched.pop((session.id, turn.turn_id), None)
+        if node_event is not None:
+            ended = node_event
+        else:
+            ended = self._sessions.event(session, turn.turn_id, turn_ended=event_pb2.TurnEnded(stop_reason=stop_reason))
+            if error is not None:
+                ended.turn_ended.error.CopyFrom(error)
+        events.append(ended)
+        session.unsaved_endings.append((turn, events))
+        try:
+            await self.save_endings_locked(session)
+            if start_next:
+                await self._start_next_locked(session)
+        except StoreError as failure:
+            # The turn has ended (its node was told, or is gone) but the store refused its end (or
+            # the next turn's start): retry until the store works again, without waiting for a restart.
+            log.warning(
+                "session %s: turn %s ended; the store refused a write, retrying: %s", session.id, turn.turn_id, failure
+            )
+            self._settle_later(session)
+        return True
+
+    async def save_endings_locked(self, session: LiveSession) -> None:
+        """Store the session's unsaved turn endings, oldest first; raises StoreError while the store refuses."""
+        while session.unsaved_endings:
+            # Taken out first: a write that commits although its caller was cancelled is not repeated.
+            turn, events = session.unsaved_endings.pop(0)
+            try:
+                await session.log.publish_many(events, [self._turn_write(turn), self._sessions.touch(session)])
+            except StoreError:
+                session.unsaved_endings.insert(0, (turn, events))
+                raise
+
+    async def _start_next_locked(self, session: LiveSession) -> None:
+        """Start the first queued turn if none runs; if the store refuses, it stays first in the queue."""
+        following = session.turns.next_queued()
+        if following is None:
+            return
+        try:
+            await self._begin_locked(session, following)
+        except StoreError:
+            session.turns.queue.appendleft(following)
+            raise
+
+    def _settle_later(self, session: LiveSession) -> None:
+        """Retry, with backoff, storing the session's unsaved endings and starting its next queued turn."""
+        if not session.settling:
+            session.settling = True
+            self._spawn(self._settle(session))
+
+    async def _settle(self, session: LiveSession) -> None:
+        delay = ENDING_RETRY_FIRST
+        try:
+            while True:
+                await asyncio.sleep(delay)
+                async with session.lock:
+                    if self._sessions.loaded(session.id) is not session:
+                        return  # deleted meanwhile
+                    try:
+                        await self.save_endings_locked(session)
+                        if not session.closed:
+                            await self._start_next_locked(session)
+                        return
+                    except StoreError as failure:
+                        if not failure.retryable:
+                            # Left to the next start, which ends the turns the store still has running.
+                            log.error("session %s: giving up storing turn endings: %s", session.id, failure)
+                            return
+                        log.info("session %s: the store still refuses writes: %s", session.id, failure)
+                delay = min(delay * 2, ENDING_RETRY_MAX)
+        finally:
+            session.settling = False
+
+    # -- canceling turns ------------------------------------------------------------
+
+    async def cancel(self, request: chat_pb2.CancelTurnRequest) -> chat_pb2.CancelTurnResponse:
+        """Cancel a running or queued turn at a client's request."""
+        if not request.session_id or not request.turn_id:
+            raise HubError(Code.INVALID_ARGUMENT, "session_id and turn_id are required")
+        session = await self._sessions.require(request.session_id)
+        async with session.lock:
+            turn = session.turns.find(request.turn_id)
+            if turn is None:
+                raise HubError(Code.NOT_FOUND, f"turn {request.turn_id} is not running in session {session.id}")
+            await self.cancel_locked(session, turn, request.reason or "canceled by the client")
+        return chat_pb2.CancelTurnResponse(
+            accepted=chat_pb2.TurnReceipt(session_id=session.id, turn_id=turn.turn_id, state="canceled")
+        )
+
+    async def cancel_from_hub(self, session_id: str, turn_id: str, reason: str) -> bool:
+        """Cancel a turn on the hub's own initiative; False if it is not active."""
+        entry = self.active.get((session_id, turn_id))
+        if entry is None:
+            return False
+        session, turn = entry
+        async with session.lock:
+            if turn.state is TurnState.ENDED:
+                return False
+            await self.cancel_locked(session, turn, reason)
+        return True
+
+    async def cancel_locked(self, session: LiveSession, turn: Turn, reason: str, *, start_next: bool = True) -> None:
+        """Tell the turn's node (if it has one) to stop it, and end it ``canceled``."""
+        self._tell_cancel(session, turn, reason)
+        await self.finish_locked(session, turn, "canceled", start_next=start_next)
+
+    def forget_locked(self, session: LiveSession, reason: str) -> None:
+        """Drop the session's active turns without ending them in its log (it is being deleted).
+
+        Their nodes are told to cancel them.
+        """
+        for turn in reversed(session.turns.active()):
+            self._tell_cancel(session, turn, reason)
+            session.turns.finish(turn, "canceled")
+            self.active.pop((session.id, turn.turn_id), None)
+            self.dispatched.pop((session.id, turn.turn_id), None)
+
+    def _tell_cancel(self, session: LiveSession, turn: Turn, reason: str) -> None:
+        node = self.dispatched.get((session.id, turn.turn_id))
+        if node is not None:
+            cancel = chat_pb2.CancelTurnRequest(session_id=session.id, turn_id=turn.turn_id, reason=reason)
+            self._spawn(self._node_requests.tell(node, core_message(cancel_turn_request=cancel)))

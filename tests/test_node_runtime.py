@@ -1,0 +1,78 @@
+"""The node runtime (aophub.node.runtime) fed envelope by envelope: accepting and refusing turns."""
+
+from __future__ import annotations
+
+import asyncio
+
+from google.protobuf import any_pb2
+
+from aop import chat_pb2, content_pb2, envelope_pb2, protocol_pb2
+from aophub.node.runtime import NodeRuntime
+from aophub.node.turn import Turn
+from aophub.protocol.codec import core_message, pack, unpack
+from aophub.protocol.extensions import TURN_OPTIONS_URL
+from aophub.v1 import extensions_pb2
+
+TIMEOUT = 5.0
+SESSION = "ses_1"
+
+
+class RecordingAgent:
+    """Completes every turn at once, remembering the options each turn ran with."""
+
+    def __init__(self) -> None:
+        self.ran: list[tuple[str, extensions_pb2.TurnOptions]] = []
+
+    def status(self) -> protocol_pb2.AgentStatus:
+        return protocol_pb2.AgentStatus(provider="test", model="recording")
+
+    async def run_turn(self, turn: Turn) -> str:
+        self.ran.append((turn.turn_id, turn.options))
+        return "completed"
+
+
+def run_turn_envelope(turn_id: str, *extensions: any_pb2.Any) -> envelope_pb2.Envelope:
+    request = chat_pb2.RunTurnRequest(session_id=SESSION, turn_id=turn_id, extensions=extensions)
+    request.input.content.add(text=content_pb2.TextContent(text="hi"))
+    return envelope_pb2.Envelope(id=turn_id, payload=pack(core_message(run_turn_request=request)))
+
+
+async def next_message(sent: asyncio.Queue[envelope_pb2.Envelope]) -> tuple[str, protocol_pb2.ProtocolMessage]:
+    envelope = await asyncio.wait_for(sent.get(), TIMEOUT)
+    return envelope.reply_to, unpack(envelope, protocol_pb2.ProtocolMessage)
+
+
+async def test_turn_options_that_do_not_decode_refuse_the_turn_and_the_node_serves_on() -> None:
+    """Undecodable TurnOptions: run_turn_response rejected INVALID_ARGUMENT, nothing runs; the next turn runs."""
+    sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
+    agent = RecordingAgent()
+
+    async def send(envelope: envelope_pb2.Envelope) -> None:
+        sent.put_nowait(envelope)
+
+    runtime = NodeRuntime(protocol_pb2.AgentHello(node_id="node"), agent, send)
+    try:
+        await runtime.receive(run_turn_envelope("turn_bad", any_pb2.Any(type_url=TURN_OPTIONS_URL, value=b"\xff")))
+        assert sent.qsize() == 1  # the refusal only: no turn_started, no turn_ended
+        reply_to, message = await next_message(sent)
+        assert reply_to == "turn_bad"
+        rejected = message.run_turn_response.rejected
+        assert message.run_turn_response.WhichOneof("outcome") == "rejected"
+        assert (rejected.code, rejected.message) == (
+            "INVALID_ARGUMENT",
+            "extension aophub.v1.TurnOptions does not decode",
+        )
+
+        options = extensions_pb2.TurnOptions(max_tokens=7)
+        await runtime.receive(run_turn_envelope("turn_good", pack(options)))
+        reply_to, message = await next_message(sent)
+        assert (reply_to, message.run_turn_response.WhichOneof("outcome")) == ("turn_good", "accepted")
+        kinds = []
+        while "turn_ended" not in kinds:
+            _, message = await next_message(sent)
+            if message.WhichOneof("message") == "event":
+                kinds.append(message.event.WhichOneof("payload"))
+        assert kinds == ["turn_started", "turn_ended"]
+        assert agent.ran == [("turn_good", options)]
+    finally:
+        await runtime.stop()
