@@ -97,7 +97,12 @@ def core_message(**field: Message) -> protocol_pb2.ProtocolMessage:
 # -- hand-framed deliveries -----------------------------------------------------
 
 
+_ONE_BYTE_VARINTS = tuple(bytes((value,)) for value in range(0x80))
+
+
 def _varint(value: int) -> bytes:
+    if value < 0x80:
+        return _ONE_BYTE_VARINTS[value]
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -106,26 +111,54 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
+def _tag(field_number: int) -> bytes:
+    """The key of a length-delimited field (wire type 2)."""
+    return _varint(field_number << 3 | 2)
+
+
 def _length_delimited(field_number: int, data: bytes) -> bytes:
-    return _varint(field_number << 3 | 2) + _varint(len(data)) + data
+    return _tag(field_number) + _varint(len(data)) + data
 
 
-# ProtocolMessage.event is field 31; Any.type_url 1, Any.value 2; Envelope.payload 4.
-_EVENT_FIELD = 31
+# ProtocolMessage.event is field 31; Any.type_url 1, Any.value 2; Envelope.payload 4;
+# Envelope.reply_to 2, Envelope.delivery_cursor 3. Every delivery frames an event with these.
+_EVENT_TAG = _tag(31)
 _ANY_TYPE_URL_PART = _length_delimited(1, _CORE_TYPE_URL)
+_ANY_VALUE_TAG = _tag(2)
+_PAYLOAD_TAG = _tag(4)
+_REPLY_TO_TAG = _tag(2)
+_CURSOR_TAG = _tag(3)
 
 
 def event_payload_field(event_bytes: bytes) -> bytes:
     """Envelope field 4 (``payload``) holding ``Any(ProtocolMessage{event})``, from serialized event bytes."""
-    core = _length_delimited(_EVENT_FIELD, event_bytes)
-    return _length_delimited(4, _ANY_TYPE_URL_PART + _length_delimited(2, core))
+    core_length = len(event_bytes)
+    core_length_varint = _varint(core_length)
+    value_length = len(_EVENT_TAG) + len(core_length_varint) + core_length
+    value_length_varint = _varint(value_length)
+    any_length = len(_ANY_TYPE_URL_PART) + len(_ANY_VALUE_TAG) + len(value_length_varint) + value_length
+    return b"".join(
+        (
+            _PAYLOAD_TAG,
+            _varint(any_length),
+            _ANY_TYPE_URL_PART,
+            _ANY_VALUE_TAG,
+            value_length_varint,
+            _EVENT_TAG,
+            core_length_varint,
+            event_bytes,
+        )
+    )
 
 
 def encode_delivery(reply_to: str, cursor: str, payload_field: bytes) -> bytes:
     """A delivery envelope: ``reply_to`` (2), ``delivery_cursor`` (3), then the payload field (4)."""
-    head = b""
+    parts: list[bytes] = []
     if reply_to:
-        head += _length_delimited(2, reply_to.encode())
+        encoded = reply_to.encode()
+        parts += (_REPLY_TO_TAG, _varint(len(encoded)), encoded)
     if cursor:
-        head += _length_delimited(3, cursor.encode())
-    return head + payload_field
+        encoded = cursor.encode()
+        parts += (_CURSOR_TAG, _varint(len(encoded)), encoded)
+    parts.append(payload_field)
+    return b"".join(parts)
