@@ -15,7 +15,7 @@ from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2, va
 from aophub.agent.echo import EchoAgent
 from aophub.agent.loop import DEFAULT_SYSTEM_PROMPT, BuiltinAgent
 from aophub.agent.provider import ChatMessage
-from aophub.hub.ids import new_id
+from aophub.ids import new_id
 from aophub.node.runtime import NodeRuntime
 from aophub.node.turn import Turn, TurnFailed
 from aophub.protocol.codec import core_message, pack, unpack

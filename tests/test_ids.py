@@ -6,7 +6,7 @@ import os
 import re
 import time
 
-from aophub.hub.ids import new_id
+from aophub.ids import new_id
 
 _ID = re.compile(r"^(?P<prefix>[a-z]+)_(?P<millis>[0-9a-f]+)(?P<random>[0-9a-f]{16})$")
 

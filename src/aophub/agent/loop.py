@@ -49,7 +49,7 @@ from aophub.agent.provider import (
     ToolCallFragment,
     Usage,
 )
-from aophub.hub.ids import new_id
+from aophub.ids import new_id
 from aophub.node.runtime import Agent
 from aophub.node.turn import Turn, TurnFailed
 from aophub.v1 import config_pb2, extensions_pb2, interaction_pb2

@@ -33,7 +33,6 @@ from google.protobuf.message import Message
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aophub.hub.event_log import EventLog
-from aophub.hub.ids import IdGenerator, new_id
 from aophub.hub.interactions import InteractionPolicy, Interactions
 from aophub.hub.journal import Claim, Journal
 from aophub.hub.live_session import HUB_EMITTER, LiveSession, LiveSessions
@@ -44,6 +43,7 @@ from aophub.hub.request_checks import parse_cursor
 from aophub.hub.session_admin import SessionAdmin
 from aophub.hub.turn_lifecycle import TurnKey, TurnLifecycle
 from aophub.hub.turns import SessionState, Turn
+from aophub.ids import IdGenerator, new_id
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import PutSession, SessionRecord, Store
@@ -383,3 +383,7 @@ class Hub:
     async def node_message(self, handle: NodeHandle, envelope: envelope_pb2.Envelope) -> None:
         """Handle one envelope from a node (see :meth:`NodeRouter.receive`; raises :class:`HubError`)."""
         await self._node_router.receive(handle, envelope)
+
+    async def node_event(self, handle: NodeHandle, event: event_pb2.Event) -> None:
+        """Handle one event from an in-process node, as if it came in an ``event`` envelope replying to its turn."""
+        await self._node_router.event(handle, event.turn_id, event)

@@ -19,8 +19,8 @@ from google.protobuf.message import Message
 
 from aop import chat_pb2, event_pb2
 from aophub.hub.event_log import EventLog
-from aophub.hub.ids import IdGenerator
 from aophub.hub.turns import SessionState, SessionTurns, Turn
+from aophub.ids import IdGenerator
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import PutSession, SessionRecord, Store
 

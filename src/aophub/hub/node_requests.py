@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 
 from aop import chat_pb2, protocol_pb2
-from aophub.hub.ids import IdGenerator
 from aophub.hub.nodes import NodeGone, NodeHandle
+from aophub.ids import IdGenerator
 from aophub.protocol.codec import core_message
 from aophub.protocol.errors import Code, HubError
 

@@ -18,13 +18,13 @@ from collections.abc import Awaitable, Callable
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aop.tool import protocol_pb2 as tool_pb2
-from aophub.hub.ids import IdGenerator
 from aophub.hub.interactions import Interactions
 from aophub.hub.live_session import LiveSession, LiveSessions
 from aophub.hub.node_requests import NodeRequests
 from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
 from aophub.hub.turn_lifecycle import TurnKey, TurnLifecycle
 from aophub.hub.turns import Turn, TurnState
+from aophub.ids import IdGenerator
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, payload_name, unpack
 from aophub.protocol.errors import Code, HubError, TurnErrorCode
 from aophub.protocol.extensions import command_catalog
@@ -140,11 +140,12 @@ class NodeRouter:
         elif case == "agent_stats":
             handle.stats.CopyFrom(message.agent_stats)
         elif case == "event":
-            await self._event(handle, envelope.reply_to, message.event)
+            await self.event(handle, envelope.reply_to, message.event)
         else:
             log.info("node %s sent %s, which nodes do not send; ignored", handle.node_id, case)
 
-    async def _event(self, handle: NodeHandle, reply_to: str, event: event_pb2.Event) -> None:
+    async def event(self, handle: NodeHandle, reply_to: str, event: event_pb2.Event) -> None:
+        """Handle one event a node sent (``reply_to``: the envelope's, naming the turn when the event does not)."""
         if not event.session_id and event.extension.type_url == _CATALOG_URL:
             catalog = command_catalog(event.extension)
             for command in catalog.commands:

@@ -17,7 +17,6 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aop import chat_pb2, content_pb2, event_pb2
-from aophub.hub.ids import IdGenerator
 from aophub.hub.interactions import Interactions
 from aophub.hub.journal import Claim
 from aophub.hub.live_session import LiveSession, LiveSessions
@@ -25,6 +24,7 @@ from aophub.hub.node_requests import NodeRequests
 from aophub.hub.nodes import NodeGone, NodeHandle, NodeRegistry
 from aophub.hub.request_checks import check_run_turn
 from aophub.hub.turns import Admission, Turn, TurnState
+from aophub.ids import IdGenerator
 from aophub.protocol.codec import core_message
 from aophub.protocol.errors import Code, HubError, TurnErrorCode
 from aophub.protocol.extensions import turn_options

@@ -18,7 +18,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
 from aop import envelope_pb2, protocol_pb2
-from aophub.hub.ids import new_id
+from aophub.ids import new_id
 from aophub.node.runtime import INTERACTIONS_CAPABILITY, Agent, NodeRuntime, runtime_info
 from aophub.protocol.codec import core_message, pack
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES

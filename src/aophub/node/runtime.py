@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
-from aophub.hub.ids import new_id
+from aophub.ids import new_id
 from aophub.node.turn import Turn, TurnFailed
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, unpack
 from aophub.protocol.error_mapping import to_rejection
@@ -30,11 +30,13 @@ from aophub.protocol.errors import HubError
 from aophub.protocol.extensions import turn_options
 from aophub.v1 import interaction_pb2
 
-__all__ = ["INTERACTIONS_CAPABILITY", "Agent", "NodeRuntime", "Send", "runtime_info"]
+__all__ = ["INTERACTIONS_CAPABILITY", "Agent", "EmitEvent", "NodeRuntime", "Send", "runtime_info"]
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[envelope_pb2.Envelope], Awaitable[None]]
+# Hands one event of a turn to the hub; the event must not be used by the node afterwards.
+EmitEvent = Callable[[event_pb2.Event], Awaitable[None]]
 _INTERACTION_URL = TYPE_URL_PREFIX + interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
 # Announced in AgentHello and echoed in AgentAccepted when both sides speak
 # aophub.v1.InteractionProtocolMessage on the node channel.
@@ -78,10 +80,15 @@ class _SessionWorker:
 class NodeRuntime:
     """Protocol logic of a node, independent of its transport."""
 
-    def __init__(self, hello: protocol_pb2.AgentHello, agent: Agent, send: Send) -> None:
+    def __init__(
+        self, hello: protocol_pb2.AgentHello, agent: Agent, send: Send, *, emit: EmitEvent | None = None
+    ) -> None:
+        """``send`` carries envelopes to the hub; ``emit`` (default: an ``event`` envelope through ``send``)
+        carries the events of turns, so an in-process link can hand them over without encoding them."""
         self.hello = hello
         self.agent = agent
         self._send = send
+        self._emit = emit or self._emit_envelope
         self._sessions: dict[str, _SessionWorker] = {}
         self._asked: dict[str, asyncio.Future[interaction_pb2.Interaction]] = {}
         self.stats = protocol_pb2.AgentStats()
@@ -94,7 +101,7 @@ class NodeRuntime:
     async def _reply(self, reply_to: str, message: protocol_pb2.ProtocolMessage) -> None:
         await self._send(envelope_pb2.Envelope(id=new_id("node"), reply_to=reply_to, payload=pack(message)))
 
-    async def _emit(self, event: event_pb2.Event) -> None:
+    async def _emit_envelope(self, event: event_pb2.Event) -> None:
         envelope = envelope_pb2.Envelope(
             id=new_id("node"), reply_to=event.turn_id, payload=pack(core_message(event=event))
         )

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from aop import chat_pb2, content_pb2, event_pb2
-from aophub.hub.ids import new_id
+from aophub.ids import new_id
 from aophub.v1 import extensions_pb2, interaction_pb2
 
 __all__ = ["AskHub", "EmitEvent", "Turn", "TurnFailed"]
