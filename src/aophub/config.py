@@ -19,10 +19,12 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 import yaml
 from google.protobuf import json_format
+from google.protobuf.message import Message
 
 from aophub.v1 import config_pb2, interaction_pb2
 
@@ -201,6 +203,15 @@ def _env_profile(environ: Mapping[str, str]) -> config_pb2.LlmProfile | None:
     )
 
 
+_M = TypeVar("_M", bound=Message)
+
+
+def _copy(message: _M) -> _M:
+    copied = type(message)()
+    copied.CopyFrom(message)
+    return copied
+
+
 class ConfigStore:
     """The configuration file of one data directory, with the revision of the last write."""
 
@@ -212,6 +223,7 @@ class ConfigStore:
         self._environ = environ
         self._clock = clock
         self._stored = config_pb2.Config()
+        self._effective: config_pb2.Config | None = None  # computed from _stored when first needed
         self.revision = 0
         self.updated_at = 0.0
         self.load()
@@ -237,31 +249,40 @@ class ConfigStore:
             self.revision = revision
             self.updated_at = self.path.stat().st_mtime
         self._stored = stored
+        self._effective = None
 
     @property
     def config(self) -> config_pb2.Config:
-        """The effective configuration: the file over the defaults, plus the environment's profile."""
-        config = _merge_defaults(self._stored)
-        if not config.profiles:
-            env = _env_profile(self._environ)
-            if env is not None:
-                config.profiles.append(env)
-                config.active_profile_id = config.active_profile_id or env.id
+        """The effective configuration (a copy): the file over the defaults, plus the environment's profile."""
+        config = config_pb2.Config()
+        config.CopyFrom(self._effective_config())
         return config
 
+    def _effective_config(self) -> config_pb2.Config:
+        # Computed once per change of the file: the built-in agent asks for it on every turn.
+        if self._effective is None:
+            config = _merge_defaults(self._stored)
+            if not config.profiles:
+                env = _env_profile(self._environ)
+                if env is not None:
+                    config.profiles.append(env)
+                    config.active_profile_id = config.active_profile_id or env.id
+            self._effective = config
+        return self._effective
+
     def active_profile(self) -> config_pb2.LlmProfile | None:
-        """The active LLM profile, or ``None`` for the offline echo model."""
-        config = self.config
+        """The active LLM profile (a copy), or ``None`` for the offline echo model."""
+        config = self._effective_config()
         for profile in config.profiles:
             if profile.id == config.active_profile_id and profile.provider != config_pb2.PROVIDER_KIND_ECHO:
-                return profile
+                return _copy(profile)
         return None
 
     def agent_settings(self) -> config_pb2.AgentSettings:
-        return self.config.agent
+        return _copy(self._effective_config().agent)
 
     def sandbox_settings(self) -> config_pb2.SandboxSettings:
-        return self.config.sandbox
+        return _copy(self._effective_config().sandbox)
 
     def workspace(self) -> Path:
         """The sandbox workspace directory (created if missing)."""
@@ -292,5 +313,6 @@ class ConfigStore:
             Path(temp).unlink(missing_ok=True)
             raise
         self._stored = config
+        self._effective = None
         self.revision += 1
         self.updated_at = self._clock()
