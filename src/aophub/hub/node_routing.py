@@ -136,9 +136,11 @@ class NodeRouter:
         if case in _NODE_RESPONSES:
             handle.resolve(envelope.reply_to, message)
         elif case == "agent_status":
-            handle.status.CopyFrom(message.agent_status)
+            # Keep the received message; copying into the handle's own would grow its upb arena
+            # by every copy for as long as the node stays connected (see aophub.node.runtime.counted_turn).
+            handle.status = message.agent_status
         elif case == "agent_stats":
-            handle.stats.CopyFrom(message.agent_stats)
+            handle.stats = message.agent_stats
         elif case == "event":
             await self.event(handle, envelope.reply_to, message.event)
         else:

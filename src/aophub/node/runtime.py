@@ -30,7 +30,7 @@ from aophub.protocol.errors import HubError
 from aophub.protocol.extensions import turn_options
 from aophub.v1 import interaction_pb2
 
-__all__ = ["INTERACTIONS_CAPABILITY", "Agent", "EmitEvent", "NodeRuntime", "Send", "runtime_info"]
+__all__ = ["INTERACTIONS_CAPABILITY", "Agent", "EmitEvent", "NodeRuntime", "Send", "counted_turn", "runtime_info"]
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,23 @@ class _SessionWorker:
     current: Turn | None = None
     task: asyncio.Task[None] | None = None
     running: asyncio.Task[str] | None = None
+
+
+def counted_turn(stats: protocol_pb2.AgentStats, input_tokens: int, output_tokens: int) -> protocol_pb2.AgentStats:
+    """New counters: ``stats`` plus one ended turn and its tokens.
+
+    MEMORY: a new message each time, never ``stats`` changed in place. Setting a string field
+    of a protobuf (upb) message, or ``CopyFrom`` into it, allocates in the message's arena,
+    which frees nothing until the message itself goes: a long-lived message updated once
+    per turn grows for as long as the process runs (about 16 bytes per update).
+    """
+    return protocol_pb2.AgentStats(
+        turns=stats.turns + 1,
+        input_tokens=stats.input_tokens + input_tokens,
+        output_tokens=stats.output_tokens + output_tokens,
+        total_tokens=stats.total_tokens + input_tokens + output_tokens,
+        last_event="turn.ended",
+    )
 
 
 class NodeRuntime:
@@ -236,11 +253,7 @@ class NodeRuntime:
             )
         )
         await self._emit(ended)
-        self.stats.turns += 1
-        self.stats.input_tokens += turn.input_tokens
-        self.stats.output_tokens += turn.output_tokens
-        self.stats.total_tokens += turn.input_tokens + turn.output_tokens
-        self.stats.last_event = "turn.ended"
+        self.stats = counted_turn(self.stats, turn.input_tokens, turn.output_tokens)
         await self._send(envelope_pb2.Envelope(id=new_id("node"), payload=pack(core_message(agent_stats=self.stats))))
 
     async def _cancel_turn(self, envelope_id: str, request: chat_pb2.CancelTurnRequest) -> None:
