@@ -22,6 +22,14 @@ _random = random.Random(os.urandom(32))
 os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
 
 
+_millis = -1
+_millis_hex = ""
+
+
 def new_id(prefix: str) -> str:
     """``<prefix>_<milliseconds in hex><64 random bits in hex>``, e.g. ``ses_19a2b...``."""
-    return f"{prefix}_{time.time_ns() // 1_000_000:x}{_random.getrandbits(64):016x}"
+    global _millis, _millis_hex
+    millis = time.time_ns() // 1_000_000
+    if millis != _millis:  # many ids are made in the same millisecond: format its hex once
+        _millis, _millis_hex = millis, f"{millis:x}"
+    return f"{prefix}_{_millis_hex}{_random.getrandbits(64):016x}"

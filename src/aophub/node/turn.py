@@ -84,7 +84,9 @@ class Turn:
         event = event_pb2.Event(
             id=new_id("evt"), session_id=self.session_id, turn_id=self.turn_id, emitter=self._emitter
         )
-        event.emitted_at.FromNanoseconds(time.time_ns())
+        now = time.time_ns()
+        emitted_at = event.emitted_at
+        emitted_at.seconds, emitted_at.nanos = divmod(now, 1_000_000_000)
         return event
 
     async def emit(self, event: event_pb2.Event) -> None:

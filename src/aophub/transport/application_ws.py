@@ -19,6 +19,7 @@ from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
 from aophub.protocol.mux import NamespaceRouter
 from aophub.transport.auth import Authenticator, authorize_websocket
+from aophub.transport.outbound import OutboundFrames
 
 __all__ = ["OUTBOUND_QUEUE", "serve_application"]
 
@@ -38,7 +39,7 @@ async def serve_application(
     if await authorize_websocket(websocket, authenticator) is None:
         return
     await websocket.accept()
-    outbound: asyncio.Queue[bytes] = asyncio.Queue(OUTBOUND_QUEUE)
+    outbound = OutboundFrames(OUTBOUND_QUEUE)
     connection = ApplicationConnection(hub, outbound.put, namespaces=namespaces)
     writer = asyncio.create_task(_write(websocket, outbound))
     close: tuple[int, str] | None = None
@@ -65,17 +66,16 @@ async def serve_application(
             await writer
 
 
-async def _write(websocket: WebSocket, outbound: asyncio.Queue[bytes]) -> None:
+async def _write(websocket: WebSocket, outbound: OutboundFrames) -> None:
     while True:
-        frame = await outbound.get()
-        await websocket.send_bytes(frame)
-        outbound.task_done()
+        for frame in await outbound.take():
+            await websocket.send_bytes(frame)
 
 
-async def _drain(outbound: asyncio.Queue[bytes], writer: asyncio.Task[None], timeout: float = 2.0) -> None:
+async def _drain(outbound: OutboundFrames, writer: asyncio.Task[None], timeout: float = 2.0) -> None:
     """Let the writer flush what is queued (e.g. the error explaining a close), briefly."""
     if writer.done():
         return
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(timeout):
-            await outbound.join()
+            await outbound.written()
