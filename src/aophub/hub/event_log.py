@@ -167,7 +167,24 @@ class EventLog:
         """
         if self._unsettled >= STREAM_WINDOW:
             await self.settled()
+        if not self._pending and self._next_seq <= self._seq_reserved and not is_persisted(event):
+            # The common case of a streamed delta: nothing is waiting ahead of it and its seq is
+            # already reserved, so it goes out at once (what _queue and _drain would do, minus
+            # their bookkeeping).
+            self._stamp(event)
+            if self._subscriptions:
+                delivery = Delivery(0, event.seq, event_payload_field(event.SerializeToString()))
+                for subscription in self._subscriptions:
+                    subscription.offer(delivery)
+            return
         self._queue([event], (), on_failure)
+
+    def _stamp(self, event: event_pb2.Event) -> None:
+        """Give ``event`` this session's id and the next seq."""
+        if event.session_id != self.session_id:
+            event.session_id = self.session_id
+        event.seq = self._next_seq
+        self._next_seq += 1
 
     async def settled(self) -> None:
         """Wait until every write queued so far is settled (committed or failed); never raises StoreError.
@@ -189,9 +206,7 @@ class EventLog:
         entries: list[_Entry] = []
         appends: list[tuple[_Entry, int]] = []
         for event in events:
-            event.session_id = self.session_id
-            event.seq = self._next_seq
-            self._next_seq += 1
+            self._stamp(event)
             data = event.SerializeToString()
             entry = _Entry(event.seq, data)
             entries.append(entry)

@@ -148,25 +148,26 @@ class NodeRouter:
 
     async def event(self, handle: NodeHandle, reply_to: str, event: event_pb2.Event) -> None:
         """Handle one event a node sent (``reply_to``: the envelope's, naming the turn when the event does not)."""
-        if not event.session_id and event.extension.type_url == _CATALOG_URL:
+        kind = event.WhichOneof("payload")
+        if kind == "extension" and not event.session_id and event.extension.type_url == _CATALOG_URL:
             catalog = command_catalog(event.extension)
             for command in catalog.commands:
                 command.source = handle.node_id  # a node speaks for itself, never for the hub
             handle.commands = list(catalog.commands)
             return
-        routed = await self._route(handle, reply_to, event)
+        routed = await self._route(handle, reply_to, event, kind)
         if routed is None:
             return
         session, turn = routed
         try:
-            await self._relay(handle, session, turn, event)
+            await self._relay(handle, session, turn, event, kind)
         except StoreError as failure:
             # The hub's own failure, not the node's: the node stays connected. A turn whose output
             # cannot be stored cannot be told whole any more, so it ends store_failed.
             log.warning(
                 "session %s: a %s event of node %s not stored: %s",
                 session.id,
-                event.WhichOneof("payload"),
+                kind,
                 handle.node_id,
                 failure,
             )
@@ -174,16 +175,20 @@ class NodeRouter:
                 await self._end_unstorable_turn(session, turn, failure)
 
     async def _route(
-        self, handle: NodeHandle, reply_to: str, event: event_pb2.Event
+        self, handle: NodeHandle, reply_to: str, event: event_pb2.Event, kind: str | None
     ) -> tuple[LiveSession, Turn | None] | None:
-        """The session (and active turn) a node's event belongs to, or ``None`` to drop it (AOP 7.5)."""
-        kind = event.WhichOneof("payload")
+        """The session (and active turn) a node's event (of payload ``kind``) belongs to, or ``None`` to drop it.
+
+        AOP 7.5.
+        """
         if kind in _SESSION_EVENTS:
             return None  # the hub emits exactly one of each itself
-        turn_id = event.turn_id or reply_to
+        named_turn = event.turn_id
+        turn_id = named_turn or reply_to
+        session_id = event.session_id
         active = self._turns.active
-        entry = active.get((event.session_id, turn_id)) if turn_id else None
-        if entry is None and turn_id and not event.session_id:
+        entry = active.get((session_id, turn_id)) if turn_id else None
+        if entry is None and turn_id and not session_id:
             entry = next((e for (_, t), e in active.items() if t == turn_id), None)
         if entry is not None:
             session, turn = entry
@@ -191,22 +196,27 @@ class NodeRouter:
                 return None  # another node's turn, or late output after the turn ended
             if kind == "turn_started":
                 return None  # the hub emitted it at dispatch
-            event.turn_id = turn.turn_id
+            if named_turn != turn.turn_id:
+                event.turn_id = turn.turn_id
             return session, turn
-        if not event.turn_id and event.session_id in handle.open_sessions and kind not in _TURN_EDGES:
+        if not named_turn and session_id in handle.open_sessions and kind not in _TURN_EDGES:
             # Session-level output only: an event naming a turn that is not
             # active (late output after a cancel) is dropped.
-            loaded = await self._sessions.get(event.session_id)
+            loaded = await self._sessions.get(session_id)
             return None if loaded is None else (loaded, None)
         return None
 
-    async def _relay(self, handle: NodeHandle, session: LiveSession, turn: Turn | None, event: event_pb2.Event) -> None:
+    async def _relay(
+        self, handle: NodeHandle, session: LiveSession, turn: Turn | None, event: event_pb2.Event, kind: str | None
+    ) -> None:
         """Publish a routed node event in its session (ending the turn on its ``turn_ended``)."""
-        event.emitter = event.emitter or handle.node_id
-        event.id = event.id or self._ids("evt")
+        if not event.emitter:
+            event.emitter = handle.node_id
+        if not event.id:
+            event.id = self._ids("evt")
         if not event.HasField("emitted_at"):
             event.emitted_at.FromNanoseconds(int(self._clock() * 1e9))
-        if event.extension.type_url == _ARTIFACT_URL:
+        if kind == "extension" and event.extension.type_url == _ARTIFACT_URL:
             # Artifacts agents emit land in the artifact archive too (by event id, once).
             await session.log.publish(event)
             await self._store.submit([AppendArtifact(event.id, session.id, event.SerializeToString())])
@@ -214,7 +224,6 @@ class NodeRouter:
         if turn is None:
             await session.log.publish(event)
             return
-        kind = event.WhichOneof("payload")
         if kind == "tool_call":
             turn.open_calls[event.tool_call.id] = event.tool_call
         elif kind == "tool_result":

@@ -103,6 +103,8 @@ _ONE_BYTE_VARINTS = tuple(bytes((value,)) for value in range(0x80))
 def _varint(value: int) -> bytes:
     if value < 0x80:
         return _ONE_BYTE_VARINTS[value]
+    if value < 0x4000:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
