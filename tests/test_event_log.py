@@ -27,7 +27,10 @@ class FaultyStore(SQLiteStore):
         self.entered = asyncio.Event()
         self.submits = 0
 
-    async def submit(self, ops: Sequence[WriteOp]) -> list[int | None]:
+    def submit(self, ops: Sequence[WriteOp]) -> asyncio.Future[list[int | None]]:
+        return asyncio.ensure_future(self._submit(ops))
+
+    async def _submit(self, ops: Sequence[WriteOp]) -> list[int | None]:
         self.submits += 1
         self.entered.set()
         if self.gate is not None and not self.gate_after_commit:

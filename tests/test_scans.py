@@ -510,9 +510,9 @@ class RecordingStore(SQLiteStore):
         super().__init__(path, synchronous="NORMAL")
         self.scan_writes: list[scan_pb2.Scan] = []
 
-    async def submit(self, ops: Sequence[WriteOp]) -> list[int | None]:
+    def submit(self, ops: Sequence[WriteOp]) -> asyncio.Future[list[int | None]]:
         self.scan_writes += [scan_pb2.Scan.FromString(op.record.data) for op in ops if isinstance(op, PutScan)]
-        return await super().submit(ops)
+        return super().submit(ops)
 
 
 @pytest.mark.parametrize("interval", [0.0, 10.0])

@@ -441,7 +441,7 @@ async def test_close_flushes_pending_submits(tmp_path: Path) -> None:
     path = tmp_path / "hub.db"
     async with SQLiteStore(path) as store:
         await store.submit([PutSession(session("s"))])
-        submits = [asyncio.create_task(store.submit([AppendEvent("s", i, b"")])) for i in range(50)]
+        submits = [store.submit([AppendEvent("s", i, b"")]) for i in range(50)]
         closer = asyncio.create_task(store.close())  # runs after the submits have queued their batches
         assert await asyncio.gather(*submits) == [[i] for i in range(1, 51)]
         await closer

@@ -16,7 +16,7 @@ Every implementation passes ``tests/test_store.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -239,12 +239,14 @@ class Store(Protocol):
     async def close(self) -> None:
         """Finish every submitted write, then release the database."""
 
-    async def submit(self, ops: Sequence[WriteOp]) -> list[int | None]:
-        """Commit ``ops`` atomically and durably, after every earlier batch.
+    def submit(self, ops: Sequence[WriteOp]) -> Awaitable[list[int | None]]:
+        """Queue ``ops`` to commit atomically and durably, after every earlier batch.
 
-        Returns one result per op: the cursor for ``AppendEvent``, the number
-        of events deleted for ``DeleteSession``, ``None`` otherwise. Raises
-        :class:`StoreError` if the batch did not commit (then none of it did).
+        The awaitable returns one result per op: the cursor for ``AppendEvent``,
+        the number of events deleted for ``DeleteSession``, ``None`` otherwise;
+        it raises :class:`StoreError` if the batch did not commit (then none of
+        it did). The batch is queued when ``submit`` returns, whether or not the
+        caller waits.
         """
         ...
 

@@ -236,17 +236,20 @@ class SQLiteStore:
 
     # -- writes ----------------------------------------------------------------
 
-    async def submit(self, ops: Sequence[WriteOp]) -> list[int | None]:
-        """Queue ``ops`` as one batch and wait until it is committed (see ``Store.submit``).
+    def submit(self, ops: Sequence[WriteOp]) -> asyncio.Future[list[int | None]]:
+        """Queue ``ops`` as one batch; the future resolves once it is committed (see ``Store.submit``).
 
-        Cancelling the caller does not withdraw a batch already queued.
+        A plain future, not a coroutine: callers that do not wait at once (the
+        event log) need no task for it. Cancelling the future does not withdraw
+        the batch.
         """
-        if self._state is not _State.OPEN or self._writer_task is None or self._writer_task.done():
-            raise StoreError(f"store is {self._state.value}: not accepting writes", retryable=False)
         future: asyncio.Future[list[int | None]] = asyncio.get_running_loop().create_future()
+        if self._state is not _State.OPEN or self._writer_task is None or self._writer_task.done():
+            future.set_exception(StoreError(f"store is {self._state.value}: not accepting writes", retryable=False))
+            return future
         self._pending.append(_Batch(tuple(ops), future))
         self._wakeup.set()
-        return await future
+        return future
 
     async def _write_loop(self) -> None:
         group: list[_Batch] = []
