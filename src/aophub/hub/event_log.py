@@ -103,6 +103,21 @@ class Subscription:
             await self._ready.wait()
         return self._items.popleft()
 
+    async def take(self) -> deque[Delivery]:
+        """Every queued delivery, oldest first, once there is one; raises like :meth:`get`.
+
+        A watcher sends a burst (a turn's deltas) with one wake-up instead of one per delivery.
+        """
+        while not self._items:
+            if self.closed:
+                raise LogClosed
+            if self.lagged:
+                raise Lagged
+            self._ready.clear()
+            await self._ready.wait()
+        items, self._items = self._items, deque()
+        return items
+
     def __len__(self) -> int:
         return len(self._items)
 

@@ -48,17 +48,17 @@ async def follow(
                 if len(rows) < page:
                     break
             while True:
-                delivery = await subscription.get()
-                if delivery.cursor:
-                    if delivery.cursor <= cursor:
-                        continue  # already replayed
-                    if delivery.cursor != cursor + 1:
-                        raise Lagged  # a gap: read it from the store
-                    cursor = delivery.cursor
-                elif delivery.seq <= last_seq:
-                    continue  # a delta older than what was already delivered
-                last_seq = delivery.seq
-                await send(delivery)
+                for delivery in await subscription.take():
+                    if delivery.cursor:
+                        if delivery.cursor <= cursor:
+                            continue  # already replayed
+                        if delivery.cursor != cursor + 1:
+                            raise Lagged  # a gap: read it from the store
+                        cursor = delivery.cursor
+                    elif delivery.seq <= last_seq:
+                        continue  # a delta older than what was already delivered
+                    last_seq = delivery.seq
+                    await send(delivery)
         except Lagged:
             continue
         except LogClosed:
