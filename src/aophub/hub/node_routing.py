@@ -155,9 +155,14 @@ class NodeRouter:
                 command.source = handle.node_id  # a node speaks for itself, never for the hub
             handle.commands = list(catalog.commands)
             return
-        routed = await self._route(handle, reply_to, event, kind)
+        routed = self._route(handle, reply_to, event, kind)
         if routed is None:
             return
+        if isinstance(routed, str):  # session-level output of a session not in memory
+            loaded = await self._sessions.get(routed)
+            if loaded is None:
+                return
+            routed = (loaded, None)
         session, turn = routed
         try:
             await self._relay(handle, session, turn, event, kind)
@@ -174,12 +179,12 @@ class NodeRouter:
             if turn is not None:
                 await self._end_unstorable_turn(session, turn, failure)
 
-    async def _route(
+    def _route(
         self, handle: NodeHandle, reply_to: str, event: event_pb2.Event, kind: str | None
-    ) -> tuple[LiveSession, Turn | None] | None:
+    ) -> tuple[LiveSession, Turn | None] | str | None:
         """The session (and active turn) a node's event (of payload ``kind``) belongs to, or ``None`` to drop it.
 
-        AOP 7.5.
+        AOP 7.5. Session-level output of a session that is not in memory gives its id: load it.
         """
         if kind in _SESSION_EVENTS:
             return None  # the hub emits exactly one of each itself
@@ -202,8 +207,8 @@ class NodeRouter:
         if not named_turn and session_id in handle.open_sessions and kind not in _TURN_EDGES:
             # Session-level output only: an event naming a turn that is not
             # active (late output after a cancel) is dropped.
-            loaded = await self._sessions.get(session_id)
-            return None if loaded is None else (loaded, None)
+            loaded = self._sessions.loaded(session_id)
+            return session_id if loaded is None else (loaded, None)
         return None
 
     async def _relay(

@@ -11,6 +11,7 @@ event, and never delivers one twice.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from aophub.hub.event_log import Delivery, EventLog, Lagged, LogClosed
 from aophub.protocol.codec import event_payload_field
@@ -25,6 +26,27 @@ WATCH_QUEUE = 1024
 Send = Callable[[Delivery], Awaitable[None]]
 
 
+@dataclass(slots=True)
+class _Position:
+    """How far a watch has delivered: the last persisted event's cursor and the last seq sent."""
+
+    cursor: int
+    last_seq: int = 0
+
+    def admit(self, delivery: Delivery) -> bool:
+        """Whether ``delivery`` is next to send (then it counts as sent); raises :class:`Lagged` on a gap."""
+        if delivery.cursor:
+            if delivery.cursor <= self.cursor:
+                return False  # already replayed
+            if delivery.cursor != self.cursor + 1:
+                raise Lagged  # a gap: read it from the store
+            self.cursor = delivery.cursor
+        elif delivery.seq <= self.last_seq:
+            return False  # a delta older than what was already delivered
+        self.last_seq = delivery.seq
+        return True
+
+
 async def follow(
     log: EventLog,
     store: Store,
@@ -35,33 +57,29 @@ async def follow(
     queue_size: int = WATCH_QUEUE,
 ) -> None:
     """Deliver every persisted event after ``after_cursor`` exactly once, then live events, until cancelled."""
-    cursor = after_cursor
-    last_seq = 0
+    position = _Position(after_cursor)
     while True:
         subscription = log.subscribe(queue_size)
         try:
-            while True:
-                rows = await store.read_events(log.session_id, cursor, page)
-                for row in rows:
-                    await send(Delivery(row.cursor, row.seq, event_payload_field(row.data)))
-                    cursor, last_seq = row.cursor, row.seq
-                if len(rows) < page:
-                    break
+            await _replay(log, store, position, send, page)
             while True:
                 for delivery in await subscription.take():
-                    if delivery.cursor:
-                        if delivery.cursor <= cursor:
-                            continue  # already replayed
-                        if delivery.cursor != cursor + 1:
-                            raise Lagged  # a gap: read it from the store
-                        cursor = delivery.cursor
-                    elif delivery.seq <= last_seq:
-                        continue  # a delta older than what was already delivered
-                    last_seq = delivery.seq
-                    await send(delivery)
+                    if position.admit(delivery):
+                        await send(delivery)
         except Lagged:
             continue
         except LogClosed:
             raise HubError(Code.NOT_FOUND, f"session {log.session_id} was deleted") from None
         finally:
             log.unsubscribe(subscription)
+
+
+async def _replay(log: EventLog, store: Store, position: _Position, send: Send, page: int) -> None:
+    """Send the stored events after ``position``, page by page, until the store has no more."""
+    while True:
+        rows = await store.read_events(log.session_id, position.cursor, page)
+        for row in rows:
+            await send(Delivery(row.cursor, row.seq, event_payload_field(row.data)))
+            position.cursor, position.last_seq = row.cursor, row.seq
+        if len(rows) < page:
+            return

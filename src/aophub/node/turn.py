@@ -81,9 +81,11 @@ class Turn:
 
     def event(self) -> event_pb2.Event:
         """A new event of this turn with id, time, session, turn and emitter set."""
-        event = event_pb2.Event(
-            id=new_id("evt"), session_id=self.session_id, turn_id=self.turn_id, emitter=self._emitter
-        )
+        event = event_pb2.Event()  # (attribute by attribute: faster than keyword arguments in upb)
+        event.id = new_id("evt")
+        event.session_id = self.session_id
+        event.turn_id = self.turn_id
+        event.emitter = self._emitter
         now = time.time_ns()
         emitted_at = event.emitted_at
         emitted_at.seconds, emitted_at.nanos = divmod(now, 1_000_000_000)
