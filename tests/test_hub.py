@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
@@ -26,6 +26,7 @@ from aophub.hub.watch import follow
 from aophub.node.local import LocalNode
 from aophub.protocol.codec import core_message, pack, unpack
 from aophub.store import SQLiteStore
+from aophub.store.base import StoreError, WriteOp
 from aophub.v1 import extensions_pb2
 
 TIMEOUT = 5.0
@@ -991,3 +992,49 @@ async def test_restart_twice_does_not_end_turns_again(tmp_path: Path) -> None:
         async with hub_over(path) as (hub, store):
             events = await check_invariants(store, session.id)
             assert [kind(event) for event in events].count("turn_ended") == 1
+
+
+class _RefusingStore:
+    """Makes the store refuse the next ``count`` batches as a full disk would."""
+
+    def __init__(self, store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, count: int = 1) -> None:
+        self.count = count
+        self._submit = store.submit
+        monkeypatch.setattr(store, "submit", self.submit)
+
+    def submit(self, ops: Sequence[WriteOp]) -> Awaitable[list[int | None]]:
+        if self.count:
+            self.count -= 1
+            refused: asyncio.Future[list[int | None]] = asyncio.get_running_loop().create_future()
+            refused.set_exception(StoreError("disk full: refused by the test", retryable=True))
+            return refused
+        return self._submit(ops)
+
+
+async def test_refused_session_changes_leave_memory_as_the_store_has_it(
+    hub: Hub, store: SQLiteStore, local: LocalNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rename or a close the store refused does not show in memory; retried, both take effect."""
+    session = await open_session(hub, local.hello.node_id, title="before")
+    refusing = _RefusingStore(store, monkeypatch, count=1)
+    with pytest.raises(StoreError):
+        await hub.update_session(session.id, title="after", archived=None)
+    live = await hub.require_session(session.id)
+    assert live.record.title == "before"
+    refusing.count = 1
+    with pytest.raises(StoreError):
+        await hub.close_session(key(), chat_pb2.CloseSessionRequest(session_id=session.id, reason="bye"))
+    assert not live.closed
+    stored = await store.get_session(session.id)
+    assert stored is not None
+    assert stored.title == "before"
+    assert stored.state == live.record.state
+
+    await hub.update_session(session.id, title="after", archived=None)
+    assert live.record.title == "after"
+    await close(hub, session.id, "bye")
+    assert live.closed
+    stored = await store.get_session(session.id)
+    assert stored is not None
+    assert stored.title == "after"
+    assert stored.state == live.record.state

@@ -131,6 +131,17 @@ class _Entry:
     failed: bool = False
 
 
+@dataclass(slots=True)
+class _Settling:
+    """What to do when one queued write settles."""
+
+    entries: list[_Entry]
+    appends: list[tuple[_Entry, int]]  # (entry, index of its AppendEvent among the batch's ops)
+    reserve_to: int
+    on_failure: Callable[[StoreError], None] | None
+    on_commit: Callable[[], None] | None
+
+
 class EventLog:
     """The ordered, durable event stream of one session."""
 
@@ -152,7 +163,9 @@ class EventLog:
     def watcher_count(self) -> int:
         return len(self._subscriptions)
 
-    async def publish(self, event: event_pb2.Event, extra_ops: Sequence[WriteOp] = ()) -> int:
+    async def publish(
+        self, event: event_pb2.Event, extra_ops: Sequence[WriteOp] = (), *, on_commit: Callable[[], None] | None = None
+    ) -> int:
         """Sequence, persist (unless a delta) and fan out ``event``; return its cursor (0 for a delta).
 
         ``extra_ops`` commit atomically with the event (e.g. the journal entry
@@ -161,11 +174,21 @@ class EventLog:
         caller does not withdraw the write: once it commits, the events are
         delivered all the same.
         """
-        return (await self.publish_many([event], extra_ops))[0]
+        return (await self.publish_many([event], extra_ops, on_commit=on_commit))[0]
 
-    async def publish_many(self, events: Sequence[event_pb2.Event], extra_ops: Sequence[WriteOp] = ()) -> list[int]:
-        """Publish ``events`` in order, persisting them and ``extra_ops`` in one atomic batch."""
-        entries, write = self._queue(events, extra_ops)
+    async def publish_many(
+        self,
+        events: Sequence[event_pb2.Event],
+        extra_ops: Sequence[WriteOp] = (),
+        *,
+        on_commit: Callable[[], None] | None = None,
+    ) -> list[int]:
+        """Publish ``events`` in order, persisting them and ``extra_ops`` in one atomic batch.
+
+        ``on_commit`` runs once the batch committed, before the events are fanned out, even
+        if the caller was cancelled meanwhile (e.g. to update in-memory state the batch stores).
+        """
+        entries, write = self._queue(events, extra_ops, on_commit=on_commit)
         if write is not None:
             await asyncio.shield(write)
         return [entry.cursor for entry in entries]
@@ -215,6 +238,7 @@ class EventLog:
         events: Sequence[event_pb2.Event],
         extra_ops: Sequence[WriteOp],
         on_failure: Callable[[StoreError], None] | None = None,
+        on_commit: Callable[[], None] | None = None,
     ) -> tuple[list[_Entry], asyncio.Future[list[int | None]] | None]:
         """Sequence ``events`` and queue their write (``None`` when nothing needs writing)."""
         ops = list(extra_ops)
@@ -236,6 +260,8 @@ class EventLog:
         if not ops:
             for entry in entries:
                 entry.done = True
+            if on_commit is not None:
+                on_commit()
             self._drain()
             return entries, None
         # A store does not withdraw a queued batch when its caller is cancelled
@@ -244,18 +270,13 @@ class EventLog:
         # not hold back every later delivery of the session.
         write = asyncio.ensure_future(self._store.submit(ops))
         self._unsettled += 1
-        write.add_done_callback(lambda done: self._settle(done, entries, appends, reserve_to, on_failure))
+        settling = _Settling(entries, appends, reserve_to, on_failure, on_commit)
+        write.add_done_callback(lambda done: self._settle(done, settling))
         return entries, write
 
-    def _settle(
-        self,
-        write: asyncio.Future[list[int | None]],
-        entries: list[_Entry],
-        appends: list[tuple[_Entry, int]],
-        reserve_to: int,
-        on_failure: Callable[[StoreError], None] | None,
-    ) -> None:
-        """Mark ``entries`` written (with their cursors) or failed, then fan out what is ready."""
+    def _settle(self, write: asyncio.Future[list[int | None]], settling: _Settling) -> None:
+        """Mark the write's entries written (with their cursors) or failed, then fan out what is ready."""
+        entries, on_failure, on_commit = settling.entries, settling.on_failure, settling.on_commit
         self._unsettled -= 1
         if not self._unsettled:
             self._settled.set()
@@ -268,13 +289,15 @@ class EventLog:
                 on_failure(stored)
         else:
             results = write.result()
-            for entry, index in appends:
+            for entry, index in settling.appends:
                 cursor = results[index]
                 assert isinstance(cursor, int)
                 entry.cursor = cursor
-            self._seq_reserved = max(self._seq_reserved, reserve_to)
+            self._seq_reserved = max(self._seq_reserved, settling.reserve_to)
             for entry in entries:
                 entry.done = True
+            if on_commit is not None:
+                on_commit()
         self._drain()
 
     def _drain(self) -> None:

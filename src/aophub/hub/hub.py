@@ -300,9 +300,9 @@ class Hub:
         if node is not None and session.id in node.open_sessions:
             await self._node_requests.close_session(node, session.id, reason)
         await self._turn_lifecycle.save_endings_locked(session)  # session_ended comes last
-        write = self._sessions.touch(session, state=SessionState.CLOSED, close_reason=reason)
+        change = self._sessions.touch(session, state=SessionState.CLOSED, close_reason=reason)
         ended = self._sessions.event(session, session_ended=event_pb2.SessionEnded(reason=reason))
-        await session.log.publish(ended, [write])
+        await session.log.publish(ended, [change], on_commit=self._sessions.committed(session, change))
 
     async def reset_session(self, key: str, session_id: str) -> tuple[LiveSession, LiveSession]:
         """Open a new session on the same node (same title and extensions), then close the old one with "reset"."""

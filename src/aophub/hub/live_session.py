@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
@@ -22,7 +22,7 @@ from aophub.hub.event_log import EventLog
 from aophub.hub.turns import SessionState, SessionTurns, Turn
 from aophub.ids import IdGenerator
 from aophub.protocol.errors import Code, HubError
-from aophub.store.base import PutSession, SessionRecord, Store
+from aophub.store.base import PutSession, SessionRecord, Store, WriteOp
 
 __all__ = ["HUB_EMITTER", "LiveSession", "LiveSessions"]
 
@@ -139,6 +139,31 @@ class LiveSessions:
         return event
 
     def touch(self, session: LiveSession, **changes: object) -> PutSession:
-        """Apply ``changes`` to the session's record, stamping ``updated_at``; returns the write that stores it."""
-        session.record = dataclasses.replace(session.record, updated_at=self._clock(), **changes)  # type: ignore[arg-type]
-        return PutSession(session.record)
+        """The write that stores ``changes`` to the session's record, with ``updated_at`` stamped.
+
+        The record in memory changes only once the write committed: publish it with
+        ``on_commit=`` :meth:`committed`, or commit it with :meth:`write`. So a write the
+        store refuses leaves memory as the store has it.
+        """
+        return PutSession(dataclasses.replace(session.record, updated_at=self._clock(), **changes))  # type: ignore[arg-type]
+
+    @staticmethod
+    def committed(session: LiveSession, change: PutSession | None) -> Callable[[], None]:
+        """A callback that gives ``session`` the record ``change`` stored (for ``on_commit``; ``None``: no change)."""
+
+        def apply() -> None:
+            if change is not None:
+                session.record = change.record
+
+        return apply
+
+    async def write(self, session: LiveSession, ops: Sequence[WriteOp], change: PutSession | None) -> None:
+        """Commit ``ops`` (``change`` among them, if any); the record takes ``change`` once they commit.
+
+        Also when the caller is cancelled after the batch was queued: the store commits it anyway.
+        Raises :class:`StoreError` when the batch did not commit.
+        """
+        apply = self.committed(session, change)
+        future = asyncio.ensure_future(self._store.submit(ops))
+        future.add_done_callback(lambda done: None if done.cancelled() or done.exception() else apply())
+        await asyncio.shield(future)

@@ -62,7 +62,8 @@ class SessionAdmin:
                 changes["title"] = title
             if archived is not None:
                 changes["archived"] = archived
-            await self._store.submit([self._sessions.touch(session, **changes)])
+            change = self._sessions.touch(session, **changes)
+            await self._sessions.write(session, [change], change)
         return session
 
     async def delete(self, session_id: str) -> int:

@@ -28,7 +28,7 @@ from aophub.ids import IdGenerator
 from aophub.protocol.codec import core_message
 from aophub.protocol.errors import Code, HubError, TurnErrorCode
 from aophub.protocol.extensions import turn_options
-from aophub.store.base import PutTurn, Store, StoreError, TurnRecord, WriteOp
+from aophub.store.base import PutSession, PutTurn, Store, StoreError, TurnRecord, WriteOp
 
 __all__ = ["ENDING_RETRY_FIRST", "ENDING_RETRY_MAX", "TITLE_LENGTH", "TurnKey", "TurnLifecycle"]
 
@@ -153,10 +153,11 @@ class TurnLifecycle:
                 accepted=chat_pb2.TurnReceipt(session_id=session.id, turn_id=turn_id, state=state)
             )
             ops: list[WriteOp] = [claim.op(response), self._turn_write(turn)]
-            if not session.record.title and (title := _input_text(request.input).strip()):
-                ops.append(self._sessions.touch(session, title=title[:TITLE_LENGTH]))
+            titled = self._title_change(session, request)
+            if titled is not None:
+                ops.append(titled)
             if admission is Admission.QUEUE:
-                await self._store.submit(ops)
+                await self._sessions.write(session, ops, titled)
                 session.turns.enqueue(turn)
                 self.active[(session.id, turn_id)] = (session, turn)
                 return response
@@ -166,7 +167,7 @@ class TurnLifecycle:
                     await self.cancel_locked(session, running, "interrupted by a new turn", start_next=False)
             self.active[(session.id, turn_id)] = (session, turn)
             try:
-                await self._begin_locked(session, turn, ops)
+                await self._begin_locked(session, turn, ops, on_commit=self._sessions.committed(session, titled))
             except BaseException:
                 del self.active[(session.id, turn_id)]
                 raise
@@ -185,10 +186,24 @@ class TurnLifecycle:
             )
         )
 
-    async def _begin_locked(self, session: LiveSession, turn: Turn, ops: list[WriteOp] | None = None) -> None:
-        """Start ``turn``: persist the user message and ``turn_started`` atomically, then dispatch it.
+    def _title_change(self, session: LiveSession, request: chat_pb2.RunTurnRequest) -> PutSession | None:
+        """An untitled session takes the start of its first turn's text as its title."""
+        if session.record.title or not (title := _input_text(request.input).strip()):
+            return None
+        return self._sessions.touch(session, title=title[:TITLE_LENGTH])
 
-        On a store failure nothing is persisted and the turn stays as it was.
+    async def _begin_locked(
+        self,
+        session: LiveSession,
+        turn: Turn,
+        ops: list[WriteOp] | None = None,
+        *,
+        on_commit: Callable[[], None] | None = None,
+    ) -> None:
+        """Start ``turn``: persist the user message and ``turn_started`` (and ``ops``) atomically, then dispatch it.
+
+        ``on_commit`` runs once they are stored. On a store failure nothing is persisted and the
+        turn stays as it was.
         """
         await self.save_endings_locked(session)  # earlier turns' endings come first in the log
         events = []
@@ -201,7 +216,7 @@ class TurnLifecycle:
         events.append(self._sessions.event(session, turn.turn_id, turn_started=event_pb2.TurnStarted()))
         session.turns.begin(turn)
         try:
-            await session.log.publish_many(events, [*(ops or []), self._turn_write(turn)])
+            await session.log.publish_many(events, [*(ops or []), self._turn_write(turn)], on_commit=on_commit)
         except BaseException:
             session.turns.running = None
             turn.state = TurnState.QUEUED
@@ -306,7 +321,10 @@ class TurnLifecycle:
             # Taken out first: a write that commits although its caller was cancelled is not repeated.
             turn, events = session.unsaved_endings.pop(0)
             try:
-                await session.log.publish_many(events, [self._turn_write(turn), self._sessions.touch(session)])
+                change = self._sessions.touch(session)
+                await session.log.publish_many(
+                    events, [self._turn_write(turn), change], on_commit=self._sessions.committed(session, change)
+                )
             except StoreError:
                 session.unsaved_endings.insert(0, (turn, events))
                 raise
