@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from websockets.asyncio.client import ClientConnection
 
@@ -27,6 +27,7 @@ from bench.client import (
 from bench.context import Context
 from bench.load import TurnSource
 from bench.processes import ServerProcess
+from bench.report import Figure, Target
 
 __all__ = [
     "SETUP_CONCURRENCY",
@@ -36,12 +37,33 @@ __all__ = [
     "echo_sources",
     "hub_sessions",
     "hub_sources",
+    "latency_figure",
     "record_hub_frames",
     "turn_sources",
 ]
 
 SETUP_CONCURRENCY = 32
 T = TypeVar("T")
+
+# What a latency figure is named after, by the mark the load generator timed.
+_MARKS = {"first_delta": "first delta", "ended": "turn_ended"}
+
+
+class _Timed(Protocol):
+    def latency_ms(self, which: str, q: float) -> float: ...
+
+
+def latency_figure(
+    mark: str, q: int, at: str, hub: Iterable[_Timed], baseline: Iterable[_Timed], *, target: Target | None = None
+) -> Figure:
+    """``p<q> RunTurn -> <mark>, <at>`` in ms, one value per repeat on each side."""
+    return Figure(
+        f"p{q} RunTurn -> {_MARKS[mark]}, {at}",
+        "ms",
+        [r.latency_ms(mark, q) for r in hub],
+        [r.latency_ms(mark, q) for r in baseline],
+        target=target,
+    )
 
 
 async def hub_sessions(hub: ServerProcess, count: int) -> list[tuple[ClientConnection, str]]:

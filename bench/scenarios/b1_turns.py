@@ -19,7 +19,14 @@ from bench.context import Context
 from bench.load import TurnSource, WindowResult, closed_loop
 from bench.processes import ServerProcess
 from bench.report import Figure, ScenarioResult, absolute_below, ratio_at_least
-from bench.scenarios._common import alternate_repeats, close_all, echo_sources, hub_sources, record_hub_frames
+from bench.scenarios._common import (
+    alternate_repeats,
+    close_all,
+    echo_sources,
+    hub_sources,
+    latency_figure,
+    record_hub_frames,
+)
 
 KEY = "B1"
 TITLE = "echo turns, 20 deltas each"
@@ -113,25 +120,9 @@ def paced_figures(level: int, pace: float, hub: list[WindowResult], echo: list[W
     target = FIRST_DELTA_TARGET if level == FIRST_DELTA_TARGET_LEVEL else None
     return [
         Figure(f"turns/s, {at}", "/s", [r.turns_per_second for r in hub], [r.turns_per_second for r in echo]),
-        Figure(
-            f"p50 RunTurn -> first delta, {at}",
-            "ms",
-            [r.latency_ms("first_delta", 50) for r in hub],
-            [r.latency_ms("first_delta", 50) for r in echo],
-        ),
-        Figure(
-            f"p99 RunTurn -> first delta, {at}",
-            "ms",
-            [r.latency_ms("first_delta", 99) for r in hub],
-            [r.latency_ms("first_delta", 99) for r in echo],
-            target=target,
-        ),
-        Figure(
-            f"p99 RunTurn -> turn_ended, {at}",
-            "ms",
-            [r.latency_ms("ended", 99) for r in hub],
-            [r.latency_ms("ended", 99) for r in echo],
-        ),
+        latency_figure("first_delta", 50, at, hub, echo),
+        latency_figure("first_delta", 99, at, hub, echo, target=target),
+        latency_figure("ended", 99, at, hub, echo),
     ]
 
 
@@ -148,29 +139,8 @@ def figures(level: int, hub: list[WindowResult], echo: list[WindowResult]) -> li
             [r.frames_per_second for r in echo],
             target=FRAMES_TARGET,
         ),
-        Figure(
-            f"p50 RunTurn -> first delta, {at}",
-            "ms",
-            [r.latency_ms("first_delta", 50) for r in hub],
-            [r.latency_ms("first_delta", 50) for r in echo],
-        ),
-        Figure(
-            f"p99 RunTurn -> first delta, {at}",
-            "ms",
-            [r.latency_ms("first_delta", 99) for r in hub],
-            [r.latency_ms("first_delta", 99) for r in echo],
-            target=first_delta_target,
-        ),
-        Figure(
-            f"p50 RunTurn -> turn_ended, {at}",
-            "ms",
-            [r.latency_ms("ended", 50) for r in hub],
-            [r.latency_ms("ended", 50) for r in echo],
-        ),
-        Figure(
-            f"p99 RunTurn -> turn_ended, {at}",
-            "ms",
-            [r.latency_ms("ended", 99) for r in hub],
-            [r.latency_ms("ended", 99) for r in echo],
-        ),
+        latency_figure("first_delta", 50, at, hub, echo),
+        latency_figure("first_delta", 99, at, hub, echo, target=first_delta_target),
+        latency_figure("ended", 50, at, hub, echo),
+        latency_figure("ended", 99, at, hub, echo),
     ]

@@ -22,7 +22,14 @@ from bench.context import Context
 from bench.load import TurnSource
 from bench.processes import ServerProcess
 from bench.report import Figure, ScenarioResult, absolute_below
-from bench.scenarios._common import alternate_repeats, close_all, echo_sources, hub_sources, record_hub_frames
+from bench.scenarios._common import (
+    alternate_repeats,
+    close_all,
+    echo_sources,
+    hub_sources,
+    latency_figure,
+    record_hub_frames,
+)
 from bench.stats import percentile
 
 KEY = "B5"
@@ -131,24 +138,9 @@ async def run(ctx: Context) -> ScenarioResult:
             [r.kib_per_connection for r in echo_runs],
             target=RSS_TARGET,
         ),
-        Figure(
-            f"p50 RunTurn -> turn_ended, {idle}",
-            "ms",
-            [r.latency_ms("ended", 50) for r in hub_runs],
-            [r.latency_ms("ended", 50) for r in echo_runs],
-        ),
-        Figure(
-            f"p99 RunTurn -> turn_ended, {idle}",
-            "ms",
-            [r.latency_ms("ended", 99) for r in hub_runs],
-            [r.latency_ms("ended", 99) for r in echo_runs],
-        ),
-        Figure(
-            f"p99 RunTurn -> first delta, {idle}",
-            "ms",
-            [r.latency_ms("first_delta", 99) for r in hub_runs],
-            [r.latency_ms("first_delta", 99) for r in echo_runs],
-        ),
+        latency_figure("ended", 50, idle, hub_runs, echo_runs),
+        latency_figure("ended", 99, idle, hub_runs, echo_runs),
+        latency_figure("first_delta", 99, idle, hub_runs, echo_runs),
     ]
     return result
 
