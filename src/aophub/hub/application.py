@@ -206,9 +206,8 @@ class ApplicationConnection:
         session = await self.hub.require_session(session_id)
 
         async def deliver(delivery: Delivery) -> None:
-            if not self._closed:  # (what _send checks, inlined: this runs for every frame)
-                cursor_text = str(delivery.cursor) if delivery.cursor else ""
-                await self._deliver(encode_delivery(watch_id, cursor_text, delivery.payload_field))
+            cursor_text = str(delivery.cursor) if delivery.cursor else ""
+            await self._send(encode_delivery(watch_id, cursor_text, delivery.payload_field))
 
         await follow(session.log, self.hub.store, cursor, deliver)
 

@@ -94,13 +94,7 @@ class Subscription:
 
     async def get(self) -> Delivery:
         """The next delivery; raises :class:`Lagged` once the queue has overflowed."""
-        while not self._items:
-            if self.closed:
-                raise LogClosed
-            if self.lagged:
-                raise Lagged
-            self._ready.clear()
-            await self._ready.wait()
+        await self._wait()
         return self._items.popleft()
 
     async def take(self) -> deque[Delivery]:
@@ -108,6 +102,12 @@ class Subscription:
 
         A watcher sends a burst (a turn's deltas) with one wake-up instead of one per delivery.
         """
+        await self._wait()
+        items, self._items = self._items, deque()
+        return items
+
+    async def _wait(self) -> None:
+        """Return once a delivery is queued; raise LogClosed or Lagged when none will come."""
         while not self._items:
             if self.closed:
                 raise LogClosed
@@ -115,8 +115,6 @@ class Subscription:
                 raise Lagged
             self._ready.clear()
             await self._ready.wait()
-        items, self._items = self._items, deque()
-        return items
 
     def __len__(self) -> int:
         return len(self._items)
@@ -211,9 +209,7 @@ class EventLog:
             # their bookkeeping).
             self._stamp(event)
             if self._subscriptions:
-                delivery = Delivery(0, event.seq, event_payload_field(event.SerializeToString()))
-                for subscription in self._subscriptions:
-                    subscription.offer(delivery)
+                self._fan_out(0, event.seq, event.SerializeToString())
             return
         self._queue([event], (), on_failure)
 
@@ -305,9 +301,13 @@ class EventLog:
             entry = self._pending.popleft()
             if entry.failed or not self._subscriptions:
                 continue
-            delivery = Delivery(entry.cursor, entry.delivery_seq, event_payload_field(entry.data))
-            for subscription in self._subscriptions:
-                subscription.offer(delivery)
+            self._fan_out(entry.cursor, entry.delivery_seq, entry.data)
+
+    def _fan_out(self, cursor: int, seq: int, data: bytes) -> None:
+        """Offer the serialized event ``data`` to every watcher."""
+        delivery = Delivery(cursor, seq, event_payload_field(data))
+        for subscription in self._subscriptions:
+            subscription.offer(delivery)
 
     def close(self) -> None:
         """End every subscription (the session is gone); later subscribers end at once."""

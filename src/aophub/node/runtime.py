@@ -23,20 +23,18 @@ from typing import Protocol
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aophub.ids import new_id
-from aophub.node.turn import Turn, TurnFailed
+from aophub.node.turn import EmitEvent, Turn, TurnFailed
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, unpack
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import HubError
 from aophub.protocol.extensions import turn_options
 from aophub.v1 import interaction_pb2
 
-__all__ = ["INTERACTIONS_CAPABILITY", "Agent", "EmitEvent", "NodeRuntime", "Send", "counted_turn", "runtime_info"]
+__all__ = ["INTERACTIONS_CAPABILITY", "Agent", "NodeRuntime", "Send", "counted_turn", "runtime_info"]
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[envelope_pb2.Envelope], Awaitable[None]]
-# Hands one event of a turn to the hub; the event must not be used by the node afterwards.
-EmitEvent = Callable[[event_pb2.Event], Awaitable[None]]
 _INTERACTION_URL = TYPE_URL_PREFIX + interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
 # Announced in AgentHello and echoed in AgentAccepted when both sides speak
 # aophub.v1.InteractionProtocolMessage on the node channel.
@@ -101,7 +99,8 @@ class NodeRuntime:
         self, hello: protocol_pb2.AgentHello, agent: Agent, send: Send, *, emit: EmitEvent | None = None
     ) -> None:
         """``send`` carries envelopes to the hub; ``emit`` (default: an ``event`` envelope through ``send``)
-        carries the events of turns, so an in-process link can hand them over without encoding them."""
+        carries the events of turns, so an in-process link can hand them over without encoding them
+        (the hub then owns the event: the node must not use it afterwards)."""
         self.hello = hello
         self.agent = agent
         self._send = send
