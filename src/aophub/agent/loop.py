@@ -32,8 +32,6 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 from urllib.parse import urlsplit
 
-from google.protobuf.message import DecodeError
-
 from aop import chat_pb2, content_pb2, protocol_pb2, value_pb2
 from aophub.agent.echo import EchoAgent
 from aophub.agent.openai import OpenAIProvider
@@ -52,6 +50,8 @@ from aophub.agent.provider import (
 from aophub.ids import new_id
 from aophub.node.runtime import Agent
 from aophub.node.turn import Turn, TurnFailed
+from aophub.protocol.codec import decode_into
+from aophub.protocol.errors import Code, HubError
 from aophub.v1 import config_pb2, extensions_pb2, interaction_pb2
 
 __all__ = [
@@ -151,9 +151,14 @@ def client_tools(session: chat_pb2.OpenSessionRequest) -> list[content_pb2.ToolD
     for extension in session.extensions:
         if extension.TypeName() == extensions_pb2.ClientTools.DESCRIPTOR.full_name:
             try:
-                extension.Unpack(declared)
-            except DecodeError as error:
-                raise TurnFailed("invalid_argument", f"the session's ClientTools cannot be decoded: {error}") from error
+                decode_into(
+                    declared,
+                    extension.value,
+                    Code.INVALID_ARGUMENT,
+                    "the session's ClientTools cannot be decoded: {error}",
+                )
+            except HubError as error:
+                raise TurnFailed("invalid_argument", error.message) from error
     return list(declared.tools)
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "TYPE_URL_PREFIX",
     "core_message",
     "decode_envelope",
+    "decode_into",
     "encode_delivery",
     "encode_envelope",
     "event_payload_field",
@@ -39,14 +40,24 @@ TYPE_URL_PREFIX = "type.googleapis.com/"
 _CORE_TYPE_URL = (TYPE_URL_PREFIX + "aop.ProtocolMessage").encode()
 
 
+def decode_into(message: M, data: bytes, code: Code, refusal: str) -> M:
+    """``message`` parsed from ``data``; else ``HubError(code, refusal)``, never protobuf's ``DecodeError``.
+
+    The one place a ``DecodeError`` is translated; ``refusal`` may name the parser's
+    complaint as ``{error}``.
+    """
+    try:
+        message.ParseFromString(data)
+    except DecodeError as error:
+        raise HubError(code, refusal.format(error=error)) from None
+    return message
+
+
 def decode_envelope(frame: bytes) -> envelope_pb2.Envelope:
     """Parse one binary frame into an envelope, or raise ``INVALID_PAYLOAD``."""
-    envelope = envelope_pb2.Envelope()
-    try:
-        envelope.ParseFromString(frame)
-    except DecodeError as error:
-        raise HubError(Code.INVALID_PAYLOAD, f"frame is not a valid aop.Envelope: {error}") from None
-    return envelope
+    return decode_into(
+        envelope_pb2.Envelope(), frame, Code.INVALID_PAYLOAD, "frame is not a valid aop.Envelope: {error}"
+    )
 
 
 def payload_name(envelope: envelope_pb2.Envelope) -> str:
@@ -67,13 +78,10 @@ def payload_name(envelope: envelope_pb2.Envelope) -> str:
 
 def unpack(envelope: envelope_pb2.Envelope, message_type: type[M]) -> M:
     """Decode the payload as ``message_type``, or raise ``INVALID_PAYLOAD``."""
-    message = message_type()
-    try:
-        message.ParseFromString(envelope.payload.value)
-    except DecodeError as error:
-        name = message_type.DESCRIPTOR.full_name
-        raise HubError(Code.INVALID_PAYLOAD, f"payload is not a valid {name}: {error}") from None
-    return message
+    name = message_type.DESCRIPTOR.full_name
+    return decode_into(
+        message_type(), envelope.payload.value, Code.INVALID_PAYLOAD, f"payload is not a valid {name}: {{error}}"
+    )
 
 
 def pack(message: Message) -> any_pb2.Any:

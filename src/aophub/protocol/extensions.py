@@ -3,36 +3,22 @@
 Pure functions, no I/O, used by both sides of the node channel: the hub reads a
 ``RunTurnRequest``'s ``TurnOptions`` before accepting the turn, the node runtime
 reads them again before running it; the hub reads the ``CommandCatalog`` a node
-announces. Like :mod:`aophub.protocol.codec`, this is where protobuf's
-``DecodeError`` becomes a :class:`HubError`; nothing here lets it escape.
+announces. A payload that does not decode becomes a :class:`HubError`
+(:func:`aophub.protocol.codec.decode_into`).
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from google.protobuf import any_pb2
-from google.protobuf.message import DecodeError, Message
 
 from aop import chat_pb2
-from aophub.protocol.codec import TYPE_URL_PREFIX
-from aophub.protocol.errors import Code, HubError
+from aophub.protocol.codec import TYPE_URL_PREFIX, decode_into
+from aophub.protocol.errors import Code
 from aophub.v1 import agent_pb2, extensions_pb2
 
 __all__ = ["TURN_OPTIONS_URL", "command_catalog", "turn_options"]
 
-M = TypeVar("M", bound=Message)
-
 TURN_OPTIONS_URL = TYPE_URL_PREFIX + extensions_pb2.TurnOptions.DESCRIPTOR.full_name
-
-
-def _parse(message: M, data: bytes, code: Code, refusal: str) -> M:
-    """``message`` parsed from ``data``, or raise ``HubError(code, refusal)``, never protobuf's ``DecodeError``."""
-    try:
-        message.ParseFromString(data)
-    except DecodeError:
-        raise HubError(code, refusal) from None
-    return message
 
 
 def turn_options(request: chat_pb2.RunTurnRequest) -> extensions_pb2.TurnOptions:
@@ -43,7 +29,9 @@ def turn_options(request: chat_pb2.RunTurnRequest) -> extensions_pb2.TurnOptions
     options = extensions_pb2.TurnOptions()
     for extension in request.extensions:
         if extension.type_url == TURN_OPTIONS_URL:
-            _parse(options, extension.value, Code.INVALID_ARGUMENT, "extension aophub.v1.TurnOptions does not decode")
+            decode_into(
+                options, extension.value, Code.INVALID_ARGUMENT, "extension aophub.v1.TurnOptions does not decode"
+            )
     return options
 
 
@@ -53,4 +41,4 @@ def command_catalog(extension: any_pb2.Any) -> agent_pb2.CommandCatalog:
     Raises :class:`HubError` ``INVALID_PAYLOAD`` when it does not decode.
     """
     catalog = agent_pb2.CommandCatalog()
-    return _parse(catalog, extension.value, Code.INVALID_PAYLOAD, "the aophub.v1.CommandCatalog does not decode")
+    return decode_into(catalog, extension.value, Code.INVALID_PAYLOAD, "the aophub.v1.CommandCatalog does not decode")

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf.message import DecodeError
-
 from aop.tool import protocol_pb2 as tool_pb2
 from aophub.hub.hub import Hub
 from aophub.hub.request_checks import parse_cursor
-from aophub.protocol.codec import TYPE_URL_PREFIX
+from aophub.protocol.codec import TYPE_URL_PREFIX, decode_into
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import AppendArtifact
 from aophub.v1 import artifact_pb2
@@ -49,13 +47,14 @@ class ArtifactServiceImpl:
                 problem = "needs emitted_at"
             elif event.extension.type_url != _ARTIFACT_URL:
                 problem = "needs an aop.tool.Artifact extension payload"
-            else:
-                try:
-                    tool_pb2.Artifact.FromString(event.extension.value)
-                except DecodeError:  # Any.Unpack raises it too: it returns False only for another type
-                    problem = "has an aop.tool.Artifact payload that does not decode"
             if problem:
                 raise HubError(Code.INVALID_ARGUMENT, f"events[{index}] {problem}")
+            decode_into(
+                tool_pb2.Artifact(),
+                event.extension.value,
+                Code.INVALID_ARGUMENT,
+                f"events[{index}] has an aop.tool.Artifact payload that does not decode",
+            )
         after = parse_cursor(request.after_cursor)
         limit = min(request.limit or DEFAULT_READ, MAX_READ)
         appended = duplicates = 0
