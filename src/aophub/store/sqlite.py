@@ -209,18 +209,19 @@ class SQLiteStore:
             self._state = _State.CLOSED
 
     async def _close_connections(self) -> None:
+        # The writer is closed (and its thread let go) even when closing the reader failed.
         reader, self._reader = self._reader, None
-        executor = self._executor
+        executor, self._executor = self._executor, None
         try:
-            with map_exceptions(f"closing {self.path}"):
-                if reader is not None:
+            if reader is not None:
+                with map_exceptions(f"closing {self.path}"):
                     await reader.close()
-                if executor is not None:
-                    await self._on_writer(self._writer.close)
         finally:
-            self._executor = None
             if executor is not None:
-                executor.shutdown(wait=False)
+                try:
+                    await asyncio.get_running_loop().run_in_executor(executor, self._writer.close)
+                finally:
+                    executor.shutdown(wait=False)
 
     async def set_max_page_count(self, pages: int) -> int:
         """Cap the database at ``pages`` pages; returns the cap in effect.
