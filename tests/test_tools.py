@@ -497,6 +497,7 @@ async def test_audit_lines_for_successful_failed_and_refused_calls(setup: Setup)
         "turn_id": "t1",
         "call_id": "c1",
         "tool": "write_file",
+        "kind": "function",
         "arguments": {"path": "a.txt", "content": "hello"},
         "is_error": False,
         "duration_ms": lines[0]["duration_ms"],
@@ -581,3 +582,26 @@ def test_duration_uses_the_injected_clock(tmp_path: Path) -> None:
     outcome = asyncio.run(setup.box.call("nope", b"{}"))
     assert outcome.duration_ms == 250
     assert setup.audit_lines()[0]["duration_ms"] == 250
+
+
+def test_record_audits_a_call_that_did_not_run(setup: Setup) -> None:
+    """ToolBox.record writes the one line of a call answered without running it (here a client tool)."""
+    setup.box.record(
+        "confirm",
+        b"{oops",
+        "yes",
+        is_error=False,
+        duration_ms=5,
+        kind="client",
+        session_id="s",
+        turn_id="t",
+        call_id="c",
+    )
+    (line,) = setup.audit_lines()
+    assert (line["tool"], line["kind"], line["arguments"], line["raw_arguments"]) == (
+        "confirm",
+        "client",
+        None,
+        "{oops",
+    )
+    assert (line["is_error"], line["duration_ms"], line["summary"], line["call_id"]) == (False, 5, "yes", "c")

@@ -14,6 +14,9 @@ Invariants the loop keeps:
 * every tool call in a published assistant message gets exactly one
   ``tool_call`` event and exactly one ``tool_result``, also when the turn is
   canceled, times out or fails;
+* every such call gets exactly one audit line: from ``Tools.call`` when it
+  ran (or started), else from ``Tools.record`` (unknown tool, bad arguments,
+  denied, not run because the turn ended, and client tools);
 * the in-memory history always pairs each assistant tool call with a tool
   message, so the next model call is well formed;
 * a :class:`~aophub.agent.provider.ProviderError` ends the turn with
@@ -105,7 +108,24 @@ class Tools(Protocol):
         ...
 
     async def call(self, name: str, arguments: bytes, *, session_id: str, turn_id: str, call_id: str) -> ToolOutcome:
-        """Run tool ``name`` with JSON ``arguments``; failures are outcomes with ``is_error``, not exceptions."""
+        """Run tool ``name`` with JSON ``arguments`` and audit it, also when canceled once started;
+        failures are outcomes with ``is_error``, not exceptions."""
+        ...
+
+    def record(
+        self,
+        name: str,
+        arguments: bytes,
+        text: str,
+        *,
+        is_error: bool,
+        duration_ms: int,
+        kind: str,
+        session_id: str,
+        turn_id: str,
+        call_id: str,
+    ) -> None:
+        """Audit a call that got the result ``text`` without ``call``: refused, denied, abandoned, or a client tool."""
         ...
 
 
@@ -279,6 +299,8 @@ class _TurnRun:
         # Calls of the published assistant message that have no tool_result yet.
         self.pending: dict[str, content_pb2.ToolCall] = {}
         self.announced: set[str] = set()
+        # Calls with an audit line (Tools.call writes its own once started).
+        self.audited: set[str] = set()
         # Text and reasoning deltas sent for a message not yet completed.
         self.streamed = False
         self.streamed_text: list[str] = []
@@ -423,6 +445,7 @@ class _TurnRun:
             self.announced.add(call.id)
         for call in calls:
             output, is_error, duration_ms = await self._execute(call)
+            self._audit(call, _text_of(output), is_error=is_error, duration_ms=duration_ms)
             self.pending.pop(call.id, None)
             self.history.append(ChatMessage("tool", _text_of(output) or "(no output)", tool_call_id=call.id))
             await self.turn.tool_result(call, output, is_error=is_error, duration_ms=duration_ms)
@@ -447,21 +470,44 @@ class _TurnRun:
             if denial is not None:
                 return f"denied by the user: {denial}", True, 0
         try:
-            outcome = await self._unless_canceled(
-                self.tools.call(
-                    call.name,
-                    call.arguments.data,
-                    session_id=self.turn.session_id,
-                    turn_id=self.turn.turn_id,
-                    call_id=call.id,
-                )
-            )
+            outcome = await self._unless_canceled(self._call_tool(self.tools, call))
         except _Canceled:
             raise
         except Exception as error:
             log.exception("tool %s failed", call.name)
             return f"the tool failed: {type(error).__name__}: {error}", True, 0
         return outcome.text, outcome.is_error, outcome.duration_ms
+
+    async def _call_tool(self, tools: Tools, call: content_pb2.ToolCall) -> ToolOutcome:
+        # Tools.call audits the call once its coroutine has started, even if it
+        # is canceled at its first await; a task canceled before it starts never
+        # gets here, and the call is audited with the turn's end.
+        self.audited.add(call.id)
+        return await tools.call(
+            call.name, call.arguments.data, session_id=self.turn.session_id, turn_id=self.turn.turn_id, call_id=call.id
+        )
+
+    def _audit(self, call: content_pb2.ToolCall, text: str, *, is_error: bool, duration_ms: int = 0) -> None:
+        """Give ``call`` its one audit line, unless it has one; a log that cannot be written is logged, not raised."""
+        if call.id in self.audited:
+            return
+        self.audited.add(call.id)
+        if self.tools is None:
+            return
+        try:
+            self.tools.record(
+                call.name,
+                call.arguments.data,
+                text,
+                is_error=is_error,
+                duration_ms=duration_ms,
+                kind=call.kind or FUNCTION_TOOL_KIND,
+                session_id=self.turn.session_id,
+                turn_id=self.turn.turn_id,
+                call_id=call.id,
+            )
+        except Exception:
+            log.exception("the tool call %s could not be audited", call.id)
 
     async def _client_tool(self, call: content_pb2.ToolCall) -> tuple[_Output, bool, int]:
         loop = asyncio.get_running_loop()
@@ -524,9 +570,10 @@ class _TurnRun:
         return task.result()
 
     def _close_history(self, reason: str) -> None:
-        """Answer every pending call in the history, so the next model call is well formed."""
+        """Answer (and audit) every pending call in the history, so the next model call is well formed."""
         for call in self.pending.values():
             self.history.append(ChatMessage("tool", reason, tool_call_id=call.id))
+            self._audit(call, reason, is_error=True)
         self.pending.clear()
 
     async def _abandon(self, reason: str) -> None:

@@ -243,22 +243,54 @@ class ToolBox:
             except _ToolFailure as exc:
                 text, is_error = str(exc), True
         except asyncio.CancelledError:
-            self._record(name, parsed, started, "canceled", is_error=True, ids=ids)
+            self._record(name, parsed, "canceled", is_error=True, duration_ms=self._since(started), ids=ids)
             raise
-        duration_ms = self._record(name, parsed, started, text, is_error=is_error, ids=ids)
+        duration_ms = self._since(started)
+        self._record(name, parsed, text, is_error=is_error, duration_ms=duration_ms, ids=ids)
         return ToolOutcome(text=text, is_error=is_error, duration_ms=duration_ms)
+
+    def record(
+        self,
+        name: str,
+        arguments: bytes,
+        text: str,
+        *,
+        is_error: bool,
+        duration_ms: int = 0,
+        kind: str = "function",
+        session_id: str = "",
+        turn_id: str = "",
+        call_id: str = "",
+    ) -> None:
+        """Audit a call answered without ``call``: refused or denied before it ran, abandoned, or a client tool.
+
+        ``text`` is the result the model got. Raises ``OSError`` when the audit
+        log cannot be written.
+        """
+        self._record(
+            name,
+            _parse(arguments),
+            text,
+            is_error=is_error,
+            duration_ms=duration_ms,
+            ids=(session_id, turn_id, call_id),
+            kind=kind,
+        )
+
+    def _since(self, started: float) -> int:
+        return max(0, int((self._clock() - started) * 1000))
 
     def _record(
         self,
         name: str,
         parsed: _Arguments,
-        started: float,
         text: str,
         *,
         is_error: bool,
+        duration_ms: int,
         ids: tuple[str, str, str],
-    ) -> int:
-        duration_ms = max(0, int((self._clock() - started) * 1000))
+        kind: str = "function",
+    ) -> None:
         session_id, turn_id, call_id = ids
         self.audit.record(
             tool=name,
@@ -270,8 +302,8 @@ class ToolBox:
             session_id=session_id,
             turn_id=turn_id,
             call_id=call_id,
+            kind=kind,
         )
-        return duration_ms
 
     async def _dispatch(self, name: str, arguments: object) -> str:
         """Run the tool; every expected failure comes out as ``_ToolFailure``."""
