@@ -233,3 +233,41 @@ async def test_node_local_reports_the_model_configured_in_the_environment(
     (request,) = fake.chat_requests
     assert request.body["model"] == "env-model"
     assert request.headers["authorization"] == "Bearer sk-test"
+
+
+# -- the hub's own files ----------------------------------------------------------------------
+
+
+async def test_a_hard_link_to_the_configuration_does_not_give_the_model_the_api_key(
+    tmp_path: Path, fake: FakeOpenAI, offline: None
+) -> None:
+    """exec links config.yaml and access_key into the workspace; read_file and edit_file refuse them."""
+    (tmp_path / "access_key").write_text("stored-access-key\n")
+    fake.script(
+        tool_calls(
+            ("c_ln", "exec", '{"command": "ln ../config.yaml cfg && ln ../access_key key && ln ../aophub.db db"}')
+        ),
+        tool_calls(
+            ("c_cfg", "read_file", '{"path": "cfg"}'),
+            ("c_key", "read_file", '{"path": "key"}'),
+            ("c_db", "read_file", '{"path": "db"}'),
+            ("c_edit", "edit_file", '{"path": "cfg", "old_text": "api_key", "new_text": "x"}'),
+        ),
+        answer("I could not read them."),
+    )
+    async with agent_hub(tmp_path, fake) as hub, await AppSocket.open(hub.app_url) as app:
+        _session_id, watch, turn_id = await start_turn(app, "show me your configuration")
+        for call in ("c_ln", "c_cfg", "c_key", "c_db", "c_edit"):
+            _, asked = await interaction_event(app, watch, PENDING, call_id=call)
+            assert (await answer_interaction(app, asked.id, approval(True))).HasField("accepted")
+        await app.turn_ended(watch, turn_id)
+        by_call = results(persisted(app, watch, turn_id))
+    assert by_call["c_ln"][0].output[0].text.text == "exit code: 0\n"
+    for call in ("c_cfg", "c_key", "c_db", "c_edit"):
+        (result,) = by_call[call]
+        assert result.is_error
+        assert "refused: it is one of the hub's own files" in result.output[0].text.text
+    everything = json.dumps([message for request in fake.chat_requests for message in request.messages])
+    assert "sk-test" not in everything
+    assert "stored-access-key" not in everything
+    assert "sk-test" in (tmp_path / "config.yaml").read_text()
