@@ -732,3 +732,44 @@ async def test_every_tool_call_gets_exactly_one_audit_line(fake: FakeOpenAI, tmp
     assert by_call["c_client"]["summary"] == "yes"
     assert by_call["c_exec"]["summary"] == "canceled"
     assert by_call["c_after"]["summary"] == "canceled: the turn was canceled"
+
+
+# -- attached files -------------------------------------------------------------------------------
+
+
+def attached(name: str, media_type: str, data: bytes) -> content_pb2.MediaContent:
+    return content_pb2.MediaContent(
+        kind="file", resource=content_pb2.Resource(data=data, media_type=media_type, filename=name)
+    )
+
+
+async def test_attached_files_reach_the_model_inline_or_by_path(fake: FakeOpenAI, tmp_path: Path) -> None:
+    """Small text goes inline; binary and over-limit text are saved in the workspace and named by path."""
+    fake.script(answer("seen"), answer("still seen"))
+    settings = config_pb2.AgentSettings(tools_enabled=True, inline_attachment_bytes=10)
+    config = Config(make_profile(fake), settings)
+    agent = BuiltinAgent(lambda: config.profile, lambda: config.settings, FakeTools(), workspace=Workspace(tmp_path))
+    media = [
+        attached("a.txt", "text/plain", b"hello\n"),
+        attached("../../evil name.bin", "application/octet-stream", b"\x00\x01"),
+        attached("big.log", "text/plain", b"x" * 11),
+    ]
+    turn = make_turn(Recorder(), "look", media=media)
+    assert await agent.run_turn(turn) == "completed"
+    where = f"attachments/{turn.turn_id}"
+    assert fake.chat_requests[0].messages[1]["content"] == (
+        "look\n"
+        f"[attached file: a.txt (text/plain, 6 bytes), saved as {where}/a.txt]\n"
+        "hello\n"
+        "[end of a.txt]\n"
+        f"[attached file: evil_name.bin (application/octet-stream, 2 bytes), saved as {where}/evil_name.bin; "
+        "it is not text, so it is not shown here]\n"
+        f"[attached file: big.log (text/plain, 11 bytes), saved as {where}/big.log; "
+        "it is over the 10-byte inline limit, so it is not shown here]"
+    )
+    saved = tmp_path / "attachments" / turn.turn_id
+    assert sorted(path.name for path in saved.iterdir()) == ["a.txt", "big.log", "evil_name.bin"]
+    assert (saved / "evil_name.bin").read_bytes() == b"\x00\x01"
+    assert (saved / "big.log").read_bytes() == b"x" * 11
+    await agent.run_turn(make_turn(Recorder(), "and again"))
+    assert fake.chat_requests[1].messages[1] == fake.chat_requests[0].messages[1]

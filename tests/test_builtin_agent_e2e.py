@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from aop import chat_pb2, event_pb2, protocol_pb2
+from aop import chat_pb2, content_pb2, event_pb2, protocol_pb2
 from aophub.agent.builtin import AUDIT_LOG
 from aophub.v1 import interaction_pb2
 
@@ -271,3 +271,35 @@ async def test_a_hard_link_to_the_configuration_does_not_give_the_model_the_api_
     assert "sk-test" not in everything
     assert "stored-access-key" not in everything
     assert "sk-test" in (tmp_path / "config.yaml").read_text()
+
+
+# -- attached files ---------------------------------------------------------------------------
+
+
+async def test_an_attached_text_file_reaches_the_model_and_other_files_are_saved(
+    tmp_path: Path, fake: FakeOpenAI, offline: None
+) -> None:
+    """A text attachment is in the model's prompt; a binary one is in the workspace and the prompt names it."""
+    fake.script(answer("Got both."))
+    request = chat_pb2.RunTurnRequest(input=content_pb2.Message(role="user"))
+    request.input.content.add(text=content_pb2.TextContent(text="What is in these?"))
+    for name, media_type, data in [("a.txt", "text/plain", b"alpha\nbeta\n"), ("b.bin", "application/zip", b"PK\x03")]:
+        resource = content_pb2.Resource(data=data, media_type=media_type, filename=name)
+        request.input.content.add(media=content_pb2.MediaContent(kind="file", resource=resource))
+    async with agent_hub(tmp_path, fake) as hub, await AppSocket.open(hub.app_url) as app:
+        session = await app.open_session("local")
+        watch = await app.watch(session.id)
+        request.session_id = session.id
+        response = (await app.call(run_turn_request=request)).run_turn_response
+        turn_id = response.accepted.turn_id
+        assert (await app.turn_ended(watch, turn_id)).event.turn_ended.stop_reason == "completed"
+    (chat,) = fake.chat_requests
+    where = f"attachments/{turn_id}"
+    assert chat.messages[1] == {
+        "role": "user",
+        "content": "What is in these?\n"
+        f"[attached file: a.txt (text/plain, 11 bytes), saved as {where}/a.txt]\nalpha\nbeta\n[end of a.txt]\n"
+        f"[attached file: b.bin (application/zip, 3 bytes), saved as {where}/b.bin; "
+        "it is not text, so it is not shown here]",
+    }
+    assert (tmp_path / "workspace" / where / "b.bin").read_bytes() == b"PK\x03"

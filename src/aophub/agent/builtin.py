@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aop import event_pb2
+from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES
 from aophub.agent.audit import AuditLog
 from aophub.agent.echo import EchoAgent
 from aophub.agent.history import history_from_events
@@ -54,7 +55,8 @@ def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store
         while rows := await store.read_events(session_id, cursor, HISTORY_PAGE):
             events += [event_pb2.Event.FromString(row.data) for row in rows]
             cursor = rows[-1].cursor
-        return history_from_events(events, exclude_turn=turn_id)
+        inline_limit = config.agent_settings().inline_attachment_bytes or DEFAULT_INLINE_ATTACHMENT_BYTES
+        return history_from_events(events, exclude_turn=turn_id, inline_limit=inline_limit)
 
     return BuiltinAgent(
         config.active_profile,
@@ -62,4 +64,5 @@ def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store
         tools,
         echo=EchoAgent(delay=echo_delay),
         load_history=load_history if store is not None else None,
+        workspace=tools.workspace,
     )

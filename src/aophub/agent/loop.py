@@ -36,6 +36,12 @@ from typing import Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from aop import chat_pb2, content_pb2, protocol_pb2, value_pb2
+from aophub.agent.attachments import (
+    DEFAULT_INLINE_ATTACHMENT_BYTES,
+    attachments_of,
+    save_attachments,
+    user_message,
+)
 from aophub.agent.echo import EchoAgent
 from aophub.agent.openai import OpenAIProvider
 from aophub.agent.provider import (
@@ -50,6 +56,7 @@ from aophub.agent.provider import (
     ToolCallFragment,
     Usage,
 )
+from aophub.agent.sandbox import Workspace
 from aophub.ids import new_id
 from aophub.node.runtime import Agent
 from aophub.node.turn import Turn, TurnFailed
@@ -189,7 +196,8 @@ class BuiltinAgent:
     model; ``settings()`` the agent settings. Both are read at every turn.
     ``tools`` are the agent's own tools (offered when ``tools_enabled``).
     ``history`` maps a session id to its conversation, kept in memory (a
-    restart forgets it).
+    restart forgets it). Files attached to a turn are saved in ``workspace``
+    (see :mod:`aophub.agent.attachments`).
     """
 
     def __init__(
@@ -202,6 +210,7 @@ class BuiltinAgent:
         history: MutableMapping[str, list[ChatMessage]] | None = None,
         echo: Agent | None = None,
         load_history: Callable[[str, str], Awaitable[list[ChatMessage]]] | None = None,
+        workspace: Workspace | None = None,
     ) -> None:
         self._profile = profile
         self._settings = settings
@@ -211,6 +220,7 @@ class BuiltinAgent:
         self._echo: Agent = EchoAgent() if echo is None else echo
         # (session id, turn being started) -> the conversation so far, for a session not in memory.
         self._load_history = load_history
+        self._workspace = workspace
 
     def __repr__(self) -> str:
         profile = self._profile()
@@ -237,8 +247,8 @@ class BuiltinAgent:
         if turn.session_id not in self.history and self._load_history is not None:
             self.history[turn.session_id] = await self._load_history(turn.session_id, turn.turn_id)
         history = self.history.setdefault(turn.session_id, [])
-        run = _TurnRun(turn, profile, settings, self._tools, history)
-        run.prepare()
+        run = _TurnRun(turn, profile, settings, self._tools, history, workspace=self._workspace)
+        await run.prepare()
         provider = self._provider_factory(profile)
         try:
             return await run.run(provider)
@@ -270,8 +280,11 @@ class _TurnRun:
         settings: config_pb2.AgentSettings,
         tools: Tools | None,
         history: list[ChatMessage],
+        *,
+        workspace: Workspace | None = None,
     ) -> None:
         self.turn = turn
+        self.workspace = workspace
         self.profile = profile
         self.settings = settings
         self.tools = tools
@@ -288,6 +301,7 @@ class _TurnRun:
         )
         self.max_turns = turn.request.max_turns or settings.max_turns or DEFAULT_MAX_TURNS
         self.turn_timeout = settings.turn_timeout_seconds or DEFAULT_TURN_TIMEOUT_SECONDS
+        self.inline_limit = settings.inline_attachment_bytes or DEFAULT_INLINE_ATTACHMENT_BYTES
         self.agent_tools: dict[str, content_pb2.ToolDefinition] = {}
         if tools is not None and settings.tools_enabled:
             self.agent_tools = {definition.name: definition for definition in tools.definitions()}
@@ -309,8 +323,8 @@ class _TurnRun:
     def __repr__(self) -> str:
         return f"<_TurnRun {self.turn.session_id}/{self.turn.turn_id} pending={len(self.pending)}>"
 
-    def prepare(self) -> None:
-        """Put the turn's input into the history (or rewind it for a regenerate)."""
+    async def prepare(self) -> None:
+        """Put the turn's input into the history (or rewind it for a regenerate); save its attached files."""
         request = self.turn.request
         if self.turn.options.regenerate:
             last_user = max((i for i, message in enumerate(self.history) if message.role == "user"), default=-1)
@@ -318,7 +332,7 @@ class _TurnRun:
                 raise TurnFailed("invalid_argument", "there is no earlier input in this session to answer again")
             del self.history[last_user + 1 :]
         elif request.input.content:
-            self.history.append(_user_message(request.input))
+            self.history.append(await self._user_input())
         elif not request.continue_session:
             raise TurnFailed("invalid_argument", "the turn has no input")
         elif not self.history:
@@ -326,6 +340,16 @@ class _TurnRun:
                 "invalid_argument",
                 "there is nothing to continue in this session (the agent keeps history in memory only)",
             )
+
+    async def _user_input(self) -> ChatMessage:
+        message = self.turn.request.input
+        attachments = attachments_of(message, self.turn.turn_id, self.inline_limit)
+        unsaved: dict[str, str] = {}
+        if self.workspace is None:
+            unsaved = {file.path: "this agent has no workspace" for file in attachments if file.path}
+        elif any(file.path for file in attachments):
+            unsaved = await asyncio.to_thread(save_attachments, self.workspace, attachments)
+        return user_message(message, attachments, unsaved)
 
     async def run(self, provider: Provider) -> str:
         """Loop until the model answers; returns the stop reason or raises TurnFailed / CancelledError."""
@@ -599,27 +623,6 @@ def _copy(message: M) -> M:
     copy = type(message)()
     copy.CopyFrom(message)
     return copy
-
-
-def _user_message(message: content_pb2.Message) -> ChatMessage:
-    texts: list[str] = []
-    images: list[content_pb2.MediaContent] = []
-    for part in message.content:
-        kind = part.WhichOneof("value")
-        if kind == "text":
-            texts.append(part.text.text)
-        elif kind == "media":
-            media = part.media
-            if media.kind == "image" or media.resource.media_type.startswith("image/"):
-                images.append(media)
-            elif media.transcript:
-                texts.append(media.transcript)
-            else:
-                name = media.resource.filename or media.resource.uri or "unnamed"
-                texts.append(
-                    f"[attached {media.kind or 'file'}: {name} ({media.resource.media_type or 'unknown type'})]"
-                )
-    return ChatMessage("user", "\n".join(texts), images=tuple(images))
 
 
 def _text_of(output: _Output) -> str:
