@@ -303,3 +303,33 @@ async def test_an_attached_text_file_reaches_the_model_and_other_files_are_saved
         "it is not text, so it is not shown here]",
     }
     assert (tmp_path / "workspace" / where / "b.bin").read_bytes() == b"PK\x03"
+
+
+async def test_every_tool_result_has_one_audit_line(tmp_path: Path, fake: FakeOpenAI, offline: None) -> None:
+    """Run, unknown tool, bad JSON and denied calls over a real hub: as many audit lines as tool results."""
+    fake.script(
+        tool_calls(
+            ("c_read", "read_file", '{"path": "notes.txt"}'),
+            ("c_unknown", "delete_everything", "{}"),
+            ("c_bad", "exec", '{"command": '),
+            ("c_denied", "exec", '{"command": "ls"}'),
+        ),
+        answer("Done."),
+    )
+    async with agent_hub(tmp_path, fake) as hub, await AppSocket.open(hub.app_url) as app:
+        _session_id, watch, turn_id = await start_turn(app, "try things")
+        for call, approved in (("c_read", True), ("c_denied", False)):
+            _, asked = await interaction_event(app, watch, PENDING, call_id=call)
+            assert (await answer_interaction(app, asked.id, approval(approved, "no"))).HasField("accepted")
+        await app.turn_ended(watch, turn_id)
+        by_call = results(persisted(app, watch, turn_id))
+    audited = [json.loads(line) for line in (tmp_path / AUDIT_LOG).read_text().splitlines()]
+    assert (
+        sorted(entry["call_id"] for entry in audited) == sorted(by_call) == ["c_bad", "c_denied", "c_read", "c_unknown"]
+    )
+    assert [(entry["call_id"], entry["is_error"]) for entry in audited] == [
+        ("c_read", False),
+        ("c_unknown", True),
+        ("c_bad", True),
+        ("c_denied", True),
+    ]
