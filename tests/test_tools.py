@@ -148,6 +148,18 @@ async def test_hub_files_are_refused_even_inside_the_workspace(tmp_path: Path) -
     assert (await call("read_file", "notes.txt")).text == "fine\n"
 
 
+async def test_missing_hub_files_are_not_created(tmp_path: Path) -> None:
+    """A hub file that does not exist yet (a database journal) cannot be created by write_file under its name."""
+    journal = tmp_path / "aophub.db-wal"
+    (tmp_path / "alias").symlink_to(".")
+    box = ToolBox(Workspace(tmp_path, protected=[journal]), ExecPolicy(), AuditLog(tmp_path / "logs" / "a.jsonl"))
+    for path in ("aophub.db-wal", "alias/aophub.db-wal"):
+        outcome = await box.call("write_file", json.dumps({"path": path, "content": "x"}).encode())
+        assert outcome.text.startswith("'aophub.db-wal' refused: it is one of the hub's own files (")
+    assert not journal.exists()
+    assert not (await box.call("write_file", b'{"path": "sub/aophub.db-wal", "content": "x"}')).is_error
+
+
 async def test_symlinks_inside_the_workspace_are_followed(setup: Setup) -> None:
     """A symlink pointing inside the workspace works, and writing through it keeps the link."""
     (setup.root / "real.txt").write_text("old\n")

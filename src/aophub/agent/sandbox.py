@@ -207,6 +207,8 @@ class Workspace:
         try:
             info = os.stat(name, dir_fd=parent, follow_symlinks=False)
         except FileNotFoundError:
+            if self._is_protected_name(os.fstat(parent), name):
+                raise self._protected_error(real) from None
             mode = _NEW_FILE_MODE
         else:
             if stat.S_ISDIR(info.st_mode):
@@ -259,15 +261,30 @@ class Workspace:
 
     def _check_opened(self, info: os.stat_result, real: Path) -> None:
         if (info.st_dev, info.st_ino) in self._protected_ids():
-            raise SandboxError(
-                f"{self.display(real)!r} refused: it is one of the hub's own files "
-                "(configuration, access key, database or audit log)"
-            )
+            raise self._protected_error(real)
         if not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1:
             raise SandboxError(
                 f"{self.display(real)!r} refused: it has {info.st_nlink} hard links "
                 "(the file tools refuse files with more than one)"
             )
+
+    def _protected_error(self, real: Path) -> SandboxError:
+        return SandboxError(
+            f"{self.display(real)!r} refused: it is one of the hub's own files "
+            "(configuration, access key, database or audit log)"
+        )
+
+    def _is_protected_name(self, directory: os.stat_result, name: str) -> bool:
+        """True when ``name`` in ``directory`` is where a protected file lives (or would be created)."""
+        for path in self._protected:
+            if path.name != name:
+                continue
+            try:
+                if os.path.samestat(directory, os.stat(path.parent)):
+                    return True
+            except OSError:
+                continue
+        return False
 
     def remember_protected(self) -> None:
         """Note each protected file as it is now (call it around commands); forget versions no name reaches."""
