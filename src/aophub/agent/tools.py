@@ -6,7 +6,10 @@ bad JSON, wrong arguments, unknown tools, refused paths and commands and
 filesystem errors all come back as an ``is_error`` outcome with a message the
 model can act on. Every call, refused ones included, gets one audit line.
 
-Paths are relative to the workspace and go through ``Workspace.resolve``.
+Paths are relative to the workspace and go through ``Workspace.resolve``;
+files are opened and replaced through the workspace, which follows no symlink
+that appeared meanwhile and refuses files with more than one hard link and the
+hub's own files (configuration, access key, database, audit log).
 File contents are UTF-8 text. ``read_file`` windows are in lines (``offset``
 is the 1-based first line, ``limit`` the number of lines); files over
 ``max_read_bytes`` are refused rather than cut, and the message says how to
