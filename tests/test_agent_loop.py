@@ -7,14 +7,19 @@ import base64
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2, value_pb2
+from aophub.agent.audit import AuditLog
 from aophub.agent.echo import EchoAgent
 from aophub.agent.loop import DEFAULT_SYSTEM_PROMPT, BuiltinAgent
 from aophub.agent.provider import ChatMessage
+from aophub.agent.sandbox import ExecPolicy, Workspace
+from aophub.agent.tools import ToolBox, ToolOutcome
 from aophub.ids import new_id
 from aophub.node.runtime import NodeRuntime
 from aophub.node.turn import Turn, TurnFailed
@@ -89,6 +94,7 @@ class FakeTools:
 
     def __init__(self, *, block: bool = False) -> None:
         self.calls: list[tuple[str, bytes, str, str, str]] = []
+        self.recorded: list[tuple[str, str, bool]] = []
         self.started = asyncio.Event()
         self.release = asyncio.Event()
         if not block:
@@ -106,6 +112,9 @@ class FakeTools:
         self.started.set()
         await self.release.wait()
         return Outcome(f"{name} output")
+
+    def record(self, name: str, arguments: bytes, text: str, *, is_error: bool, **ids: object) -> None:
+        self.recorded.append((name, text, is_error))
 
 
 class Recorder:
@@ -623,3 +632,144 @@ async def test_turn_timeout_ends_the_turn_and_answers_the_running_call(fake: Fak
     assert caught.value.code == "turn_timeout"
     (result,) = recorder.of("tool_result")
     assert result.tool_result.output[0].text.text == "canceled: the turn timed out"
+
+
+# -- the audit log: one line per tool call --------------------------------------------------------
+
+
+class CancelingToolBox:
+    """A real ToolBox whose ``call`` sets the turn's canceled flag as it starts: the call is canceled mid-run."""
+
+    def __init__(self, box: ToolBox) -> None:
+        self.box = box
+        self.turn: Turn | None = None
+
+    def definitions(self) -> list[content_pb2.ToolDefinition]:
+        return self.box.definitions()
+
+    async def call(self, name: str, arguments: bytes, *, session_id: str, turn_id: str, call_id: str) -> ToolOutcome:
+        if name == "exec" and self.turn is not None:
+            self.turn.canceled.set()
+        return await self.box.call(name, arguments, session_id=session_id, turn_id=turn_id, call_id=call_id)
+
+    def record(self, name: str, arguments: bytes, text: str, **details: Any) -> None:
+        self.box.record(name, arguments, text, **details)
+
+
+class CancelingAsk(FakeAsk):
+    """Approves every call, and cancels the turn as it answers: the approved call never starts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.turn: Turn | None = None
+
+    async def __call__(self, interaction: interaction_pb2.Interaction) -> interaction_pb2.Interaction:
+        self.outcomes.append(approval(True))
+        assert self.turn is not None
+        self.turn.canceled.set()
+        return await super().__call__(interaction)
+
+
+def client_output(text: str) -> interaction_pb2.Interaction:
+    output = interaction_pb2.ClientToolOutput(output=[content_pb2.Content(text=content_pb2.TextContent(text=text))])
+    return interaction_pb2.Interaction(
+        state=interaction_pb2.INTERACTION_STATE_ANSWERED, answer=interaction_pb2.InteractionAnswer(output=output)
+    )
+
+
+async def test_every_tool_call_gets_exactly_one_audit_line(fake: FakeOpenAI, tmp_path: Path) -> None:
+    """Run, unknown, bad JSON, denied, client, canceled mid-run, abandoned: one audit line per tool_result."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("alpha\n")
+    audit_path = tmp_path / "audit.jsonl"
+    tools = CancelingToolBox(ToolBox(Workspace(workspace), ExecPolicy(timeout=30), AuditLog(audit_path)))
+    confirm = content_pb2.ToolDefinition(type="function", name="confirm", input_schema=arguments({"type": "object"}))
+    session = chat_pb2.OpenSessionRequest(
+        session_id=SESSION, node_id="local", extensions=[pack(extensions_pb2.ClientTools(tools=[confirm]))]
+    )
+    fake.script(
+        tool_calls(
+            ("c_read", "read_file", '{"path": "notes.txt"}'),
+            ("c_unknown", "no_such_tool", "{}"),
+            ("c_bad", "read_file", '{"path": '),
+            ("c_denied", "list_dir", "{}"),
+            ("c_client", "confirm", "{}"),
+        ),
+        tool_calls(("c_exec", "exec", '{"command": "sleep 30"}'), ("c_after", "list_dir", "{}")),
+        tool_calls(("c_approved", "read_file", '{"path": "notes.txt"}'), ("c_next", "list_dir", "{}")),
+    )
+    config = Config(make_profile(fake), config_pb2.AgentSettings(tools_enabled=True, ask_before_tools=True))
+    agent = BuiltinAgent(lambda: config.profile, lambda: config.settings, tools)
+    recorder = Recorder()
+    ask = FakeAsk(approval(True), approval(False, "no"), client_output("yes"), approval(True))
+    turn = make_turn(recorder, ask=ask, session=session)
+    tools.turn = turn
+    assert await agent.run_turn(turn) == "canceled"
+    canceling = CancelingAsk()
+    second = make_turn(recorder, ask=canceling, session=session)
+    canceling.turn = second
+    assert await agent.run_turn(second) == "canceled"
+
+    results = [event.tool_result.call_id for event in recorder.of("tool_result")]
+    audited = [json.loads(line) for line in audit_path.read_text().splitlines()]
+    assert len(results) == 9
+    assert sorted(entry["call_id"] for entry in audited) == sorted(results)
+    by_call = {entry["call_id"]: entry for entry in audited}
+    assert {call: (entry["tool"], entry["is_error"], entry["kind"]) for call, entry in by_call.items()} == {
+        "c_read": ("read_file", False, "function"),
+        "c_unknown": ("no_such_tool", True, "function"),
+        "c_bad": ("read_file", True, "function"),
+        "c_denied": ("list_dir", True, "function"),
+        "c_client": ("confirm", False, "client"),
+        "c_exec": ("exec", True, "function"),
+        "c_after": ("list_dir", True, "function"),
+        "c_approved": ("read_file", True, "function"),
+        "c_next": ("list_dir", True, "function"),
+    }
+    assert by_call["c_bad"]["raw_arguments"] == '{"path":'
+    assert by_call["c_denied"]["summary"] == "denied by the user: no"
+    assert by_call["c_client"]["summary"] == "yes"
+    assert by_call["c_exec"]["summary"] == "canceled"
+    assert by_call["c_after"]["summary"] == "canceled: the turn was canceled"
+
+
+# -- attached files -------------------------------------------------------------------------------
+
+
+def attached(name: str, media_type: str, data: bytes) -> content_pb2.MediaContent:
+    return content_pb2.MediaContent(
+        kind="file", resource=content_pb2.Resource(data=data, media_type=media_type, filename=name)
+    )
+
+
+async def test_attached_files_reach_the_model_inline_or_by_path(fake: FakeOpenAI, tmp_path: Path) -> None:
+    """Small text goes inline; binary and over-limit text are saved in the workspace and named by path."""
+    fake.script(answer("seen"), answer("still seen"))
+    settings = config_pb2.AgentSettings(tools_enabled=True, inline_attachment_bytes=10)
+    config = Config(make_profile(fake), settings)
+    agent = BuiltinAgent(lambda: config.profile, lambda: config.settings, FakeTools(), workspace=Workspace(tmp_path))
+    media = [
+        attached("a.txt", "text/plain", b"hello\n"),
+        attached("../../evil name.bin", "application/octet-stream", b"\x00\x01"),
+        attached("big.log", "text/plain", b"x" * 11),
+    ]
+    turn = make_turn(Recorder(), "look", media=media)
+    assert await agent.run_turn(turn) == "completed"
+    where = f"attachments/{turn.turn_id}"
+    assert fake.chat_requests[0].messages[1]["content"] == (
+        "look\n"
+        f"[attached file: a.txt (text/plain, 6 bytes), saved as {where}/a.txt]\n"
+        "hello\n"
+        "[end of a.txt]\n"
+        f"[attached file: evil_name.bin (application/octet-stream, 2 bytes), saved as {where}/evil_name.bin; "
+        "it is not text, so it is not shown here]\n"
+        f"[attached file: big.log (text/plain, 11 bytes), saved as {where}/big.log; "
+        "it is over the 10-byte inline limit, so it is not shown here]"
+    )
+    saved = tmp_path / "attachments" / turn.turn_id
+    assert sorted(path.name for path in saved.iterdir()) == ["a.txt", "big.log", "evil_name.bin"]
+    assert (saved / "evil_name.bin").read_bytes() == b"\x00\x01"
+    assert (saved / "big.log").read_bytes() == b"x" * 11
+    await agent.run_turn(make_turn(Recorder(), "and again"))
+    assert fake.chat_requests[1].messages[1] == fake.chat_requests[0].messages[1]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from aop import chat_pb2, event_pb2, protocol_pb2
+from aop import chat_pb2, content_pb2, event_pb2, protocol_pb2
 from aophub.agent.builtin import AUDIT_LOG
 from aophub.v1 import interaction_pb2
 
@@ -233,3 +233,103 @@ async def test_node_local_reports_the_model_configured_in_the_environment(
     (request,) = fake.chat_requests
     assert request.body["model"] == "env-model"
     assert request.headers["authorization"] == "Bearer sk-test"
+
+
+# -- the hub's own files ----------------------------------------------------------------------
+
+
+async def test_a_hard_link_to_the_configuration_does_not_give_the_model_the_api_key(
+    tmp_path: Path, fake: FakeOpenAI, offline: None
+) -> None:
+    """exec links config.yaml and access_key into the workspace; read_file and edit_file refuse them."""
+    (tmp_path / "access_key").write_text("stored-access-key\n")
+    fake.script(
+        tool_calls(
+            ("c_ln", "exec", '{"command": "ln ../config.yaml cfg && ln ../access_key key && ln ../aophub.db db"}')
+        ),
+        tool_calls(
+            ("c_cfg", "read_file", '{"path": "cfg"}'),
+            ("c_key", "read_file", '{"path": "key"}'),
+            ("c_db", "read_file", '{"path": "db"}'),
+            ("c_edit", "edit_file", '{"path": "cfg", "old_text": "api_key", "new_text": "x"}'),
+        ),
+        answer("I could not read them."),
+    )
+    async with agent_hub(tmp_path, fake) as hub, await AppSocket.open(hub.app_url) as app:
+        _session_id, watch, turn_id = await start_turn(app, "show me your configuration")
+        for call in ("c_ln", "c_cfg", "c_key", "c_db", "c_edit"):
+            _, asked = await interaction_event(app, watch, PENDING, call_id=call)
+            assert (await answer_interaction(app, asked.id, approval(True))).HasField("accepted")
+        await app.turn_ended(watch, turn_id)
+        by_call = results(persisted(app, watch, turn_id))
+    assert by_call["c_ln"][0].output[0].text.text == "exit code: 0\n"
+    for call in ("c_cfg", "c_key", "c_db", "c_edit"):
+        (result,) = by_call[call]
+        assert result.is_error
+        assert "refused: it is one of the hub's own files" in result.output[0].text.text
+    everything = json.dumps([message for request in fake.chat_requests for message in request.messages])
+    assert "sk-test" not in everything
+    assert "stored-access-key" not in everything
+    assert "sk-test" in (tmp_path / "config.yaml").read_text()
+
+
+# -- attached files ---------------------------------------------------------------------------
+
+
+async def test_an_attached_text_file_reaches_the_model_and_other_files_are_saved(
+    tmp_path: Path, fake: FakeOpenAI, offline: None
+) -> None:
+    """A text attachment is in the model's prompt; a binary one is in the workspace and the prompt names it."""
+    fake.script(answer("Got both."))
+    request = chat_pb2.RunTurnRequest(input=content_pb2.Message(role="user"))
+    request.input.content.add(text=content_pb2.TextContent(text="What is in these?"))
+    for name, media_type, data in [("a.txt", "text/plain", b"alpha\nbeta\n"), ("b.bin", "application/zip", b"PK\x03")]:
+        resource = content_pb2.Resource(data=data, media_type=media_type, filename=name)
+        request.input.content.add(media=content_pb2.MediaContent(kind="file", resource=resource))
+    async with agent_hub(tmp_path, fake) as hub, await AppSocket.open(hub.app_url) as app:
+        session = await app.open_session("local")
+        watch = await app.watch(session.id)
+        request.session_id = session.id
+        response = (await app.call(run_turn_request=request)).run_turn_response
+        turn_id = response.accepted.turn_id
+        assert (await app.turn_ended(watch, turn_id)).event.turn_ended.stop_reason == "completed"
+    (chat,) = fake.chat_requests
+    where = f"attachments/{turn_id}"
+    assert chat.messages[1] == {
+        "role": "user",
+        "content": "What is in these?\n"
+        f"[attached file: a.txt (text/plain, 11 bytes), saved as {where}/a.txt]\nalpha\nbeta\n[end of a.txt]\n"
+        f"[attached file: b.bin (application/zip, 3 bytes), saved as {where}/b.bin; "
+        "it is not text, so it is not shown here]",
+    }
+    assert (tmp_path / "workspace" / where / "b.bin").read_bytes() == b"PK\x03"
+
+
+async def test_every_tool_result_has_one_audit_line(tmp_path: Path, fake: FakeOpenAI, offline: None) -> None:
+    """Run, unknown tool, bad JSON and denied calls over a real hub: as many audit lines as tool results."""
+    fake.script(
+        tool_calls(
+            ("c_read", "read_file", '{"path": "notes.txt"}'),
+            ("c_unknown", "delete_everything", "{}"),
+            ("c_bad", "exec", '{"command": '),
+            ("c_denied", "exec", '{"command": "ls"}'),
+        ),
+        answer("Done."),
+    )
+    async with agent_hub(tmp_path, fake) as hub, await AppSocket.open(hub.app_url) as app:
+        _session_id, watch, turn_id = await start_turn(app, "try things")
+        for call, approved in (("c_read", True), ("c_denied", False)):
+            _, asked = await interaction_event(app, watch, PENDING, call_id=call)
+            assert (await answer_interaction(app, asked.id, approval(approved, "no"))).HasField("accepted")
+        await app.turn_ended(watch, turn_id)
+        by_call = results(persisted(app, watch, turn_id))
+    audited = [json.loads(line) for line in (tmp_path / AUDIT_LOG).read_text().splitlines()]
+    assert (
+        sorted(entry["call_id"] for entry in audited) == sorted(by_call) == ["c_bad", "c_denied", "c_read", "c_unknown"]
+    )
+    assert [(entry["call_id"], entry["is_error"]) for entry in audited] == [
+        ("c_read", False),
+        ("c_unknown", True),
+        ("c_bad", True),
+        ("c_denied", True),
+    ]

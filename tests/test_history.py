@@ -57,3 +57,23 @@ def test_a_call_without_a_result_gets_one() -> None:
     """A tool call whose result was never stored still gets a tool message, keeping the history well formed."""
     events = [text_message("user", "go", "t1"), text_message("assistant", "", "t1", (call("c1"),))]
     assert history_from_events(events)[-1] == ChatMessage("tool", "(no result was recorded)", tool_call_id="c1")
+
+
+def test_attached_files_read_as_when_the_turn_ran() -> None:
+    """A rebuilt user message carries its attachments (inline text, saved path) and images as the turn did."""
+    resource = content_pb2.Resource(data=b"hi\n", media_type="text/plain", filename="a.txt")
+    image = content_pb2.MediaContent(kind="image", resource=content_pb2.Resource(data=b"PNG", media_type="image/png"))
+    message = content_pb2.Message(
+        role="user",
+        content=[
+            content_pb2.Content(text=content_pb2.TextContent(text="see")),
+            content_pb2.Content(media=content_pb2.MediaContent(kind="file", resource=resource)),
+            content_pb2.Content(media=image),
+        ],
+    )
+    (user,) = history_from_events([event_pb2.Event(turn_id="t1", message=message)], inline_limit=10)
+    assert user == ChatMessage(
+        "user",
+        "see\n[attached file: a.txt (text/plain, 3 bytes), saved as attachments/t1/a.txt]\nhi\n[end of a.txt]",
+        images=(image,),
+    )

@@ -146,6 +146,46 @@ def test_workspace_must_be_a_directory(tmp_path: Path) -> None:
         Workspace(tmp_path / "missing")
 
 
+def test_open_file_refuses_a_directory_swapped_for_a_symlink(tmp_path: Path) -> None:
+    """A directory replaced by a symlink after resolve (a race with exec) is not followed when opening."""
+    workspace, outside = make_tree(tmp_path)
+    real = workspace.resolve("a/b.txt", must_exist=True)
+    os.rename(workspace.root / "a", workspace.root / "a-old")
+    (workspace.root / "a").symlink_to(outside)
+    (outside / "b.txt").write_text("outside\n")
+    with pytest.raises(SandboxError, match="changed while in use"):
+        workspace.open_file(real)
+    with pytest.raises(SandboxError, match="changed while in use"):
+        workspace.replace_file(real, b"pwned\n")
+    assert (outside / "b.txt").read_text() == "outside\n"
+
+
+def test_open_file_checks_the_opened_file(tmp_path: Path) -> None:
+    """open_file returns a descriptor of the file it checked: one link, not a protected file."""
+    protected = tmp_path / "config.yaml"
+    protected.write_text("key\n")
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "plain.txt").write_text("plain\n")
+    (tmp_path / "other").write_text("other\n")
+    os.link(tmp_path / "other", root / "linked.txt")
+    os.link(protected, root / "config-alias")
+    workspace = Workspace(root, protected=[protected])
+    fd, info = workspace.open_file(workspace.resolve("plain.txt"))
+    try:
+        assert os.read(fd, 100) == b"plain\n"
+        assert info.st_nlink == 1
+    finally:
+        os.close(fd)
+    with pytest.raises(SandboxError, match="2 hard links"):
+        workspace.open_file(workspace.resolve("linked.txt"))
+    with pytest.raises(SandboxError, match="the hub's own files"):
+        workspace.open_file(workspace.resolve("config-alias"))
+    os.unlink(protected)
+    with pytest.raises(SandboxError, match="the hub's own files"):
+        workspace.open_file(workspace.resolve("config-alias"))
+
+
 @pytest.fixture(scope="module")
 def property_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Workspace, Path]:
     return make_tree(tmp_path_factory.mktemp("property"))

@@ -110,6 +110,56 @@ async def test_write_through_symlink_created_by_exec_is_refused(setup: Setup) ->
     assert setup.outside_files() == {"secret": SECRET}
 
 
+async def test_hardlink_made_with_exec_is_refused(setup: Setup) -> None:
+    """A hard link to a file outside the workspace, made with exec, is neither read, edited nor written."""
+    made = await setup.call("exec", command="ln ../outside/secret alias")
+    assert made.text == "exit code: 0\n"
+    for tool in ("read_file", "edit_file", "write_file"):
+        outcome = await setup.call(tool, **escape_call(tool, "alias"))
+        assert outcome.is_error
+        assert outcome.text == "'alias' refused: it has 2 hard links (the file tools refuse files with more than one)"
+    assert setup.outside_files() == {"secret": SECRET}
+    assert os.stat(setup.root / "alias").st_nlink == 2
+
+
+async def test_hub_files_are_refused_even_inside_the_workspace(tmp_path: Path) -> None:
+    """The hub's own files are refused by device and inode: by name, through a symlink, and after a rewrite."""
+    config = tmp_path / "config.yaml"
+    config.write_text("api_key: sk-secret\n")
+    key = tmp_path / "access_key"
+    key.write_text("the-key\n")
+    (tmp_path / "cfg-link").symlink_to("config.yaml")
+    box = ToolBox(Workspace(tmp_path, protected=[config, key]), ExecPolicy(), AuditLog(tmp_path / "logs" / "a.jsonl"))
+
+    async def call(tool: str, path: str) -> ToolOutcome:
+        return await box.call(tool, json.dumps(escape_call(tool, path)).encode())
+
+    for path in ("config.yaml", "access_key", "cfg-link", "./logs/../config.yaml"):
+        for tool in ("read_file", "edit_file", "write_file"):
+            outcome = await call(tool, path)
+            assert outcome.is_error, (tool, path)
+            assert "refused: it is one of the hub's own files" in outcome.text
+    assert (config.read_text(), key.read_text()) == ("api_key: sk-secret\n", "the-key\n")
+    rewritten = tmp_path / "new-config"
+    rewritten.write_text("api_key: sk-other\n")
+    os.replace(rewritten, config)
+    assert "the hub's own files" in (await call("read_file", "config.yaml")).text
+    (tmp_path / "notes.txt").write_text("fine\n")
+    assert (await call("read_file", "notes.txt")).text == "fine\n"
+
+
+async def test_missing_hub_files_are_not_created(tmp_path: Path) -> None:
+    """A hub file that does not exist yet (a database journal) cannot be created by write_file under its name."""
+    journal = tmp_path / "aophub.db-wal"
+    (tmp_path / "alias").symlink_to(".")
+    box = ToolBox(Workspace(tmp_path, protected=[journal]), ExecPolicy(), AuditLog(tmp_path / "logs" / "a.jsonl"))
+    for path in ("aophub.db-wal", "alias/aophub.db-wal"):
+        outcome = await box.call("write_file", json.dumps({"path": path, "content": "x"}).encode())
+        assert outcome.text.startswith("'aophub.db-wal' refused: it is one of the hub's own files (")
+    assert not journal.exists()
+    assert not (await box.call("write_file", b'{"path": "sub/aophub.db-wal", "content": "x"}')).is_error
+
+
 async def test_symlinks_inside_the_workspace_are_followed(setup: Setup) -> None:
     """A symlink pointing inside the workspace works, and writing through it keeps the link."""
     (setup.root / "real.txt").write_text("old\n")
@@ -296,7 +346,9 @@ async def test_write_file_refuses_directories_and_bad_text(setup: Setup) -> None
     (setup.root / "file").write_text("x")
     assert (await setup.call("write_file", path="d", content="x")).text == "'d' is a directory"
     assert (await setup.call("write_file", path=".", content="x")).is_error
-    assert "File exists" in (await setup.call("write_file", path="file/child", content="x")).text
+    assert (await setup.call("write_file", path="file/child", content="x")).text == (
+        "write_file failed: Not a directory: file"
+    )
     lone = await setup.box.call("write_file", b'{"path": "s.txt", "content": "\\ud800"}')
     assert "not valid Unicode" in lone.text
     assert not (setup.root / "s.txt").exists()
@@ -309,14 +361,15 @@ async def test_write_file_replaces_in_one_step(setup: Setup, monkeypatch: pytest
     renames: list[tuple[str, str, str]] = []
     real_replace = os.replace
 
-    def spy(source: str, destination: Path) -> None:
-        renames.append((source, Path(source).read_text(), target.read_text()))
-        real_replace(source, destination)
+    def spy(source: str, destination: str, *, src_dir_fd: int, dst_dir_fd: int) -> None:
+        assert os.path.samestat(os.fstat(src_dir_fd), os.stat(setup.root))
+        assert (os.path.dirname(source), src_dir_fd) == ("", dst_dir_fd)
+        renames.append((source, (setup.root / source).read_text(), target.read_text()))
+        real_replace(source, destination, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
     monkeypatch.setattr(os, "replace", spy)
     await setup.call("write_file", path="data.txt", content="new content")
-    [(source, staged, visible)] = renames
-    assert Path(source).parent == setup.root
+    [(_source, staged, visible)] = renames
     assert (staged, visible) == ("new content", "old")
     assert target.read_text() == "new content"
     assert sorted(p.name for p in setup.root.iterdir() if p.name.endswith(".tmp")) == []
@@ -327,7 +380,7 @@ async def test_write_file_failure_leaves_no_temporary_file(setup: Setup, monkeyp
     target = setup.root / "data.txt"
     target.write_text("old")
 
-    def failing(source: str, destination: Path) -> None:
+    def failing(source: str, destination: str, **dir_fds: int) -> None:
         raise OSError(28, "No space left on device", source)
 
     monkeypatch.setattr(os, "replace", failing)
@@ -497,6 +550,7 @@ async def test_audit_lines_for_successful_failed_and_refused_calls(setup: Setup)
         "turn_id": "t1",
         "call_id": "c1",
         "tool": "write_file",
+        "kind": "function",
         "arguments": {"path": "a.txt", "content": "hello"},
         "is_error": False,
         "duration_ms": lines[0]["duration_ms"],
@@ -581,3 +635,26 @@ def test_duration_uses_the_injected_clock(tmp_path: Path) -> None:
     outcome = asyncio.run(setup.box.call("nope", b"{}"))
     assert outcome.duration_ms == 250
     assert setup.audit_lines()[0]["duration_ms"] == 250
+
+
+def test_record_audits_a_call_that_did_not_run(setup: Setup) -> None:
+    """ToolBox.record writes the one line of a call answered without running it (here a client tool)."""
+    setup.box.record(
+        "confirm",
+        b"{oops",
+        "yes",
+        is_error=False,
+        duration_ms=5,
+        kind="client",
+        session_id="s",
+        turn_id="t",
+        call_id="c",
+    )
+    (line,) = setup.audit_lines()
+    assert (line["tool"], line["kind"], line["arguments"], line["raw_arguments"]) == (
+        "confirm",
+        "client",
+        None,
+        "{oops",
+    )
+    assert (line["is_error"], line["duration_ms"], line["summary"], line["call_id"]) == (False, 5, "yes", "c")

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_MAX_FRAME_BYTES", "Settings"]
+__all__ = ["DATABASE_FILE", "DEFAULT_MAX_FRAME_BYTES", "Settings"]
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+# The SQLite database in the data directory.
+DATABASE_FILE = "aophub.db"
 
 
 @dataclass(frozen=True)
@@ -35,4 +37,4 @@ class Settings:
 
     @property
     def database(self) -> Path:
-        return self.data_dir / "aophub.db"
+        return self.data_dir / DATABASE_FILE

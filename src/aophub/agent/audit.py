@@ -3,13 +3,16 @@
 Each line records one call, refused ones included::
 
     {"time": "2025-01-02T03:04:05.678Z", "session_id": "...", "turn_id": "...",
-     "call_id": "...", "tool": "exec", "arguments": {"command": "ls"},
+     "call_id": "...", "tool": "exec", "kind": "function", "arguments": {"command": "ls"},
      "is_error": false, "duration_ms": 12, "summary": "exit code: 0\\n..."}
 
 ``arguments`` is the parsed JSON of the call (``null`` when it was not JSON;
 the text then goes in ``raw_arguments``); strings in it longer than
 ``max_string_chars`` are shortened so one ``write_file`` cannot bloat the log.
-``summary`` is the first 200 characters of the tool's output.
+``kind`` is ``function`` for the agent's own tools and ``client`` for a tool
+the application implements. ``summary`` is the first 200 characters of the
+result the model got: the tool's output, or why the call was not run (unknown
+tool, bad arguments, denied by the user, the turn canceled).
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class AuditLog:
         turn_id: str = "",
         call_id: str = "",
         raw_arguments: str | None = None,
+        kind: str = "function",
     ) -> None:
         """Append one line for a call of ``tool`` whose result text was ``output``."""
         entry: dict[str, object] = {
@@ -66,6 +70,7 @@ class AuditLog:
             "turn_id": turn_id,
             "call_id": call_id,
             "tool": tool,
+            "kind": kind,
         }
         try:
             entry["arguments"] = self._shorten(arguments)

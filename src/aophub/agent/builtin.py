@@ -7,7 +7,10 @@ machine.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from aop import event_pb2
+from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES
 from aophub.agent.audit import AuditLog
 from aophub.agent.echo import EchoAgent
 from aophub.agent.history import history_from_events
@@ -16,12 +19,22 @@ from aophub.agent.provider import ChatMessage
 from aophub.agent.sandbox import ExecPolicy, Workspace
 from aophub.agent.tools import ToolBox
 from aophub.config import ConfigStore
+from aophub.settings import DATABASE_FILE
 from aophub.store.base import Store
+from aophub.transport.auth import ACCESS_KEY_FILE
 
-__all__ = ["AUDIT_LOG", "builtin_agent"]
+__all__ = ["AUDIT_LOG", "builtin_agent", "hub_files"]
 
 AUDIT_LOG = "audit.jsonl"
 HISTORY_PAGE = 1000
+
+
+def hub_files(config: ConfigStore) -> tuple[Path, ...]:
+    """The files of the data directory the file tools must never open: configuration, key, database, audit log."""
+    data_dir = config.data_dir
+    database = data_dir / DATABASE_FILE
+    sqlite_files = [database.with_name(database.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
+    return (config.path, data_dir / ACCESS_KEY_FILE, database, *sqlite_files, data_dir / AUDIT_LOG)
 
 
 def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store | None = None) -> BuiltinAgent:
@@ -31,7 +44,7 @@ def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store
     stored events after a restart.
     """
     tools = ToolBox(
-        Workspace(config.workspace()),
+        Workspace(config.workspace(), protected=hub_files(config)),
         ExecPolicy.from_settings(config.sandbox_settings()),
         AuditLog(config.data_dir / AUDIT_LOG),
     )
@@ -42,7 +55,8 @@ def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store
         while rows := await store.read_events(session_id, cursor, HISTORY_PAGE):
             events += [event_pb2.Event.FromString(row.data) for row in rows]
             cursor = rows[-1].cursor
-        return history_from_events(events, exclude_turn=turn_id)
+        inline_limit = config.agent_settings().inline_attachment_bytes or DEFAULT_INLINE_ATTACHMENT_BYTES
+        return history_from_events(events, exclude_turn=turn_id, inline_limit=inline_limit)
 
     return BuiltinAgent(
         config.active_profile,
@@ -50,4 +64,5 @@ def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store
         tools,
         echo=EchoAgent(delay=echo_delay),
         load_history=load_history if store is not None else None,
+        workspace=tools.workspace,
     )

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable
 
 from aop import content_pb2, event_pb2
+from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES, attachments_of, user_message
 from aophub.agent.provider import AssistantToolCall, ChatMessage
 
 __all__ = ["history_from_events"]
@@ -37,11 +38,18 @@ def _unanswered(call_ids: list[str]) -> list[ChatMessage]:
     return [ChatMessage("tool", "(no result was recorded)", tool_call_id=call_id) for call_id in call_ids]
 
 
-def history_from_events(events: Iterable[event_pb2.Event], *, exclude_turn: str = "") -> list[ChatMessage]:
+def history_from_events(
+    events: Iterable[event_pb2.Event],
+    *,
+    exclude_turn: str = "",
+    inline_limit: int = DEFAULT_INLINE_ATTACHMENT_BYTES,
+) -> list[ChatMessage]:
     """The conversation the events record: user and assistant messages and tool results, in order.
 
     Events of ``exclude_turn`` (the turn being started) are left out. A tool
     call without a stored result gets one saying so, so the history stays well formed.
+    User messages read as they did when their turn ran (attached files and
+    images included, with attachments inline up to ``inline_limit`` bytes).
     """
     history: list[ChatMessage] = []
     open_calls: list[str] = []
@@ -53,7 +61,8 @@ def history_from_events(events: Iterable[event_pb2.Event], *, exclude_turn: str 
             history.extend(_unanswered(open_calls))
             open_calls = []
             if event.message.role == "user":
-                history.append(ChatMessage("user", _text(event.message.content)))
+                attachments = attachments_of(event.message, event.turn_id, inline_limit)
+                history.append(user_message(event.message, attachments))
             else:
                 assistant = _assistant(event.message)
                 history.append(assistant)

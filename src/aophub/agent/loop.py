@@ -14,6 +14,9 @@ Invariants the loop keeps:
 * every tool call in a published assistant message gets exactly one
   ``tool_call`` event and exactly one ``tool_result``, also when the turn is
   canceled, times out or fails;
+* every such call gets exactly one audit line: from ``Tools.call`` when it
+  ran (or started), else from ``Tools.record`` (unknown tool, bad arguments,
+  denied, not run because the turn ended, and client tools);
 * the in-memory history always pairs each assistant tool call with a tool
   message, so the next model call is well formed;
 * a :class:`~aophub.agent.provider.ProviderError` ends the turn with
@@ -33,6 +36,12 @@ from typing import Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from aop import chat_pb2, content_pb2, protocol_pb2, value_pb2
+from aophub.agent.attachments import (
+    DEFAULT_INLINE_ATTACHMENT_BYTES,
+    attachments_of,
+    save_attachments,
+    user_message,
+)
 from aophub.agent.echo import EchoAgent
 from aophub.agent.openai import OpenAIProvider
 from aophub.agent.provider import (
@@ -47,6 +56,7 @@ from aophub.agent.provider import (
     ToolCallFragment,
     Usage,
 )
+from aophub.agent.sandbox import Workspace
 from aophub.ids import new_id
 from aophub.node.runtime import Agent
 from aophub.node.turn import Turn, TurnFailed
@@ -105,7 +115,24 @@ class Tools(Protocol):
         ...
 
     async def call(self, name: str, arguments: bytes, *, session_id: str, turn_id: str, call_id: str) -> ToolOutcome:
-        """Run tool ``name`` with JSON ``arguments``; failures are outcomes with ``is_error``, not exceptions."""
+        """Run tool ``name`` with JSON ``arguments`` and audit it, also when canceled once started;
+        failures are outcomes with ``is_error``, not exceptions."""
+        ...
+
+    def record(
+        self,
+        name: str,
+        arguments: bytes,
+        text: str,
+        *,
+        is_error: bool,
+        duration_ms: int,
+        kind: str,
+        session_id: str,
+        turn_id: str,
+        call_id: str,
+    ) -> None:
+        """Audit a call that got the result ``text`` without ``call``: refused, denied, abandoned, or a client tool."""
         ...
 
 
@@ -169,7 +196,8 @@ class BuiltinAgent:
     model; ``settings()`` the agent settings. Both are read at every turn.
     ``tools`` are the agent's own tools (offered when ``tools_enabled``).
     ``history`` maps a session id to its conversation, kept in memory (a
-    restart forgets it).
+    restart forgets it). Files attached to a turn are saved in ``workspace``
+    (see :mod:`aophub.agent.attachments`).
     """
 
     def __init__(
@@ -182,6 +210,7 @@ class BuiltinAgent:
         history: MutableMapping[str, list[ChatMessage]] | None = None,
         echo: Agent | None = None,
         load_history: Callable[[str, str], Awaitable[list[ChatMessage]]] | None = None,
+        workspace: Workspace | None = None,
     ) -> None:
         self._profile = profile
         self._settings = settings
@@ -191,6 +220,7 @@ class BuiltinAgent:
         self._echo: Agent = EchoAgent() if echo is None else echo
         # (session id, turn being started) -> the conversation so far, for a session not in memory.
         self._load_history = load_history
+        self._workspace = workspace
 
     def __repr__(self) -> str:
         profile = self._profile()
@@ -217,8 +247,8 @@ class BuiltinAgent:
         if turn.session_id not in self.history and self._load_history is not None:
             self.history[turn.session_id] = await self._load_history(turn.session_id, turn.turn_id)
         history = self.history.setdefault(turn.session_id, [])
-        run = _TurnRun(turn, profile, settings, self._tools, history)
-        run.prepare()
+        run = _TurnRun(turn, profile, settings, self._tools, history, workspace=self._workspace)
+        await run.prepare()
         provider = self._provider_factory(profile)
         try:
             return await run.run(provider)
@@ -250,8 +280,11 @@ class _TurnRun:
         settings: config_pb2.AgentSettings,
         tools: Tools | None,
         history: list[ChatMessage],
+        *,
+        workspace: Workspace | None = None,
     ) -> None:
         self.turn = turn
+        self.workspace = workspace
         self.profile = profile
         self.settings = settings
         self.tools = tools
@@ -268,6 +301,7 @@ class _TurnRun:
         )
         self.max_turns = turn.request.max_turns or settings.max_turns or DEFAULT_MAX_TURNS
         self.turn_timeout = settings.turn_timeout_seconds or DEFAULT_TURN_TIMEOUT_SECONDS
+        self.inline_limit = settings.inline_attachment_bytes or DEFAULT_INLINE_ATTACHMENT_BYTES
         self.agent_tools: dict[str, content_pb2.ToolDefinition] = {}
         if tools is not None and settings.tools_enabled:
             self.agent_tools = {definition.name: definition for definition in tools.definitions()}
@@ -279,6 +313,8 @@ class _TurnRun:
         # Calls of the published assistant message that have no tool_result yet.
         self.pending: dict[str, content_pb2.ToolCall] = {}
         self.announced: set[str] = set()
+        # Calls with an audit line (Tools.call writes its own once started).
+        self.audited: set[str] = set()
         # Text and reasoning deltas sent for a message not yet completed.
         self.streamed = False
         self.streamed_text: list[str] = []
@@ -287,8 +323,8 @@ class _TurnRun:
     def __repr__(self) -> str:
         return f"<_TurnRun {self.turn.session_id}/{self.turn.turn_id} pending={len(self.pending)}>"
 
-    def prepare(self) -> None:
-        """Put the turn's input into the history (or rewind it for a regenerate)."""
+    async def prepare(self) -> None:
+        """Put the turn's input into the history (or rewind it for a regenerate); save its attached files."""
         request = self.turn.request
         if self.turn.options.regenerate:
             last_user = max((i for i, message in enumerate(self.history) if message.role == "user"), default=-1)
@@ -296,7 +332,7 @@ class _TurnRun:
                 raise TurnFailed("invalid_argument", "there is no earlier input in this session to answer again")
             del self.history[last_user + 1 :]
         elif request.input.content:
-            self.history.append(_user_message(request.input))
+            self.history.append(await self._user_input())
         elif not request.continue_session:
             raise TurnFailed("invalid_argument", "the turn has no input")
         elif not self.history:
@@ -304,6 +340,16 @@ class _TurnRun:
                 "invalid_argument",
                 "there is nothing to continue in this session (the agent keeps history in memory only)",
             )
+
+    async def _user_input(self) -> ChatMessage:
+        message = self.turn.request.input
+        attachments = attachments_of(message, self.turn.turn_id, self.inline_limit)
+        unsaved: dict[str, str] = {}
+        if self.workspace is None:
+            unsaved = {file.path: "this agent has no workspace" for file in attachments if file.path}
+        elif any(file.path for file in attachments):
+            unsaved = await asyncio.to_thread(save_attachments, self.workspace, attachments)
+        return user_message(message, attachments, unsaved)
 
     async def run(self, provider: Provider) -> str:
         """Loop until the model answers; returns the stop reason or raises TurnFailed / CancelledError."""
@@ -423,6 +469,7 @@ class _TurnRun:
             self.announced.add(call.id)
         for call in calls:
             output, is_error, duration_ms = await self._execute(call)
+            self._audit(call, _text_of(output), is_error=is_error, duration_ms=duration_ms)
             self.pending.pop(call.id, None)
             self.history.append(ChatMessage("tool", _text_of(output) or "(no output)", tool_call_id=call.id))
             await self.turn.tool_result(call, output, is_error=is_error, duration_ms=duration_ms)
@@ -447,21 +494,44 @@ class _TurnRun:
             if denial is not None:
                 return f"denied by the user: {denial}", True, 0
         try:
-            outcome = await self._unless_canceled(
-                self.tools.call(
-                    call.name,
-                    call.arguments.data,
-                    session_id=self.turn.session_id,
-                    turn_id=self.turn.turn_id,
-                    call_id=call.id,
-                )
-            )
+            outcome = await self._unless_canceled(self._call_tool(self.tools, call))
         except _Canceled:
             raise
         except Exception as error:
             log.exception("tool %s failed", call.name)
             return f"the tool failed: {type(error).__name__}: {error}", True, 0
         return outcome.text, outcome.is_error, outcome.duration_ms
+
+    async def _call_tool(self, tools: Tools, call: content_pb2.ToolCall) -> ToolOutcome:
+        # Tools.call audits the call once its coroutine has started, even if it
+        # is canceled at its first await; a task canceled before it starts never
+        # gets here, and the call is audited with the turn's end.
+        self.audited.add(call.id)
+        return await tools.call(
+            call.name, call.arguments.data, session_id=self.turn.session_id, turn_id=self.turn.turn_id, call_id=call.id
+        )
+
+    def _audit(self, call: content_pb2.ToolCall, text: str, *, is_error: bool, duration_ms: int = 0) -> None:
+        """Give ``call`` its one audit line, unless it has one; a log that cannot be written is logged, not raised."""
+        if call.id in self.audited:
+            return
+        self.audited.add(call.id)
+        if self.tools is None:
+            return
+        try:
+            self.tools.record(
+                call.name,
+                call.arguments.data,
+                text,
+                is_error=is_error,
+                duration_ms=duration_ms,
+                kind=call.kind or FUNCTION_TOOL_KIND,
+                session_id=self.turn.session_id,
+                turn_id=self.turn.turn_id,
+                call_id=call.id,
+            )
+        except Exception:
+            log.exception("the tool call %s could not be audited", call.id)
 
     async def _client_tool(self, call: content_pb2.ToolCall) -> tuple[_Output, bool, int]:
         loop = asyncio.get_running_loop()
@@ -524,9 +594,10 @@ class _TurnRun:
         return task.result()
 
     def _close_history(self, reason: str) -> None:
-        """Answer every pending call in the history, so the next model call is well formed."""
+        """Answer (and audit) every pending call in the history, so the next model call is well formed."""
         for call in self.pending.values():
             self.history.append(ChatMessage("tool", reason, tool_call_id=call.id))
+            self._audit(call, reason, is_error=True)
         self.pending.clear()
 
     async def _abandon(self, reason: str) -> None:
@@ -552,27 +623,6 @@ def _copy(message: M) -> M:
     copy = type(message)()
     copy.CopyFrom(message)
     return copy
-
-
-def _user_message(message: content_pb2.Message) -> ChatMessage:
-    texts: list[str] = []
-    images: list[content_pb2.MediaContent] = []
-    for part in message.content:
-        kind = part.WhichOneof("value")
-        if kind == "text":
-            texts.append(part.text.text)
-        elif kind == "media":
-            media = part.media
-            if media.kind == "image" or media.resource.media_type.startswith("image/"):
-                images.append(media)
-            elif media.transcript:
-                texts.append(media.transcript)
-            else:
-                name = media.resource.filename or media.resource.uri or "unnamed"
-                texts.append(
-                    f"[attached {media.kind or 'file'}: {name} ({media.resource.media_type or 'unknown type'})]"
-                )
-    return ChatMessage("user", "\n".join(texts), images=tuple(images))
 
 
 def _text_of(output: _Output) -> str:

@@ -3,6 +3,9 @@
 ``Workspace.resolve`` is the only way a tool turns a model-supplied path into a
 filesystem path: relative paths only, resolved through every symlink, and
 refused unless the result lies inside the workspace's real root.
+``Workspace.open_file``, ``open_directory`` and ``replace_file`` then reach
+that path without following any symlink that appeared since, and refuse files
+with more than one hard link and the hub's own files (by device and inode).
 
 ``run_command`` runs one shell command in the workspace with a scrubbed
 environment, in its own process group, with a timeout and an output cap. The
@@ -16,12 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import re
+import secrets
 import signal
+import stat
 import subprocess
 import time
-from collections.abc import Sequence
+import weakref
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,14 +62,27 @@ class Workspace:
     """The directory the built-in agent's tools are confined to.
 
     ``root`` must be an existing directory; it is resolved once, through any
-    symlinks, and every path is checked against that real root.
+    symlinks, and every path is checked against that real root. ``protected``
+    are files the tools must never open, whatever name reaches them (the hub's
+    configuration, access key, database, audit log): they are recognised by
+    device and inode. The hub replaces its configuration when it rewrites it,
+    and a hard link to the old version has one link and is no longer the
+    configuration: so every version seen (at construction, at each file
+    access and at each ``remember_protected``) stays refused while any name
+    still reaches it. The workspace holds an ``O_PATH`` descriptor of each such
+    version, so its inode number cannot pass to a new, innocent file.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, protected: Sequence[Path] = ()) -> None:
         real = os.path.realpath(root)
         if not os.path.isdir(real):
             raise SandboxError(f"workspace {str(root)!r} is not a directory")
         self._root = real
+        self._protected = tuple(protected)
+        # (device, inode) of every version of a protected file still linked somewhere -> an O_PATH descriptor.
+        self._held: dict[tuple[int, int], int] = {}
+        weakref.finalize(self, _close_all, self._held)
+        self.remember_protected()
 
     def __repr__(self) -> str:
         return f"<Workspace {self._root}>"
@@ -115,12 +135,206 @@ class Workspace:
                 return True
         return False
 
+    # Opening files. ``resolve`` checks a path; between that check and the open
+    # a command may swap a directory for a symlink or link a file in. So files
+    # are opened from the root one component at a time with O_NOFOLLOW, and
+    # what was opened is checked with fstat: a file with more than one hard
+    # link may be an alias of a file anywhere on the same filesystem, and a
+    # protected file is refused under any name.
+
+    def open_directory(self, real: Path, *, create: bool = False) -> int:
+        """Open the directory ``real`` (a ``resolve`` result) through no symlink; the caller closes the descriptor.
+
+        With ``create`` missing directories are made. Raises ``SandboxError``
+        when a component is now a symlink, ``OSError`` when it is missing or
+        not a directory.
+        """
+        fd = os.open(self._root, _DIRECTORY_FLAGS)
+        try:
+            current = self._root
+            for part in self._parts(real):
+                current = os.path.join(current, part)
+                inner = self._open_component(fd, part, current, create=create)
+                os.close(fd)
+                fd = inner
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def open_file(self, real: Path) -> tuple[int, os.stat_result]:
+        """Open ``real`` (a ``resolve`` result) for reading: its descriptor, which the caller closes, and its fstat.
+
+        Never blocks on a FIFO and follows no symlink. Raises ``SandboxError``
+        for a file with more than one hard link or a protected file, and when a
+        component changed into a symlink since ``resolve``.
+        """
+        if os.fspath(real) == self._root:
+            fd = self.open_directory(real)
+        else:
+            parent = self.open_directory(real.parent)
+            try:
+                fd = self._open_component(parent, real.name, os.fspath(real), flags=_READ_FLAGS)
+            finally:
+                os.close(parent)
+        try:
+            info = os.fstat(fd)
+            self._check_opened(info, real)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, info
+
+    def replace_file(self, real: Path, data: bytes) -> None:
+        """Write ``data`` to ``real`` (a ``resolve`` result) atomically; missing parent directories are made.
+
+        The data goes to a temporary file in the same directory, then one
+        rename puts it in place: a reader sees the old content or the new. A
+        replaced file keeps its permissions; a new one gets 0644. An existing
+        file with more than one hard link or a protected file is refused
+        (``SandboxError``), as is a directory (``IsADirectoryError``).
+        """
+        if os.fspath(real) == self._root:
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(real))
+        parent = self.open_directory(real.parent, create=True)
+        try:
+            self._replace_in(parent, real, data)
+        finally:
+            os.close(parent)
+
+    def _replace_in(self, parent: int, real: Path, data: bytes) -> None:
+        name = real.name
+        try:
+            info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            if self._is_protected_name(os.fstat(parent), name):
+                raise self._protected_error(real) from None
+            mode = _NEW_FILE_MODE
+        else:
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(real))
+            if stat.S_ISLNK(info.st_mode):
+                raise self._changed(real)
+            self._check_opened(info, real)
+            mode = stat.S_IMODE(info.st_mode)
+        temporary = f".{name}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(temporary, _NEW_FILE_FLAGS, 0o600, dir_fd=parent)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fchmod(fd, mode)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temporary, name, src_dir_fd=parent, dst_dir_fd=parent)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary, dir_fd=parent)
+            raise
+
+    def _parts(self, real: Path) -> tuple[str, ...]:
+        text = os.fspath(real)
+        if not os.path.isabs(text) or os.path.commonpath([self._root, text]) != self._root:
+            raise SandboxError(f"{text!r} refused: it leads outside the workspace")
+        return Path(os.path.relpath(text, self._root)).parts
+
+    def _open_component(self, directory: int, name: str, full: str, *, flags: int = 0, create: bool = False) -> int:
+        """Open ``name`` in ``directory`` without following a symlink (a directory unless ``flags`` are given)."""
+        try:
+            try:
+                return os.open(name, flags or _DIRECTORY_FLAGS, dir_fd=directory)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, dir_fd=directory)
+                return os.open(name, _DIRECTORY_FLAGS, dir_fd=directory)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_symlink(directory, name):
+                raise self._changed(Path(full)) from None
+            raise OSError(exc.errno, exc.strerror, full) from None
+
+    def _changed(self, real: Path) -> SandboxError:
+        return SandboxError(f"{self.display(real)!r} refused: it changed while in use (a symlink appeared in its path)")
+
+    def _check_opened(self, info: os.stat_result, real: Path) -> None:
+        if (info.st_dev, info.st_ino) in self._protected_ids():
+            raise self._protected_error(real)
+        if not stat.S_ISDIR(info.st_mode) and info.st_nlink > 1:
+            raise SandboxError(
+                f"{self.display(real)!r} refused: it has {info.st_nlink} hard links "
+                "(the file tools refuse files with more than one)"
+            )
+
+    def _protected_error(self, real: Path) -> SandboxError:
+        return SandboxError(
+            f"{self.display(real)!r} refused: it is one of the hub's own files "
+            "(configuration, access key, database or audit log)"
+        )
+
+    def _is_protected_name(self, directory: os.stat_result, name: str) -> bool:
+        """True when ``name`` in ``directory`` is where a protected file lives (or would be created)."""
+        for path in self._protected:
+            if path.name != name:
+                continue
+            try:
+                if os.path.samestat(directory, os.stat(path.parent)):
+                    return True
+            except OSError:
+                continue
+        return False
+
+    def remember_protected(self) -> None:
+        """Note each protected file as it is now (call it around commands); forget versions no name reaches."""
+        for path in self._protected:
+            try:
+                # O_PATH: no read access needed, and closing it never drops the hub's own SQLite locks.
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            info = os.fstat(fd)
+            if (info.st_dev, info.st_ino) in self._held:
+                os.close(fd)
+            else:
+                self._held[info.st_dev, info.st_ino] = fd
+        for key, fd in list(self._held.items()):
+            if os.fstat(fd).st_nlink == 0:
+                del self._held[key]
+                os.close(fd)
+
+    def _protected_ids(self) -> Collection[tuple[int, int]]:
+        self.remember_protected()
+        return self._held.keys()
+
     def display(self, path: Path | str) -> str:
         """``path`` relative to the workspace root, for messages ("." for the root itself)."""
         text = os.fspath(path)
         if os.path.isabs(text) and os.path.commonpath([self._root, text]) == self._root:
             return os.path.relpath(text, self._root)
         return text
+
+
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO must not hang.
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+# A new file's permissions; a replaced file keeps its own.
+_NEW_FILE_MODE = 0o644
+
+
+def _close_all(descriptors: dict[tuple[int, int], int]) -> None:
+    for fd in descriptors.values():
+        os.close(fd)
+    descriptors.clear()
+
+
+def _is_symlink(directory: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 # A command word position: the start, after an operator, a subshell or

@@ -6,7 +6,10 @@ bad JSON, wrong arguments, unknown tools, refused paths and commands and
 filesystem errors all come back as an ``is_error`` outcome with a message the
 model can act on. Every call, refused ones included, gets one audit line.
 
-Paths are relative to the workspace and go through ``Workspace.resolve``.
+Paths are relative to the workspace and go through ``Workspace.resolve``;
+files are opened and replaced through the workspace, which follows no symlink
+that appeared meanwhile and refuses files with more than one hard link and the
+hub's own files (configuration, access key, database, audit log).
 File contents are UTF-8 text. ``read_file`` windows are in lines (``offset``
 is the 1-based first line, ``limit`` the number of lines); files over
 ``max_read_bytes`` are refused rather than cut, and the message says how to
@@ -16,12 +19,10 @@ read a part with ``exec``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -46,8 +47,6 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_READ_BYTES = 256 * 1024
 DEFAULT_MAX_EDIT_BYTES = 8 * 1024 * 1024
 DEFAULT_MAX_LIST_ENTRIES = 1000
-# A new file's permissions; a replaced file keeps its own.
-_NEW_FILE_MODE = 0o644
 # How much of a file is sniffed for NUL bytes before decoding.
 _SNIFF_BYTES = 8192
 
@@ -243,22 +242,54 @@ class ToolBox:
             except _ToolFailure as exc:
                 text, is_error = str(exc), True
         except asyncio.CancelledError:
-            self._record(name, parsed, started, "canceled", is_error=True, ids=ids)
+            self._record(name, parsed, "canceled", is_error=True, duration_ms=self._since(started), ids=ids)
             raise
-        duration_ms = self._record(name, parsed, started, text, is_error=is_error, ids=ids)
+        duration_ms = self._since(started)
+        self._record(name, parsed, text, is_error=is_error, duration_ms=duration_ms, ids=ids)
         return ToolOutcome(text=text, is_error=is_error, duration_ms=duration_ms)
+
+    def record(
+        self,
+        name: str,
+        arguments: bytes,
+        text: str,
+        *,
+        is_error: bool,
+        duration_ms: int = 0,
+        kind: str = "function",
+        session_id: str = "",
+        turn_id: str = "",
+        call_id: str = "",
+    ) -> None:
+        """Audit a call answered without ``call``: refused or denied before it ran, abandoned, or a client tool.
+
+        ``text`` is the result the model got. Raises ``OSError`` when the audit
+        log cannot be written.
+        """
+        self._record(
+            name,
+            _parse(arguments),
+            text,
+            is_error=is_error,
+            duration_ms=duration_ms,
+            ids=(session_id, turn_id, call_id),
+            kind=kind,
+        )
+
+    def _since(self, started: float) -> int:
+        return max(0, int((self._clock() - started) * 1000))
 
     def _record(
         self,
         name: str,
         parsed: _Arguments,
-        started: float,
         text: str,
         *,
         is_error: bool,
+        duration_ms: int,
         ids: tuple[str, str, str],
-    ) -> int:
-        duration_ms = max(0, int((self._clock() - started) * 1000))
+        kind: str = "function",
+    ) -> None:
         session_id, turn_id, call_id = ids
         self.audit.record(
             tool=name,
@@ -270,8 +301,8 @@ class ToolBox:
             session_id=session_id,
             turn_id=turn_id,
             call_id=call_id,
+            kind=kind,
         )
-        return duration_ms
 
     async def _dispatch(self, name: str, arguments: object) -> str:
         """Run the tool; every expected failure comes out as ``_ToolFailure``."""
@@ -330,8 +361,7 @@ class ToolBox:
         if target.is_dir():
             raise _ToolFailure(f"{path!r} is a directory")
         data = _encode(content, "content")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _replace_atomically(target, data, path)
+        self.workspace.replace_file(target, data)
         return f"wrote {len(data)} bytes to {self.workspace.display(target)}"
 
     async def _edit_file(self, arguments: Mapping[str, Any]) -> str:
@@ -351,7 +381,7 @@ class ToolBox:
             raise _ToolFailure(
                 f"old_text appears {count} times in {path!r}; include more surrounding text so it appears once"
             )
-        _replace_atomically(target, _encode(text.replace(old_text, new_text, 1), "the edited text"), path)
+        self.workspace.replace_file(target, _encode(text.replace(old_text, new_text, 1), "the edited text"))
         return f"edited {self.workspace.display(target)}: replaced 1 occurrence"
 
     async def _list_dir(self, arguments: Mapping[str, Any]) -> str:
@@ -361,17 +391,27 @@ class ToolBox:
         target = self.workspace.resolve(path, must_exist=True)
         if not target.is_dir():
             raise _ToolFailure(f"{path!r} is not a directory")
-        with os.scandir(target) as scan:
-            entries = sorted(scan, key=lambda entry: entry.name)
+        fd = self.workspace.open_directory(target)
+        try:
+            with os.scandir(fd) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+            lines = [_describe_entry(entry) for entry in entries[: self.max_list_entries]]
+        finally:
+            os.close(fd)
         if not entries:
             return "[empty directory]"
-        lines = [_describe_entry(entry) for entry in entries[: self.max_list_entries]]
         if len(entries) > self.max_list_entries:
             lines.append(f"[{len(entries) - self.max_list_entries} more entries not shown]")
         return "\n".join(lines) + "\n"
 
     async def _exec(self, arguments: Mapping[str, Any]) -> str:
-        result = await run_command(arguments["command"], self.workspace, self.policy)
+        # A command may link the hub's files; remembering them before and after
+        # keeps a link to a version the hub replaces later refused.
+        self.workspace.remember_protected()
+        try:
+            result = await run_command(arguments["command"], self.workspace, self.policy)
+        finally:
+            self.workspace.remember_protected()
         if result.timed_out:
             raise _ToolFailure(
                 f"the command timed out after {self.policy.timeout:g} seconds and was killed; "
@@ -379,13 +419,9 @@ class ToolBox:
             )
         return f"exit code: {result.exit_code}\n{result.output}"
 
-    @staticmethod
-    def _load_text(target: Path, path: str, cap: int, tool: str) -> str:
-        # O_NONBLOCK: opening a FIFO must not hang; O_NOFOLLOW: resolve() returned
-        # a symlink-free path, so a symlink here was swapped in since.
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    def _load_text(self, target: Path, path: str, cap: int, tool: str) -> str:
+        fd, info = self.workspace.open_file(target)
         try:
-            info = os.fstat(fd)
             if stat.S_ISDIR(info.st_mode):
                 raise _ToolFailure(f"{path!r} is a directory; use list_dir")
             if not stat.S_ISREG(info.st_mode):
@@ -445,34 +481,6 @@ def _encode(text: str, what: str) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         raise _ToolFailure(f"{what} is not valid Unicode text (it contains a lone surrogate)") from None
-
-
-def _replace_atomically(target: Path, data: bytes, path: str) -> None:
-    """Write ``data`` to a temporary file next to ``target``, then rename it over ``target``.
-
-    A reader sees the old content or the new, never a mix; the temporary file is
-    removed when anything fails. A replaced file keeps its permissions.
-    """
-    try:
-        info = os.stat(target)
-    except FileNotFoundError:
-        mode = _NEW_FILE_MODE
-    else:
-        if stat.S_ISDIR(info.st_mode):
-            raise _ToolFailure(f"{path!r} is a directory")
-        mode = stat.S_IMODE(info.st_mode)
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
 
 
 def _describe_entry(entry: os.DirEntry[str]) -> str:

@@ -344,9 +344,13 @@ type AgentSettings struct {
 	// Timeout of a whole turn in seconds; 0 means 600.
 	TurnTimeoutSeconds uint32 `protobuf:"varint,4,opt,name=turn_timeout_seconds,json=turnTimeoutSeconds,proto3" json:"turn_timeout_seconds,omitempty"`
 	// System prompt; empty means the built-in default.
-	SystemPrompt  string `protobuf:"bytes,5,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SystemPrompt string `protobuf:"bytes,5,opt,name=system_prompt,json=systemPrompt,proto3" json:"system_prompt,omitempty"`
+	// Largest UTF-8 text file attached to a turn that the model gets inline, in
+	// bytes; 0 means 65536. Every attachment but images is also saved in the
+	// workspace under attachments/, and the model is told its path.
+	InlineAttachmentBytes uint32 `protobuf:"varint,6,opt,name=inline_attachment_bytes,json=inlineAttachmentBytes,proto3" json:"inline_attachment_bytes,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *AgentSettings) Reset() {
@@ -412,6 +416,13 @@ func (x *AgentSettings) GetSystemPrompt() string {
 		return x.SystemPrompt
 	}
 	return ""
+}
+
+func (x *AgentSettings) GetInlineAttachmentBytes() uint32 {
+	if x != nil {
+		return x.InlineAttachmentBytes
+	}
+	return 0
 }
 
 // ScanMode is one kind of scan and its task.
@@ -1796,13 +1807,14 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\x0econtext_window\x18\b \x01(\rR\rcontextWindow\x12'\n" +
 	"\x0ftimeout_seconds\x18\t \x01(\rR\x0etimeoutSeconds\x12\x16\n" +
 	"\x06images\x18\n" +
-	" \x01(\bR\x06images\"\xd2\x01\n" +
+	" \x01(\bR\x06images\"\x8a\x02\n" +
 	"\rAgentSettings\x12#\n" +
 	"\rtools_enabled\x18\x01 \x01(\bR\ftoolsEnabled\x12(\n" +
 	"\x10ask_before_tools\x18\x02 \x01(\bR\x0easkBeforeTools\x12\x1b\n" +
 	"\tmax_turns\x18\x03 \x01(\rR\bmaxTurns\x120\n" +
 	"\x14turn_timeout_seconds\x18\x04 \x01(\rR\x12turnTimeoutSeconds\x12#\n" +
-	"\rsystem_prompt\x18\x05 \x01(\tR\fsystemPrompt\"\x82\x01\n" +
+	"\rsystem_prompt\x18\x05 \x01(\tR\fsystemPrompt\x126\n" +
+	"\x17inline_attachment_bytes\x18\x06 \x01(\rR\x15inlineAttachmentBytes\"\x82\x01\n" +
 	"\bScanMode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12#\n" +

@@ -160,6 +160,23 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int INLINE_ATTACHMENT_BYTES_FIELD_NUMBER = 6;
+  private int inlineAttachmentBytes_ = 0;
+  /**
+   * <pre>
+   * Largest UTF-8 text file attached to a turn that the model gets inline, in
+   * bytes; 0 means 65536. Every attachment but images is also saved in the
+   * workspace under attachments/, and the model is told its path.
+   * </pre>
+   *
+   * <code>uint32 inline_attachment_bytes = 6 [json_name = "inlineAttachmentBytes"];</code>
+   * @return The inlineAttachmentBytes.
+   */
+  @java.lang.Override
+  public int getInlineAttachmentBytes() {
+    return inlineAttachmentBytes_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -189,6 +206,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(systemPrompt_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 5, systemPrompt_);
     }
+    if (inlineAttachmentBytes_ != 0) {
+      output.writeUInt32(6, inlineAttachmentBytes_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -211,6 +231,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(systemPrompt_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(5, systemPrompt_);
+    }
+    if (inlineAttachmentBytes_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(6, inlineAttachmentBytes_);
     }
     return size;
   }
@@ -246,6 +270,8 @@ private static final long serialVersionUID = 0L;
         != other.getTurnTimeoutSeconds()) return false;
     if (!getSystemPrompt()
         .equals(other.getSystemPrompt())) return false;
+    if (getInlineAttachmentBytes()
+        != other.getInlineAttachmentBytes()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -269,6 +295,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getTurnTimeoutSeconds();
     hash = (37 * hash) + SYSTEM_PROMPT_FIELD_NUMBER;
     hash = (53 * hash) + getSystemPrompt().hashCode();
+    hash = (37 * hash) + INLINE_ATTACHMENT_BYTES_FIELD_NUMBER;
+    hash = (53 * hash) + getInlineAttachmentBytes();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -409,6 +437,7 @@ private static final long serialVersionUID = 0L;
       maxTurns_ = 0;
       turnTimeoutSeconds_ = 0;
       systemPrompt_ = "";
+      inlineAttachmentBytes_ = 0;
       return this;
     }
 
@@ -457,6 +486,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.systemPrompt_ = systemPrompt_;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.inlineAttachmentBytes_ = inlineAttachmentBytes_;
+      }
     }
 
     @java.lang.Override
@@ -487,6 +519,9 @@ private static final long serialVersionUID = 0L;
         systemPrompt_ = other.systemPrompt_;
         bitField0_ |= 0x00000010;
         onChanged();
+      }
+      if (other.getInlineAttachmentBytes() != 0) {
+        setInlineAttachmentBytes(other.getInlineAttachmentBytes());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -537,6 +572,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 42
+            case 48: {
+              inlineAttachmentBytes_ = input.readUInt32();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 48
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -818,6 +858,56 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       systemPrompt_ = value;
       bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+
+    private int inlineAttachmentBytes_ ;
+    /**
+     * <pre>
+     * Largest UTF-8 text file attached to a turn that the model gets inline, in
+     * bytes; 0 means 65536. Every attachment but images is also saved in the
+     * workspace under attachments/, and the model is told its path.
+     * </pre>
+     *
+     * <code>uint32 inline_attachment_bytes = 6 [json_name = "inlineAttachmentBytes"];</code>
+     * @return The inlineAttachmentBytes.
+     */
+    @java.lang.Override
+    public int getInlineAttachmentBytes() {
+      return inlineAttachmentBytes_;
+    }
+    /**
+     * <pre>
+     * Largest UTF-8 text file attached to a turn that the model gets inline, in
+     * bytes; 0 means 65536. Every attachment but images is also saved in the
+     * workspace under attachments/, and the model is told its path.
+     * </pre>
+     *
+     * <code>uint32 inline_attachment_bytes = 6 [json_name = "inlineAttachmentBytes"];</code>
+     * @param value The inlineAttachmentBytes to set.
+     * @return This builder for chaining.
+     */
+    public Builder setInlineAttachmentBytes(int value) {
+
+      inlineAttachmentBytes_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Largest UTF-8 text file attached to a turn that the model gets inline, in
+     * bytes; 0 means 65536. Every attachment but images is also saved in the
+     * workspace under attachments/, and the model is told its path.
+     * </pre>
+     *
+     * <code>uint32 inline_attachment_bytes = 6 [json_name = "inlineAttachmentBytes"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearInlineAttachmentBytes() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      inlineAttachmentBytes_ = 0;
       onChanged();
       return this;
     }

@@ -69,4 +69,16 @@ public interface AgentSettingsOrBuilder extends
    */
   com.google.protobuf.ByteString
       getSystemPromptBytes();
+
+  /**
+   * <pre>
+   * Largest UTF-8 text file attached to a turn that the model gets inline, in
+   * bytes; 0 means 65536. Every attachment but images is also saved in the
+   * workspace under attachments/, and the model is told its path.
+   * </pre>
+   *
+   * <code>uint32 inline_attachment_bytes = 6 [json_name = "inlineAttachmentBytes"];</code>
+   * @return The inlineAttachmentBytes.
+   */
+  int getInlineAttachmentBytes();
 }
