@@ -13,6 +13,7 @@ import httpx
 import pytest
 import yaml
 from connectrpc.code import Code
+from google.protobuf import json_format
 
 from aop import chat_pb2
 from aophub.config import CONFIG_FILE, ConfigStore
@@ -20,7 +21,8 @@ from aophub.rpc.config_service import DEFAULT_TEST_PROMPT
 from aophub.v1 import agent_pb2, config_pb2, system_pb2
 from aophub.version import VERSION
 
-from .support.fake_openai import FakeOpenAI, answer, fake_openai
+from .support.config_table import SETTINGS, document_with, value_at
+from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
 from .support.lifecycle import checked_hub
 from .support.remote import LLM_VARIABLES
 from .support.rpc import AUTH, Rpc, assert_rejected, connect_error, finish_turn, post, rpc_clients
@@ -250,6 +252,49 @@ async def test_a_stale_expected_revision_is_failed_precondition(fake: FakeOpenAI
     current = await update(rpc, config_pb2.Config(), expected_revision=1)
     assert current.accepted.revision == 2
     assert list(current.accepted.profiles) == []
+
+
+@pytest.mark.parametrize("codec", ["binary", "json"])
+async def test_every_setting_updated_shows_in_get_config_both_ways(hub: RunningHub, codec: str) -> None:
+    """Each boolean and zero-valued setting sent both ways (zero and not) is what GetConfig and the file show."""
+    async with rpc_clients(hub.http, codec=codec) as rpc:
+        for path, written, effective in SETTINGS:
+            config = json_format.ParseDict(document_with(path, written), config_pb2.Config())
+            result = await accepted(rpc, config)
+            got = await view(rpc)
+            reloaded = ConfigStore(hub.settings.data_dir, environ={}).config
+            assert (value_at(result, path), value_at(got, path), value_at(reloaded, path)) == (effective,) * 3, path
+
+
+async def test_tools_turned_off_are_not_offered_to_the_model(app: AppSocket, fake: FakeOpenAI, rpc: Rpc) -> None:
+    """With agent.tools_enabled false the model is offered no tool; turned on again, it is."""
+    off = config_pb2.AgentSettings(tools_enabled=False)
+    await accepted(rpc, config_pb2.Config(profiles=[profile(fake)], active_profile_id="fake", agent=off))
+    assert not (await view(rpc)).agent.tools_enabled
+    fake.script(answer("no tools here"), answer("tools again"))
+    session = await app.open_session()
+    await finish_turn(app, session.id, "what can you do?")
+    await accepted(rpc, config_pb2.Config(profiles=[profile(fake)], active_profile_id="fake"))
+    await finish_turn(app, session.id, "and now?")
+    without, with_tools = fake.chat_requests
+    assert "tools" not in without.body
+    assert "read_file" in {tool["function"]["name"] for tool in with_tools.body["tools"]}
+
+
+async def test_ask_before_tools_turned_off_runs_tools_without_asking(
+    app: AppSocket, fake: FakeOpenAI, rpc: Rpc
+) -> None:
+    """With agent.ask_before_tools false a tool call runs at once: no interaction, the turn completes."""
+    agent = config_pb2.AgentSettings(tools_enabled=True, ask_before_tools=False)
+    await accepted(rpc, config_pb2.Config(profiles=[profile(fake)], active_profile_id="fake", agent=agent))
+    fake.script(tool_calls(("call_list", "list_dir", '{"path": "."}')), answer("listed"))
+    session = await app.open_session()
+    turn_id = await finish_turn(app, session.id, "list the workspace")
+    events = await rpc.sessions.list_events(chat_pb2.ListEventsRequest(session_id=session.id))
+    kinds = [d.event.WhichOneof("payload") for d in events.events if d.event.turn_id == turn_id]
+    assert "extension" not in kinds
+    assert kinds.count("tool_result") == 1
+    assert await assistant_text(rpc, session.id, turn_id) == "listed"
 
 
 # -- ActivateProfile -----------------------------------------------------------------

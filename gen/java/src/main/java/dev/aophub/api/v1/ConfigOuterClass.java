@@ -169,99 +169,101 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "\005model\022\035\n\nmax_tokens\030\007 \001(\rR\tmaxTokens\022%\n" +
       "\016context_window\030\010 \001(\rR\rcontextWindow\022\'\n\017" +
       "timeout_seconds\030\t \001(\rR\016timeoutSeconds\022\026\n" +
-      "\006images\030\n \001(\010R\006images\"\322\001\n\rAgentSettings\022" +
-      "#\n\rtools_enabled\030\001 \001(\010R\014toolsEnabled\022(\n\020" +
-      "ask_before_tools\030\002 \001(\010R\016askBeforeTools\022\033" +
-      "\n\tmax_turns\030\003 \001(\rR\010maxTurns\0220\n\024turn_time" +
-      "out_seconds\030\004 \001(\rR\022turnTimeoutSeconds\022#\n" +
-      "\rsystem_prompt\030\005 \001(\tR\014systemPrompt\"\202\001\n\010S" +
-      "canMode\022\022\n\004name\030\001 \001(\tR\004name\022 \n\013descripti" +
-      "on\030\002 \001(\tR\013description\022#\n\rtask_template\030\003" +
-      " \001(\tR\014taskTemplate\022\033\n\tmax_turns\030\004 \001(\rR\010m" +
-      "axTurns\"\204\001\n\014ScanSettings\022 \n\013concurrency\030" +
-      "\001 \001(\rR\013concurrency\022\'\n\017timeout_seconds\030\002 " +
-      "\001(\rR\016timeoutSeconds\022)\n\005modes\030\003 \003(\0132\023.aop" +
-      "hub.v1.ScanModeR\005modes\"\327\001\n\017SandboxSettin" +
-      "gs\022\034\n\tworkspace\030\001 \001(\tR\tworkspace\022#\n\rdeny" +
-      "_patterns\030\002 \003(\tR\014denyPatterns\022%\n\016allow_p" +
-      "atterns\030\003 \003(\tR\rallowPatterns\0220\n\024exec_tim" +
-      "eout_seconds\030\004 \001(\rR\022execTimeoutSeconds\022(" +
-      "\n\020output_cap_bytes\030\005 \001(\rR\016outputCapBytes" +
-      "\"|\n\023InteractionSettings\022\'\n\017timeout_secon" +
-      "ds\030\001 \001(\rR\016timeoutSeconds\022<\n\rexpiry_polic" +
-      "y\030\002 \001(\0162\027.aophub.v1.ExpiryPolicyR\014expiry" +
-      "Policy\"\300\002\n\006Config\0221\n\010profiles\030\001 \003(\0132\025.ao" +
-      "phub.v1.LlmProfileR\010profiles\022*\n\021active_p" +
-      "rofile_id\030\002 \001(\tR\017activeProfileId\022.\n\005agen" +
-      "t\030\003 \001(\0132\030.aophub.v1.AgentSettingsR\005agent" +
-      "\022-\n\005scans\030\004 \001(\0132\027.aophub.v1.ScanSettings" +
-      "R\005scans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v1.San" +
-      "dboxSettingsR\007sandbox\022B\n\014interactions\030\006 " +
-      "\001(\0132\036.aophub.v1.InteractionSettingsR\014int" +
-      "eractions\"\237\003\n\nConfigView\0225\n\010profiles\030\001 \003" +
-      "(\0132\031.aophub.v1.LlmProfileViewR\010profiles\022" +
-      "*\n\021active_profile_id\030\002 \001(\tR\017activeProfil" +
-      "eId\022.\n\005agent\030\003 \001(\0132\030.aophub.v1.AgentSett" +
-      "ingsR\005agent\022-\n\005scans\030\004 \001(\0132\027.aophub.v1.S" +
-      "canSettingsR\005scans\0224\n\007sandbox\030\005 \001(\0132\032.ao" +
-      "phub.v1.SandboxSettingsR\007sandbox\022B\n\014inte" +
-      "ractions\030\006 \001(\0132\036.aophub.v1.InteractionSe" +
-      "ttingsR\014interactions\022\032\n\010revision\030\007 \001(\004R\010" +
-      "revision\0229\n\nupdated_at\030\010 \001(\0132\032.google.pr" +
-      "otobuf.TimestampR\tupdatedAt\"H\n\016FieldViol" +
-      "ation\022\024\n\005field\030\001 \001(\tR\005field\022 \n\013descripti" +
-      "on\030\002 \001(\tR\013description\"\022\n\020GetConfigReques" +
-      "t\"B\n\021GetConfigResponse\022-\n\006config\030\001 \001(\0132\025" +
-      ".aophub.v1.ConfigViewR\006config\"\214\001\n\023Update" +
-      "ConfigRequest\022\035\n\nrequest_id\030\001 \001(\tR\treque" +
-      "stId\022)\n\006config\030\002 \001(\0132\021.aophub.v1.ConfigR" +
-      "\006config\022+\n\021expected_revision\030\003 \001(\004R\020expe" +
-      "ctedRevision\"\312\001\n\024UpdateConfigResponse\022D\n" +
-      "\020field_violations\030\001 \003(\0132\031.aophub.v1.Fiel" +
-      "dViolationR\017fieldViolations\0223\n\010accepted\030" +
-      "\002 \001(\0132\025.aophub.v1.ConfigViewH\000R\010accepted" +
-      "\022,\n\010rejected\030\003 \001(\0132\016.aop.RejectionH\000R\010re" +
-      "jectedB\t\n\007outcome\"V\n\026ActivateProfileRequ" +
-      "est\022\035\n\nrequest_id\030\001 \001(\tR\trequestId\022\035\n\npr" +
-      "ofile_id\030\002 \001(\tR\tprofileId\"\207\001\n\027ActivatePr" +
-      "ofileResponse\0223\n\010accepted\030\001 \001(\0132\025.aophub" +
-      ".v1.ConfigViewH\000R\010accepted\022,\n\010rejected\030\002" +
-      " \001(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007outc" +
-      "ome\"x\n\016TestLLMRequest\022\035\n\nprofile_id\030\001 \001(" +
-      "\tR\tprofileId\022/\n\007profile\030\002 \001(\0132\025.aophub.v" +
-      "1.LlmProfileR\007profile\022\026\n\006prompt\030\003 \001(\tR\006p" +
-      "rompt\"\202\001\n\017TestLLMResponse\022\016\n\002ok\030\001 \001(\010R\002o" +
-      "k\022\035\n\nlatency_ms\030\002 \001(\004R\tlatencyMs\022\024\n\005repl" +
-      "y\030\003 \001(\tR\005reply\022\024\n\005error\030\004 \001(\tR\005error\022\024\n\005" +
-      "model\030\005 \001(\tR\005model\"c\n\021ListModelsRequest\022" +
-      "\035\n\nprofile_id\030\001 \001(\tR\tprofileId\022/\n\007profil" +
-      "e\030\002 \001(\0132\025.aophub.v1.LlmProfileR\007profile\"" +
-      "6\n\tModelInfo\022\016\n\002id\030\001 \001(\tR\002id\022\031\n\010owned_by" +
-      "\030\002 \001(\tR\007ownedBy\"\207\001\n\022ListModelsResponse\022\016" +
-      "\n\002ok\030\001 \001(\010R\002ok\022,\n\006models\030\002 \003(\0132\024.aophub." +
-      "v1.ModelInfoR\006models\022\024\n\005error\030\003 \001(\tR\005err" +
-      "or\022\035\n\nlatency_ms\030\004 \001(\004R\tlatencyMs\"\027\n\025Tes" +
-      "tConnectionRequest\"\177\n\026TestConnectionResp" +
-      "onse\022\016\n\002ok\030\001 \001(\010R\002ok\022\030\n\007version\030\002 \001(\tR\007v" +
-      "ersion\022;\n\013server_time\030\003 \001(\0132\032.google.pro" +
-      "tobuf.TimestampR\nserverTime*j\n\014ProviderK" +
-      "ind\022\035\n\031PROVIDER_KIND_UNSPECIFIED\020\000\022#\n\037PR" +
-      "OVIDER_KIND_OPENAI_COMPATIBLE\020\001\022\026\n\022PROVI" +
-      "DER_KIND_ECHO\020\0022\360\003\n\rConfigService\022K\n\tGet" +
-      "Config\022\033.aophub.v1.GetConfigRequest\032\034.ao" +
-      "phub.v1.GetConfigResponse\"\003\220\002\001\022O\n\014Update" +
-      "Config\022\036.aophub.v1.UpdateConfigRequest\032\037" +
-      ".aophub.v1.UpdateConfigResponse\022X\n\017Activ" +
-      "ateProfile\022!.aophub.v1.ActivateProfileRe" +
-      "quest\032\".aophub.v1.ActivateProfileRespons" +
-      "e\022@\n\007TestLLM\022\031.aophub.v1.TestLLMRequest\032" +
-      "\032.aophub.v1.TestLLMResponse\022I\n\nListModel" +
-      "s\022\034.aophub.v1.ListModelsRequest\032\035.aophub" +
-      ".v1.ListModelsResponse\022Z\n\016TestConnection" +
-      "\022 .aophub.v1.TestConnectionRequest\032!.aop" +
-      "hub.v1.TestConnectionResponse\"\003\220\002\001BI\n\021de" +
-      "v.aophub.api.v1P\001Z2github.com/aophub/aop" +
-      "hub/gen/go/aophub/v1;aophubv1b\006proto3"
+      "\006images\030\n \001(\010R\006images\"\203\002\n\rAgentSettings\022" +
+      "(\n\rtools_enabled\030\001 \001(\010H\000R\014toolsEnabled\210\001" +
+      "\001\022-\n\020ask_before_tools\030\002 \001(\010H\001R\016askBefore" +
+      "Tools\210\001\001\022\033\n\tmax_turns\030\003 \001(\rR\010maxTurns\0220\n" +
+      "\024turn_timeout_seconds\030\004 \001(\rR\022turnTimeout" +
+      "Seconds\022#\n\rsystem_prompt\030\005 \001(\tR\014systemPr" +
+      "omptB\020\n\016_tools_enabledB\023\n\021_ask_before_to" +
+      "ols\"\202\001\n\010ScanMode\022\022\n\004name\030\001 \001(\tR\004name\022 \n\013" +
+      "description\030\002 \001(\tR\013description\022#\n\rtask_t" +
+      "emplate\030\003 \001(\tR\014taskTemplate\022\033\n\tmax_turns" +
+      "\030\004 \001(\rR\010maxTurns\"\204\001\n\014ScanSettings\022 \n\013con" +
+      "currency\030\001 \001(\rR\013concurrency\022\'\n\017timeout_s" +
+      "econds\030\002 \001(\rR\016timeoutSeconds\022)\n\005modes\030\003 " +
+      "\003(\0132\023.aophub.v1.ScanModeR\005modes\"\327\001\n\017Sand" +
+      "boxSettings\022\034\n\tworkspace\030\001 \001(\tR\tworkspac" +
+      "e\022#\n\rdeny_patterns\030\002 \003(\tR\014denyPatterns\022%" +
+      "\n\016allow_patterns\030\003 \003(\tR\rallowPatterns\0220\n" +
+      "\024exec_timeout_seconds\030\004 \001(\rR\022execTimeout" +
+      "Seconds\022(\n\020output_cap_bytes\030\005 \001(\rR\016outpu" +
+      "tCapBytes\"|\n\023InteractionSettings\022\'\n\017time" +
+      "out_seconds\030\001 \001(\rR\016timeoutSeconds\022<\n\rexp" +
+      "iry_policy\030\002 \001(\0162\027.aophub.v1.ExpiryPolic" +
+      "yR\014expiryPolicy\"\300\002\n\006Config\0221\n\010profiles\030\001" +
+      " \003(\0132\025.aophub.v1.LlmProfileR\010profiles\022*\n" +
+      "\021active_profile_id\030\002 \001(\tR\017activeProfileI" +
+      "d\022.\n\005agent\030\003 \001(\0132\030.aophub.v1.AgentSettin" +
+      "gsR\005agent\022-\n\005scans\030\004 \001(\0132\027.aophub.v1.Sca" +
+      "nSettingsR\005scans\0224\n\007sandbox\030\005 \001(\0132\032.aoph" +
+      "ub.v1.SandboxSettingsR\007sandbox\022B\n\014intera" +
+      "ctions\030\006 \001(\0132\036.aophub.v1.InteractionSett" +
+      "ingsR\014interactions\"\237\003\n\nConfigView\0225\n\010pro" +
+      "files\030\001 \003(\0132\031.aophub.v1.LlmProfileViewR\010" +
+      "profiles\022*\n\021active_profile_id\030\002 \001(\tR\017act" +
+      "iveProfileId\022.\n\005agent\030\003 \001(\0132\030.aophub.v1." +
+      "AgentSettingsR\005agent\022-\n\005scans\030\004 \001(\0132\027.ao" +
+      "phub.v1.ScanSettingsR\005scans\0224\n\007sandbox\030\005" +
+      " \001(\0132\032.aophub.v1.SandboxSettingsR\007sandbo" +
+      "x\022B\n\014interactions\030\006 \001(\0132\036.aophub.v1.Inte" +
+      "ractionSettingsR\014interactions\022\032\n\010revisio" +
+      "n\030\007 \001(\004R\010revision\0229\n\nupdated_at\030\010 \001(\0132\032." +
+      "google.protobuf.TimestampR\tupdatedAt\"H\n\016" +
+      "FieldViolation\022\024\n\005field\030\001 \001(\tR\005field\022 \n\013" +
+      "description\030\002 \001(\tR\013description\"\022\n\020GetCon" +
+      "figRequest\"B\n\021GetConfigResponse\022-\n\006confi" +
+      "g\030\001 \001(\0132\025.aophub.v1.ConfigViewR\006config\"\214" +
+      "\001\n\023UpdateConfigRequest\022\035\n\nrequest_id\030\001 \001" +
+      "(\tR\trequestId\022)\n\006config\030\002 \001(\0132\021.aophub.v" +
+      "1.ConfigR\006config\022+\n\021expected_revision\030\003 " +
+      "\001(\004R\020expectedRevision\"\312\001\n\024UpdateConfigRe" +
+      "sponse\022D\n\020field_violations\030\001 \003(\0132\031.aophu" +
+      "b.v1.FieldViolationR\017fieldViolations\0223\n\010" +
+      "accepted\030\002 \001(\0132\025.aophub.v1.ConfigViewH\000R" +
+      "\010accepted\022,\n\010rejected\030\003 \001(\0132\016.aop.Reject" +
+      "ionH\000R\010rejectedB\t\n\007outcome\"V\n\026ActivatePr" +
+      "ofileRequest\022\035\n\nrequest_id\030\001 \001(\tR\treques" +
+      "tId\022\035\n\nprofile_id\030\002 \001(\tR\tprofileId\"\207\001\n\027A" +
+      "ctivateProfileResponse\0223\n\010accepted\030\001 \001(\013" +
+      "2\025.aophub.v1.ConfigViewH\000R\010accepted\022,\n\010r" +
+      "ejected\030\002 \001(\0132\016.aop.RejectionH\000R\010rejecte" +
+      "dB\t\n\007outcome\"x\n\016TestLLMRequest\022\035\n\nprofil" +
+      "e_id\030\001 \001(\tR\tprofileId\022/\n\007profile\030\002 \001(\0132\025" +
+      ".aophub.v1.LlmProfileR\007profile\022\026\n\006prompt" +
+      "\030\003 \001(\tR\006prompt\"\202\001\n\017TestLLMResponse\022\016\n\002ok" +
+      "\030\001 \001(\010R\002ok\022\035\n\nlatency_ms\030\002 \001(\004R\tlatencyM" +
+      "s\022\024\n\005reply\030\003 \001(\tR\005reply\022\024\n\005error\030\004 \001(\tR\005" +
+      "error\022\024\n\005model\030\005 \001(\tR\005model\"c\n\021ListModel" +
+      "sRequest\022\035\n\nprofile_id\030\001 \001(\tR\tprofileId\022" +
+      "/\n\007profile\030\002 \001(\0132\025.aophub.v1.LlmProfileR" +
+      "\007profile\"6\n\tModelInfo\022\016\n\002id\030\001 \001(\tR\002id\022\031\n" +
+      "\010owned_by\030\002 \001(\tR\007ownedBy\"\207\001\n\022ListModelsR" +
+      "esponse\022\016\n\002ok\030\001 \001(\010R\002ok\022,\n\006models\030\002 \003(\0132" +
+      "\024.aophub.v1.ModelInfoR\006models\022\024\n\005error\030\003" +
+      " \001(\tR\005error\022\035\n\nlatency_ms\030\004 \001(\004R\tlatency" +
+      "Ms\"\027\n\025TestConnectionRequest\"\177\n\026TestConne" +
+      "ctionResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\030\n\007version" +
+      "\030\002 \001(\tR\007version\022;\n\013server_time\030\003 \001(\0132\032.g" +
+      "oogle.protobuf.TimestampR\nserverTime*j\n\014" +
+      "ProviderKind\022\035\n\031PROVIDER_KIND_UNSPECIFIE" +
+      "D\020\000\022#\n\037PROVIDER_KIND_OPENAI_COMPATIBLE\020\001" +
+      "\022\026\n\022PROVIDER_KIND_ECHO\020\0022\360\003\n\rConfigServi" +
+      "ce\022K\n\tGetConfig\022\033.aophub.v1.GetConfigReq" +
+      "uest\032\034.aophub.v1.GetConfigResponse\"\003\220\002\001\022" +
+      "O\n\014UpdateConfig\022\036.aophub.v1.UpdateConfig" +
+      "Request\032\037.aophub.v1.UpdateConfigResponse" +
+      "\022X\n\017ActivateProfile\022!.aophub.v1.Activate" +
+      "ProfileRequest\032\".aophub.v1.ActivateProfi" +
+      "leResponse\022@\n\007TestLLM\022\031.aophub.v1.TestLL" +
+      "MRequest\032\032.aophub.v1.TestLLMResponse\022I\n\n" +
+      "ListModels\022\034.aophub.v1.ListModelsRequest" +
+      "\032\035.aophub.v1.ListModelsResponse\022Z\n\016TestC" +
+      "onnection\022 .aophub.v1.TestConnectionRequ" +
+      "est\032!.aophub.v1.TestConnectionResponse\"\003" +
+      "\220\002\001BI\n\021dev.aophub.api.v1P\001Z2github.com/a" +
+      "ophub/aophub/gen/go/aophub/v1;aophubv1b\006" +
+      "proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
