@@ -83,7 +83,7 @@ class ConfigError(Exception):
     """The configuration is invalid; ``violations`` names every bad field."""
 
     def __init__(self, violations: list[config_pb2.FieldViolation]) -> None:
-        super().__init__("; ".join(f"{v.field}: {v.description}" for v in violations))
+        super().__init__("; ".join(f"{v.field}: {v.description}" if v.field else v.description for v in violations))
         self.violations = violations
 
 
