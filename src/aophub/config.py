@@ -401,14 +401,14 @@ class ConfigStore:
         self, on_change: Callable[[], Awaitable[None]] | None = None, *, interval: float = DEFAULT_POLL_INTERVAL
     ) -> None:
         """Apply hand edits until cancelled: :meth:`reload_if_changed` every ``interval`` seconds, then
-        ``on_change`` after each applied change (a failing ``on_change`` is logged, not fatal)."""
+        ``on_change`` after each applied change (a failure is logged and the watch goes on)."""
         while True:
             await asyncio.sleep(interval)
-            if self.reload_if_changed() and on_change is not None:
-                try:
+            try:
+                if self.reload_if_changed() and on_change is not None:
                     await on_change()
-                except Exception:
-                    log.exception("applying the changed configuration failed")
+            except Exception:
+                log.exception("applying the changed %s failed", self.path)
 
     @property
     def config(self) -> config_pb2.Config:
