@@ -7,6 +7,10 @@ import stat
 from pathlib import Path
 
 import httpx
+import pytest
+
+from aophub.cli import main
+from aophub.config import CONFIG_FILE
 
 from .support.server import HubProcess
 
@@ -94,3 +98,14 @@ def test_health_needs_no_auth_and_port_zero_prints_the_real_port(tmp_path: Path)
         denied = httpx.get(f"{banner}/api/auth/session", timeout=10)
         assert denied.json() == {"authenticated": False}
         assert hub.terminate() == 0
+
+
+def test_an_invalid_configuration_file_stops_serve_with_what_is_wrong(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A config.yaml that does not validate: `aophub serve` exits 2 naming the file and the field, no traceback."""
+    (tmp_path / CONFIG_FILE).write_text("agent:\n  max_turns: 100000\n")
+    assert main(["serve", "--data-dir", str(tmp_path), "--token", FLAG_KEY, "--port", "0"]) == 2
+    error = capsys.readouterr().err
+    assert str(tmp_path / CONFIG_FILE) in error
+    assert "agent.max_turns: must be at most 1000" in error

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import stat
 import time
@@ -13,6 +15,7 @@ import httpx
 import pytest
 import yaml
 from connectrpc.code import Code
+from google.protobuf import json_format
 
 from aop import chat_pb2
 from aophub.config import CONFIG_FILE, ConfigStore
@@ -20,7 +23,8 @@ from aophub.rpc.config_service import DEFAULT_TEST_PROMPT
 from aophub.v1 import agent_pb2, config_pb2, system_pb2
 from aophub.version import VERSION
 
-from .support.fake_openai import FakeOpenAI, answer, fake_openai
+from .support.config_table import SETTINGS, document_with, value_at
+from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
 from .support.lifecycle import checked_hub
 from .support.remote import LLM_VARIABLES
 from .support.rpc import AUTH, Rpc, assert_rejected, connect_error, finish_turn, post, rpc_clients
@@ -250,6 +254,202 @@ async def test_a_stale_expected_revision_is_failed_precondition(fake: FakeOpenAI
     current = await update(rpc, config_pb2.Config(), expected_revision=1)
     assert current.accepted.revision == 2
     assert list(current.accepted.profiles) == []
+
+
+@pytest.mark.parametrize("codec", ["binary", "json"])
+async def test_every_setting_updated_shows_in_get_config_both_ways(hub: RunningHub, codec: str) -> None:
+    """Each boolean and zero-valued setting sent both ways (zero and not) is what GetConfig and the file show."""
+    async with rpc_clients(hub.http, codec=codec) as rpc:
+        for path, written, effective in SETTINGS:
+            config = json_format.ParseDict(document_with(path, written), config_pb2.Config())
+            result = await accepted(rpc, config)
+            got = await view(rpc)
+            reloaded = ConfigStore(hub.settings.data_dir, environ={}).config
+            assert (value_at(result, path), value_at(got, path), value_at(reloaded, path)) == (effective,) * 3, path
+
+
+async def test_tools_turned_off_are_not_offered_to_the_model(app: AppSocket, fake: FakeOpenAI, rpc: Rpc) -> None:
+    """With agent.tools_enabled false the model is offered no tool; turned on again, it is."""
+    off = config_pb2.AgentSettings(tools_enabled=False)
+    await accepted(rpc, config_pb2.Config(profiles=[profile(fake)], active_profile_id="fake", agent=off))
+    assert not (await view(rpc)).agent.tools_enabled
+    fake.script(answer("no tools here"), answer("tools again"))
+    session = await app.open_session()
+    await finish_turn(app, session.id, "what can you do?")
+    await accepted(rpc, config_pb2.Config(profiles=[profile(fake)], active_profile_id="fake"))
+    await finish_turn(app, session.id, "and now?")
+    without, with_tools = fake.chat_requests
+    assert "tools" not in without.body
+    assert "read_file" in {tool["function"]["name"] for tool in with_tools.body["tools"]}
+
+
+async def test_ask_before_tools_turned_off_runs_tools_without_asking(
+    app: AppSocket, fake: FakeOpenAI, rpc: Rpc
+) -> None:
+    """With agent.ask_before_tools false a tool call runs at once: no interaction, the turn completes."""
+    agent = config_pb2.AgentSettings(tools_enabled=True, ask_before_tools=False)
+    await accepted(rpc, config_pb2.Config(profiles=[profile(fake)], active_profile_id="fake", agent=agent))
+    fake.script(tool_calls(("call_list", "list_dir", '{"path": "."}')), answer("listed"))
+    session = await app.open_session()
+    turn_id = await finish_turn(app, session.id, "list the workspace")
+    events = await rpc.sessions.list_events(chat_pb2.ListEventsRequest(session_id=session.id))
+    kinds = [d.event.WhichOneof("payload") for d in events.events if d.event.turn_id == turn_id]
+    assert "extension" not in kinds
+    assert kinds.count("tool_result") == 1
+    assert await assistant_text(rpc, session.id, turn_id) == "listed"
+
+
+async def test_sandbox_settings_apply_without_a_restart(app: AppSocket, fake: FakeOpenAI, rpc: Rpc) -> None:
+    """A deny pattern added by UpdateConfig refuses the next exec of the running hub's built-in agent."""
+    agent = config_pb2.AgentSettings(tools_enabled=True, ask_before_tools=False)
+    base = config_pb2.Config(profiles=[profile(fake)], active_profile_id="fake", agent=agent)
+    exec_call = tool_calls(("call_exec", "exec", '{"command": "echo forbidden-word"}'))
+    session = await app.open_session()
+    outputs = []
+    for deny in ([], ["forbidden-word"]):
+        config = config_pb2.Config()
+        config.CopyFrom(base)
+        config.sandbox.deny_patterns.extend(deny)
+        await accepted(rpc, config)
+        fake.script(exec_call, answer("done"))
+        turn_id = await finish_turn(app, session.id, "run it")
+        events = await rpc.sessions.list_events(chat_pb2.ListEventsRequest(session_id=session.id))
+        (result,) = [
+            d.event.tool_result for d in events.events if d.event.turn_id == turn_id and d.event.tool_result.call_id
+        ]
+        outputs.append((result.is_error, result.output[0].text.text))
+    assert outputs[0] == (False, "exit code: 0\nforbidden-word\n")
+    assert outputs[1][0]
+    assert "forbidden-word" in outputs[1][1]
+
+
+# -- hand edits of config.yaml while the hub runs ------------------------------------------
+
+
+class Polls:
+    """Each look of the running hub's config watcher at the file, as it happens (``True``: a change was applied)."""
+
+    def __init__(self, store: ConfigStore, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.results: asyncio.Queue[bool] = asyncio.Queue()
+        look = store.reload_if_changed
+
+        def reload_if_changed(*, at_once: bool = False) -> bool:
+            changed = look(at_once=at_once)
+            self.results.put_nowait(changed)
+            return changed
+
+        monkeypatch.setattr(store, "reload_if_changed", reload_if_changed)
+
+    async def applied(self) -> None:
+        """Wait for a look that applies a change, then for the next (so the change's callback has run)."""
+        while not await self.results.get():
+            pass
+        await self.results.get()
+
+    async def settled(self) -> None:
+        """Wait for the two looks that decide about an edit made before this call: seen, then read."""
+        for _ in range(2):
+            await self.results.get()
+
+
+def edit(hub: RunningHub, text: str) -> None:
+    """Replace config.yaml as an editor would."""
+    (hub.settings.data_dir / CONFIG_FILE).write_text(text)
+
+
+HAND_EDIT = """\
+# Tried by hand on a running hub.
+profiles:
+  - id: fake
+    name: Fake
+    provider: PROVIDER_KIND_OPENAI_COMPATIBLE
+    base_url: {base_url}
+    api_key: {key}
+    model: fake-model  # the cheap one
+active_profile_id: fake
+agent:
+  tools_enabled: false  # untrusted model
+"""
+
+
+async def test_a_hand_edit_applies_to_the_running_hub(
+    tmp_path: Path, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """config.yaml edited by hand: GetConfig, the built-in agent's status and its next turn follow, no restart."""
+    for name in LLM_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    async with (
+        checked_hub(tmp_path, config_poll_interval=0.01) as hub,
+        rpc_clients(hub.http) as rpc,
+        await AppSocket.open(hub.app_url) as app,
+    ):
+        polls = Polls(hub.runtime.config, monkeypatch)
+        edit(hub, HAND_EDIT.format(base_url=fake.base_url, key=KEY))
+        await polls.applied()
+        config = await view(rpc)
+        assert config.active_profile_id == "fake"
+        assert (config.revision, config.agent.tools_enabled, config.agent.ask_before_tools) == (1, False, True)
+        local = hub.runtime.hub.nodes.get("local")
+        assert local is not None
+        assert (local.status.provider, local.status.model) == ("openai", "fake-model")
+        fake.script(answer("from the hand-edited profile"))
+        session = await app.open_session()
+        turn_id = await finish_turn(app, session.id, "hello")
+        assert await assistant_text(rpc, session.id, turn_id) == "from the hand-edited profile"
+        (request,) = fake.chat_requests
+        assert "tools" not in request.body
+
+
+async def test_a_bad_hand_edit_keeps_the_last_good_configuration(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hand edit that does not validate is logged and changes nothing; fixed, it applies."""
+    async with checked_hub(tmp_path, config_poll_interval=0.01) as hub, rpc_clients(hub.http) as rpc:
+        good = await accepted(rpc, config_pb2.Config(agent=config_pb2.AgentSettings(tools_enabled=False)))
+        polls = Polls(hub.runtime.config, monkeypatch)
+        with caplog.at_level(logging.WARNING, logger="aophub.config"):
+            edit(hub, "agent:\n  tools_enabled: true\n  max_turns: 100000\n")
+            await polls.settled()
+        (refused,) = caplog.records
+        assert "agent.max_turns: must be at most 1000" in refused.getMessage()
+        assert await view(rpc) == good
+        edit(hub, "agent:\n  tools_enabled: true\n  max_turns: 100\n")
+        await polls.applied()
+        fixed = await view(rpc)
+        assert (fixed.revision, fixed.agent.tools_enabled, fixed.agent.max_turns) == (good.revision + 1, True, 100)
+
+
+async def test_update_config_keeps_the_comments_of_a_hand_edited_file(
+    hub: RunningHub, fake: FakeOpenAI, rpc: Rpc
+) -> None:
+    """UpdateConfig rewrites config.yaml with the user's comments where they were."""
+    first = await accepted(rpc, config_pb2.Config(agent=config_pb2.AgentSettings(max_turns=2)))
+    edit(hub, HAND_EDIT.format(base_url=fake.base_url, key=KEY))
+    changed = config_pb2.Config(
+        profiles=[profile(fake, api_key=None)], active_profile_id="fake", agent=config_pb2.AgentSettings(max_turns=4)
+    )
+    changed.agent.tools_enabled = False
+    assert_rejected(await update(rpc, changed, expected_revision=first.revision), "FAILED_PRECONDITION")
+    result = (await update(rpc, changed, expected_revision=first.revision + 1)).accepted
+    assert (result.revision, result.agent.max_turns, result.agent.tools_enabled) == (3, 4, False)
+    text = (hub.settings.data_dir / CONFIG_FILE).read_text()
+    assert text.startswith("# Tried by hand on a running hub.\n")
+    assert "model: fake-model  # the cheap one\n" in text
+    assert "tools_enabled: false  # untrusted model\n" in text
+    assert stored(hub)["profiles"][0]["api_key"] == KEY  # type: ignore[index]
+
+
+async def test_a_hand_edit_not_yet_polled_is_seen_by_the_next_change(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """UpdateConfig and ActivateProfile read the file first: a stale revision is refused, the edit is not lost."""
+    async with checked_hub(tmp_path, config_poll_interval=3600) as hub, rpc_clients(hub.http) as rpc:
+        before = await accepted(rpc, config_pb2.Config(profiles=[profile(fake), profile(fake, profile_id="other")]))
+        edit(hub, yaml.safe_dump({**stored(hub), "agent": {"tools_enabled": False}}))
+        stale = await update(rpc, config_pb2.Config(), expected_revision=before.revision)
+        assert "revision" in assert_rejected(stale, "FAILED_PRECONDITION").message
+        switched = (await activate(rpc, "other")).accepted
+        assert (switched.revision, switched.active_profile_id) == (before.revision + 2, "other")
+        assert not switched.agent.tools_enabled
+        assert stored(hub)["agent"]["tools_enabled"] is False  # type: ignore[index]
 
 
 # -- ActivateProfile -----------------------------------------------------------------

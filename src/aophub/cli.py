@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from aophub.agent.builtin import builtin_agent
-from aophub.config import ConfigError, ConfigStore
+from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.node.client import NodeRefused, serve_agent
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES, Settings
 from aophub.transport.app import create_app
@@ -104,7 +104,12 @@ def serve(args: argparse.Namespace) -> int:
         "  try:        python examples/acp/client.py --server http://HOST:PORT --token KEY --node local -p hello",
     ]
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    run_server(create_app(settings), settings, details=banner, http2=args.http2, log_level=args.log_level)
+    try:
+        app = create_app(settings)
+    except ConfigError as error:
+        print(f"aophub: invalid configuration in {args.data_dir / CONFIG_FILE}: {error}", file=sys.stderr)
+        return 2
+    run_server(app, settings, details=banner, http2=args.http2, log_level=args.log_level)
     return 0
 
 
@@ -122,8 +127,16 @@ def node(args: argparse.Namespace) -> int:
         return 2
     agent = builtin_agent(config, echo_delay=args.echo_delay)
     print(f"aophub node {args.node_id} serving {args.server} with model {agent.status().model}", flush=True)
+
+    async def serve_and_apply_hand_edits() -> None:
+        watch = asyncio.create_task(config.watch())  # edits of config.yaml apply from the next turn
+        try:
+            await serve_agent(args.server, token, args.node_id, agent, name=args.name)
+        finally:
+            watch.cancel()
+
     try:
-        asyncio.run(serve_agent(args.server, token, args.node_id, agent, name=args.name))
+        asyncio.run(serve_and_apply_hand_edits())
     except NodeRefused as error:
         print(f"aophub node: {error}", file=sys.stderr)
         return 1

@@ -8,28 +8,38 @@ When the file names no LLM profile, ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` /
 agent uses the offline ``echo`` model.
 
 :class:`ConfigStore` is read by the running hub at each use, so an update
-applies without a restart.
+applies without a restart. Hand edits of the file apply too:
+:meth:`ConfigStore.watch` polls the file and applies a changed one once it is
+valid. When the hub rewrites the file (UpdateConfig), the user's comments and
+key spelling are kept (round-trip YAML).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import io
+import logging
 import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-import yaml
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
 
 from aophub.v1 import config_pb2, interaction_pb2
 
 __all__ = [
     "CONFIG_FILE",
+    "DEFAULT_POLL_INTERVAL",
     "ConfigError",
     "ConfigStore",
     "default_config",
@@ -37,7 +47,15 @@ __all__ = [
     "validate",
 ]
 
+log = logging.getLogger(__name__)
+
 CONFIG_FILE = "config.yaml"
+# Seconds between two looks at the file for hand edits.
+DEFAULT_POLL_INTERVAL = 1.0
+HEADER = (
+    "aophub configuration (aophub.v1.Config). Edit it by hand or with ConfigService.UpdateConfig:\n"
+    "a saved edit applies to the running hub within seconds, and comments are kept."
+)
 ENV_PROFILE_ID = "env"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -66,7 +84,7 @@ class ConfigError(Exception):
     """The configuration is invalid; ``violations`` names every bad field."""
 
     def __init__(self, violations: list[config_pb2.FieldViolation]) -> None:
-        super().__init__("; ".join(f"{v.field}: {v.description}" for v in violations))
+        super().__init__("; ".join(f"{v.field}: {v.description}" if v.field else v.description for v in violations))
         self.violations = violations
 
 
@@ -212,8 +230,105 @@ def _copy(message: _M) -> _M:
     return copied
 
 
+def _contents(path: Path) -> bytes | None:
+    """The file's bytes, or None when there is no file. (The bytes, not its mtime and size, tell one
+    version from the next: two same-sized writes within one tick of the file system's clock look alike.)"""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise ConfigError([_violation("", f"cannot read {path.name}: {error}")]) from None
+
+
+def _round_trip_yaml() -> YAML:
+    """YAML 1.2 that keeps comments, key order and spelling; lists indented under their key, long
+    strings (prompts, templates) on one line."""
+    yaml = YAML()
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096
+    return yaml
+
+
+def _parse(contents: bytes | None, where: Path) -> tuple[config_pb2.Config, int]:
+    """The configuration and revision of the file's ``contents`` (None: no file, the empty configuration);
+    raises ConfigError naming what is wrong."""
+    if contents is None:
+        return config_pb2.Config(), 0
+    try:
+        raw = YAML(typ="safe", pure=True).load(contents.decode())
+    except UnicodeDecodeError as error:
+        raise ConfigError([_violation("", f"{where.name} is not UTF-8 text: {error}")]) from None
+    except YAMLError as error:
+        raise ConfigError([_violation("", f"{where.name} is not valid YAML: {error}")]) from None
+    raw = {} if raw is None else raw
+    if not isinstance(raw, dict):
+        raise ConfigError([_violation("", f"{where.name} must hold a mapping")])
+    revision = raw.pop("revision", 0) or 0
+    if not isinstance(revision, int) or revision < 0:
+        raise ConfigError([_violation("revision", "must be a whole number")])
+    stored = config_pb2.Config()
+    try:
+        json_format.ParseDict(raw, stored)
+    except json_format.ParseError as error:
+        raise ConfigError([_violation("", str(error))]) from None
+    problems = validate(_merge_defaults(stored))
+    if problems:
+        raise ConfigError(problems)
+    return stored, revision
+
+
+def _field_name(key: object) -> object:
+    """A key of the file as a proto field name (ProtoJSON's camelCase spelling names the same field)."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", lambda m: "_" + m.group(1).lower(), key) if isinstance(key, str) else key
+
+
+def _identity(item: object) -> object:
+    """What a list item is known by across a rewrite: a profile's id, a scan mode's name."""
+    if isinstance(item, Mapping):
+        names = {_field_name(key): value for key, value in item.items()}
+        return names.get("id") or names.get("name")
+    return None
+
+
+def _rewritten(old: object, new: object) -> object:
+    """``new`` (plain data) built into ``old`` (the file's round-trip tree), so that the comments and the
+    key spelling of every setting that remains are kept."""
+    if isinstance(old, CommentedMap) and isinstance(new, dict):
+        keys = {_field_name(key): key for key in old}
+        for name, key in keys.items():
+            if name not in new:
+                del old[key]
+        for name, value in new.items():
+            key = keys.get(name, name)
+            old[key] = _rewritten(old[key], value) if key in old else value
+        return old
+    if isinstance(old, CommentedSeq) and isinstance(new, list):
+        # A profile (or scan mode) keeps its own comments wherever it moves; other items go by position.
+        known = {_identity(item): item for item in old if _identity(item) is not None}
+        items = []
+        for index, value in enumerate(new):
+            identity = _identity(value)
+            if identity is not None:
+                items.append(_rewritten(known.get(identity), value))
+            else:
+                items.append(_rewritten(old[index] if index < len(old) else None, value))
+        del old[len(items) :]
+        for index, item in enumerate(items):
+            if index < len(old):
+                old[index] = item
+            else:
+                old.append(item)
+        return old
+    return new
+
+
 class ConfigStore:
-    """The configuration file of one data directory, with the revision of the last write."""
+    """The configuration file of one data directory, with the revision of the last change.
+
+    The file is the truth: :meth:`save` rewrites it, and :meth:`reload_if_changed` (polled by
+    :meth:`watch`) applies what someone else wrote to it.
+    """
 
     def __init__(
         self, data_dir: Path, *, environ: Mapping[str, str] = os.environ, clock: Callable[[], float] = time.time
@@ -226,6 +341,10 @@ class ConfigStore:
         self._effective: config_pb2.Config | None = None  # computed from _stored when first needed
         self.revision = 0
         self.updated_at = 0.0
+        # The contents of the file last applied (or refused), and other contents seen since, waiting
+        # to hold still (a missing file is None, so "nothing waiting" needs its own flag).
+        self._seen: bytes | None = None
+        self._changing: tuple[bytes | None] | None = None
         self.load()
 
     def __repr__(self) -> str:
@@ -233,23 +352,64 @@ class ConfigStore:
 
     def load(self) -> None:
         """(Re)read the file; a missing file is an empty configuration. Raises ConfigError if invalid."""
-        stored = config_pb2.Config()
-        if self.path.exists():
-            raw = yaml.safe_load(self.path.read_text()) or {}
-            if not isinstance(raw, dict):
-                raise ConfigError([config_pb2.FieldViolation(field="", description=f"{self.path} must hold a mapping")])
-            revision = int(raw.pop("revision", 0) or 0)
-            try:
-                json_format.ParseDict(raw, stored)
-            except json_format.ParseError as error:
-                raise ConfigError([config_pb2.FieldViolation(field="", description=str(error))]) from None
-            problems = validate(_merge_defaults(stored))
-            if problems:
-                raise ConfigError(problems)
-            self.revision = revision
+        contents = _contents(self.path)
+        stored, revision = _parse(contents, self.path)
+        if contents is not None:
             self.updated_at = self.path.stat().st_mtime
+        self.revision = revision
+        self._apply(stored)
+        self._seen, self._changing = contents, None
+
+    def _apply(self, stored: config_pb2.Config) -> None:
         self._stored = stored
         self._effective = None
+
+    def reload_if_changed(self, *, at_once: bool = False) -> bool:
+        """Apply a change someone else made to the file (a hand edit); True when the settings changed.
+
+        The file is read at each call; new contents are applied once they have held still from one
+        call to the next (unless ``at_once``), so a file caught half-written by an editor is not
+        applied. A file that does not parse or validate is logged once and the last good
+        configuration stays. A removed file means the defaults, as at start. An edit that changes no
+        setting (a comment) changes nothing. Each applied change increments the revision.
+        """
+        try:
+            contents = _contents(self.path)
+        except ConfigError as error:
+            log.warning("%s cannot be checked for changes: %s", self.path, error)
+            return False
+        if contents == self._seen:
+            self._changing = None
+            return False
+        if self._changing != (contents,) and not at_once:
+            self._changing = (contents,)
+            return False
+        self._seen, self._changing = contents, None
+        try:
+            stored, revision = _parse(contents, self.path)
+        except ConfigError as error:
+            log.warning("%s is not applied, the last good configuration stays: %s", self.path, error)
+            return False
+        if stored == self._stored:
+            return False
+        self.revision = max(revision, self.revision + 1)
+        self.updated_at = self._clock()
+        self._apply(stored)
+        log.info("%s changed on disk: applied as revision %d", self.path, self.revision)
+        return True
+
+    async def watch(
+        self, on_change: Callable[[], Awaitable[None]] | None = None, *, interval: float = DEFAULT_POLL_INTERVAL
+    ) -> None:
+        """Apply hand edits until cancelled: :meth:`reload_if_changed` every ``interval`` seconds, then
+        ``on_change`` after each applied change (a failure is logged and the watch goes on)."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if self.reload_if_changed() and on_change is not None:
+                    await on_change()
+            except Exception:
+                log.exception("applying the changed %s failed", self.path)
 
     @property
     def config(self) -> config_pb2.Config:
@@ -291,15 +451,33 @@ class ConfigStore:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def _rewrite(self, document: dict[str, Any]) -> str:
+        """The file's new text: ``document`` built into the current file, keeping its comments."""
+        yaml = _round_trip_yaml()
+        tree: object = None
+        try:
+            tree = yaml.load(self.path.read_text()) if self.path.exists() else None
+        except (OSError, UnicodeDecodeError, YAMLError) as error:
+            log.warning("%s cannot be read, so it is rewritten without its comments: %s", self.path, error)
+        if not isinstance(tree, CommentedMap):
+            tree = CommentedMap()
+            tree.yaml_set_start_comment(HEADER)
+        out = io.StringIO()
+        yaml.dump(_rewritten(tree, document), out)
+        return out.getvalue()
+
     def save(self, config: config_pb2.Config) -> None:
-        """Validate ``config`` and write it atomically (temp file, fsync, rename); raises ConfigError."""
+        """Validate ``config`` and write it atomically (temp file, fsync, rename); raises ConfigError.
+
+        The user's comments, key order and key spelling in the file are kept for every setting
+        that remains.
+        """
         problems = validate(_merge_defaults(config))
         if problems:
             raise ConfigError(problems)
         document = json_format.MessageToDict(config, preserving_proto_field_name=True)
         document["revision"] = self.revision + 1
-        text = "# aophub configuration (written by the hub; comments are not kept)\n"
-        text += yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+        text = self._rewrite(document)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(prefix=".config-", suffix=".yaml", dir=self.data_dir)
         try:
@@ -308,11 +486,37 @@ class ConfigStore:
                 handle.flush()
                 os.fsync(handle.fileno())
             os.chmod(temp, 0o600)
-            os.replace(temp, self.path)
+            with _old_version(self.path) as old:
+                os.replace(temp, self.path)
+                _empty_if_still_linked(old)
         except BaseException:
             Path(temp).unlink(missing_ok=True)
             raise
-        self._stored = config
-        self._effective = None
+        self._seen, self._changing = text.encode(), None
+        self._apply(_copy(config))
         self.revision += 1
         self.updated_at = self._clock()
+
+
+@contextlib.contextmanager
+def _old_version(path: Path) -> Iterator[int | None]:
+    """An open descriptor on the file at ``path`` before it is replaced (None when there is none)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _empty_if_still_linked(fd: int | None) -> None:
+    """Empty a replaced configuration that another name still links to.
+
+    A hard link made to the file (by a command the agent ran, say) would otherwise keep the old
+    settings, API keys included, readable after every rewrite.
+    """
+    if fd is not None and os.fstat(fd).st_nlink > 0:
+        os.ftruncate(fd, 0)

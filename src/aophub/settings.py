@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from aophub.config import DEFAULT_POLL_INTERVAL
+
 __all__ = ["DATABASE_FILE", "DEFAULT_MAX_FRAME_BYTES", "Settings"]
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
@@ -34,6 +36,8 @@ class Settings:
     # is missing ``ws_ping_timeout`` seconds later is dropped, so a silent node goes within 90 s.
     ws_ping_interval: float = 30.0
     ws_ping_timeout: float = 60.0
+    # Seconds between two looks at config.yaml for hand edits (applied while running).
+    config_poll_interval: float = DEFAULT_POLL_INTERVAL
 
     @property
     def database(self) -> Path:

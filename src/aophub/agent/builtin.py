@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aop import event_pb2
+from aop import content_pb2, event_pb2
 from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES
 from aophub.agent.audit import AuditLog
 from aophub.agent.echo import EchoAgent
 from aophub.agent.history import history_from_events
-from aophub.agent.loop import BuiltinAgent
+from aophub.agent.loop import BuiltinAgent, ToolOutcome
 from aophub.agent.provider import ChatMessage
 from aophub.agent.sandbox import ExecPolicy, Workspace
 from aophub.agent.tools import ToolBox
@@ -22,8 +22,9 @@ from aophub.config import ConfigStore
 from aophub.settings import DATABASE_FILE
 from aophub.store.base import Store
 from aophub.transport.auth import ACCESS_KEY_FILE
+from aophub.v1 import config_pb2
 
-__all__ = ["AUDIT_LOG", "builtin_agent", "hub_files"]
+__all__ = ["AUDIT_LOG", "ConfiguredTools", "builtin_agent", "hub_files"]
 
 AUDIT_LOG = "audit.jsonl"
 HISTORY_PAGE = 1000
@@ -37,17 +38,72 @@ def hub_files(config: ConfigStore) -> tuple[Path, ...]:
     return (config.path, data_dir / ACCESS_KEY_FILE, database, *sqlite_files, data_dir / AUDIT_LOG)
 
 
+class ConfiguredTools:
+    """The built-in tools under the sandbox settings in effect now: the tool box is rebuilt when they
+    change (UpdateConfig or a hand edit of the file), so a change applies from the next tool call."""
+
+    def __init__(self, config: ConfigStore, audit: AuditLog) -> None:
+        self._config = config
+        self._audit = audit
+        self._settings: config_pb2.SandboxSettings | None = None
+        self._tools: ToolBox | None = None
+
+    def __repr__(self) -> str:
+        return f"<ConfiguredTools {self._tools!r}>"
+
+    def current(self) -> ToolBox:
+        """The tool box of the sandbox settings in effect."""
+        settings = self._config.sandbox_settings()
+        if self._tools is None or settings != self._settings:
+            workspace = Workspace(self._config.workspace(), protected=hub_files(self._config))
+            self._tools = ToolBox(workspace, ExecPolicy.from_settings(settings), self._audit)
+            self._settings = settings
+        return self._tools
+
+    def definitions(self) -> list[content_pb2.ToolDefinition]:
+        return self.current().definitions()
+
+    async def call(self, name: str, arguments: bytes, *, session_id: str, turn_id: str, call_id: str) -> ToolOutcome:
+        return await self.current().call(name, arguments, session_id=session_id, turn_id=turn_id, call_id=call_id)
+
+    def record(
+        self,
+        name: str,
+        arguments: bytes,
+        text: str,
+        *,
+        is_error: bool,
+        duration_ms: int,
+        kind: str,
+        session_id: str,
+        turn_id: str,
+        call_id: str,
+    ) -> None:
+        self.current().record(
+            name,
+            arguments,
+            text,
+            is_error=is_error,
+            duration_ms=duration_ms,
+            kind=kind,
+            session_id=session_id,
+            turn_id=turn_id,
+            call_id=call_id,
+        )
+
+    def workspace(self) -> Workspace:
+        """The workspace of the sandbox settings in effect (attachments are saved there)."""
+        return self.current().workspace
+
+
 def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store | None = None) -> BuiltinAgent:
     """The built-in agent over ``config``: its active LLM profile (or echo), tools in its workspace.
 
     With the hub's ``store`` (the in-process node), a session's conversation is rebuilt from its
     stored events after a restart.
     """
-    tools = ToolBox(
-        Workspace(config.workspace(), protected=hub_files(config)),
-        ExecPolicy.from_settings(config.sandbox_settings()),
-        AuditLog(config.data_dir / AUDIT_LOG),
-    )
+    tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG))
+    tools.current()  # a workspace that cannot be made fails at start
 
     async def load_history(session_id: str, turn_id: str) -> list[ChatMessage]:
         assert store is not None

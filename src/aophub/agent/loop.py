@@ -197,7 +197,7 @@ class BuiltinAgent:
     ``tools`` are the agent's own tools (offered when ``tools_enabled``).
     ``history`` maps a session id to its conversation, kept in memory (a
     restart forgets it). Files attached to a turn are saved in ``workspace``
-    (see :mod:`aophub.agent.attachments`).
+    (or the one it returns at each turn; see :mod:`aophub.agent.attachments`).
     """
 
     def __init__(
@@ -210,7 +210,7 @@ class BuiltinAgent:
         history: MutableMapping[str, list[ChatMessage]] | None = None,
         echo: Agent | None = None,
         load_history: Callable[[str, str], Awaitable[list[ChatMessage]]] | None = None,
-        workspace: Workspace | None = None,
+        workspace: Workspace | Callable[[], Workspace] | None = None,
     ) -> None:
         self._profile = profile
         self._settings = settings
@@ -247,7 +247,8 @@ class BuiltinAgent:
         if turn.session_id not in self.history and self._load_history is not None:
             self.history[turn.session_id] = await self._load_history(turn.session_id, turn.turn_id)
         history = self.history.setdefault(turn.session_id, [])
-        run = _TurnRun(turn, profile, settings, self._tools, history, workspace=self._workspace)
+        workspace = self._workspace() if callable(self._workspace) else self._workspace
+        run = _TurnRun(turn, profile, settings, self._tools, history, workspace=workspace)
         await run.prepare()
         provider = self._provider_factory(profile)
         try:

@@ -76,6 +76,11 @@ class ConfigServiceImpl:
     async def get_config(self, request: config_pb2.GetConfigRequest, ctx: Ctx) -> config_pb2.GetConfigResponse:
         return config_pb2.GetConfigResponse(config=self.view())
 
+    async def _refresh(self) -> None:
+        """Apply a hand edit of the file the watcher has not applied yet, so a change never overwrites it unseen."""
+        if self.config.reload_if_changed(at_once=True) and self._on_change is not None:
+            await self._on_change()
+
     async def _save(self, config: config_pb2.Config) -> None:
         self.config.save(config)
         if self._on_change is not None:
@@ -83,6 +88,7 @@ class ConfigServiceImpl:
 
     async def update_config(self, request: config_pb2.UpdateConfigRequest, ctx: Ctx) -> config_pb2.UpdateConfigResponse:
         async def execute(claim: object) -> config_pb2.UpdateConfigResponse:
+            await self._refresh()
             if request.expected_revision and request.expected_revision != self.config.revision:
                 current, expected = self.config.revision, request.expected_revision
                 raise HubError(
@@ -111,6 +117,7 @@ class ConfigServiceImpl:
         self, request: config_pb2.ActivateProfileRequest, ctx: Ctx
     ) -> config_pb2.ActivateProfileResponse:
         async def execute(claim: object) -> config_pb2.ActivateProfileResponse:
+            await self._refresh()
             config = self.config.config
             if request.profile_id and request.profile_id not in {profile.id for profile in config.profiles}:
                 raise HubError(Code.NOT_FOUND, f"profile {request.profile_id} not found")

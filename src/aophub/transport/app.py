@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -98,9 +99,14 @@ def create_app(settings: Settings) -> Starlette:
             await store.close()
             raise
         app.state.runtime = runtime
+        # Hand edits of config.yaml apply while running; the built-in node announces its new status.
+        watch = asyncio.create_task(config.watch(local_node.announce, interval=settings.config_poll_interval))
         try:
             yield
         finally:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
             await scans.stop()  # running scans stay RUNNING; the next start fails them
             await hub.stop()  # before the node, so the built-in node's running turns are left to recovery
             await local_node.stop()

@@ -336,9 +336,11 @@ func (x *LlmProfileView) GetImages() bool {
 type AgentSettings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// True to offer the tools (read_file, write_file, edit_file, list_dir, exec).
-	ToolsEnabled bool `protobuf:"varint,1,opt,name=tools_enabled,json=toolsEnabled,proto3" json:"tools_enabled,omitempty"`
-	// True to ask the application before each tool call.
-	AskBeforeTools bool `protobuf:"varint,2,opt,name=ask_before_tools,json=askBeforeTools,proto3" json:"ask_before_tools,omitempty"`
+	// Unset means true; false (set explicitly) turns the tools off.
+	ToolsEnabled *bool `protobuf:"varint,1,opt,name=tools_enabled,json=toolsEnabled,proto3,oneof" json:"tools_enabled,omitempty"`
+	// True to ask the application before each tool call. Unset means true;
+	// false (set explicitly) runs tool calls without asking.
+	AskBeforeTools *bool `protobuf:"varint,2,opt,name=ask_before_tools,json=askBeforeTools,proto3,oneof" json:"ask_before_tools,omitempty"`
 	// Bound on agent loop iterations per turn; 0 means 25.
 	MaxTurns uint32 `protobuf:"varint,3,opt,name=max_turns,json=maxTurns,proto3" json:"max_turns,omitempty"`
 	// Timeout of a whole turn in seconds; 0 means 600.
@@ -384,15 +386,15 @@ func (*AgentSettings) Descriptor() ([]byte, []int) {
 }
 
 func (x *AgentSettings) GetToolsEnabled() bool {
-	if x != nil {
-		return x.ToolsEnabled
+	if x != nil && x.ToolsEnabled != nil {
+		return *x.ToolsEnabled
 	}
 	return false
 }
 
 func (x *AgentSettings) GetAskBeforeTools() bool {
-	if x != nil {
-		return x.AskBeforeTools
+	if x != nil && x.AskBeforeTools != nil {
+		return *x.AskBeforeTools
 	}
 	return false
 }
@@ -651,7 +653,7 @@ type InteractionSettings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Seconds a pending interaction waits for an answer; 0 means 600.
 	TimeoutSeconds uint32 `protobuf:"varint,1,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
-	// What happens on expiry.
+	// What happens on expiry; unset means EXPIRY_POLICY_DENY.
 	ExpiryPolicy  ExpiryPolicy `protobuf:"varint,2,opt,name=expiry_policy,json=expiryPolicy,proto3,enum=aophub.v1.ExpiryPolicy" json:"expiry_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1807,14 +1809,16 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\x0econtext_window\x18\b \x01(\rR\rcontextWindow\x12'\n" +
 	"\x0ftimeout_seconds\x18\t \x01(\rR\x0etimeoutSeconds\x12\x16\n" +
 	"\x06images\x18\n" +
-	" \x01(\bR\x06images\"\x8a\x02\n" +
-	"\rAgentSettings\x12#\n" +
-	"\rtools_enabled\x18\x01 \x01(\bR\ftoolsEnabled\x12(\n" +
-	"\x10ask_before_tools\x18\x02 \x01(\bR\x0easkBeforeTools\x12\x1b\n" +
+	" \x01(\bR\x06images\"\xbb\x02\n" +
+	"\rAgentSettings\x12(\n" +
+	"\rtools_enabled\x18\x01 \x01(\bH\x00R\ftoolsEnabled\x88\x01\x01\x12-\n" +
+	"\x10ask_before_tools\x18\x02 \x01(\bH\x01R\x0easkBeforeTools\x88\x01\x01\x12\x1b\n" +
 	"\tmax_turns\x18\x03 \x01(\rR\bmaxTurns\x120\n" +
 	"\x14turn_timeout_seconds\x18\x04 \x01(\rR\x12turnTimeoutSeconds\x12#\n" +
 	"\rsystem_prompt\x18\x05 \x01(\tR\fsystemPrompt\x126\n" +
-	"\x17inline_attachment_bytes\x18\x06 \x01(\rR\x15inlineAttachmentBytes\"\x82\x01\n" +
+	"\x17inline_attachment_bytes\x18\x06 \x01(\rR\x15inlineAttachmentBytesB\x10\n" +
+	"\x0e_tools_enabledB\x13\n" +
+	"\x11_ask_before_tools\"\x82\x01\n" +
 	"\bScanMode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12#\n" +
@@ -2017,6 +2021,7 @@ func file_aophub_v1_config_proto_init() {
 	}
 	file_aophub_v1_interaction_proto_init()
 	file_aophub_v1_config_proto_msgTypes[0].OneofWrappers = []any{}
+	file_aophub_v1_config_proto_msgTypes[2].OneofWrappers = []any{}
 	file_aophub_v1_config_proto_msgTypes[13].OneofWrappers = []any{
 		(*UpdateConfigResponse_Accepted)(nil),
 		(*UpdateConfigResponse_Rejected)(nil),

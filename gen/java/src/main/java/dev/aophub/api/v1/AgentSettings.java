@@ -53,14 +53,29 @@ private static final long serialVersionUID = 0L;
             dev.aophub.api.v1.AgentSettings.class, dev.aophub.api.v1.AgentSettings.Builder.class);
   }
 
+  private int bitField0_;
   public static final int TOOLS_ENABLED_FIELD_NUMBER = 1;
   private boolean toolsEnabled_ = false;
   /**
    * <pre>
    * True to offer the tools (read_file, write_file, edit_file, list_dir, exec).
+   * Unset means true; false (set explicitly) turns the tools off.
    * </pre>
    *
-   * <code>bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
+   * <code>optional bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
+   * @return Whether the toolsEnabled field is set.
+   */
+  @java.lang.Override
+  public boolean hasToolsEnabled() {
+    return ((bitField0_ & 0x00000001) != 0);
+  }
+  /**
+   * <pre>
+   * True to offer the tools (read_file, write_file, edit_file, list_dir, exec).
+   * Unset means true; false (set explicitly) turns the tools off.
+   * </pre>
+   *
+   * <code>optional bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
    * @return The toolsEnabled.
    */
   @java.lang.Override
@@ -72,10 +87,24 @@ private static final long serialVersionUID = 0L;
   private boolean askBeforeTools_ = false;
   /**
    * <pre>
-   * True to ask the application before each tool call.
+   * True to ask the application before each tool call. Unset means true;
+   * false (set explicitly) runs tool calls without asking.
    * </pre>
    *
-   * <code>bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
+   * <code>optional bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
+   * @return Whether the askBeforeTools field is set.
+   */
+  @java.lang.Override
+  public boolean hasAskBeforeTools() {
+    return ((bitField0_ & 0x00000002) != 0);
+  }
+  /**
+   * <pre>
+   * True to ask the application before each tool call. Unset means true;
+   * false (set explicitly) runs tool calls without asking.
+   * </pre>
+   *
+   * <code>optional bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
    * @return The askBeforeTools.
    */
   @java.lang.Override
@@ -191,10 +220,10 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public void writeTo(com.google.protobuf.CodedOutputStream output)
                       throws java.io.IOException {
-    if (toolsEnabled_ != false) {
+    if (((bitField0_ & 0x00000001) != 0)) {
       output.writeBool(1, toolsEnabled_);
     }
-    if (askBeforeTools_ != false) {
+    if (((bitField0_ & 0x00000002) != 0)) {
       output.writeBool(2, askBeforeTools_);
     }
     if (maxTurns_ != 0) {
@@ -213,11 +242,11 @@ private static final long serialVersionUID = 0L;
   }
   private int computeSerializedSize_0() {
     int size = 0;
-    if (toolsEnabled_ != false) {
+    if (((bitField0_ & 0x00000001) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(1, toolsEnabled_);
     }
-    if (askBeforeTools_ != false) {
+    if (((bitField0_ & 0x00000002) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(2, askBeforeTools_);
     }
@@ -260,10 +289,16 @@ private static final long serialVersionUID = 0L;
     }
     dev.aophub.api.v1.AgentSettings other = (dev.aophub.api.v1.AgentSettings) obj;
 
-    if (getToolsEnabled()
-        != other.getToolsEnabled()) return false;
-    if (getAskBeforeTools()
-        != other.getAskBeforeTools()) return false;
+    if (hasToolsEnabled() != other.hasToolsEnabled()) return false;
+    if (hasToolsEnabled()) {
+      if (getToolsEnabled()
+          != other.getToolsEnabled()) return false;
+    }
+    if (hasAskBeforeTools() != other.hasAskBeforeTools()) return false;
+    if (hasAskBeforeTools()) {
+      if (getAskBeforeTools()
+          != other.getAskBeforeTools()) return false;
+    }
     if (getMaxTurns()
         != other.getMaxTurns()) return false;
     if (getTurnTimeoutSeconds()
@@ -283,12 +318,16 @@ private static final long serialVersionUID = 0L;
     }
     int hash = 41;
     hash = (19 * hash) + getDescriptor().hashCode();
-    hash = (37 * hash) + TOOLS_ENABLED_FIELD_NUMBER;
-    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
-        getToolsEnabled());
-    hash = (37 * hash) + ASK_BEFORE_TOOLS_FIELD_NUMBER;
-    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
-        getAskBeforeTools());
+    if (hasToolsEnabled()) {
+      hash = (37 * hash) + TOOLS_ENABLED_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getToolsEnabled());
+    }
+    if (hasAskBeforeTools()) {
+      hash = (37 * hash) + ASK_BEFORE_TOOLS_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getAskBeforeTools());
+    }
     hash = (37 * hash) + MAX_TURNS_FIELD_NUMBER;
     hash = (53 * hash) + getMaxTurns();
     hash = (37 * hash) + TURN_TIMEOUT_SECONDS_FIELD_NUMBER;
@@ -471,11 +510,14 @@ private static final long serialVersionUID = 0L;
 
     private void buildPartial0(dev.aophub.api.v1.AgentSettings result) {
       int from_bitField0_ = bitField0_;
+      int to_bitField0_ = 0;
       if (((from_bitField0_ & 0x00000001) != 0)) {
         result.toolsEnabled_ = toolsEnabled_;
+        to_bitField0_ |= 0x00000001;
       }
       if (((from_bitField0_ & 0x00000002) != 0)) {
         result.askBeforeTools_ = askBeforeTools_;
+        to_bitField0_ |= 0x00000002;
       }
       if (((from_bitField0_ & 0x00000004) != 0)) {
         result.maxTurns_ = maxTurns_;
@@ -489,6 +531,7 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.inlineAttachmentBytes_ = inlineAttachmentBytes_;
       }
+      result.bitField0_ |= to_bitField0_;
     }
 
     @java.lang.Override
@@ -503,10 +546,10 @@ private static final long serialVersionUID = 0L;
 
     public Builder mergeFrom(dev.aophub.api.v1.AgentSettings other) {
       if (other == dev.aophub.api.v1.AgentSettings.getDefaultInstance()) return this;
-      if (other.getToolsEnabled() != false) {
+      if (other.hasToolsEnabled()) {
         setToolsEnabled(other.getToolsEnabled());
       }
-      if (other.getAskBeforeTools() != false) {
+      if (other.hasAskBeforeTools()) {
         setAskBeforeTools(other.getAskBeforeTools());
       }
       if (other.getMaxTurns() != 0) {
@@ -598,9 +641,23 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * True to offer the tools (read_file, write_file, edit_file, list_dir, exec).
+     * Unset means true; false (set explicitly) turns the tools off.
      * </pre>
      *
-     * <code>bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
+     * <code>optional bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
+     * @return Whether the toolsEnabled field is set.
+     */
+    @java.lang.Override
+    public boolean hasToolsEnabled() {
+      return ((bitField0_ & 0x00000001) != 0);
+    }
+    /**
+     * <pre>
+     * True to offer the tools (read_file, write_file, edit_file, list_dir, exec).
+     * Unset means true; false (set explicitly) turns the tools off.
+     * </pre>
+     *
+     * <code>optional bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
      * @return The toolsEnabled.
      */
     @java.lang.Override
@@ -610,9 +667,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * True to offer the tools (read_file, write_file, edit_file, list_dir, exec).
+     * Unset means true; false (set explicitly) turns the tools off.
      * </pre>
      *
-     * <code>bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
+     * <code>optional bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
      * @param value The toolsEnabled to set.
      * @return This builder for chaining.
      */
@@ -626,9 +684,10 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * True to offer the tools (read_file, write_file, edit_file, list_dir, exec).
+     * Unset means true; false (set explicitly) turns the tools off.
      * </pre>
      *
-     * <code>bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
+     * <code>optional bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
      * @return This builder for chaining.
      */
     public Builder clearToolsEnabled() {
@@ -641,10 +700,24 @@ private static final long serialVersionUID = 0L;
     private boolean askBeforeTools_ ;
     /**
      * <pre>
-     * True to ask the application before each tool call.
+     * True to ask the application before each tool call. Unset means true;
+     * false (set explicitly) runs tool calls without asking.
      * </pre>
      *
-     * <code>bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
+     * <code>optional bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
+     * @return Whether the askBeforeTools field is set.
+     */
+    @java.lang.Override
+    public boolean hasAskBeforeTools() {
+      return ((bitField0_ & 0x00000002) != 0);
+    }
+    /**
+     * <pre>
+     * True to ask the application before each tool call. Unset means true;
+     * false (set explicitly) runs tool calls without asking.
+     * </pre>
+     *
+     * <code>optional bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
      * @return The askBeforeTools.
      */
     @java.lang.Override
@@ -653,10 +726,11 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * True to ask the application before each tool call.
+     * True to ask the application before each tool call. Unset means true;
+     * false (set explicitly) runs tool calls without asking.
      * </pre>
      *
-     * <code>bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
+     * <code>optional bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
      * @param value The askBeforeTools to set.
      * @return This builder for chaining.
      */
@@ -669,10 +743,11 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * True to ask the application before each tool call.
+     * True to ask the application before each tool call. Unset means true;
+     * false (set explicitly) runs tool calls without asking.
      * </pre>
      *
-     * <code>bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
+     * <code>optional bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
      * @return This builder for chaining.
      */
     public Builder clearAskBeforeTools() {

@@ -13,19 +13,41 @@ public interface AgentSettingsOrBuilder extends
   /**
    * <pre>
    * True to offer the tools (read_file, write_file, edit_file, list_dir, exec).
+   * Unset means true; false (set explicitly) turns the tools off.
    * </pre>
    *
-   * <code>bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
+   * <code>optional bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
+   * @return Whether the toolsEnabled field is set.
+   */
+  boolean hasToolsEnabled();
+  /**
+   * <pre>
+   * True to offer the tools (read_file, write_file, edit_file, list_dir, exec).
+   * Unset means true; false (set explicitly) turns the tools off.
+   * </pre>
+   *
+   * <code>optional bool tools_enabled = 1 [json_name = "toolsEnabled"];</code>
    * @return The toolsEnabled.
    */
   boolean getToolsEnabled();
 
   /**
    * <pre>
-   * True to ask the application before each tool call.
+   * True to ask the application before each tool call. Unset means true;
+   * false (set explicitly) runs tool calls without asking.
    * </pre>
    *
-   * <code>bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
+   * <code>optional bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
+   * @return Whether the askBeforeTools field is set.
+   */
+  boolean hasAskBeforeTools();
+  /**
+   * <pre>
+   * True to ask the application before each tool call. Unset means true;
+   * false (set explicitly) runs tool calls without asking.
+   * </pre>
+   *
+   * <code>optional bool ask_before_tools = 2 [json_name = "askBeforeTools"];</code>
    * @return The askBeforeTools.
    */
   boolean getAskBeforeTools();

@@ -169,101 +169,102 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "\005model\022\035\n\nmax_tokens\030\007 \001(\rR\tmaxTokens\022%\n" +
       "\016context_window\030\010 \001(\rR\rcontextWindow\022\'\n\017" +
       "timeout_seconds\030\t \001(\rR\016timeoutSeconds\022\026\n" +
-      "\006images\030\n \001(\010R\006images\"\212\002\n\rAgentSettings\022" +
-      "#\n\rtools_enabled\030\001 \001(\010R\014toolsEnabled\022(\n\020" +
-      "ask_before_tools\030\002 \001(\010R\016askBeforeTools\022\033" +
-      "\n\tmax_turns\030\003 \001(\rR\010maxTurns\0220\n\024turn_time" +
-      "out_seconds\030\004 \001(\rR\022turnTimeoutSeconds\022#\n" +
-      "\rsystem_prompt\030\005 \001(\tR\014systemPrompt\0226\n\027in" +
-      "line_attachment_bytes\030\006 \001(\rR\025inlineAttac" +
-      "hmentBytes\"\202\001\n\010ScanMode\022\022\n\004name\030\001 \001(\tR\004n" +
-      "ame\022 \n\013description\030\002 \001(\tR\013description\022#\n" +
-      "\rtask_template\030\003 \001(\tR\014taskTemplate\022\033\n\tma" +
-      "x_turns\030\004 \001(\rR\010maxTurns\"\204\001\n\014ScanSettings" +
-      "\022 \n\013concurrency\030\001 \001(\rR\013concurrency\022\'\n\017ti" +
-      "meout_seconds\030\002 \001(\rR\016timeoutSeconds\022)\n\005m" +
-      "odes\030\003 \003(\0132\023.aophub.v1.ScanModeR\005modes\"\327" +
-      "\001\n\017SandboxSettings\022\034\n\tworkspace\030\001 \001(\tR\tw" +
-      "orkspace\022#\n\rdeny_patterns\030\002 \003(\tR\014denyPat" +
-      "terns\022%\n\016allow_patterns\030\003 \003(\tR\rallowPatt" +
-      "erns\0220\n\024exec_timeout_seconds\030\004 \001(\rR\022exec" +
-      "TimeoutSeconds\022(\n\020output_cap_bytes\030\005 \001(\r" +
-      "R\016outputCapBytes\"|\n\023InteractionSettings\022" +
-      "\'\n\017timeout_seconds\030\001 \001(\rR\016timeoutSeconds" +
-      "\022<\n\rexpiry_policy\030\002 \001(\0162\027.aophub.v1.Expi" +
-      "ryPolicyR\014expiryPolicy\"\300\002\n\006Config\0221\n\010pro" +
-      "files\030\001 \003(\0132\025.aophub.v1.LlmProfileR\010prof" +
-      "iles\022*\n\021active_profile_id\030\002 \001(\tR\017activeP" +
-      "rofileId\022.\n\005agent\030\003 \001(\0132\030.aophub.v1.Agen" +
-      "tSettingsR\005agent\022-\n\005scans\030\004 \001(\0132\027.aophub" +
-      ".v1.ScanSettingsR\005scans\0224\n\007sandbox\030\005 \001(\013" +
-      "2\032.aophub.v1.SandboxSettingsR\007sandbox\022B\n" +
-      "\014interactions\030\006 \001(\0132\036.aophub.v1.Interact" +
-      "ionSettingsR\014interactions\"\237\003\n\nConfigView" +
-      "\0225\n\010profiles\030\001 \003(\0132\031.aophub.v1.LlmProfil" +
-      "eViewR\010profiles\022*\n\021active_profile_id\030\002 \001" +
-      "(\tR\017activeProfileId\022.\n\005agent\030\003 \001(\0132\030.aop" +
-      "hub.v1.AgentSettingsR\005agent\022-\n\005scans\030\004 \001" +
-      "(\0132\027.aophub.v1.ScanSettingsR\005scans\0224\n\007sa" +
-      "ndbox\030\005 \001(\0132\032.aophub.v1.SandboxSettingsR" +
-      "\007sandbox\022B\n\014interactions\030\006 \001(\0132\036.aophub." +
-      "v1.InteractionSettingsR\014interactions\022\032\n\010" +
-      "revision\030\007 \001(\004R\010revision\0229\n\nupdated_at\030\010" +
-      " \001(\0132\032.google.protobuf.TimestampR\tupdate" +
-      "dAt\"H\n\016FieldViolation\022\024\n\005field\030\001 \001(\tR\005fi" +
-      "eld\022 \n\013description\030\002 \001(\tR\013description\"\022\n" +
-      "\020GetConfigRequest\"B\n\021GetConfigResponse\022-" +
-      "\n\006config\030\001 \001(\0132\025.aophub.v1.ConfigViewR\006c" +
-      "onfig\"\214\001\n\023UpdateConfigRequest\022\035\n\nrequest" +
-      "_id\030\001 \001(\tR\trequestId\022)\n\006config\030\002 \001(\0132\021.a" +
-      "ophub.v1.ConfigR\006config\022+\n\021expected_revi" +
-      "sion\030\003 \001(\004R\020expectedRevision\"\312\001\n\024UpdateC" +
-      "onfigResponse\022D\n\020field_violations\030\001 \003(\0132" +
-      "\031.aophub.v1.FieldViolationR\017fieldViolati" +
-      "ons\0223\n\010accepted\030\002 \001(\0132\025.aophub.v1.Config" +
-      "ViewH\000R\010accepted\022,\n\010rejected\030\003 \001(\0132\016.aop" +
-      ".RejectionH\000R\010rejectedB\t\n\007outcome\"V\n\026Act" +
-      "ivateProfileRequest\022\035\n\nrequest_id\030\001 \001(\tR" +
-      "\trequestId\022\035\n\nprofile_id\030\002 \001(\tR\tprofileI" +
-      "d\"\207\001\n\027ActivateProfileResponse\0223\n\010accepte" +
-      "d\030\001 \001(\0132\025.aophub.v1.ConfigViewH\000R\010accept" +
-      "ed\022,\n\010rejected\030\002 \001(\0132\016.aop.RejectionH\000R\010" +
-      "rejectedB\t\n\007outcome\"x\n\016TestLLMRequest\022\035\n" +
-      "\nprofile_id\030\001 \001(\tR\tprofileId\022/\n\007profile\030" +
-      "\002 \001(\0132\025.aophub.v1.LlmProfileR\007profile\022\026\n" +
-      "\006prompt\030\003 \001(\tR\006prompt\"\202\001\n\017TestLLMRespons" +
-      "e\022\016\n\002ok\030\001 \001(\010R\002ok\022\035\n\nlatency_ms\030\002 \001(\004R\tl" +
-      "atencyMs\022\024\n\005reply\030\003 \001(\tR\005reply\022\024\n\005error\030" +
-      "\004 \001(\tR\005error\022\024\n\005model\030\005 \001(\tR\005model\"c\n\021Li" +
-      "stModelsRequest\022\035\n\nprofile_id\030\001 \001(\tR\tpro" +
-      "fileId\022/\n\007profile\030\002 \001(\0132\025.aophub.v1.LlmP" +
-      "rofileR\007profile\"6\n\tModelInfo\022\016\n\002id\030\001 \001(\t" +
-      "R\002id\022\031\n\010owned_by\030\002 \001(\tR\007ownedBy\"\207\001\n\022List" +
-      "ModelsResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022,\n\006models" +
-      "\030\002 \003(\0132\024.aophub.v1.ModelInfoR\006models\022\024\n\005" +
-      "error\030\003 \001(\tR\005error\022\035\n\nlatency_ms\030\004 \001(\004R\t" +
-      "latencyMs\"\027\n\025TestConnectionRequest\"\177\n\026Te" +
-      "stConnectionResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\030\n\007" +
-      "version\030\002 \001(\tR\007version\022;\n\013server_time\030\003 " +
-      "\001(\0132\032.google.protobuf.TimestampR\nserverT" +
-      "ime*j\n\014ProviderKind\022\035\n\031PROVIDER_KIND_UNS" +
-      "PECIFIED\020\000\022#\n\037PROVIDER_KIND_OPENAI_COMPA" +
-      "TIBLE\020\001\022\026\n\022PROVIDER_KIND_ECHO\020\0022\360\003\n\rConf" +
-      "igService\022K\n\tGetConfig\022\033.aophub.v1.GetCo" +
-      "nfigRequest\032\034.aophub.v1.GetConfigRespons" +
-      "e\"\003\220\002\001\022O\n\014UpdateConfig\022\036.aophub.v1.Updat" +
-      "eConfigRequest\032\037.aophub.v1.UpdateConfigR" +
-      "esponse\022X\n\017ActivateProfile\022!.aophub.v1.A" +
-      "ctivateProfileRequest\032\".aophub.v1.Activa" +
-      "teProfileResponse\022@\n\007TestLLM\022\031.aophub.v1" +
-      ".TestLLMRequest\032\032.aophub.v1.TestLLMRespo" +
-      "nse\022I\n\nListModels\022\034.aophub.v1.ListModels" +
-      "Request\032\035.aophub.v1.ListModelsResponse\022Z" +
-      "\n\016TestConnection\022 .aophub.v1.TestConnect" +
-      "ionRequest\032!.aophub.v1.TestConnectionRes" +
-      "ponse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z2githu" +
-      "b.com/aophub/aophub/gen/go/aophub/v1;aop" +
-      "hubv1b\006proto3"
+      "\006images\030\n \001(\010R\006images\"\273\002\n\rAgentSettings\022" +
+      "(\n\rtools_enabled\030\001 \001(\010H\000R\014toolsEnabled\210\001" +
+      "\001\022-\n\020ask_before_tools\030\002 \001(\010H\001R\016askBefore" +
+      "Tools\210\001\001\022\033\n\tmax_turns\030\003 \001(\rR\010maxTurns\0220\n" +
+      "\024turn_timeout_seconds\030\004 \001(\rR\022turnTimeout" +
+      "Seconds\022#\n\rsystem_prompt\030\005 \001(\tR\014systemPr" +
+      "ompt\0226\n\027inline_attachment_bytes\030\006 \001(\rR\025i" +
+      "nlineAttachmentBytesB\020\n\016_tools_enabledB\023" +
+      "\n\021_ask_before_tools\"\202\001\n\010ScanMode\022\022\n\004name" +
+      "\030\001 \001(\tR\004name\022 \n\013description\030\002 \001(\tR\013descr" +
+      "iption\022#\n\rtask_template\030\003 \001(\tR\014taskTempl" +
+      "ate\022\033\n\tmax_turns\030\004 \001(\rR\010maxTurns\"\204\001\n\014Sca" +
+      "nSettings\022 \n\013concurrency\030\001 \001(\rR\013concurre" +
+      "ncy\022\'\n\017timeout_seconds\030\002 \001(\rR\016timeoutSec" +
+      "onds\022)\n\005modes\030\003 \003(\0132\023.aophub.v1.ScanMode" +
+      "R\005modes\"\327\001\n\017SandboxSettings\022\034\n\tworkspace" +
+      "\030\001 \001(\tR\tworkspace\022#\n\rdeny_patterns\030\002 \003(\t" +
+      "R\014denyPatterns\022%\n\016allow_patterns\030\003 \003(\tR\r" +
+      "allowPatterns\0220\n\024exec_timeout_seconds\030\004 " +
+      "\001(\rR\022execTimeoutSeconds\022(\n\020output_cap_by" +
+      "tes\030\005 \001(\rR\016outputCapBytes\"|\n\023Interaction" +
+      "Settings\022\'\n\017timeout_seconds\030\001 \001(\rR\016timeo" +
+      "utSeconds\022<\n\rexpiry_policy\030\002 \001(\0162\027.aophu" +
+      "b.v1.ExpiryPolicyR\014expiryPolicy\"\300\002\n\006Conf" +
+      "ig\0221\n\010profiles\030\001 \003(\0132\025.aophub.v1.LlmProf" +
+      "ileR\010profiles\022*\n\021active_profile_id\030\002 \001(\t" +
+      "R\017activeProfileId\022.\n\005agent\030\003 \001(\0132\030.aophu" +
+      "b.v1.AgentSettingsR\005agent\022-\n\005scans\030\004 \001(\013" +
+      "2\027.aophub.v1.ScanSettingsR\005scans\0224\n\007sand" +
+      "box\030\005 \001(\0132\032.aophub.v1.SandboxSettingsR\007s" +
+      "andbox\022B\n\014interactions\030\006 \001(\0132\036.aophub.v1" +
+      ".InteractionSettingsR\014interactions\"\237\003\n\nC" +
+      "onfigView\0225\n\010profiles\030\001 \003(\0132\031.aophub.v1." +
+      "LlmProfileViewR\010profiles\022*\n\021active_profi" +
+      "le_id\030\002 \001(\tR\017activeProfileId\022.\n\005agent\030\003 " +
+      "\001(\0132\030.aophub.v1.AgentSettingsR\005agent\022-\n\005" +
+      "scans\030\004 \001(\0132\027.aophub.v1.ScanSettingsR\005sc" +
+      "ans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v1.Sandbox" +
+      "SettingsR\007sandbox\022B\n\014interactions\030\006 \001(\0132" +
+      "\036.aophub.v1.InteractionSettingsR\014interac" +
+      "tions\022\032\n\010revision\030\007 \001(\004R\010revision\0229\n\nupd" +
+      "ated_at\030\010 \001(\0132\032.google.protobuf.Timestam" +
+      "pR\tupdatedAt\"H\n\016FieldViolation\022\024\n\005field\030" +
+      "\001 \001(\tR\005field\022 \n\013description\030\002 \001(\tR\013descr" +
+      "iption\"\022\n\020GetConfigRequest\"B\n\021GetConfigR" +
+      "esponse\022-\n\006config\030\001 \001(\0132\025.aophub.v1.Conf" +
+      "igViewR\006config\"\214\001\n\023UpdateConfigRequest\022\035" +
+      "\n\nrequest_id\030\001 \001(\tR\trequestId\022)\n\006config\030" +
+      "\002 \001(\0132\021.aophub.v1.ConfigR\006config\022+\n\021expe" +
+      "cted_revision\030\003 \001(\004R\020expectedRevision\"\312\001" +
+      "\n\024UpdateConfigResponse\022D\n\020field_violatio" +
+      "ns\030\001 \003(\0132\031.aophub.v1.FieldViolationR\017fie" +
+      "ldViolations\0223\n\010accepted\030\002 \001(\0132\025.aophub." +
+      "v1.ConfigViewH\000R\010accepted\022,\n\010rejected\030\003 " +
+      "\001(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007outco" +
+      "me\"V\n\026ActivateProfileRequest\022\035\n\nrequest_" +
+      "id\030\001 \001(\tR\trequestId\022\035\n\nprofile_id\030\002 \001(\tR" +
+      "\tprofileId\"\207\001\n\027ActivateProfileResponse\0223" +
+      "\n\010accepted\030\001 \001(\0132\025.aophub.v1.ConfigViewH" +
+      "\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Reje" +
+      "ctionH\000R\010rejectedB\t\n\007outcome\"x\n\016TestLLMR" +
+      "equest\022\035\n\nprofile_id\030\001 \001(\tR\tprofileId\022/\n" +
+      "\007profile\030\002 \001(\0132\025.aophub.v1.LlmProfileR\007p" +
+      "rofile\022\026\n\006prompt\030\003 \001(\tR\006prompt\"\202\001\n\017TestL" +
+      "LMResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\035\n\nlatency_ms" +
+      "\030\002 \001(\004R\tlatencyMs\022\024\n\005reply\030\003 \001(\tR\005reply\022" +
+      "\024\n\005error\030\004 \001(\tR\005error\022\024\n\005model\030\005 \001(\tR\005mo" +
+      "del\"c\n\021ListModelsRequest\022\035\n\nprofile_id\030\001" +
+      " \001(\tR\tprofileId\022/\n\007profile\030\002 \001(\0132\025.aophu" +
+      "b.v1.LlmProfileR\007profile\"6\n\tModelInfo\022\016\n" +
+      "\002id\030\001 \001(\tR\002id\022\031\n\010owned_by\030\002 \001(\tR\007ownedBy" +
+      "\"\207\001\n\022ListModelsResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022" +
+      ",\n\006models\030\002 \003(\0132\024.aophub.v1.ModelInfoR\006m" +
+      "odels\022\024\n\005error\030\003 \001(\tR\005error\022\035\n\nlatency_m" +
+      "s\030\004 \001(\004R\tlatencyMs\"\027\n\025TestConnectionRequ" +
+      "est\"\177\n\026TestConnectionResponse\022\016\n\002ok\030\001 \001(" +
+      "\010R\002ok\022\030\n\007version\030\002 \001(\tR\007version\022;\n\013serve" +
+      "r_time\030\003 \001(\0132\032.google.protobuf.Timestamp" +
+      "R\nserverTime*j\n\014ProviderKind\022\035\n\031PROVIDER" +
+      "_KIND_UNSPECIFIED\020\000\022#\n\037PROVIDER_KIND_OPE" +
+      "NAI_COMPATIBLE\020\001\022\026\n\022PROVIDER_KIND_ECHO\020\002" +
+      "2\360\003\n\rConfigService\022K\n\tGetConfig\022\033.aophub" +
+      ".v1.GetConfigRequest\032\034.aophub.v1.GetConf" +
+      "igResponse\"\003\220\002\001\022O\n\014UpdateConfig\022\036.aophub" +
+      ".v1.UpdateConfigRequest\032\037.aophub.v1.Upda" +
+      "teConfigResponse\022X\n\017ActivateProfile\022!.ao" +
+      "phub.v1.ActivateProfileRequest\032\".aophub." +
+      "v1.ActivateProfileResponse\022@\n\007TestLLM\022\031." +
+      "aophub.v1.TestLLMRequest\032\032.aophub.v1.Tes" +
+      "tLLMResponse\022I\n\nListModels\022\034.aophub.v1.L" +
+      "istModelsRequest\032\035.aophub.v1.ListModelsR" +
+      "esponse\022Z\n\016TestConnection\022 .aophub.v1.Te" +
+      "stConnectionRequest\032!.aophub.v1.TestConn" +
+      "ectionResponse\"\003\220\002\001BI\n\021dev.aophub.api.v1" +
+      "P\001Z2github.com/aophub/aophub/gen/go/aoph" +
+      "ub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,

@@ -72,7 +72,7 @@ private static final long serialVersionUID = 0L;
   private int expiryPolicy_ = 0;
   /**
    * <pre>
-   * What happens on expiry.
+   * What happens on expiry; unset means EXPIRY_POLICY_DENY.
    * </pre>
    *
    * <code>.aophub.v1.ExpiryPolicy expiry_policy = 2 [json_name = "expiryPolicy"];</code>
@@ -83,7 +83,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * What happens on expiry.
+   * What happens on expiry; unset means EXPIRY_POLICY_DENY.
    * </pre>
    *
    * <code>.aophub.v1.ExpiryPolicy expiry_policy = 2 [json_name = "expiryPolicy"];</code>
@@ -462,7 +462,7 @@ private static final long serialVersionUID = 0L;
     private int expiryPolicy_ = 0;
     /**
      * <pre>
-     * What happens on expiry.
+     * What happens on expiry; unset means EXPIRY_POLICY_DENY.
      * </pre>
      *
      * <code>.aophub.v1.ExpiryPolicy expiry_policy = 2 [json_name = "expiryPolicy"];</code>
@@ -473,7 +473,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * What happens on expiry.
+     * What happens on expiry; unset means EXPIRY_POLICY_DENY.
      * </pre>
      *
      * <code>.aophub.v1.ExpiryPolicy expiry_policy = 2 [json_name = "expiryPolicy"];</code>
@@ -488,7 +488,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * What happens on expiry.
+     * What happens on expiry; unset means EXPIRY_POLICY_DENY.
      * </pre>
      *
      * <code>.aophub.v1.ExpiryPolicy expiry_policy = 2 [json_name = "expiryPolicy"];</code>
@@ -501,7 +501,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * What happens on expiry.
+     * What happens on expiry; unset means EXPIRY_POLICY_DENY.
      * </pre>
      *
      * <code>.aophub.v1.ExpiryPolicy expiry_policy = 2 [json_name = "expiryPolicy"];</code>
@@ -518,7 +518,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * What happens on expiry.
+     * What happens on expiry; unset means EXPIRY_POLICY_DENY.
      * </pre>
      *
      * <code>.aophub.v1.ExpiryPolicy expiry_policy = 2 [json_name = "expiryPolicy"];</code>

@@ -22,7 +22,7 @@ public interface InteractionSettingsOrBuilder extends
 
   /**
    * <pre>
-   * What happens on expiry.
+   * What happens on expiry; unset means EXPIRY_POLICY_DENY.
    * </pre>
    *
    * <code>.aophub.v1.ExpiryPolicy expiry_policy = 2 [json_name = "expiryPolicy"];</code>
@@ -31,7 +31,7 @@ public interface InteractionSettingsOrBuilder extends
   int getExpiryPolicyValue();
   /**
    * <pre>
-   * What happens on expiry.
+   * What happens on expiry; unset means EXPIRY_POLICY_DENY.
    * </pre>
    *
    * <code>.aophub.v1.ExpiryPolicy expiry_policy = 2 [json_name = "expiryPolicy"];</code>
