@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ from aophub.agent.sandbox import (
     run_command,
 )
 from aophub.v1 import config_pb2
+from tests.support.processes import PidFiles, running, wait_for_fifo, wait_gone
 
 
 def make_tree(base: Path) -> tuple[Workspace, Path]:
@@ -360,28 +363,6 @@ def test_policy_from_settings() -> None:
 # run_command.
 
 
-async def wait_gone(pid: int) -> None:
-    """Wait until process ``pid`` has exited: a pidfd becomes readable then (zombies included)."""
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    loop = asyncio.get_running_loop()
-    exited: asyncio.Future[None] = loop.create_future()
-
-    def on_exit() -> None:
-        if not exited.done():
-            exited.set_result(None)
-
-    loop.add_reader(pidfd, on_exit)
-    try:
-        async with asyncio.timeout(10):
-            await exited
-    finally:
-        loop.remove_reader(pidfd)
-        os.close(pidfd)
-
-
 async def test_exit_code_and_merged_output(workspace: Workspace) -> None:
     """The exit code comes back with stdout and stderr in one stream, run in the workspace root."""
     result = await run_command("pwd; echo err >&2; exit 3", workspace, ExecPolicy())
@@ -430,6 +411,12 @@ async def test_output_is_capped_with_a_marker(workspace: Workspace) -> None:
     assert result.output == "a" * 1000 + "\n[output truncated: 1999001 more bytes not shown]\n"
 
 
+async def test_commands_get_the_default_sigpipe(workspace: Workspace) -> None:
+    """A writer whose reader has gone dies quietly of SIGPIPE, as in a terminal (Python ignores it)."""
+    result = await run_command("yes | head -n 1", workspace, ExecPolicy())
+    assert (result.exit_code, result.output) == (0, "y\n")
+
+
 async def test_output_at_the_cap_is_not_truncated(workspace: Workspace) -> None:
     """Exactly output_cap bytes come back whole, without a marker."""
     result = await run_command("printf abcde", workspace, ExecPolicy(output_cap=5))
@@ -473,3 +460,83 @@ async def test_cancellation_kills_the_process_group(workspace: Workspace) -> Non
     with pytest.raises(asyncio.CancelledError):
         await task
     await wait_gone(pid)
+
+
+# Processes that leave the command's session or process group.
+
+
+@pytest.fixture
+def pid_files(workspace: Workspace) -> Iterator[PidFiles]:
+    files = PidFiles(workspace.root)
+    yield files
+    files.kill_survivors()
+
+
+# Each daemon writes its pid atomically (tmp file, then rename) and the command
+# waits for the file, so the daemon is running before the command ends.
+WAIT_FOR_DAEMON = "while [ ! -f daemon ]; do :; done"
+SETSID_DAEMON = "setsid -f sh -c 'echo $$ > daemon.tmp && mv daemon.tmp daemon; exec sleep 100'"
+DOUBLE_FORK_DAEMON = """\
+import os
+if os.fork():
+    os._exit(0)
+os.setsid()
+if os.fork():
+    os._exit(0)
+devnull = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(devnull, fd)
+with open("daemon.tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename("daemon.tmp", "daemon")
+os.execvp("sleep", ["sleep", "100"])
+"""
+
+
+async def test_setsid_daemon_does_not_outlive_the_command(workspace: Workspace, pid_files: PidFiles) -> None:
+    """A daemon started with setsid -f (a new session, stdio closed) is gone when run_command returns."""
+    command = f"{SETSID_DAEMON} </dev/null >/dev/null 2>&1; {WAIT_FOR_DAEMON}; echo done"
+    result = await run_command(command, workspace, ExecPolicy(timeout=30))
+    assert (result.exit_code, result.output, result.timed_out) == (0, "done\n", False)
+    assert not running(pid_files.read("daemon"))
+
+
+async def test_double_fork_daemon_does_not_outlive_the_command(workspace: Workspace, pid_files: PidFiles) -> None:
+    """A classic fork-setsid-fork daemon is gone when run_command returns."""
+    (workspace.root / "daemon.py").write_text(DOUBLE_FORK_DAEMON)
+    command = f"{sys.executable} daemon.py; {WAIT_FOR_DAEMON}; echo done"
+    result = await run_command(command, workspace, ExecPolicy(timeout=30))
+    assert (result.exit_code, result.output, result.timed_out) == (0, "done\n", False)
+    assert not running(pid_files.read("daemon"))
+
+
+async def test_daemon_holding_the_output_open_does_not_hold_the_call(workspace: Workspace, pid_files: PidFiles) -> None:
+    """A setsid daemon that keeps stdout open neither makes the call time out nor survives it."""
+    command = f"{SETSID_DAEMON}; {WAIT_FOR_DAEMON}; echo done"
+    result = await run_command(command, workspace, ExecPolicy(timeout=5))
+    assert (result.exit_code, result.output, result.timed_out) == (0, "done\n", False)
+    assert result.duration_ms < 5000
+    assert not running(pid_files.read("daemon"))
+
+
+async def test_timeout_kills_daemons_in_other_sessions(workspace: Workspace, pid_files: PidFiles) -> None:
+    """On timeout, a daemon in its own session is killed along with the command."""
+    command = f"{SETSID_DAEMON}; {WAIT_FOR_DAEMON}; echo started; sleep 100"
+    result = await run_command(command, workspace, ExecPolicy(timeout=1))
+    assert result.timed_out
+    assert result.exit_code < 0
+    assert result.output == "started\n"
+    assert not running(pid_files.read("daemon"))
+
+
+async def test_cancellation_kills_daemons_in_other_sessions(workspace: Workspace, pid_files: PidFiles) -> None:
+    """Cancelling run_command kills a daemon in its own session before the cancellation completes."""
+    fifo = workspace.root / "ready.fifo"
+    os.mkfifo(fifo)
+    command = f"{SETSID_DAEMON}; {WAIT_FOR_DAEMON}; echo > ready.fifo; sleep 100"
+    task = asyncio.create_task(run_command(command, workspace, ExecPolicy()))
+    await wait_for_fifo(fifo)  # the command has seen the daemon's pid file
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not running(pid_files.read("daemon"))

@@ -18,6 +18,7 @@ from aophub.agent import tools
 from aophub.agent.audit import AuditLog
 from aophub.agent.sandbox import ExecPolicy, ExecResult, Workspace
 from aophub.agent.tools import TOOL_NAMES, ToolBox, ToolOutcome
+from tests.support.processes import PidFiles, running
 
 SECRET = "TOP-SECRET-CONTENT\n"
 FIXED_TIME = datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
@@ -524,6 +525,22 @@ async def test_exec_timeout_is_an_error_with_the_output_so_far(tmp_path: Path) -
     outcome = await setup.call("exec", command="echo before; sleep 100")
     assert outcome.is_error
     assert outcome.text == "the command timed out after 0.3 seconds and was killed; its output so far:\nbefore\n"
+
+
+async def test_exec_leaves_no_daemon_running(tmp_path: Path) -> None:
+    """A setsid daemon holding the output open ends with the exec call, which returns at once."""
+    setup = Setup(tmp_path, policy=ExecPolicy(timeout=5))
+    pid_files = PidFiles(setup.root)
+    command = (
+        "setsid -f sh -c 'echo $$ > daemon.tmp && mv daemon.tmp daemon; exec sleep 100'; "
+        "while [ ! -f daemon ]; do :; done; echo started"
+    )
+    try:
+        outcome = await setup.call("exec", command=command)
+        assert outcome == ToolOutcome("exit code: 0\nstarted\n", False, outcome.duration_ms)
+        assert not running(pid_files.read("daemon"))
+    finally:
+        pid_files.kill_survivors()
 
 
 async def test_exec_output_cap(tmp_path: Path) -> None:

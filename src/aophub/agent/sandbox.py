@@ -8,7 +8,8 @@ that path without following any symlink that appeared since, and refuse files
 with more than one hard link and the hub's own files (by device and inode).
 
 ``run_command`` runs one shell command in the workspace with a scrubbed
-environment, in its own process group, with a timeout and an output cap. The
+environment, under a supervisor that kills every process the command started
+when the call ends (``aophub.agent.reaper``), with a timeout and an output cap. The
 ``ExecPolicy`` deny and allow patterns are a guard rail against accidents, not
 a security boundary: a shell command can reach anything the hub's user can, and
 a determined model can phrase a dangerous command so that no pattern sees it.
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import fcntl
 import os
 import re
 import secrets
@@ -32,6 +34,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aophub.agent import reaper
 from aophub.v1 import config_pb2
 
 __all__ = [
@@ -479,24 +482,19 @@ def scrubbed_environment(workspace: Workspace) -> dict[str, str]:
     }
 
 
-class _CappedOutput(asyncio.Protocol):
-    """Keeps the first ``cap`` bytes read from the pipe and counts the rest, so the pipe always drains."""
+class _CappedOutput:
+    """Keeps the first ``cap`` bytes fed to it and counts the rest, so the pipe can always be drained."""
 
-    def __init__(self, cap: int, closed: asyncio.Future[None]) -> None:
+    def __init__(self, cap: int) -> None:
         self.kept = bytearray()
         self.dropped = 0
         self._cap = cap
-        self._closed = closed
 
-    def data_received(self, data: bytes) -> None:
+    def feed(self, data: bytes) -> None:
         room = self._cap - len(self.kept)
         if room > 0:
             self.kept += data[:room]
         self.dropped += max(0, len(data) - max(room, 0))
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self._closed.done():
-            self._closed.set_result(None)
 
     def text(self) -> str:
         text = self.kept.decode("utf-8", errors="replace")
@@ -507,18 +505,22 @@ class _CappedOutput(asyncio.Protocol):
         return text
 
 
+# How long the supervisor may take to kill and reap the command's processes
+# after SIGTERM before the hub kills it and its process group itself.
+_SUPERVISOR_GRACE = 5.0
+_READ_SIZE = 65536
+
+
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
         os.killpg(pgid, signal.SIGKILL)
 
 
 async def _spawn(command: str, workspace: Workspace, output_fd: int) -> asyncio.subprocess.Process:
-    """Start the command; if the caller is cancelled meanwhile, the process group is killed, not leaked."""
+    """Start the command under its supervisor; if the caller is cancelled meanwhile, stop it, not leak it."""
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            command,
+            *reaper.command_line(["/bin/sh", "-c", command]),
             cwd=workspace.root,
             env=scrubbed_environment(workspace),
             stdin=subprocess.DEVNULL,
@@ -532,59 +534,102 @@ async def _spawn(command: str, workspace: Workspace, output_fd: int) -> asyncio.
     except asyncio.CancelledError:
         # Cancelled while asyncio set the process up: it may be running already.
         with contextlib.suppress(Exception):
-            process = await spawn
-            _kill_group(process.pid)
-            await process.wait()
+            await _stop(await spawn)
         raise
+
+
+async def _stop(supervisor: asyncio.subprocess.Process) -> None:
+    """Have the supervisor kill and reap the command's processes, and wait until it has exited.
+
+    A supervisor that does not exit within ``_SUPERVISOR_GRACE`` (stopped or
+    killed by the command) is killed with its process group, which holds every
+    process of the command that did not start a new session.
+    """
+    if supervisor.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            supervisor.send_signal(signal.SIGTERM)
+            supervisor.send_signal(signal.SIGCONT)  # a stopped supervisor must see the SIGTERM
+        try:
+            async with asyncio.timeout(_SUPERVISOR_GRACE):
+                await supervisor.wait()
+        except TimeoutError:
+            _kill_group(supervisor.pid)
+            with contextlib.suppress(ProcessLookupError):
+                supervisor.kill()
+            await supervisor.wait()
+    _kill_group(supervisor.pid)
+
+
+def _read_some(fd: int, output: _CappedOutput) -> bool:
+    """Read once from the non-blocking pipe ``fd`` into ``output``; False at end of file."""
+    try:
+        data = os.read(fd, _READ_SIZE)
+    except BlockingIOError:
+        return True
+    output.feed(data)
+    return bool(data)
+
+
+def _drain(fd: int, output: _CappedOutput) -> None:
+    """Read what the pipe holds now, at most its capacity: all the command wrote, once its processes are dead."""
+    left = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+    while left > 0:
+        try:
+            data = os.read(fd, left)
+        except BlockingIOError:
+            return
+        if not data:
+            return
+        output.feed(data)
+        left -= len(data)
 
 
 async def run_command(command: str, workspace: Workspace, policy: ExecPolicy) -> ExecResult:
     """Run ``command`` with ``/bin/sh -c`` in the workspace root and return its exit code and output.
 
     Raises ``SandboxError`` when ``policy`` refuses the command, ``OSError``
-    when it cannot be started. The command runs in a new process group with
-    ``scrubbed_environment``, stdin from /dev/null, stdout and stderr merged
-    into one pipe. Only ``policy.output_cap`` bytes are kept; the rest is read
-    and counted. The whole process group is killed with SIGKILL when the
-    timeout passes (``timed_out``), when the caller is cancelled, and when the
-    shell exits: background jobs do not outlive the command. Output held open
-    by a process that left the group counts against the timeout.
+    when it cannot be started. The command runs under a supervisor
+    (``aophub.agent.reaper``) with ``scrubbed_environment``, stdin from
+    /dev/null, stdout and stderr merged into one pipe. Only
+    ``policy.output_cap`` bytes are kept; the rest is read and counted.
+
+    Every process the command starts is killed and reaped before this returns,
+    including those that started a new session or were double-forked: when the
+    shell exits, when the timeout passes (``timed_out``) and when the caller is
+    cancelled. The call ends when the supervisor exits, not when the pipe
+    closes, so output held open by a daemon does not hold the call.
     """
     policy.check(command)
     loop = asyncio.get_running_loop()
     started = time.monotonic()
+    output = _CappedOutput(policy.output_cap)
+    timed_out = False
     read_fd, write_fd = os.pipe()
     try:
-        pipe = os.fdopen(read_fd, "rb", buffering=0)
-    except BaseException:
-        os.close(read_fd)
-        os.close(write_fd)
-        raise
-    with pipe:
         try:
-            process = await _spawn(command, workspace, write_fd)
+            supervisor = await _spawn(command, workspace, write_fd)
         finally:
             os.close(write_fd)
-        closed: asyncio.Future[None] = loop.create_future()
-        output = _CappedOutput(policy.output_cap, closed)
-        timed_out = False
-        transport: asyncio.BaseTransport | None = None
+        os.set_blocking(read_fd, False)
+
+        def on_readable() -> None:
+            if not _read_some(read_fd, output):
+                loop.remove_reader(read_fd)
+
+        loop.add_reader(read_fd, on_readable)
         try:
-            transport, _ = await loop.connect_read_pipe(lambda: output, pipe)
-            try:
-                async with asyncio.timeout(policy.timeout):
-                    await process.wait()
-                    _kill_group(process.pid)
-                    await closed
-            except TimeoutError:
-                timed_out = True
+            async with asyncio.timeout(policy.timeout):
+                await supervisor.wait()
+        except TimeoutError:
+            timed_out = True
         finally:
-            _kill_group(process.pid)
-            if transport is not None:
-                transport.close()
-            await process.wait()
-    returncode = process.returncode
-    assert returncode is not None  # we waited for it
+            loop.remove_reader(read_fd)
+            await _stop(supervisor)
+            _drain(read_fd, output)
+    finally:
+        os.close(read_fd)
+    returncode = supervisor.returncode
+    assert returncode is not None  # _stop waited for it
     return ExecResult(
         exit_code=returncode,
         output=output.text(),
