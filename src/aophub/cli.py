@@ -73,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="config, workspace and audit log (default ./.aophub-node)",
     )
     node.add_argument("--echo-delay", type=float, default=0.02, help="seconds between the echo model's deltas")
+    node.add_argument(
+        "--max-frame-bytes",
+        type=int,
+        default=DEFAULT_MAX_FRAME_BYTES,
+        help="largest WebSocket frame received; keep it at least the hub's --max-frame-bytes (default 16 MiB)",
+    )
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
@@ -114,6 +120,9 @@ def node(args: argparse.Namespace) -> int:
     if not token:
         print("aophub node: --token or $AOPHUB_TOKEN is required", file=sys.stderr)
         return 2
+    if args.max_frame_bytes <= 0:
+        print("aophub node: --max-frame-bytes must be positive", file=sys.stderr)
+        return 2
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = ConfigStore(args.data_dir)
@@ -123,7 +132,9 @@ def node(args: argparse.Namespace) -> int:
     agent = builtin_agent(config, echo_delay=args.echo_delay)
     print(f"aophub node {args.node_id} serving {args.server} with model {agent.status().model}", flush=True)
     try:
-        asyncio.run(serve_agent(args.server, token, args.node_id, agent, name=args.name))
+        asyncio.run(
+            serve_agent(args.server, token, args.node_id, agent, name=args.name, max_frame_bytes=args.max_frame_bytes)
+        )
     except NodeRefused as error:
         print(f"aophub node: {error}", file=sys.stderr)
         return 1

@@ -5,7 +5,9 @@
 :func:`serve_agent` dials ``/api/aop/node/ws``, says hello, and runs the
 agent's turns through a :class:`NodeRuntime` until cancelled. When the
 connection drops it reconnects with backoff (1 s doubling to 10 s); the hub
-ends turns that were running with ``agent_disconnected``.
+ends turns that were running with ``agent_disconnected``. Frames are limited to
+``max_frame_bytes`` (default: the hub's default, 16 MiB); a frame over it in
+either direction closes the connection with 1009, which is logged as such.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
+from websockets.frames import CloseCode
 
 from aop import envelope_pb2, protocol_pb2
 from aophub.ids import new_id
@@ -64,12 +67,16 @@ async def serve_agent(
     reconnect: bool = True,
     on_connected: Callable[[NodeRuntime], None] | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
 ) -> None:
     """Serve ``agent`` as node ``node_id`` of the hub at ``server`` until cancelled.
 
     Raises :class:`NodeRefused` when the hub rejects the access key, and, with
-    ``reconnect=False``, returns when the first connection ends.
+    ``reconnect=False``, returns when the first connection ends. ``max_frame_bytes``
+    is the largest frame received; keep it at least the hub's ``--max-frame-bytes``.
     """
+    if max_frame_bytes <= 0:
+        raise ValueError(f"max_frame_bytes must be positive, not {max_frame_bytes}")
     url = node_url(server)
     hello = make_hello(node_id, name)
     delay = BACKOFF_INITIAL
@@ -80,7 +87,7 @@ async def serve_agent(
                 additional_headers={"Authorization": f"Bearer {token}"},
                 ping_interval=PING_INTERVAL,
                 ping_timeout=PING_TIMEOUT,
-                max_size=DEFAULT_MAX_FRAME_BYTES,
+                max_size=max_frame_bytes,
             ) as socket:
                 runtime = await _handshake(socket, hello, agent)
                 delay = BACKOFF_INITIAL
@@ -99,12 +106,26 @@ async def serve_agent(
             log.warning("node %s: hub answered HTTP %s", node_id, error.response.status_code)
         except InvalidURI:
             raise
-        except (OSError, ConnectionClosed, TimeoutError) as error:
+        except ConnectionClosed as closed:
+            log.warning("node %s: connection to %s lost: %s", node_id, url, _closed_because(closed, max_frame_bytes))
+        except (OSError, TimeoutError) as error:
             log.warning("node %s: connection to %s lost: %s", node_id, url, error)
         if not reconnect:
             return
         await sleep(delay)
         delay = min(delay * 2, BACKOFF_MAX)
+
+
+def _closed_because(closed: ConnectionClosed, max_frame_bytes: int) -> str:
+    """Why the connection closed, in words; a 1009 says which side's frame limit was hit."""
+    if closed.sent is not None and closed.sent.code == CloseCode.MESSAGE_TOO_BIG:
+        return (
+            f"the hub sent a frame over this node's max_frame_bytes ({max_frame_bytes} bytes); "
+            "raise it to the hub's --max-frame-bytes"
+        )
+    if closed.rcvd is not None and closed.rcvd.code == CloseCode.MESSAGE_TOO_BIG:
+        return f"the hub refused a frame of this node as too large ({closed.rcvd.reason or 'close code 1009'})"
+    return str(closed)
 
 
 async def _handshake(socket: ClientConnection, hello: protocol_pb2.AgentHello, agent: Agent) -> NodeRuntime:
