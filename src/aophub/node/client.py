@@ -38,7 +38,16 @@ ACCEPT_TIMEOUT = 10.0
 
 
 class NodeRefused(Exception):
-    """The hub refused this node for good (bad access key)."""
+    """The hub refused this node for good (bad access key, or a node id it reserves)."""
+
+
+class _HelloRefused(Exception):
+    """The hub answered the hello with a ``protocol_error`` (AOP-nodes 9.1.3)."""
+
+    def __init__(self, error: protocol_pb2.ProtocolMessage) -> None:
+        refusal = error.protocol_error
+        super().__init__(f"{refusal.code}: {refusal.message}")
+        self.retryable = refusal.retryable
 
 
 def node_url(server: str) -> str:
@@ -71,8 +80,10 @@ async def serve_agent(
 ) -> None:
     """Serve ``agent`` as node ``node_id`` of the hub at ``server`` until cancelled.
 
-    Raises :class:`NodeRefused` when the hub rejects the access key, and, with
-    ``reconnect=False``, returns when the first connection ends. ``max_frame_bytes``
+    Raises :class:`NodeRefused` when the hub rejects the access key or refuses the node id for
+    good (e.g. the built-in node's), and, with ``reconnect=False``, returns when the first
+    connection ends. A refusal the hub marks retryable (the id is in use by another live
+    connection) is logged and retried with the usual backoff. ``max_frame_bytes``
     is the largest frame received; keep it at least the hub's ``--max-frame-bytes``.
     """
     if max_frame_bytes <= 0:
@@ -100,24 +111,35 @@ async def serve_agent(
                             await runtime.receive(envelope_pb2.Envelope.FromString(frame))
                 finally:
                     await runtime.stop()
-        except InvalidStatus as error:
-            if error.response.status_code in (401, 403):
-                raise NodeRefused(f"the hub refused the node: HTTP {error.response.status_code}") from None
-            log.warning("node %s: hub answered HTTP %s", node_id, error.response.status_code)
         except InvalidURI:
             raise
-        except ConnectionClosed as closed:
-            log.warning("node %s: connection to %s lost: %s", node_id, url, _closed_because(closed, max_frame_bytes))
-        except (OSError, TimeoutError) as error:
-            log.warning("node %s: connection to %s lost: %s", node_id, url, error)
+        except (InvalidStatus, _HelloRefused) as refusal:
+            log.warning("node %s: %s", node_id, _refused_because(refusal, node_id))
+        except (OSError, ConnectionClosed, TimeoutError) as error:
+            log.warning("node %s: connection to %s lost: %s", node_id, url, _lost_because(error, max_frame_bytes))
         if not reconnect:
             return
         await sleep(delay)
         delay = min(delay * 2, BACKOFF_MAX)
 
 
-def _closed_because(closed: ConnectionClosed, max_frame_bytes: int) -> str:
-    """Why the connection closed, in words; a 1009 says which side's frame limit was hit."""
+def _refused_because(refusal: InvalidStatus | _HelloRefused, node_id: str) -> str:
+    """Why the hub refused the connection, when redialing may help; raises :class:`NodeRefused` when it cannot."""
+    if isinstance(refusal, InvalidStatus):
+        status = refusal.response.status_code
+        if status in (401, 403):
+            raise NodeRefused(f"the hub refused the node: HTTP {status}") from None
+        return f"hub answered HTTP {status}"
+    if not refusal.retryable:
+        raise NodeRefused(f"the hub refused node {node_id}: {refusal}") from None
+    return f"the hub refused the connection: {refusal}"
+
+
+def _lost_because(error: OSError | ConnectionClosed | TimeoutError, max_frame_bytes: int) -> str:
+    """Why the connection ended, in words; a 1009 says which side's frame limit was hit."""
+    if not isinstance(error, ConnectionClosed):
+        return str(error)
+    closed = error
     if closed.sent is not None and closed.sent.code == CloseCode.MESSAGE_TOO_BIG:
         return (
             f"the hub sent a frame over this node's max_frame_bytes ({max_frame_bytes} bytes); "
@@ -142,6 +164,8 @@ async def _handshake(socket: ClientConnection, hello: protocol_pb2.AgentHello, a
             message = protocol_pb2.ProtocolMessage.FromString(envelope.payload.value)
             if envelope.reply_to == hello_id and message.WhichOneof("message") == "agent_accepted":
                 break
+            if envelope.reply_to == hello_id and message.WhichOneof("message") == "protocol_error":
+                raise _HelloRefused(message)
 
     async def send(envelope: envelope_pb2.Envelope) -> None:
         await socket.send(envelope.SerializeToString())
