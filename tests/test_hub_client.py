@@ -114,6 +114,9 @@ async def test_request_over_the_client_limit_is_refused_before_sending(tmp_path:
                 await client.run_turn(session.id, "z" * 10_000)
             assert failure.value.code == "INVALID_ARGUMENT"
             assert "4096" in failure.value.message
+            with pytest.raises(HubClientError, match="max_frame_bytes"):
+                await client.watch("s" * 5000)
+            assert "watches=0" in repr(client)  # nothing left to resume after a reconnect
             assert (await client.list_events(session.id)).events  # same connection, still fine
 
 

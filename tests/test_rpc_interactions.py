@@ -17,6 +17,7 @@ from connectrpc.code import Code
 
 from aop import content_pb2
 from aophub.protocol.codec import TYPE_URL_PREFIX
+from aophub.rpc.paging import encode_token
 from aophub.v1 import agent_pb2, interaction_pb2, session_pb2
 
 from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
@@ -207,10 +208,15 @@ async def test_list_interactions_of_an_unknown_session_is_not_found(rpc: Rpc) ->
     assert (list(everything.interactions), everything.next_page_token) == ([], "")
 
 
-async def test_a_page_token_the_hub_did_not_issue_is_invalid(rpc: Rpc) -> None:
-    """A malformed page_token is INVALID_ARGUMENT."""
+@pytest.mark.parametrize(
+    "token",
+    ["not-a-token", encode_token((1.5, "interactions")), encode_token((3.0, "ses-1"))],
+    ids=["garbage", "not-a-position", "a-list-sessions-token"],
+)
+async def test_a_page_token_the_hub_did_not_issue_for_interactions_is_invalid(rpc: Rpc, token: str) -> None:
+    """A malformed page_token, or another listing's, is INVALID_ARGUMENT."""
     await connect_error(
-        rpc.interactions.list_interactions(interaction_pb2.ListInteractionsRequest(page_token="not-a-token")),
+        rpc.interactions.list_interactions(interaction_pb2.ListInteractionsRequest(page_token=token)),
         Code.INVALID_ARGUMENT,
     )
 

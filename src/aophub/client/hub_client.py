@@ -350,7 +350,11 @@ class HubClient:
         watch = _Watch(session_id, after_cursor)
         self._watches[watch_id] = watch
         request = chat_pb2.WatchEventsRequest(session_id=session_id, after_cursor=after_cursor)
-        await self._send(watch_id, core_message(watch_events_request=request))
+        try:
+            await self._send(watch_id, core_message(watch_events_request=request))
+        except HubClientError:
+            del self._watches[watch_id]  # never sent: nothing to resume
+            raise
         return Watcher(self, watch_id, watch)
 
     async def _stop_watch(self, watch_id: str) -> None:

@@ -12,6 +12,8 @@ from aophub.v1 import interaction_pb2
 __all__ = ["InteractionServiceImpl"]
 
 Ctx = Any
+# The id half of this service's page tokens, telling them from other services' (a position goes in the other).
+_TOKEN_KIND = "interactions"
 
 
 class InteractionServiceImpl:
@@ -42,7 +44,7 @@ class InteractionServiceImpl:
         )
         response = interaction_pb2.ListInteractionsResponse(interactions=found)
         if next_position is not None:
-            response.next_page_token = encode_token((float(next_position), ""))
+            response.next_page_token = encode_token((float(next_position), _TOKEN_KIND))
         return response
 
 
@@ -51,7 +53,7 @@ def _position(token: str) -> int:
     decoded = decode_token(token)
     if decoded is None:
         return 0
-    position, _ = decoded
-    if not position.is_integer() or position < 0:
+    position, kind = decoded
+    if kind != _TOKEN_KIND or not position.is_integer() or position < 0:
         raise HubError(Code.INVALID_ARGUMENT, f"page_token {token!r} is not a token this hub issued")
     return int(position)
