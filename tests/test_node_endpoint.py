@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from websockets.http11 import Response
 from websockets.uri import parse_uri
 
 from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aophub.hub import node_routing
 from aophub.node.runtime import INTERACTIONS_CAPABILITY
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack
 from aophub.settings import Settings
@@ -209,6 +211,109 @@ async def test_reconnect_with_the_same_node_id_replaces_the_old_connection(hub: 
         await second.end_turn(session_id, receipt.turn_id)
         assert (await app.turn_ended(watch, receipt.turn_id)).event.turn_ended.stop_reason == "completed"
         assert first.sent("run_turn_request")[-1].envelope.id == turn_id
+
+
+# -- who may take a node id -------------------------------------------------------------------
+
+
+async def refused(node: RawNode) -> tuple[event_pb2.ProtocolError, int | None, str | None]:
+    """Say hello and expect a refusal: the hub's protocol_error (reply_to = the hello id), close code and reason."""
+    hello = protocol_pb2.AgentHello(node_id=node.node_id, name=f"raw {node.node_id}", capabilities=["chat"])
+    hello_id = await node.send(core_message(agent_hello=hello))
+    answer = await node.wait_for(lambda item: item.envelope.reply_to == hello_id)
+    assert answer.case == "protocol_error", answer
+    code, reason = await node.closed()
+    return answer.message.protocol_error, code, reason
+
+
+def address(node: RawNode) -> str:
+    """The node's end of its connection as the hub sees it: ``host:port``."""
+    host, port = node.socket.local_address[:2]
+    return f"{host}:{port}"
+
+
+def warnings_about(caplog: pytest.LogCaptureFixture, node_id: str) -> list[str]:
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.levelno == logging.WARNING and f"node {node_id}" in record.getMessage()
+    ]
+
+
+async def test_a_remote_node_cannot_take_the_built_in_node_id(hub: RunningHub, app: AppSocket) -> None:
+    """A hello with node_id "local" is refused (ALREADY_EXISTS, not retryable; close 1008); the built-in node stays."""
+    async with await RawNode.dial(hub.node_url, "local") as impostor:
+        error, code, reason = await refused(impostor)
+        assert impostor.sent("run_turn_request") == []
+    assert (error.code, error.retryable) == ("ALREADY_EXISTS", False)
+    assert "reserved" in error.message
+    assert code == 1008
+    assert "reserved" in (reason or "")
+    handle = hub.runtime.hub.nodes.get("local")
+    assert handle is not None
+    assert handle.built_in
+    session = await app.open_session("local")
+    watch = await app.watch(session.id)
+    receipt = await run(app, session.id, "still the built-in agent")
+    ended = (await app.turn_ended(watch, receipt.turn_id)).event.turn_ended
+    assert ended.stop_reason == "completed"
+
+
+async def test_a_replacement_is_logged_with_both_peers_addresses(
+    hub: RunningHub, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reconnect that replaces a connection logs a WARNING naming the old and the new peer's address."""
+    caplog.set_level(logging.WARNING)
+    first = await RawNode.connect(hub.node_url, "moved")
+    old = address(first)
+    async with first, await RawNode.connect(hub.node_url, "moved") as second:
+        new = address(second)
+        await first.closed()
+    assert any(old in line and new in line and "replace" in line for line in warnings_about(caplog, "moved"))
+
+
+async def test_two_live_connections_with_one_id_do_not_take_it_from_each_other(
+    hub: RunningHub, app: AppSocket, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replaced node dialing back while its replacement lives is refused (retryable) each time; the holder stays."""
+    monkeypatch.setattr(node_routing, "HOLDER_GRACE", 0.2)
+    caplog.set_level(logging.WARNING)
+    first = await RawNode.connect(hub.node_url, "twin")
+    async with first, await RawNode.connect(hub.node_url, "twin") as second:
+        await first.closed()  # one takeover: what a reconnect looks like
+        for _attempt in range(3):
+            async with await RawNode.dial(hub.node_url, "twin") as back:
+                error, code, reason = await refused(back)
+                rival = address(back)
+            assert (error.code, error.retryable) == ("ALREADY_EXISTS", True)
+            assert "in use" in error.message
+            assert code == 1008
+            assert "in use" in (reason or "")
+            assert any(rival in line and address(second) in line for line in warnings_about(caplog, "twin"))
+        session_id, watch, turn_id = await turn_on(app, second)  # the holder still serves
+        await second.end_turn(session_id, turn_id)
+        assert (await app.turn_ended(watch, turn_id)).event.turn_ended.stop_reason == "completed"
+        assert hub_nodes(hub) == ["local", "twin"]
+
+
+@pytest.mark.parametrize("how", ["close", "abort"])
+async def test_a_node_dialing_again_soon_after_a_takeover_gets_in_once_the_holder_is_gone(
+    hub: RunningHub, app: AppSocket, how: str
+) -> None:
+    """A takeover, then that connection ends (closed or cut) and the node dials at once: it is accepted."""
+    first = await RawNode.connect(hub.node_url, "flaky")
+    second = await RawNode.connect(hub.node_url, "flaky")
+    await first.closed()
+    await first.close()
+    if how == "abort":
+        second.socket.transport.abort()
+    else:
+        await second.socket.close()
+    await second.close()
+    async with await RawNode.connect(hub.node_url, "flaky") as third:
+        session_id, watch, turn_id = await turn_on(app, third)
+        await third.end_turn(session_id, turn_id)
+        assert (await app.turn_ended(watch, turn_id)).event.turn_ended.stop_reason == "completed"
 
 
 # -- requests the hub forwards ----------------------------------------------------------------
@@ -538,3 +643,20 @@ async def test_a_node_that_stops_answering_pings_is_dropped_and_its_turn_ends(tm
         assert (ended.stop_reason, ended.error.code) == ("error", "agent_disconnected")
         assert "silent" not in hub_nodes(hub)
         assert dropped_after < 2.0, dropped_after
+
+
+async def test_a_silent_holder_that_took_the_id_over_gives_way_once_keepalive_drops_it(tmp_path: Path) -> None:
+    """A takeover by a connection that then stops reading (half-open): the node dialing again is let in."""
+    async with checked_hub(tmp_path, ws_ping_interval=0.2, ws_ping_timeout=0.3) as hub:
+        first = await RawNode.connect(hub.node_url, "ghost")
+        silent = await SilentNode.connect(hub, "ghost")
+        try:
+            await first.closed()
+            await first.close()
+            await silent.stop_reading()
+            async with await RawNode.connect(hub.node_url, "ghost") as back:
+                handle = hub.runtime.hub.nodes.get("ghost")
+                assert handle is not None
+                assert handle.peer == address(back)
+        finally:
+            await silent.close()

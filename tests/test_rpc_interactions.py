@@ -6,15 +6,18 @@ server; client-tool calls from a node on the real node socket.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from connectrpc.code import Code
 
 from aop import content_pb2
 from aophub.protocol.codec import TYPE_URL_PREFIX
+from aophub.rpc.paging import encode_token
 from aophub.v1 import agent_pb2, interaction_pb2, session_pb2
 
 from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
@@ -22,7 +25,7 @@ from .support.interactions import answer_interaction, approval, configure, inter
 from .support.lifecycle import checked_hub
 from .support.raw_node import RawNode, Received
 from .support.remote import LLM_VARIABLES
-from .support.rpc import Rpc, assert_rejected, connect_error, rpc_clients
+from .support.rpc import Rpc, assert_rejected, connect_error, post, rpc_clients
 from .support.server import RunningHub
 from .support.wire import AppSocket
 
@@ -195,12 +198,99 @@ async def test_a_client_tool_call_is_answered_with_its_output(hub: RunningHub, a
         await app.turn_ended(watch, turn_id)
 
 
-async def test_list_interactions_needs_a_known_session(rpc: Rpc) -> None:
-    """An unknown session is NOT_FOUND and a missing session id INVALID_ARGUMENT."""
+async def test_list_interactions_of_an_unknown_session_is_not_found(rpc: Rpc) -> None:
+    """An unknown session is NOT_FOUND; no session id at all lists every session's (none here)."""
     await connect_error(
         rpc.interactions.list_interactions(interaction_pb2.ListInteractionsRequest(session_id="ses-nope")),
         Code.NOT_FOUND,
     )
+    everything = await rpc.interactions.list_interactions(interaction_pb2.ListInteractionsRequest())
+    assert (list(everything.interactions), everything.next_page_token) == ([], "")
+
+
+@pytest.mark.parametrize(
+    "token",
+    ["not-a-token", encode_token((1.5, "interactions")), encode_token((3.0, "ses-1"))],
+    ids=["garbage", "not-a-position", "a-list-sessions-token"],
+)
+async def test_a_page_token_the_hub_did_not_issue_for_interactions_is_invalid(rpc: Rpc, token: str) -> None:
+    """A malformed page_token, or another listing's, is INVALID_ARGUMENT."""
     await connect_error(
-        rpc.interactions.list_interactions(interaction_pb2.ListInteractionsRequest()), Code.INVALID_ARGUMENT
+        rpc.interactions.list_interactions(interaction_pb2.ListInteractionsRequest(page_token=token)),
+        Code.INVALID_ARGUMENT,
     )
+
+
+async def all_pages(rpc: Rpc, *, page_size: int, include_resolved: bool = False) -> tuple[list[str], int]:
+    """Every interaction of every session, page by page: their ids and the number of pages."""
+    ids: list[str] = []
+    token = ""
+    pages = 0
+    while True:
+        request = interaction_pb2.ListInteractionsRequest(
+            page_size=page_size, page_token=token, include_resolved=include_resolved
+        )
+        page = await rpc.interactions.list_interactions(request)
+        pages += 1
+        assert len(page.interactions) <= page_size
+        ids += [interaction.id for interaction in page.interactions]
+        token = page.next_page_token
+        if not token:
+            return ids, pages
+
+
+async def test_interactions_of_every_session_are_listed_a_page_at_a_time(
+    hub: RunningHub, app: AppSocket, rpc: Rpc
+) -> None:
+    """Without session_id, ListInteractions pages through every session's interactions, oldest first."""
+    async with await RawNode.connect(hub.node_url, "remote", capabilities=("chat", "aophub.interactions")) as node:
+        asked: list[str] = []
+        turns: list[tuple[str, str, str]] = []
+        for index, count in enumerate([2, 1, 2]):
+            session = await app.open_session("remote")
+            turn_id = (await app.run_turn(session.id)).accepted.turn_id
+            await node.request("run_turn_request", index)
+            watch = await app.watch(session.id)
+            turns.append((session.id, turn_id, watch))
+            for number in range(count):
+                interaction_id = f"int-{index}-{number}"
+                call = content_pb2.ToolCall(id=f"call-{index}-{number}", name="confirm", kind="client")
+                requested = interaction_pb2.Interaction(
+                    id=interaction_id,
+                    session_id=session.id,
+                    turn_id=turn_id,
+                    kind=interaction_pb2.INTERACTION_KIND_CLIENT_TOOL,
+                    call=call,
+                )
+                await node.send(interaction_pb2.InteractionProtocolMessage(requested=requested))
+                await interaction_event(app, watch, PENDING, call_id=call.id)
+                asked.append(interaction_id)
+        await rpc.interactions.answer_interaction(answer_request("int-0-1", text_output("yes")))
+
+        assert await all_pages(rpc, page_size=2) == ([i for i in asked if i != "int-0-1"], 2)
+        assert await all_pages(rpc, page_size=2, include_resolved=True) == (asked, 3)
+        assert await all_pages(rpc, page_size=10_000) == ([i for i in asked if i != "int-0-1"], 1)
+        assert [interaction.id for interaction in await listed(rpc, turns[2][0])] == ["int-2-0", "int-2-1"]
+
+        for session_id, turn_id, watch in turns:
+            await node.end_turn(session_id, turn_id)
+            await app.turn_ended(watch, turn_id)
+        assert await all_pages(rpc, page_size=2) == ([], 1)
+
+
+async def test_a_pending_approval_reads_as_text_in_protojson(hub: RunningHub, app: AppSocket, fake: FakeOpenAI) -> None:
+    """Over Connect JSON the approval names its tool and shows the arguments as JSON text, not only base64."""
+    _session_id, turn_id, watch, pending = await approval_pending(app, fake)
+    assert pending.tool_name == "list_dir"
+    assert json.loads(pending.arguments_json) == {"path": "."}
+    async with httpx.AsyncClient(base_url=hub.http) as client:
+        response = await post(
+            client, "/aophub.v1.InteractionService/ListInteractions", b"{}", content_type="application/json"
+        )
+    assert response.status_code == 200, response.text
+    (shown,) = response.json()["interactions"]
+    assert shown["toolName"] == "list_dir"
+    assert json.loads(shown["argumentsJson"]) == {"path": "."}
+    async with rpc_clients(hub.http) as rpc:
+        await rpc.interactions.answer_interaction(answer_request(pending.id, approval(True)))
+    await app.turn_ended(watch, turn_id)

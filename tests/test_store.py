@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,7 +20,9 @@ from hypothesis import strategies as st
 from aophub.store import (
     AppendEvent,
     DeleteSession,
+    InteractionRecord,
     JournalEntry,
+    PutInteraction,
     PutJournal,
     PutSession,
     PutTurn,
@@ -359,6 +362,29 @@ async def test_read_events_pages_by_cursor(store: SQLiteStore) -> None:
     first = pages[0][0]
     assert (first.session_id, first.seq, first.data) == ("s", 100, b"\x00")
     assert await store.read_events("unknown", 0, 4) == []
+
+
+async def test_list_interactions_pages_by_position_across_sessions(store: SQLiteStore) -> None:
+    """list_interactions: oldest first across sessions, after a position, at most `limit`; an update keeps its place."""
+
+    def interaction(interaction_id: str, session_id: str, state: int) -> PutInteraction:
+        return PutInteraction(InteractionRecord(interaction_id, session_id, "t", state, interaction_id.encode()))
+
+    await store.submit([PutSession(session("a")), PutSession(session("b"))])
+    await store.submit([interaction(name, owner, 1) for name, owner in [("i1", "a"), ("i2", "b"), ("i3", "a")]])
+    await store.submit([interaction("i4", "b", 1), interaction("i1", "a", 2)])  # i1 answered: same place
+
+    async def ids(**query: Any) -> list[str]:
+        return [record.id for record in await store.list_interactions(**query)]
+
+    assert await ids() == ["i1", "i2", "i3", "i4"]
+    assert await ids(states=[1]) == ["i2", "i3", "i4"]
+    first = await store.list_interactions(states=[1], limit=2)
+    assert [record.id for record in first] == ["i2", "i3"]
+    assert first[0].position < first[1].position
+    assert await ids(states=[1], after=first[-1].position, limit=2) == ["i4"]
+    assert await ids(session_id="a", after=first[0].position) == ["i3"]
+    assert await ids(limit=0) == []
 
 
 async def test_list_turns_by_state_in_session_then_creation_order(store: SQLiteStore) -> None:

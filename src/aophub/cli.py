@@ -73,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="config, workspace and audit log (default ./.aophub-node)",
     )
     node.add_argument("--echo-delay", type=float, default=0.02, help="seconds between the echo model's deltas")
+    node.add_argument(
+        "--max-frame-bytes",
+        type=int,
+        default=DEFAULT_MAX_FRAME_BYTES,
+        help="largest WebSocket frame received; keep it at least the hub's --max-frame-bytes (default 16 MiB)",
+    )
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
 
@@ -119,6 +125,9 @@ def node(args: argparse.Namespace) -> int:
     if not token:
         print("aophub node: --token or $AOPHUB_TOKEN is required", file=sys.stderr)
         return 2
+    if args.max_frame_bytes <= 0:
+        print("aophub node: --max-frame-bytes must be positive", file=sys.stderr)
+        return 2
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = ConfigStore(args.data_dir)
@@ -131,7 +140,9 @@ def node(args: argparse.Namespace) -> int:
     async def serve_and_apply_hand_edits() -> None:
         watch = asyncio.create_task(config.watch())  # edits of config.yaml apply from the next turn
         try:
-            await serve_agent(args.server, token, args.node_id, agent, name=args.name)
+            await serve_agent(
+                args.server, token, args.node_id, agent, name=args.name, max_frame_bytes=args.max_frame_bytes
+            )
         finally:
             watch.cancel()
 

@@ -10,6 +10,16 @@ id that doubles as its idempotency key, so a request retried after a
 reconnect (same id, same body) returns the hub's stored answer instead of
 running twice. Watches remember their last cursor and, after a reconnect,
 resume from it: nothing persisted is missed or repeated.
+
+Frames are limited to ``max_frame_bytes`` each way, by default the hub's own
+default (16 MiB), so every event a default hub accepts can be read. A frame
+over a limit cannot be retried into success: a request larger than the
+client's limit raises ``INVALID_ARGUMENT`` before it is sent; a connection
+closed with 1009 (message too big) fails what was in flight on it with
+``RESOURCE_EXHAUSTED`` (the request the hub refused, or, when a frame from the
+hub was too big for the client, every request and watch, since the frame could
+not be read to tell whose it was) instead of resending or resuming into the
+same frame again. The client then reconnects for later requests.
 """
 
 from __future__ import annotations
@@ -25,9 +35,11 @@ from typing import Self
 from google.protobuf.message import Message
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.frames import CloseCode
 
 from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack
+from aophub.settings import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = ["HubClient", "HubClientError", "WatchItem", "Watcher", "application_url"]
 
@@ -77,8 +89,13 @@ class _Watch:
 class HubClient:
     """A connection to a hub's application endpoint that survives reconnects."""
 
-    def __init__(self, url: str, token: str, *, reconnect: bool = True) -> None:
+    def __init__(
+        self, url: str, token: str, *, reconnect: bool = True, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    ) -> None:
+        if max_frame_bytes <= 0:
+            raise ValueError(f"max_frame_bytes must be positive, not {max_frame_bytes}")
         self.url = url
+        self.max_frame_bytes = max_frame_bytes
         self._token = token
         self._reconnect = reconnect
         self._socket: ClientConnection | None = None
@@ -92,10 +109,16 @@ class HubClient:
         return f"<HubClient {self.url} pending={len(self._pending)} watches={len(self._watches)}>"
 
     @classmethod
-    async def connect(cls, server: str, token: str, *, reconnect: bool = True) -> Self:
-        """Connect to the hub at ``server`` (an http(s) or ws(s) base URL)."""
+    async def connect(
+        cls, server: str, token: str, *, reconnect: bool = True, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    ) -> Self:
+        """Connect to the hub at ``server`` (an http(s) or ws(s) base URL).
+
+        ``max_frame_bytes`` is the largest frame sent or received; keep it at least the hub's
+        ``--max-frame-bytes`` so that every event the hub stores can be read.
+        """
         url = server if server.startswith(("ws://", "wss://")) else application_url(server)
-        client = cls(url, token, reconnect=reconnect)
+        client = cls(url, token, reconnect=reconnect, max_frame_bytes=max_frame_bytes)
         await client._dial()
         client._reader = asyncio.create_task(client._read_forever())
         return client
@@ -121,7 +144,11 @@ class HubClient:
     async def _dial(self) -> None:
         """Open the WebSocket; a refused upgrade raises :class:`HubClientError` (401: ``UNAUTHENTICATED``)."""
         try:
-            self._socket = await connect(self.url, additional_headers={"Authorization": f"Bearer {self._token}"})
+            self._socket = await connect(
+                self.url,
+                additional_headers={"Authorization": f"Bearer {self._token}"},
+                max_size=self.max_frame_bytes,
+            )
         except InvalidStatus as error:
             status = error.response.status_code
             detail = error.response.body.decode("utf-8", "replace").strip() if error.response.body else ""
@@ -145,8 +172,8 @@ class HubClient:
                     if isinstance(frame, bytes):
                         self._dispatch(frame)
                     delay = RECONNECT_INITIAL
-            except ConnectionClosed:
-                pass
+            except ConnectionClosed as closed:
+                self._fail_oversized(closed)
             self._connected.clear()
             if self._closed or not self._reconnect:
                 self._fail_all(ConnectionError("connection to the hub closed"))
@@ -164,6 +191,31 @@ class HubClient:
                     return
                 await self._resume()
                 break
+
+    def _fail_oversized(self, closed: ConnectionClosed) -> None:
+        """After a 1009 close, fail what would only hit the same frame again if resent or resumed."""
+        if closed.sent is not None and closed.sent.code == CloseCode.MESSAGE_TOO_BIG:
+            error = HubClientError(
+                "RESOURCE_EXHAUSTED",
+                f"the hub sent a frame larger than this client's max_frame_bytes ({self.max_frame_bytes} bytes); "
+                "every request and watch in flight on that connection failed. Raise max_frame_bytes to the "
+                "hub's --max-frame-bytes to read it",
+            )
+            watches, self._watches = self._watches, {}
+            for watch in watches.values():
+                watch.queue.put_nowait(error)
+        elif closed.rcvd is not None and closed.rcvd.code == CloseCode.MESSAGE_TOO_BIG:
+            error = HubClientError(
+                "RESOURCE_EXHAUSTED",
+                f"the hub refused a frame as too large ({closed.rcvd.reason or 'close code 1009'}); "
+                "the requests in flight on that connection failed",
+            )
+        else:
+            return
+        pending, self._pending = self._pending, {}
+        for _, future in pending.values():
+            if not future.done():
+                future.set_exception(error)
 
     async def _resume(self) -> None:
         """After a reconnect: resend pending requests (same ids) and re-watch from each cursor."""
@@ -193,8 +245,18 @@ class HubClient:
         if pending is not None and not pending[1].done():
             pending[1].set_result(message)
 
-    async def _send(self, envelope_id: str, message: Message) -> bytes:
+    def _frame(self, envelope_id: str, message: Message) -> bytes:
+        """The envelope's bytes; ``INVALID_ARGUMENT`` if they exceed ``max_frame_bytes``."""
         frame = envelope_pb2.Envelope(id=envelope_id, payload=pack(message)).SerializeToString()
+        if len(frame) > self.max_frame_bytes:
+            raise HubClientError(
+                "INVALID_ARGUMENT",
+                f"the request is {len(frame)} bytes, over this client's max_frame_bytes ({self.max_frame_bytes})",
+            )
+        return frame
+
+    async def _send(self, envelope_id: str, message: Message) -> bytes:
+        frame = self._frame(envelope_id, message)
         await self._connected.wait()
         assert self._socket is not None
         with contextlib.suppress(ConnectionClosed):  # the reader reconnects and resends
@@ -206,8 +268,8 @@ class HubClient:
     ) -> protocol_pb2.ProtocolMessage:
         """Send a core request and wait for its answer; a ProtocolError answer raises."""
         envelope_id = envelope_id or uuid.uuid4().hex
+        frame = self._frame(envelope_id, message)
         future: asyncio.Future[protocol_pb2.ProtocolMessage] = asyncio.get_running_loop().create_future()
-        frame = envelope_pb2.Envelope(id=envelope_id, payload=pack(message)).SerializeToString()
         self._pending[envelope_id] = (frame, future)
         await self._connected.wait()
         assert self._socket is not None
@@ -288,7 +350,11 @@ class HubClient:
         watch = _Watch(session_id, after_cursor)
         self._watches[watch_id] = watch
         request = chat_pb2.WatchEventsRequest(session_id=session_id, after_cursor=after_cursor)
-        await self._send(watch_id, core_message(watch_events_request=request))
+        try:
+            await self._send(watch_id, core_message(watch_events_request=request))
+        except HubClientError:
+            del self._watches[watch_id]  # never sent: nothing to resume
+            raise
         return Watcher(self, watch_id, watch)
 
     async def _stop_watch(self, watch_id: str) -> None:

@@ -371,10 +371,13 @@ class Hub:
     # -- nodes ------------------------------------------------------------------
 
     async def attach_node(
-        self, hello: protocol_pb2.AgentHello, link: NodeLink, *, built_in: bool = False
+        self, hello: protocol_pb2.AgentHello, link: NodeLink, *, built_in: bool = False, peer: str = ""
     ) -> NodeHandle:
-        """Register a node that said hello; a node with the same id is replaced and its turns end."""
-        return await self._node_router.attach(hello, link, built_in=built_in)
+        """Register a node that said hello; a node with the same id is replaced and its turns end.
+
+        Raises :class:`HubError` when the id is refused (see :meth:`NodeRouter.attach`).
+        """
+        return await self._node_router.attach(hello, link, built_in=built_in, peer=peer)
 
     async def detach_node(self, handle: NodeHandle) -> None:
         """Forget a node whose connection ended; its running turns end with ``agent_disconnected``."""

@@ -10,6 +10,11 @@ first answer wins, later ones are refused. An interaction not answered in time
 expires with its policy (deny, or cancel the turn); one whose turn ends first
 is canceled. Each state change is stored, published, and sent to the node
 (``resolved``), whose agent turns the answer into the call's ``tool_result``.
+
+So that the question reads as text wherever it is shown (ProtoJSON renders the
+call's argument bytes as base64), the hub fills ``tool_name`` and
+``arguments_json`` from the call itself (:func:`describe_call`), replacing
+whatever the node put there: what an approval shows is what would run.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ if TYPE_CHECKING:
     from aophub.hub.hub import Hub
     from aophub.hub.live_session import LiveSession
 
-__all__ = ["DEFAULT_TIMEOUT", "InteractionPolicy", "Interactions"]
+__all__ = ["DEFAULT_TIMEOUT", "MAX_ARGUMENTS_TEXT", "InteractionPolicy", "Interactions", "describe_call"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +48,9 @@ PENDING = interaction_pb2.INTERACTION_STATE_PENDING
 ANSWERED = interaction_pb2.INTERACTION_STATE_ANSWERED
 EXPIRED = interaction_pb2.INTERACTION_STATE_EXPIRED
 CANCELED = interaction_pb2.INTERACTION_STATE_CANCELED
+# Bytes of arguments_json at most: an approval of a large write_file shows its start, and the
+# interaction event stays far below the frame limit.
+MAX_ARGUMENTS_TEXT = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,24 @@ def _record(interaction: interaction_pb2.Interaction) -> InteractionRecord:
         state=interaction.state,
         data=interaction.SerializeToString(deterministic=True),
     )
+
+
+def describe_call(interaction: interaction_pb2.Interaction) -> None:
+    """Set ``tool_name``, ``arguments_json`` and ``arguments_truncated`` from ``interaction.call`` alone.
+
+    The arguments are shown as the UTF-8 text they are (empty if they are not UTF-8), cut to at
+    most :data:`MAX_ARGUMENTS_TEXT` bytes at a character boundary.
+    """
+    interaction.tool_name = interaction.call.name
+    data = interaction.call.arguments.data
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        interaction.arguments_json = ""
+        interaction.arguments_truncated = False
+        return
+    interaction.arguments_json = data[:MAX_ARGUMENTS_TEXT].decode("utf-8", errors="ignore")
+    interaction.arguments_truncated = len(data) > MAX_ARGUMENTS_TEXT
 
 
 def _seconds(timestamp_seconds: float) -> int:
@@ -123,6 +149,7 @@ class Interactions:
             return
         policy = self._policy()
         now = self._clock()
+        describe_call(interaction)
         interaction.state = PENDING
         interaction.created_at.FromNanoseconds(_seconds(now))
         interaction.expires_at.FromNanoseconds(_seconds(now + policy.timeout))
@@ -227,11 +254,25 @@ class Interactions:
             handle, reply_to = asked
             await self._notify(handle, reply_to, interaction)
 
-    async def list(self, session_id: str, *, include_resolved: bool) -> list[interaction_pb2.Interaction]:
-        """A session's interactions, oldest first."""
+    async def list(
+        self, session_id: str, *, include_resolved: bool, after: int = 0, limit: int
+    ) -> tuple[list[interaction_pb2.Interaction], int | None]:
+        """One page of interactions, oldest first: a session's, or every session's for ``session_id`` "".
+
+        Those past position ``after``, at most ``limit``; returns them with the position to pass
+        as ``after`` for the next page, or ``None`` on the last page.
+        """
         states = None if include_resolved else [PENDING]
-        records = await self._hub.store.list_interactions(session_id=session_id, states=states)
-        return [interaction_pb2.Interaction.FromString(record.data) for record in records]
+        records = await self._hub.store.list_interactions(
+            session_id=session_id, states=states, after=after, limit=limit + 1
+        )
+        page = records[:limit]
+        interactions = [interaction_pb2.Interaction.FromString(record.data) for record in page]
+        for interaction in interactions:
+            if not interaction.tool_name:  # stored before the hub described calls
+                describe_call(interaction)
+        more = len(records) > limit and bool(page)
+        return interactions, page[-1].position if more else None
 
     def stop(self) -> None:
         for timer in self._timers.values():

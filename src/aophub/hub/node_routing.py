@@ -1,7 +1,11 @@
 """The node side of the hub: nodes come and go, and what they send is routed to its session and turn.
 
 :class:`NodeRouter` registers nodes that said hello and ends their turns
-(``agent_disconnected``) when they leave. It takes every envelope a node sends:
+(``agent_disconnected``) when they leave. It refuses a hello for the built-in
+node's id, and one for an id that is contested (two live connections claiming
+it, see :mod:`aophub.hub.nodes`) once the holder has had ``HOLDER_GRACE``
+seconds to turn out gone; replacements and refusals are logged at WARNING with
+both peers' addresses. It takes every envelope a node sends:
 answers to the hub's requests, status and counters, interactions, its command
 catalog, and session events. An event goes to the session and active turn it
 belongs to, or is dropped (AOP 7.5): ``session_started``/``session_ended`` and
@@ -21,7 +25,7 @@ from aop.tool import protocol_pb2 as tool_pb2
 from aophub.hub.interactions import Interactions
 from aophub.hub.live_session import LiveSession, LiveSessions
 from aophub.hub.node_requests import NodeRequests
-from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
+from aophub.hub.nodes import Admission, NodeHandle, NodeLink, NodeRegistry
 from aophub.hub.turn_lifecycle import TurnKey, TurnLifecycle
 from aophub.hub.turns import Turn, TurnState
 from aophub.ids import IdGenerator
@@ -44,6 +48,9 @@ _CORE_NAMESPACE = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
 _INTERACTION_NAMESPACE = interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
 _CATALOG_URL = TYPE_URL_PREFIX + agent_pb2.CommandCatalog.DESCRIPTOR.full_name
 _ARTIFACT_URL = TYPE_URL_PREFIX + tool_pb2.Artifact.DESCRIPTOR.full_name
+# How long a newcomer for a contested id waits for the holder's connection to end (a holder
+# whose socket is already dead goes in milliseconds) before it is refused.
+HOLDER_GRACE = 2.0
 
 
 class NodeRouter:
@@ -86,15 +93,57 @@ class NodeRouter:
 
     # -- nodes coming and going -----------------------------------------------------
 
-    async def attach(self, hello: protocol_pb2.AgentHello, link: NodeLink, *, built_in: bool = False) -> NodeHandle:
-        """Register a node that said hello; a node with the same id is replaced and its turns end."""
-        handle = NodeHandle(hello, link, connected_at=self._clock(), built_in=built_in)
-        self.known_nodes[hello.node_id] = handle
+    async def attach(
+        self, hello: protocol_pb2.AgentHello, link: NodeLink, *, built_in: bool = False, peer: str = ""
+    ) -> NodeHandle:
+        """Register a node that said hello (from ``peer``, ``host:port``); a node with the same id is replaced.
+
+        Raises :class:`HubError` ``ALREADY_EXISTS`` when the id is refused: the built-in node's
+        (not retryable), or contested by a live connection (retryable: once that one leaves).
+        """
+        node_id = hello.node_id
+        admission = self._nodes.admission(node_id, now=self._clock(), built_in=built_in)
+        if admission is Admission.CONTESTED:
+            holder = self._nodes.get(node_id)
+            if holder is not None:
+                await holder.wait_gone(HOLDER_GRACE)
+            admission = self._nodes.admission(node_id, now=self._clock(), built_in=built_in)
+        if admission is Admission.RESERVED:
+            log.warning("node %s: refused a connection from %s: the id is the built-in node's", node_id, peer or "?")
+            raise HubError(Code.ALREADY_EXISTS, f"node id {node_id!r} is reserved for the hub's built-in node")
+        if admission is Admission.CONTESTED:
+            self._refuse_rival(node_id, peer)
+        handle = NodeHandle(hello, link, connected_at=self._clock(), built_in=built_in, peer=peer)
+        self.known_nodes[node_id] = handle
         previous = self._nodes.register(handle)
         if previous is not None:
+            log.warning(
+                "node %s: the connection from %s replaces the one from %s", node_id, peer or "?", previous.peer or "?"
+            )
             await self._lost(previous, "replaced by a new connection of the same node")
             self._spawn(previous.link.close("replaced by a new connection"))
         return handle
+
+    def _refuse_rival(self, node_id: str, peer: str) -> None:
+        """Refuse a newcomer for a contested id whose holder is still connected (raises HubError)."""
+        holder = self._nodes.get(node_id)
+        assert holder is not None, "a contested id has a holder"
+        now = self._clock()
+        since = now - (holder.contested_at if holder.contested_at is not None else holder.connected_at)
+        self._nodes.fend_off(holder, now=now)
+        log.warning(
+            "node %s: refused a connection from %s: the id is in use by a live connection from %s, "
+            "which took it over or refused another %.0f s ago; two nodes seem to share this id",
+            node_id,
+            peer or "?",
+            holder.peer or "?",
+            since,
+        )
+        raise HubError(
+            Code.ALREADY_EXISTS,
+            f"node id {node_id!r} is in use by another live connection; two nodes seem to share it",
+            retryable=True,
+        )
 
     async def detach(self, handle: NodeHandle) -> None:
         """Forget a node whose connection ended; its running turns end with ``agent_disconnected``."""

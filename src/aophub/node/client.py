@@ -5,7 +5,9 @@
 :func:`serve_agent` dials ``/api/aop/node/ws``, says hello, and runs the
 agent's turns through a :class:`NodeRuntime` until cancelled. When the
 connection drops it reconnects with backoff (1 s doubling to 10 s); the hub
-ends turns that were running with ``agent_disconnected``.
+ends turns that were running with ``agent_disconnected``. Frames are limited to
+``max_frame_bytes`` (default: the hub's default, 16 MiB); a frame over it in
+either direction closes the connection with 1009, which is logged as such.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
+from websockets.frames import CloseCode
 
 from aop import envelope_pb2, protocol_pb2
 from aophub.ids import new_id
@@ -35,7 +38,16 @@ ACCEPT_TIMEOUT = 10.0
 
 
 class NodeRefused(Exception):
-    """The hub refused this node for good (bad access key)."""
+    """The hub refused this node for good (bad access key, or a node id it reserves)."""
+
+
+class _HelloRefused(Exception):
+    """The hub answered the hello with a ``protocol_error`` (AOP-nodes 9.1.3)."""
+
+    def __init__(self, error: protocol_pb2.ProtocolMessage) -> None:
+        refusal = error.protocol_error
+        super().__init__(f"{refusal.code}: {refusal.message}")
+        self.retryable = refusal.retryable
 
 
 def node_url(server: str) -> str:
@@ -64,12 +76,18 @@ async def serve_agent(
     reconnect: bool = True,
     on_connected: Callable[[NodeRuntime], None] | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
 ) -> None:
     """Serve ``agent`` as node ``node_id`` of the hub at ``server`` until cancelled.
 
-    Raises :class:`NodeRefused` when the hub rejects the access key, and, with
-    ``reconnect=False``, returns when the first connection ends.
+    Raises :class:`NodeRefused` when the hub rejects the access key or refuses the node id for
+    good (e.g. the built-in node's), and, with ``reconnect=False``, returns when the first
+    connection ends. A refusal the hub marks retryable (the id is in use by another live
+    connection) is logged and retried with the usual backoff. ``max_frame_bytes``
+    is the largest frame received; keep it at least the hub's ``--max-frame-bytes``.
     """
+    if max_frame_bytes <= 0:
+        raise ValueError(f"max_frame_bytes must be positive, not {max_frame_bytes}")
     url = node_url(server)
     hello = make_hello(node_id, name)
     delay = BACKOFF_INITIAL
@@ -80,7 +98,7 @@ async def serve_agent(
                 additional_headers={"Authorization": f"Bearer {token}"},
                 ping_interval=PING_INTERVAL,
                 ping_timeout=PING_TIMEOUT,
-                max_size=DEFAULT_MAX_FRAME_BYTES,
+                max_size=max_frame_bytes,
             ) as socket:
                 runtime = await _handshake(socket, hello, agent)
                 delay = BACKOFF_INITIAL
@@ -93,18 +111,43 @@ async def serve_agent(
                             await runtime.receive(envelope_pb2.Envelope.FromString(frame))
                 finally:
                     await runtime.stop()
-        except InvalidStatus as error:
-            if error.response.status_code in (401, 403):
-                raise NodeRefused(f"the hub refused the node: HTTP {error.response.status_code}") from None
-            log.warning("node %s: hub answered HTTP %s", node_id, error.response.status_code)
         except InvalidURI:
             raise
+        except (InvalidStatus, _HelloRefused) as refusal:
+            log.warning("node %s: %s", node_id, _refused_because(refusal, node_id))
         except (OSError, ConnectionClosed, TimeoutError) as error:
-            log.warning("node %s: connection to %s lost: %s", node_id, url, error)
+            log.warning("node %s: connection to %s lost: %s", node_id, url, _lost_because(error, max_frame_bytes))
         if not reconnect:
             return
         await sleep(delay)
         delay = min(delay * 2, BACKOFF_MAX)
+
+
+def _refused_because(refusal: InvalidStatus | _HelloRefused, node_id: str) -> str:
+    """Why the hub refused the connection, when redialing may help; raises :class:`NodeRefused` when it cannot."""
+    if isinstance(refusal, InvalidStatus):
+        status = refusal.response.status_code
+        if status in (401, 403):
+            raise NodeRefused(f"the hub refused the node: HTTP {status}") from None
+        return f"hub answered HTTP {status}"
+    if not refusal.retryable:
+        raise NodeRefused(f"the hub refused node {node_id}: {refusal}") from None
+    return f"the hub refused the connection: {refusal}"
+
+
+def _lost_because(error: OSError | ConnectionClosed | TimeoutError, max_frame_bytes: int) -> str:
+    """Why the connection ended, in words; a 1009 says which side's frame limit was hit."""
+    if not isinstance(error, ConnectionClosed):
+        return str(error)
+    closed = error
+    if closed.sent is not None and closed.sent.code == CloseCode.MESSAGE_TOO_BIG:
+        return (
+            f"the hub sent a frame over this node's max_frame_bytes ({max_frame_bytes} bytes); "
+            "raise it to the hub's --max-frame-bytes"
+        )
+    if closed.rcvd is not None and closed.rcvd.code == CloseCode.MESSAGE_TOO_BIG:
+        return f"the hub refused a frame of this node as too large ({closed.rcvd.reason or 'close code 1009'})"
+    return str(closed)
 
 
 async def _handshake(socket: ClientConnection, hello: protocol_pb2.AgentHello, agent: Agent) -> NodeRuntime:
@@ -121,6 +164,8 @@ async def _handshake(socket: ClientConnection, hello: protocol_pb2.AgentHello, a
             message = protocol_pb2.ProtocolMessage.FromString(envelope.payload.value)
             if envelope.reply_to == hello_id and message.WhichOneof("message") == "agent_accepted":
                 break
+            if envelope.reply_to == hello_id and message.WhichOneof("message") == "protocol_error":
+                raise _HelloRefused(message)
 
     async def send(envelope: envelope_pb2.Envelope) -> None:
         await socket.send(envelope.SerializeToString())

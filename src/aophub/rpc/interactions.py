@@ -5,11 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from aophub.hub.hub import Hub
+from aophub.protocol.errors import Code, HubError
+from aophub.rpc.paging import decode_token, encode_token, page_size
 from aophub.v1 import interaction_pb2
 
 __all__ = ["InteractionServiceImpl"]
 
 Ctx = Any
+# The id half of this service's page tokens, telling them from other services' (a position goes in the other).
+_TOKEN_KIND = "interactions"
 
 
 class InteractionServiceImpl:
@@ -29,6 +33,27 @@ class InteractionServiceImpl:
     async def list_interactions(
         self, request: interaction_pb2.ListInteractionsRequest, ctx: Ctx
     ) -> interaction_pb2.ListInteractionsResponse:
-        await self.hub.require_session(request.session_id)
-        found = await self.hub.interactions.list(request.session_id, include_resolved=request.include_resolved)
-        return interaction_pb2.ListInteractionsResponse(interactions=found)
+        """One page of a session's interactions, or of every session's when ``session_id`` is empty."""
+        if request.session_id:
+            await self.hub.require_session(request.session_id)
+        found, next_position = await self.hub.interactions.list(
+            request.session_id,
+            include_resolved=request.include_resolved,
+            after=_position(request.page_token),
+            limit=page_size(request.page_size),
+        )
+        response = interaction_pb2.ListInteractionsResponse(interactions=found)
+        if next_position is not None:
+            response.next_page_token = encode_token((float(next_position), _TOKEN_KIND))
+        return response
+
+
+def _position(token: str) -> int:
+    """The store position a page token stands for (0 for ""); ``INVALID_ARGUMENT`` for anything else."""
+    decoded = decode_token(token)
+    if decoded is None:
+        return 0
+    position, kind = decoded
+    if kind != _TOKEN_KIND or not position.is_integer() or position < 0:
+        raise HubError(Code.INVALID_ARGUMENT, f"page_token {token!r} is not a token this hub issued")
+    return int(position)

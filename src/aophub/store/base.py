@@ -116,13 +116,18 @@ class JournalEntry:
 
 @dataclass(frozen=True, slots=True)
 class InteractionRecord:
-    """A durable interaction; ``data`` is the serialized ``aophub.v1.Interaction``."""
+    """A durable interaction; ``data`` is the serialized ``aophub.v1.Interaction``.
+
+    ``position`` orders interactions oldest first across sessions (an update keeps it); the
+    store sets it on reads, writes ignore it.
+    """
 
     id: str
     session_id: str
     turn_id: str
     state: int  # aophub.v1.InteractionState
     data: bytes
+    position: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,9 +296,12 @@ class Store(Protocol):
         ...
 
     async def list_interactions(
-        self, *, session_id: str = "", states: Sequence[int] | None = None
+        self, *, session_id: str = "", states: Sequence[int] | None = None, after: int = 0, limit: int | None = None
     ) -> list[InteractionRecord]:
-        """Interactions (of one session when ``session_id`` is set, in ``states`` when given), oldest first."""
+        """Interactions (of one session when ``session_id`` is set, in ``states`` when given), oldest first.
+
+        Only those whose ``position`` is past ``after``; at most ``limit`` when given.
+        """
         ...
 
     async def count_interactions(self, session_ids: Sequence[str], states: Sequence[int]) -> dict[str, int]:

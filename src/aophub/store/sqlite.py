@@ -384,16 +384,19 @@ class SQLiteStore:
     async def get_interaction(self, interaction_id: str) -> InteractionRecord | None:
         """One interaction, or ``None``."""
         rows = await self._read(
-            "SELECT id, session_id, turn_id, state, data FROM interactions WHERE id = ?", (interaction_id,)
+            "SELECT id, session_id, turn_id, state, data, rowid FROM interactions WHERE id = ?", (interaction_id,)
         )
         return InteractionRecord(*rows[0]) if rows else None
 
     async def list_interactions(
-        self, *, session_id: str = "", states: Sequence[int] | None = None
+        self, *, session_id: str = "", states: Sequence[int] | None = None, after: int = 0, limit: int | None = None
     ) -> list[InteractionRecord]:
-        """Interactions (of one session when ``session_id`` is set, in ``states`` when given), oldest first."""
-        where: list[str] = []
-        params: list[Any] = []
+        """Interactions (of one session when ``session_id`` is set, in ``states`` when given), oldest first.
+
+        The position is the row id, which an upsert keeps.
+        """
+        where: list[str] = ["rowid > ?"]
+        params: list[Any] = [after]
         if session_id:
             where.append("session_id = ?")
             params.append(session_id)
@@ -402,9 +405,14 @@ class SQLiteStore:
                 return []
             where.append(f"state IN ({', '.join('?' * len(states))})")
             params += states
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        bound = ""
+        if limit is not None:
+            bound = " LIMIT ?"
+            params.append(max(limit, 0))
         rows = await self._read(
-            f"SELECT id, session_id, turn_id, state, data FROM interactions {clause} ORDER BY rowid", params
+            "SELECT id, session_id, turn_id, state, data, rowid FROM interactions"
+            f" WHERE {' AND '.join(where)} ORDER BY rowid{bound}",
+            params,
         )
         return [InteractionRecord(*row) for row in rows]
 

@@ -2,7 +2,10 @@
 
 The first envelope must be ``agent_hello`` with a ``node_id``; the hub answers
 ``agent_accepted`` and registers the node (a reconnect with the same id
-replaces the old connection). After that, an undecodable envelope, a text
+replaces the old connection). A hello the hub refuses (the built-in node's id,
+or an id another live connection holds, see :mod:`aophub.hub.nodes`) is
+answered with a ``protocol_error`` (reply_to = the hello's id, as AOP-nodes
+9.1.3 expects) and the connection is closed with 1008 and the same reason. After that, an undecodable envelope, a text
 frame or an unknown namespace drops the node; its running turns end with
 ``agent_disconnected``. Keepalive pings come from the server
 (``ws_ping_interval``/``ws_ping_timeout``): a node that stops answering them is
@@ -22,6 +25,7 @@ from aophub.hub.hub import Hub
 from aophub.hub.nodes import NodeGone, NodeHandle
 from aophub.node.runtime import INTERACTIONS_CAPABILITY
 from aophub.protocol.codec import core_message, decode_envelope, encode_envelope, payload_name, unpack
+from aophub.protocol.error_mapping import to_protocol_error
 from aophub.protocol.errors import Code, HubError
 from aophub.transport.auth import Authenticator, authorize_websocket
 
@@ -127,6 +131,15 @@ async def _hello(websocket: WebSocket) -> tuple[envelope_pb2.Envelope, protocol_
     return envelope, message.agent_hello
 
 
+def peer_address(websocket: WebSocket) -> str:
+    """``host:port`` of the other end (``[v6]:port`` for IPv6), or "" when the server does not know it."""
+    client = websocket.client
+    if client is None:
+        return ""
+    host, port = client
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 async def serve_node(websocket: WebSocket, hub: Hub, authenticator: Authenticator) -> None:
     """Serve one node connection until it closes or breaks the protocol."""
     if await authorize_websocket(websocket, authenticator) is None:
@@ -139,7 +152,15 @@ async def serve_node(websocket: WebSocket, hub: Hub, authenticator: Authenticato
         return
     hello_envelope, hello = greeting
     link = WebSocketNodeLink(websocket)
-    handle = await hub.attach_node(hello, link)
+    try:
+        handle = await hub.attach_node(hello, link, peer=peer_address(websocket))
+    except HubError as refusal:
+        await link.stop()  # nothing was queued on it; the refusal goes straight out
+        refused = core_message(protocol_error=to_protocol_error(refusal))
+        with contextlib.suppress(Exception):  # the node may be gone already
+            await websocket.send_bytes(encode_envelope(refused, reply_to=hello_envelope.id))
+        await _close(websocket, 1008, refusal.message)
+        return
     accepted = protocol_pb2.AgentAccepted(
         node_id=hello.node_id, capabilities=[c for c in hello.capabilities if c in HUB_CAPABILITIES]
     )

@@ -416,9 +416,19 @@ type Interaction struct {
 	// The answer, once ANSWERED.
 	Answer *InteractionAnswer `protobuf:"bytes,10,opt,name=answer,proto3" json:"answer,omitempty"`
 	// When it left PENDING.
-	ResolvedAt    *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=resolved_at,json=resolvedAt,proto3" json:"resolved_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ResolvedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=resolved_at,json=resolvedAt,proto3" json:"resolved_at,omitempty"`
+	// The tool the call is for (call.name), so that the question reads at a
+	// glance. Set by the hub from call; whatever a node sends here is replaced.
+	ToolName string `protobuf:"bytes,12,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	// The call's arguments as JSON text: call.arguments.data as UTF-8, which
+	// ProtoJSON shows only as base64. Set by the hub from call (whatever a node
+	// sends here is replaced); empty when the arguments are not UTF-8 text; at
+	// most 65536 bytes, cut at a character boundary (see arguments_truncated).
+	ArgumentsJson string `protobuf:"bytes,13,opt,name=arguments_json,json=argumentsJson,proto3" json:"arguments_json,omitempty"`
+	// True when arguments_json was cut; call.arguments holds them whole.
+	ArgumentsTruncated bool `protobuf:"varint,14,opt,name=arguments_truncated,json=argumentsTruncated,proto3" json:"arguments_truncated,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Interaction) Reset() {
@@ -526,6 +536,27 @@ func (x *Interaction) GetResolvedAt() *timestamppb.Timestamp {
 		return x.ResolvedAt
 	}
 	return nil
+}
+
+func (x *Interaction) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *Interaction) GetArgumentsJson() string {
+	if x != nil {
+		return x.ArgumentsJson
+	}
+	return ""
+}
+
+func (x *Interaction) GetArgumentsTruncated() bool {
+	if x != nil {
+		return x.ArgumentsTruncated
+	}
+	return false
 }
 
 // AnswerInteractionRequest answers a pending interaction.
@@ -680,15 +711,19 @@ func (*AnswerInteractionResponse_Accepted) isAnswerInteractionResponse_Outcome()
 
 func (*AnswerInteractionResponse_Rejected) isAnswerInteractionResponse_Outcome() {}
 
-// ListInteractionsRequest names a session.
+// ListInteractionsRequest asks for one page of interactions.
 type ListInteractionsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Session id.
+	// Session id; empty for the interactions of every session.
 	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// Also list interactions that are no longer pending.
 	IncludeResolved bool `protobuf:"varint,2,opt,name=include_resolved,json=includeResolved,proto3" json:"include_resolved,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Page size; 0 means 100, at most 500.
+	PageSize uint32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// next_page_token of the previous page; empty for the first page.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListInteractionsRequest) Reset() {
@@ -735,11 +770,27 @@ func (x *ListInteractionsRequest) GetIncludeResolved() bool {
 	return false
 }
 
-// ListInteractionsResponse lists interactions.
+func (x *ListInteractionsRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListInteractionsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ListInteractionsResponse is one page of interactions.
 type ListInteractionsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Interactions, oldest first.
-	Interactions  []*Interaction `protobuf:"bytes,1,rep,name=interactions,proto3" json:"interactions,omitempty"`
+	Interactions []*Interaction `protobuf:"bytes,1,rep,name=interactions,proto3" json:"interactions,omitempty"`
+	// Token for the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -779,6 +830,13 @@ func (x *ListInteractionsResponse) GetInteractions() []*Interaction {
 		return x.Interactions
 	}
 	return nil
+}
+
+func (x *ListInteractionsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 // InteractionProtocolMessage is the WebSocket namespace for interactions.
@@ -923,7 +981,7 @@ const file_aophub_v1_interaction_proto_rawDesc = "" +
 	"\x11InteractionAnswer\x121\n" +
 	"\bapproval\x18\x01 \x01(\v2\x13.aophub.v1.ApprovalH\x00R\bapproval\x125\n" +
 	"\x06output\x18\x02 \x01(\v2\x1b.aophub.v1.ClientToolOutputH\x00R\x06outputB\b\n" +
-	"\x06answer\"\x82\x04\n" +
+	"\x06answer\"\xf7\x04\n" +
 	"\vInteraction\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -940,7 +998,10 @@ const file_aophub_v1_interaction_proto_rawDesc = "" +
 	"\x06answer\x18\n" +
 	" \x01(\v2\x1c.aophub.v1.InteractionAnswerR\x06answer\x12;\n" +
 	"\vresolved_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"resolvedAt\"\x96\x01\n" +
+	"resolvedAt\x12\x1b\n" +
+	"\ttool_name\x18\f \x01(\tR\btoolName\x12%\n" +
+	"\x0earguments_json\x18\r \x01(\tR\rargumentsJson\x12/\n" +
+	"\x13arguments_truncated\x18\x0e \x01(\bR\x12argumentsTruncated\"\x96\x01\n" +
 	"\x18AnswerInteractionRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12%\n" +
@@ -949,13 +1010,17 @@ const file_aophub_v1_interaction_proto_rawDesc = "" +
 	"\x19AnswerInteractionResponse\x124\n" +
 	"\baccepted\x18\x01 \x01(\v2\x16.aophub.v1.InteractionH\x00R\baccepted\x12,\n" +
 	"\brejected\x18\x02 \x01(\v2\x0e.aop.RejectionH\x00R\brejectedB\t\n" +
-	"\aoutcome\"c\n" +
+	"\aoutcome\"\x9f\x01\n" +
 	"\x17ListInteractionsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
-	"\x10include_resolved\x18\x02 \x01(\bR\x0fincludeResolved\"V\n" +
+	"\x10include_resolved\x18\x02 \x01(\bR\x0fincludeResolved\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"~\n" +
 	"\x18ListInteractionsResponse\x12:\n" +
-	"\finteractions\x18\x01 \x03(\v2\x16.aophub.v1.InteractionR\finteractions\"\xb4\x02\n" +
+	"\finteractions\x18\x01 \x03(\v2\x16.aophub.v1.InteractionR\finteractions\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb4\x02\n" +
 	"\x1aInteractionProtocolMessage\x12L\n" +
 	"\x0eanswer_request\x18\n" +
 	" \x01(\v2#.aophub.v1.AnswerInteractionRequestH\x00R\ranswerRequest\x12O\n" +

@@ -51,7 +51,9 @@ class InteractionService(Protocol):
 
     async def list_interactions(self, request: ListInteractionsRequest, ctx: RequestContext[ListInteractionsRequest, ListInteractionsResponse], /) -> ListInteractionsResponse:
         """
-        ListInteractions lists a session's interactions, oldest first.
+        ListInteractions lists interactions, oldest first, a page at a time: a
+        session's, or, without session_id, those of every session (for example
+        everything pending on the hub).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -166,7 +168,9 @@ class InteractionServiceClient(ConnectClient):
         use_get: bool = False,
     ) -> ListInteractionsResponse:
         """
-        ListInteractions lists a session's interactions, oldest first.
+        ListInteractions lists interactions, oldest first, a page at a time: a
+        session's, or, without session_id, those of every session (for example
+        everything pending on the hub).
         """
         return await self.execute_unary(
             request=request,
@@ -197,7 +201,9 @@ class InteractionServiceSync(Protocol):
 
     def list_interactions(self, request: ListInteractionsRequest, ctx: RequestContext[ListInteractionsRequest, ListInteractionsResponse], /) -> ListInteractionsResponse:
         """
-        ListInteractions lists a session's interactions, oldest first.
+        ListInteractions lists interactions, oldest first, a page at a time: a
+        session's, or, without session_id, those of every session (for example
+        everything pending on the hub).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -310,7 +316,9 @@ class InteractionServiceClientSync(ConnectClientSync):
         use_get: bool = False,
     ) -> ListInteractionsResponse:
         """
-        ListInteractions lists a session's interactions, oldest first.
+        ListInteractions lists interactions, oldest first, a page at a time: a
+        session's, or, without session_id, those of every session (for example
+        everything pending on the hub).
         """
         return self.execute_unary(
             request=request,

@@ -27,7 +27,7 @@ from aop import content_pb2 as aop_dot_content__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61ophub/v1/interaction.proto\x12\taophub.v1\x1a\x0e\x61op/chat.proto\x1a\x11\x61op/content.proto\x1a\x1fgoogle/protobuf/timestamp.proto\">\n\x08\x41pproval\x12\x1a\n\x08\x61pproved\x18\x01 \x01(\x08R\x08\x61pproved\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"S\n\x10\x43lientToolOutput\x12$\n\x06output\x18\x01 \x03(\x0b\x32\x0c.aop.ContentR\x06output\x12\x19\n\x08is_error\x18\x02 \x01(\x08R\x07isError\"\x87\x01\n\x11InteractionAnswer\x12\x31\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x13.aophub.v1.ApprovalH\x00R\x08\x61pproval\x12\x35\n\x06output\x18\x02 \x01(\x0b\x32\x1b.aophub.v1.ClientToolOutputH\x00R\x06outputB\x08\n\x06\x61nswer\"\x82\x04\n\x0bInteraction\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x17\n\x07turn_id\x18\x03 \x01(\tR\x06turnId\x12.\n\x04kind\x18\x04 \x01(\x0e\x32\x1a.aophub.v1.InteractionKindR\x04kind\x12\x31\n\x05state\x18\x05 \x01(\x0e\x32\x1b.aophub.v1.InteractionStateR\x05state\x12!\n\x04\x63\x61ll\x18\x06 \x01(\x0b\x32\r.aop.ToolCallR\x04\x63\x61ll\x12\x39\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nexpires_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12<\n\rexpiry_policy\x18\t \x01(\x0e\x32\x17.aophub.v1.ExpiryPolicyR\x0c\x65xpiryPolicy\x12\x34\n\x06\x61nswer\x18\n \x01(\x0b\x32\x1c.aophub.v1.InteractionAnswerR\x06\x61nswer\x12;\n\x0bresolved_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nresolvedAt\"\x96\x01\n\x18\x41nswerInteractionRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12%\n\x0einteraction_id\x18\x02 \x01(\tR\rinteractionId\x12\x34\n\x06\x61nswer\x18\x03 \x01(\x0b\x32\x1c.aophub.v1.InteractionAnswerR\x06\x61nswer\"\x8a\x01\n\x19\x41nswerInteractionResponse\x12\x34\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x16.aophub.v1.InteractionH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"c\n\x17ListInteractionsRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12)\n\x10include_resolved\x18\x02 \x01(\x08R\x0fincludeResolved\"V\n\x18ListInteractionsResponse\x12:\n\x0cinteractions\x18\x01 \x03(\x0b\x32\x16.aophub.v1.InteractionR\x0cinteractions\"\xb4\x02\n\x1aInteractionProtocolMessage\x12L\n\x0e\x61nswer_request\x18\n \x01(\x0b\x32#.aophub.v1.AnswerInteractionRequestH\x00R\ranswerRequest\x12O\n\x0f\x61nswer_response\x18\x0b \x01(\x0b\x32$.aophub.v1.AnswerInteractionResponseH\x00R\x0e\x61nswerResponse\x12\x36\n\trequested\x18\x0c \x01(\x0b\x32\x16.aophub.v1.InteractionH\x00R\trequested\x12\x34\n\x08resolved\x18\r \x01(\x0b\x32\x16.aophub.v1.InteractionH\x00R\x08resolvedB\t\n\x07message*t\n\x0fInteractionKind\x12 \n\x1cINTERACTION_KIND_UNSPECIFIED\x10\x00\x12\x1d\n\x19INTERACTION_KIND_APPROVAL\x10\x01\x12 \n\x1cINTERACTION_KIND_CLIENT_TOOL\x10\x02*\xb3\x01\n\x10InteractionState\x12!\n\x1dINTERACTION_STATE_UNSPECIFIED\x10\x00\x12\x1d\n\x19INTERACTION_STATE_PENDING\x10\x01\x12\x1e\n\x1aINTERACTION_STATE_ANSWERED\x10\x02\x12\x1d\n\x19INTERACTION_STATE_EXPIRED\x10\x03\x12\x1e\n\x1aINTERACTION_STATE_CANCELED\x10\x04*d\n\x0c\x45xpiryPolicy\x12\x1d\n\x19\x45XPIRY_POLICY_UNSPECIFIED\x10\x00\x12\x16\n\x12\x45XPIRY_POLICY_DENY\x10\x01\x12\x1d\n\x19\x45XPIRY_POLICY_CANCEL_TURN\x10\x02\x32\xd6\x01\n\x12InteractionService\x12^\n\x11\x41nswerInteraction\x12#.aophub.v1.AnswerInteractionRequest\x1a$.aophub.v1.AnswerInteractionResponse\x12`\n\x10ListInteractions\x12\".aophub.v1.ListInteractionsRequest\x1a#.aophub.v1.ListInteractionsResponse\"\x03\x90\x02\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x61ophub/v1/interaction.proto\x12\taophub.v1\x1a\x0e\x61op/chat.proto\x1a\x11\x61op/content.proto\x1a\x1fgoogle/protobuf/timestamp.proto\">\n\x08\x41pproval\x12\x1a\n\x08\x61pproved\x18\x01 \x01(\x08R\x08\x61pproved\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"S\n\x10\x43lientToolOutput\x12$\n\x06output\x18\x01 \x03(\x0b\x32\x0c.aop.ContentR\x06output\x12\x19\n\x08is_error\x18\x02 \x01(\x08R\x07isError\"\x87\x01\n\x11InteractionAnswer\x12\x31\n\x08\x61pproval\x18\x01 \x01(\x0b\x32\x13.aophub.v1.ApprovalH\x00R\x08\x61pproval\x12\x35\n\x06output\x18\x02 \x01(\x0b\x32\x1b.aophub.v1.ClientToolOutputH\x00R\x06outputB\x08\n\x06\x61nswer\"\xf7\x04\n\x0bInteraction\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x17\n\x07turn_id\x18\x03 \x01(\tR\x06turnId\x12.\n\x04kind\x18\x04 \x01(\x0e\x32\x1a.aophub.v1.InteractionKindR\x04kind\x12\x31\n\x05state\x18\x05 \x01(\x0e\x32\x1b.aophub.v1.InteractionStateR\x05state\x12!\n\x04\x63\x61ll\x18\x06 \x01(\x0b\x32\r.aop.ToolCallR\x04\x63\x61ll\x12\x39\n\ncreated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nexpires_at\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12<\n\rexpiry_policy\x18\t \x01(\x0e\x32\x17.aophub.v1.ExpiryPolicyR\x0c\x65xpiryPolicy\x12\x34\n\x06\x61nswer\x18\n \x01(\x0b\x32\x1c.aophub.v1.InteractionAnswerR\x06\x61nswer\x12;\n\x0bresolved_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nresolvedAt\x12\x1b\n\ttool_name\x18\x0c \x01(\tR\x08toolName\x12%\n\x0e\x61rguments_json\x18\r \x01(\tR\rargumentsJson\x12/\n\x13\x61rguments_truncated\x18\x0e \x01(\x08R\x12\x61rgumentsTruncated\"\x96\x01\n\x18\x41nswerInteractionRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12%\n\x0einteraction_id\x18\x02 \x01(\tR\rinteractionId\x12\x34\n\x06\x61nswer\x18\x03 \x01(\x0b\x32\x1c.aophub.v1.InteractionAnswerR\x06\x61nswer\"\x8a\x01\n\x19\x41nswerInteractionResponse\x12\x34\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x16.aophub.v1.InteractionH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"\x9f\x01\n\x17ListInteractionsRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12)\n\x10include_resolved\x18\x02 \x01(\x08R\x0fincludeResolved\x12\x1b\n\tpage_size\x18\x03 \x01(\rR\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\"~\n\x18ListInteractionsResponse\x12:\n\x0cinteractions\x18\x01 \x03(\x0b\x32\x16.aophub.v1.InteractionR\x0cinteractions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xb4\x02\n\x1aInteractionProtocolMessage\x12L\n\x0e\x61nswer_request\x18\n \x01(\x0b\x32#.aophub.v1.AnswerInteractionRequestH\x00R\ranswerRequest\x12O\n\x0f\x61nswer_response\x18\x0b \x01(\x0b\x32$.aophub.v1.AnswerInteractionResponseH\x00R\x0e\x61nswerResponse\x12\x36\n\trequested\x18\x0c \x01(\x0b\x32\x16.aophub.v1.InteractionH\x00R\trequested\x12\x34\n\x08resolved\x18\r \x01(\x0b\x32\x16.aophub.v1.InteractionH\x00R\x08resolvedB\t\n\x07message*t\n\x0fInteractionKind\x12 \n\x1cINTERACTION_KIND_UNSPECIFIED\x10\x00\x12\x1d\n\x19INTERACTION_KIND_APPROVAL\x10\x01\x12 \n\x1cINTERACTION_KIND_CLIENT_TOOL\x10\x02*\xb3\x01\n\x10InteractionState\x12!\n\x1dINTERACTION_STATE_UNSPECIFIED\x10\x00\x12\x1d\n\x19INTERACTION_STATE_PENDING\x10\x01\x12\x1e\n\x1aINTERACTION_STATE_ANSWERED\x10\x02\x12\x1d\n\x19INTERACTION_STATE_EXPIRED\x10\x03\x12\x1e\n\x1aINTERACTION_STATE_CANCELED\x10\x04*d\n\x0c\x45xpiryPolicy\x12\x1d\n\x19\x45XPIRY_POLICY_UNSPECIFIED\x10\x00\x12\x16\n\x12\x45XPIRY_POLICY_DENY\x10\x01\x12\x1d\n\x19\x45XPIRY_POLICY_CANCEL_TURN\x10\x02\x32\xd6\x01\n\x12InteractionService\x12^\n\x11\x41nswerInteraction\x12#.aophub.v1.AnswerInteractionRequest\x1a$.aophub.v1.AnswerInteractionResponse\x12`\n\x10ListInteractions\x12\".aophub.v1.ListInteractionsRequest\x1a#.aophub.v1.ListInteractionsResponse\"\x03\x90\x02\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,12 +37,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'\n\021dev.aophub.api.v1P\001Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1'
   _globals['_INTERACTIONSERVICE'].methods_by_name['ListInteractions']._loaded_options = None
   _globals['_INTERACTIONSERVICE'].methods_by_name['ListInteractions']._serialized_options = b'\220\002\001'
-  _globals['_INTERACTIONKIND']._serialized_start=1708
-  _globals['_INTERACTIONKIND']._serialized_end=1824
-  _globals['_INTERACTIONSTATE']._serialized_start=1827
-  _globals['_INTERACTIONSTATE']._serialized_end=2006
-  _globals['_EXPIRYPOLICY']._serialized_start=2008
-  _globals['_EXPIRYPOLICY']._serialized_end=2108
+  _globals['_INTERACTIONKIND']._serialized_start=1926
+  _globals['_INTERACTIONKIND']._serialized_end=2042
+  _globals['_INTERACTIONSTATE']._serialized_start=2045
+  _globals['_INTERACTIONSTATE']._serialized_end=2224
+  _globals['_EXPIRYPOLICY']._serialized_start=2226
+  _globals['_EXPIRYPOLICY']._serialized_end=2326
   _globals['_APPROVAL']._serialized_start=110
   _globals['_APPROVAL']._serialized_end=172
   _globals['_CLIENTTOOLOUTPUT']._serialized_start=174
@@ -50,17 +50,17 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_INTERACTIONANSWER']._serialized_start=260
   _globals['_INTERACTIONANSWER']._serialized_end=395
   _globals['_INTERACTION']._serialized_start=398
-  _globals['_INTERACTION']._serialized_end=912
-  _globals['_ANSWERINTERACTIONREQUEST']._serialized_start=915
-  _globals['_ANSWERINTERACTIONREQUEST']._serialized_end=1065
-  _globals['_ANSWERINTERACTIONRESPONSE']._serialized_start=1068
-  _globals['_ANSWERINTERACTIONRESPONSE']._serialized_end=1206
-  _globals['_LISTINTERACTIONSREQUEST']._serialized_start=1208
-  _globals['_LISTINTERACTIONSREQUEST']._serialized_end=1307
-  _globals['_LISTINTERACTIONSRESPONSE']._serialized_start=1309
-  _globals['_LISTINTERACTIONSRESPONSE']._serialized_end=1395
-  _globals['_INTERACTIONPROTOCOLMESSAGE']._serialized_start=1398
-  _globals['_INTERACTIONPROTOCOLMESSAGE']._serialized_end=1706
-  _globals['_INTERACTIONSERVICE']._serialized_start=2111
-  _globals['_INTERACTIONSERVICE']._serialized_end=2325
+  _globals['_INTERACTION']._serialized_end=1029
+  _globals['_ANSWERINTERACTIONREQUEST']._serialized_start=1032
+  _globals['_ANSWERINTERACTIONREQUEST']._serialized_end=1182
+  _globals['_ANSWERINTERACTIONRESPONSE']._serialized_start=1185
+  _globals['_ANSWERINTERACTIONRESPONSE']._serialized_end=1323
+  _globals['_LISTINTERACTIONSREQUEST']._serialized_start=1326
+  _globals['_LISTINTERACTIONSREQUEST']._serialized_end=1485
+  _globals['_LISTINTERACTIONSRESPONSE']._serialized_start=1487
+  _globals['_LISTINTERACTIONSRESPONSE']._serialized_end=1613
+  _globals['_INTERACTIONPROTOCOLMESSAGE']._serialized_start=1616
+  _globals['_INTERACTIONPROTOCOLMESSAGE']._serialized_end=1924
+  _globals['_INTERACTIONSERVICE']._serialized_start=2329
+  _globals['_INTERACTIONSERVICE']._serialized_end=2543
 # @@protoc_insertion_point(module_scope)

@@ -68,7 +68,7 @@ class InteractionAnswer(_message.Message):
     def __init__(self, approval: _Optional[_Union[Approval, _Mapping]] = ..., output: _Optional[_Union[ClientToolOutput, _Mapping]] = ...) -> None: ...
 
 class Interaction(_message.Message):
-    __slots__ = ("id", "session_id", "turn_id", "kind", "state", "call", "created_at", "expires_at", "expiry_policy", "answer", "resolved_at")
+    __slots__ = ("id", "session_id", "turn_id", "kind", "state", "call", "created_at", "expires_at", "expiry_policy", "answer", "resolved_at", "tool_name", "arguments_json", "arguments_truncated")
     ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TURN_ID_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +80,9 @@ class Interaction(_message.Message):
     EXPIRY_POLICY_FIELD_NUMBER: _ClassVar[int]
     ANSWER_FIELD_NUMBER: _ClassVar[int]
     RESOLVED_AT_FIELD_NUMBER: _ClassVar[int]
+    TOOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_JSON_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_TRUNCATED_FIELD_NUMBER: _ClassVar[int]
     id: str
     session_id: str
     turn_id: str
@@ -91,7 +94,10 @@ class Interaction(_message.Message):
     expiry_policy: ExpiryPolicy
     answer: InteractionAnswer
     resolved_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., kind: _Optional[_Union[InteractionKind, str]] = ..., state: _Optional[_Union[InteractionState, str]] = ..., call: _Optional[_Union[_content_pb2.ToolCall, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expiry_policy: _Optional[_Union[ExpiryPolicy, str]] = ..., answer: _Optional[_Union[InteractionAnswer, _Mapping]] = ..., resolved_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    tool_name: str
+    arguments_json: str
+    arguments_truncated: bool
+    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., turn_id: _Optional[str] = ..., kind: _Optional[_Union[InteractionKind, str]] = ..., state: _Optional[_Union[InteractionState, str]] = ..., call: _Optional[_Union[_content_pb2.ToolCall, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expiry_policy: _Optional[_Union[ExpiryPolicy, str]] = ..., answer: _Optional[_Union[InteractionAnswer, _Mapping]] = ..., resolved_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., tool_name: _Optional[str] = ..., arguments_json: _Optional[str] = ..., arguments_truncated: _Optional[bool] = ...) -> None: ...
 
 class AnswerInteractionRequest(_message.Message):
     __slots__ = ("request_id", "interaction_id", "answer")
@@ -112,18 +118,24 @@ class AnswerInteractionResponse(_message.Message):
     def __init__(self, accepted: _Optional[_Union[Interaction, _Mapping]] = ..., rejected: _Optional[_Union[_chat_pb2.Rejection, _Mapping]] = ...) -> None: ...
 
 class ListInteractionsRequest(_message.Message):
-    __slots__ = ("session_id", "include_resolved")
+    __slots__ = ("session_id", "include_resolved", "page_size", "page_token")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_RESOLVED_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     include_resolved: bool
-    def __init__(self, session_id: _Optional[str] = ..., include_resolved: _Optional[bool] = ...) -> None: ...
+    page_size: int
+    page_token: str
+    def __init__(self, session_id: _Optional[str] = ..., include_resolved: _Optional[bool] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
 
 class ListInteractionsResponse(_message.Message):
-    __slots__ = ("interactions",)
+    __slots__ = ("interactions", "next_page_token")
     INTERACTIONS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     interactions: _containers.RepeatedCompositeFieldContainer[Interaction]
-    def __init__(self, interactions: _Optional[_Iterable[_Union[Interaction, _Mapping]]] = ...) -> None: ...
+    next_page_token: str
+    def __init__(self, interactions: _Optional[_Iterable[_Union[Interaction, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class InteractionProtocolMessage(_message.Message):
     __slots__ = ("answer_request", "answer_response", "requested", "resolved")

@@ -49,7 +49,9 @@ type InteractionServiceClient interface {
 	// AnswerInteraction answers a pending interaction. The first answer wins;
 	// later ones are refused with FAILED_PRECONDITION.
 	AnswerInteraction(context.Context, *connect.Request[v1.AnswerInteractionRequest]) (*connect.Response[v1.AnswerInteractionResponse], error)
-	// ListInteractions lists a session's interactions, oldest first.
+	// ListInteractions lists interactions, oldest first, a page at a time: a
+	// session's, or, without session_id, those of every session (for example
+	// everything pending on the hub).
 	ListInteractions(context.Context, *connect.Request[v1.ListInteractionsRequest]) (*connect.Response[v1.ListInteractionsResponse], error)
 }
 
@@ -101,7 +103,9 @@ type InteractionServiceHandler interface {
 	// AnswerInteraction answers a pending interaction. The first answer wins;
 	// later ones are refused with FAILED_PRECONDITION.
 	AnswerInteraction(context.Context, *connect.Request[v1.AnswerInteractionRequest]) (*connect.Response[v1.AnswerInteractionResponse], error)
-	// ListInteractions lists a session's interactions, oldest first.
+	// ListInteractions lists interactions, oldest first, a page at a time: a
+	// session's, or, without session_id, those of every session (for example
+	// everything pending on the hub).
 	ListInteractions(context.Context, *connect.Request[v1.ListInteractionsRequest]) (*connect.Response[v1.ListInteractionsResponse], error)
 }
 

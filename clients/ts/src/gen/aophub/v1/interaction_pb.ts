@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/interaction.proto.
  */
 export const file_aophub_v1_interaction: GenFile = /*@__PURE__*/
-  fileDesc("Chthb3BodWIvdjEvaW50ZXJhY3Rpb24ucHJvdG8SCWFvcGh1Yi52MSIsCghBcHByb3ZhbBIQCghhcHByb3ZlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkiQgoQQ2xpZW50VG9vbE91dHB1dBIcCgZvdXRwdXQYASADKAsyDC5hb3AuQ29udGVudBIQCghpc19lcnJvchgCIAEoCCJ1ChFJbnRlcmFjdGlvbkFuc3dlchInCghhcHByb3ZhbBgBIAEoCzITLmFvcGh1Yi52MS5BcHByb3ZhbEgAEi0KBm91dHB1dBgCIAEoCzIbLmFvcGh1Yi52MS5DbGllbnRUb29sT3V0cHV0SABCCAoGYW5zd2VyIqADCgtJbnRlcmFjdGlvbhIKCgJpZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3R1cm5faWQYAyABKAkSKAoEa2luZBgEIAEoDjIaLmFvcGh1Yi52MS5JbnRlcmFjdGlvbktpbmQSKgoFc3RhdGUYBSABKA4yGy5hb3BodWIudjEuSW50ZXJhY3Rpb25TdGF0ZRIbCgRjYWxsGAYgASgLMg0uYW9wLlRvb2xDYWxsEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KDWV4cGlyeV9wb2xpY3kYCSABKA4yFy5hb3BodWIudjEuRXhwaXJ5UG9saWN5EiwKBmFuc3dlchgKIAEoCzIcLmFvcGh1Yi52MS5JbnRlcmFjdGlvbkFuc3dlchIvCgtyZXNvbHZlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAidAoYQW5zd2VySW50ZXJhY3Rpb25SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSFgoOaW50ZXJhY3Rpb25faWQYAiABKAkSLAoGYW5zd2VyGAMgASgLMhwuYW9waHViLnYxLkludGVyYWN0aW9uQW5zd2VyInYKGUFuc3dlckludGVyYWN0aW9uUmVzcG9uc2USKgoIYWNjZXB0ZWQYASABKAsyFi5hb3BodWIudjEuSW50ZXJhY3Rpb25IABIiCghyZWplY3RlZBgCIAEoCzIOLmFvcC5SZWplY3Rpb25IAEIJCgdvdXRjb21lIkcKF0xpc3RJbnRlcmFjdGlvbnNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGAoQaW5jbHVkZV9yZXNvbHZlZBgCIAEoCCJIChhMaXN0SW50ZXJhY3Rpb25zUmVzcG9uc2USLAoMaW50ZXJhY3Rpb25zGAEgAygLMhYuYW9waHViLnYxLkludGVyYWN0aW9uIoACChpJbnRlcmFjdGlvblByb3RvY29sTWVzc2FnZRI9Cg5hbnN3ZXJfcmVxdWVzdBgKIAEoCzIjLmFvcGh1Yi52MS5BbnN3ZXJJbnRlcmFjdGlvblJlcXVlc3RIABI/Cg9hbnN3ZXJfcmVzcG9uc2UYCyABKAsyJC5hb3BodWIudjEuQW5zd2VySW50ZXJhY3Rpb25SZXNwb25zZUgAEisKCXJlcXVlc3RlZBgMIAEoCzIWLmFvcGh1Yi52MS5JbnRlcmFjdGlvbkgAEioKCHJlc29sdmVkGA0gASgLMhYuYW9waHViLnYxLkludGVyYWN0aW9uSABCCQoHbWVzc2FnZSp0Cg9JbnRlcmFjdGlvbktpbmQSIAocSU5URVJBQ1RJT05fS0lORF9VTlNQRUNJRklFRBAAEh0KGUlOVEVSQUNUSU9OX0tJTkRfQVBQUk9WQUwQARIgChxJTlRFUkFDVElPTl9LSU5EX0NMSUVOVF9UT09MEAIqswEKEEludGVyYWN0aW9uU3RhdGUSIQodSU5URVJBQ1RJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIdChlJTlRFUkFDVElPTl9TVEFURV9QRU5ESU5HEAESHgoaSU5URVJBQ1RJT05fU1RBVEVfQU5TV0VSRUQQAhIdChlJTlRFUkFDVElPTl9TVEFURV9FWFBJUkVEEAMSHgoaSU5URVJBQ1RJT05fU1RBVEVfQ0FOQ0VMRUQQBCpkCgxFeHBpcnlQb2xpY3kSHQoZRVhQSVJZX1BPTElDWV9VTlNQRUNJRklFRBAAEhYKEkVYUElSWV9QT0xJQ1lfREVOWRABEh0KGUVYUElSWV9QT0xJQ1lfQ0FOQ0VMX1RVUk4QAjLWAQoSSW50ZXJhY3Rpb25TZXJ2aWNlEl4KEUFuc3dlckludGVyYWN0aW9uEiMuYW9waHViLnYxLkFuc3dlckludGVyYWN0aW9uUmVxdWVzdBokLmFvcGh1Yi52MS5BbnN3ZXJJbnRlcmFjdGlvblJlc3BvbnNlEmAKEExpc3RJbnRlcmFjdGlvbnMSIi5hb3BodWIudjEuTGlzdEludGVyYWN0aW9uc1JlcXVlc3QaIy5hb3BodWIudjEuTGlzdEludGVyYWN0aW9uc1Jlc3BvbnNlIgOQAgFCSQoRZGV2LmFvcGh1Yi5hcGkudjFQAVoyZ2l0aHViLmNvbS9hb3BodWIvYW9waHViL2dlbi9nby9hb3BodWIvdjE7YW9waHVidjFiBnByb3RvMw", [file_aop_chat, file_aop_content, file_google_protobuf_timestamp]);
+  fileDesc("Chthb3BodWIvdjEvaW50ZXJhY3Rpb24ucHJvdG8SCWFvcGh1Yi52MSIsCghBcHByb3ZhbBIQCghhcHByb3ZlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkiQgoQQ2xpZW50VG9vbE91dHB1dBIcCgZvdXRwdXQYASADKAsyDC5hb3AuQ29udGVudBIQCghpc19lcnJvchgCIAEoCCJ1ChFJbnRlcmFjdGlvbkFuc3dlchInCghhcHByb3ZhbBgBIAEoCzITLmFvcGh1Yi52MS5BcHByb3ZhbEgAEi0KBm91dHB1dBgCIAEoCzIbLmFvcGh1Yi52MS5DbGllbnRUb29sT3V0cHV0SABCCAoGYW5zd2VyIugDCgtJbnRlcmFjdGlvbhIKCgJpZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3R1cm5faWQYAyABKAkSKAoEa2luZBgEIAEoDjIaLmFvcGh1Yi52MS5JbnRlcmFjdGlvbktpbmQSKgoFc3RhdGUYBSABKA4yGy5hb3BodWIudjEuSW50ZXJhY3Rpb25TdGF0ZRIbCgRjYWxsGAYgASgLMg0uYW9wLlRvb2xDYWxsEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KDWV4cGlyeV9wb2xpY3kYCSABKA4yFy5hb3BodWIudjEuRXhwaXJ5UG9saWN5EiwKBmFuc3dlchgKIAEoCzIcLmFvcGh1Yi52MS5JbnRlcmFjdGlvbkFuc3dlchIvCgtyZXNvbHZlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJdG9vbF9uYW1lGAwgASgJEhYKDmFyZ3VtZW50c19qc29uGA0gASgJEhsKE2FyZ3VtZW50c190cnVuY2F0ZWQYDiABKAgidAoYQW5zd2VySW50ZXJhY3Rpb25SZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSFgoOaW50ZXJhY3Rpb25faWQYAiABKAkSLAoGYW5zd2VyGAMgASgLMhwuYW9waHViLnYxLkludGVyYWN0aW9uQW5zd2VyInYKGUFuc3dlckludGVyYWN0aW9uUmVzcG9uc2USKgoIYWNjZXB0ZWQYASABKAsyFi5hb3BodWIudjEuSW50ZXJhY3Rpb25IABIiCghyZWplY3RlZBgCIAEoCzIOLmFvcC5SZWplY3Rpb25IAEIJCgdvdXRjb21lIm4KF0xpc3RJbnRlcmFjdGlvbnNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSGAoQaW5jbHVkZV9yZXNvbHZlZBgCIAEoCBIRCglwYWdlX3NpemUYAyABKA0SEgoKcGFnZV90b2tlbhgEIAEoCSJhChhMaXN0SW50ZXJhY3Rpb25zUmVzcG9uc2USLAoMaW50ZXJhY3Rpb25zGAEgAygLMhYuYW9waHViLnYxLkludGVyYWN0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKAAgoaSW50ZXJhY3Rpb25Qcm90b2NvbE1lc3NhZ2USPQoOYW5zd2VyX3JlcXVlc3QYCiABKAsyIy5hb3BodWIudjEuQW5zd2VySW50ZXJhY3Rpb25SZXF1ZXN0SAASPwoPYW5zd2VyX3Jlc3BvbnNlGAsgASgLMiQuYW9waHViLnYxLkFuc3dlckludGVyYWN0aW9uUmVzcG9uc2VIABIrCglyZXF1ZXN0ZWQYDCABKAsyFi5hb3BodWIudjEuSW50ZXJhY3Rpb25IABIqCghyZXNvbHZlZBgNIAEoCzIWLmFvcGh1Yi52MS5JbnRlcmFjdGlvbkgAQgkKB21lc3NhZ2UqdAoPSW50ZXJhY3Rpb25LaW5kEiAKHElOVEVSQUNUSU9OX0tJTkRfVU5TUEVDSUZJRUQQABIdChlJTlRFUkFDVElPTl9LSU5EX0FQUFJPVkFMEAESIAocSU5URVJBQ1RJT05fS0lORF9DTElFTlRfVE9PTBACKrMBChBJbnRlcmFjdGlvblN0YXRlEiEKHUlOVEVSQUNUSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASHQoZSU5URVJBQ1RJT05fU1RBVEVfUEVORElORxABEh4KGklOVEVSQUNUSU9OX1NUQVRFX0FOU1dFUkVEEAISHQoZSU5URVJBQ1RJT05fU1RBVEVfRVhQSVJFRBADEh4KGklOVEVSQUNUSU9OX1NUQVRFX0NBTkNFTEVEEAQqZAoMRXhwaXJ5UG9saWN5Eh0KGUVYUElSWV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIWChJFWFBJUllfUE9MSUNZX0RFTlkQARIdChlFWFBJUllfUE9MSUNZX0NBTkNFTF9UVVJOEAIy1gEKEkludGVyYWN0aW9uU2VydmljZRJeChFBbnN3ZXJJbnRlcmFjdGlvbhIjLmFvcGh1Yi52MS5BbnN3ZXJJbnRlcmFjdGlvblJlcXVlc3QaJC5hb3BodWIudjEuQW5zd2VySW50ZXJhY3Rpb25SZXNwb25zZRJgChBMaXN0SW50ZXJhY3Rpb25zEiIuYW9waHViLnYxLkxpc3RJbnRlcmFjdGlvbnNSZXF1ZXN0GiMuYW9waHViLnYxLkxpc3RJbnRlcmFjdGlvbnNSZXNwb25zZSIDkAIBQkkKEWRldi5hb3BodWIuYXBpLnYxUAFaMmdpdGh1Yi5jb20vYW9waHViL2FvcGh1Yi9nZW4vZ28vYW9waHViL3YxO2FvcGh1YnYxYgZwcm90bzM", [file_aop_chat, file_aop_content, file_google_protobuf_timestamp]);
 
 /**
  * Approval answers an INTERACTION_KIND_APPROVAL interaction.
@@ -198,6 +198,31 @@ export type Interaction = Message<"aophub.v1.Interaction"> & {
    * @generated from field: google.protobuf.Timestamp resolved_at = 11;
    */
   resolvedAt?: Timestamp | undefined;
+
+  /**
+   * The tool the call is for (call.name), so that the question reads at a
+   * glance. Set by the hub from call; whatever a node sends here is replaced.
+   *
+   * @generated from field: string tool_name = 12;
+   */
+  toolName: string;
+
+  /**
+   * The call's arguments as JSON text: call.arguments.data as UTF-8, which
+   * ProtoJSON shows only as base64. Set by the hub from call (whatever a node
+   * sends here is replaced); empty when the arguments are not UTF-8 text; at
+   * most 65536 bytes, cut at a character boundary (see arguments_truncated).
+   *
+   * @generated from field: string arguments_json = 13;
+   */
+  argumentsJson: string;
+
+  /**
+   * True when arguments_json was cut; call.arguments holds them whole.
+   *
+   * @generated from field: bool arguments_truncated = 14;
+   */
+  argumentsTruncated: boolean;
 };
 
 /**
@@ -281,13 +306,13 @@ export const AnswerInteractionResponseSchema: GenMessage<AnswerInteractionRespon
   messageDesc(file_aophub_v1_interaction, 5);
 
 /**
- * ListInteractionsRequest names a session.
+ * ListInteractionsRequest asks for one page of interactions.
  *
  * @generated from message aophub.v1.ListInteractionsRequest
  */
 export type ListInteractionsRequest = Message<"aophub.v1.ListInteractionsRequest"> & {
   /**
-   * Session id.
+   * Session id; empty for the interactions of every session.
    *
    * @generated from field: string session_id = 1;
    */
@@ -299,6 +324,20 @@ export type ListInteractionsRequest = Message<"aophub.v1.ListInteractionsRequest
    * @generated from field: bool include_resolved = 2;
    */
   includeResolved: boolean;
+
+  /**
+   * Page size; 0 means 100, at most 500.
+   *
+   * @generated from field: uint32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * next_page_token of the previous page; empty for the first page.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
 };
 
 /**
@@ -309,7 +348,7 @@ export const ListInteractionsRequestSchema: GenMessage<ListInteractionsRequest> 
   messageDesc(file_aophub_v1_interaction, 6);
 
 /**
- * ListInteractionsResponse lists interactions.
+ * ListInteractionsResponse is one page of interactions.
  *
  * @generated from message aophub.v1.ListInteractionsResponse
  */
@@ -320,6 +359,13 @@ export type ListInteractionsResponse = Message<"aophub.v1.ListInteractionsRespon
    * @generated from field: repeated aophub.v1.Interaction interactions = 1;
    */
   interactions: Interaction[];
+
+  /**
+   * Token for the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
 };
 
 /**
@@ -524,7 +570,9 @@ export const InteractionService: GenService<{
     output: typeof AnswerInteractionResponseSchema;
   },
   /**
-   * ListInteractions lists a session's interactions, oldest first.
+   * ListInteractions lists interactions, oldest first, a page at a time: a
+   * session's, or, without session_id, those of every session (for example
+   * everything pending on the hub).
    *
    * @generated from rpc aophub.v1.InteractionService.ListInteractions
    */

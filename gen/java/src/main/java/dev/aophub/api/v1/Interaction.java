@@ -40,6 +40,8 @@ private static final long serialVersionUID = 0L;
     kind_ = 0;
     state_ = 0;
     expiryPolicy_ = 0;
+    toolName_ = "";
+    argumentsJson_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -470,6 +472,123 @@ private static final long serialVersionUID = 0L;
     return resolvedAt_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : resolvedAt_;
   }
 
+  public static final int TOOL_NAME_FIELD_NUMBER = 12;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object toolName_ = "";
+  /**
+   * <pre>
+   * The tool the call is for (call.name), so that the question reads at a
+   * glance. Set by the hub from call; whatever a node sends here is replaced.
+   * </pre>
+   *
+   * <code>string tool_name = 12 [json_name = "toolName"];</code>
+   * @return The toolName.
+   */
+  @java.lang.Override
+  public java.lang.String getToolName() {
+    java.lang.Object ref = toolName_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      toolName_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The tool the call is for (call.name), so that the question reads at a
+   * glance. Set by the hub from call; whatever a node sends here is replaced.
+   * </pre>
+   *
+   * <code>string tool_name = 12 [json_name = "toolName"];</code>
+   * @return The bytes for toolName.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getToolNameBytes() {
+    java.lang.Object ref = toolName_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      toolName_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int ARGUMENTS_JSON_FIELD_NUMBER = 13;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object argumentsJson_ = "";
+  /**
+   * <pre>
+   * The call's arguments as JSON text: call.arguments.data as UTF-8, which
+   * ProtoJSON shows only as base64. Set by the hub from call (whatever a node
+   * sends here is replaced); empty when the arguments are not UTF-8 text; at
+   * most 65536 bytes, cut at a character boundary (see arguments_truncated).
+   * </pre>
+   *
+   * <code>string arguments_json = 13 [json_name = "argumentsJson"];</code>
+   * @return The argumentsJson.
+   */
+  @java.lang.Override
+  public java.lang.String getArgumentsJson() {
+    java.lang.Object ref = argumentsJson_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      argumentsJson_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The call's arguments as JSON text: call.arguments.data as UTF-8, which
+   * ProtoJSON shows only as base64. Set by the hub from call (whatever a node
+   * sends here is replaced); empty when the arguments are not UTF-8 text; at
+   * most 65536 bytes, cut at a character boundary (see arguments_truncated).
+   * </pre>
+   *
+   * <code>string arguments_json = 13 [json_name = "argumentsJson"];</code>
+   * @return The bytes for argumentsJson.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getArgumentsJsonBytes() {
+    java.lang.Object ref = argumentsJson_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      argumentsJson_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int ARGUMENTS_TRUNCATED_FIELD_NUMBER = 14;
+  private boolean argumentsTruncated_ = false;
+  /**
+   * <pre>
+   * True when arguments_json was cut; call.arguments holds them whole.
+   * </pre>
+   *
+   * <code>bool arguments_truncated = 14 [json_name = "argumentsTruncated"];</code>
+   * @return The argumentsTruncated.
+   */
+  @java.lang.Override
+  public boolean getArgumentsTruncated() {
+    return argumentsTruncated_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -517,6 +636,15 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000010) != 0)) {
       output.writeMessage(11, getResolvedAt());
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(toolName_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 12, toolName_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(argumentsJson_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 13, argumentsJson_);
+    }
+    if (argumentsTruncated_ != false) {
+      output.writeBool(14, argumentsTruncated_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -561,6 +689,16 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000010) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(11, getResolvedAt());
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(toolName_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(12, toolName_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(argumentsJson_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(13, argumentsJson_);
+    }
+    if (argumentsTruncated_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(14, argumentsTruncated_);
     }
     return size;
   }
@@ -620,6 +758,12 @@ private static final long serialVersionUID = 0L;
       if (!getResolvedAt()
           .equals(other.getResolvedAt())) return false;
     }
+    if (!getToolName()
+        .equals(other.getToolName())) return false;
+    if (!getArgumentsJson()
+        .equals(other.getArgumentsJson())) return false;
+    if (getArgumentsTruncated()
+        != other.getArgumentsTruncated()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -663,6 +807,13 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + RESOLVED_AT_FIELD_NUMBER;
       hash = (53 * hash) + getResolvedAt().hashCode();
     }
+    hash = (37 * hash) + TOOL_NAME_FIELD_NUMBER;
+    hash = (53 * hash) + getToolName().hashCode();
+    hash = (37 * hash) + ARGUMENTS_JSON_FIELD_NUMBER;
+    hash = (53 * hash) + getArgumentsJson().hashCode();
+    hash = (37 * hash) + ARGUMENTS_TRUNCATED_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getArgumentsTruncated());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -841,6 +992,9 @@ private static final long serialVersionUID = 0L;
         resolvedAtBuilder_.dispose();
         resolvedAtBuilder_ = null;
       }
+      toolName_ = "";
+      argumentsJson_ = "";
+      argumentsTruncated_ = false;
       return this;
     }
 
@@ -923,6 +1077,15 @@ private static final long serialVersionUID = 0L;
             : resolvedAtBuilder_.build();
         to_bitField0_ |= 0x00000010;
       }
+      if (((from_bitField0_ & 0x00000800) != 0)) {
+        result.toolName_ = toolName_;
+      }
+      if (((from_bitField0_ & 0x00001000) != 0)) {
+        result.argumentsJson_ = argumentsJson_;
+      }
+      if (((from_bitField0_ & 0x00002000) != 0)) {
+        result.argumentsTruncated_ = argumentsTruncated_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -976,6 +1139,19 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasResolvedAt()) {
         mergeResolvedAt(other.getResolvedAt());
+      }
+      if (!other.getToolName().isEmpty()) {
+        toolName_ = other.toolName_;
+        bitField0_ |= 0x00000800;
+        onChanged();
+      }
+      if (!other.getArgumentsJson().isEmpty()) {
+        argumentsJson_ = other.argumentsJson_;
+        bitField0_ |= 0x00001000;
+        onChanged();
+      }
+      if (other.getArgumentsTruncated() != false) {
+        setArgumentsTruncated(other.getArgumentsTruncated());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1066,6 +1242,21 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000400;
               break;
             } // case 90
+            case 98: {
+              toolName_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000800;
+              break;
+            } // case 98
+            case 106: {
+              argumentsJson_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00001000;
+              break;
+            } // case 106
+            case 112: {
+              argumentsTruncated_ = input.readBool();
+              bitField0_ |= 0x00002000;
+              break;
+            } // case 112
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2348,6 +2539,254 @@ private static final long serialVersionUID = 0L;
         resolvedAt_ = null;
       }
       return resolvedAtBuilder_;
+    }
+
+    private java.lang.Object toolName_ = "";
+    /**
+     * <pre>
+     * The tool the call is for (call.name), so that the question reads at a
+     * glance. Set by the hub from call; whatever a node sends here is replaced.
+     * </pre>
+     *
+     * <code>string tool_name = 12 [json_name = "toolName"];</code>
+     * @return The toolName.
+     */
+    public java.lang.String getToolName() {
+      java.lang.Object ref = toolName_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        toolName_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The tool the call is for (call.name), so that the question reads at a
+     * glance. Set by the hub from call; whatever a node sends here is replaced.
+     * </pre>
+     *
+     * <code>string tool_name = 12 [json_name = "toolName"];</code>
+     * @return The bytes for toolName.
+     */
+    public com.google.protobuf.ByteString
+        getToolNameBytes() {
+      java.lang.Object ref = toolName_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        toolName_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The tool the call is for (call.name), so that the question reads at a
+     * glance. Set by the hub from call; whatever a node sends here is replaced.
+     * </pre>
+     *
+     * <code>string tool_name = 12 [json_name = "toolName"];</code>
+     * @param value The toolName to set.
+     * @return This builder for chaining.
+     */
+    public Builder setToolName(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      toolName_ = value;
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The tool the call is for (call.name), so that the question reads at a
+     * glance. Set by the hub from call; whatever a node sends here is replaced.
+     * </pre>
+     *
+     * <code>string tool_name = 12 [json_name = "toolName"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearToolName() {
+      toolName_ = getDefaultInstance().getToolName();
+      bitField0_ = (bitField0_ & ~0x00000800);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The tool the call is for (call.name), so that the question reads at a
+     * glance. Set by the hub from call; whatever a node sends here is replaced.
+     * </pre>
+     *
+     * <code>string tool_name = 12 [json_name = "toolName"];</code>
+     * @param value The bytes for toolName to set.
+     * @return This builder for chaining.
+     */
+    public Builder setToolNameBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      toolName_ = value;
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object argumentsJson_ = "";
+    /**
+     * <pre>
+     * The call's arguments as JSON text: call.arguments.data as UTF-8, which
+     * ProtoJSON shows only as base64. Set by the hub from call (whatever a node
+     * sends here is replaced); empty when the arguments are not UTF-8 text; at
+     * most 65536 bytes, cut at a character boundary (see arguments_truncated).
+     * </pre>
+     *
+     * <code>string arguments_json = 13 [json_name = "argumentsJson"];</code>
+     * @return The argumentsJson.
+     */
+    public java.lang.String getArgumentsJson() {
+      java.lang.Object ref = argumentsJson_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        argumentsJson_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The call's arguments as JSON text: call.arguments.data as UTF-8, which
+     * ProtoJSON shows only as base64. Set by the hub from call (whatever a node
+     * sends here is replaced); empty when the arguments are not UTF-8 text; at
+     * most 65536 bytes, cut at a character boundary (see arguments_truncated).
+     * </pre>
+     *
+     * <code>string arguments_json = 13 [json_name = "argumentsJson"];</code>
+     * @return The bytes for argumentsJson.
+     */
+    public com.google.protobuf.ByteString
+        getArgumentsJsonBytes() {
+      java.lang.Object ref = argumentsJson_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        argumentsJson_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The call's arguments as JSON text: call.arguments.data as UTF-8, which
+     * ProtoJSON shows only as base64. Set by the hub from call (whatever a node
+     * sends here is replaced); empty when the arguments are not UTF-8 text; at
+     * most 65536 bytes, cut at a character boundary (see arguments_truncated).
+     * </pre>
+     *
+     * <code>string arguments_json = 13 [json_name = "argumentsJson"];</code>
+     * @param value The argumentsJson to set.
+     * @return This builder for chaining.
+     */
+    public Builder setArgumentsJson(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      argumentsJson_ = value;
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The call's arguments as JSON text: call.arguments.data as UTF-8, which
+     * ProtoJSON shows only as base64. Set by the hub from call (whatever a node
+     * sends here is replaced); empty when the arguments are not UTF-8 text; at
+     * most 65536 bytes, cut at a character boundary (see arguments_truncated).
+     * </pre>
+     *
+     * <code>string arguments_json = 13 [json_name = "argumentsJson"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearArgumentsJson() {
+      argumentsJson_ = getDefaultInstance().getArgumentsJson();
+      bitField0_ = (bitField0_ & ~0x00001000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The call's arguments as JSON text: call.arguments.data as UTF-8, which
+     * ProtoJSON shows only as base64. Set by the hub from call (whatever a node
+     * sends here is replaced); empty when the arguments are not UTF-8 text; at
+     * most 65536 bytes, cut at a character boundary (see arguments_truncated).
+     * </pre>
+     *
+     * <code>string arguments_json = 13 [json_name = "argumentsJson"];</code>
+     * @param value The bytes for argumentsJson to set.
+     * @return This builder for chaining.
+     */
+    public Builder setArgumentsJsonBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      argumentsJson_ = value;
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+
+    private boolean argumentsTruncated_ ;
+    /**
+     * <pre>
+     * True when arguments_json was cut; call.arguments holds them whole.
+     * </pre>
+     *
+     * <code>bool arguments_truncated = 14 [json_name = "argumentsTruncated"];</code>
+     * @return The argumentsTruncated.
+     */
+    @java.lang.Override
+    public boolean getArgumentsTruncated() {
+      return argumentsTruncated_;
+    }
+    /**
+     * <pre>
+     * True when arguments_json was cut; call.arguments holds them whole.
+     * </pre>
+     *
+     * <code>bool arguments_truncated = 14 [json_name = "argumentsTruncated"];</code>
+     * @param value The argumentsTruncated to set.
+     * @return This builder for chaining.
+     */
+    public Builder setArgumentsTruncated(boolean value) {
+
+      argumentsTruncated_ = value;
+      bitField0_ |= 0x00002000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * True when arguments_json was cut; call.arguments holds them whole.
+     * </pre>
+     *
+     * <code>bool arguments_truncated = 14 [json_name = "argumentsTruncated"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearArgumentsTruncated() {
+      bitField0_ = (bitField0_ & ~0x00002000);
+      argumentsTruncated_ = false;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:aophub.v1.Interaction)

@@ -261,4 +261,62 @@ public interface InteractionOrBuilder extends
    * <code>.google.protobuf.Timestamp resolved_at = 11 [json_name = "resolvedAt"];</code>
    */
   com.google.protobuf.TimestampOrBuilder getResolvedAtOrBuilder();
+
+  /**
+   * <pre>
+   * The tool the call is for (call.name), so that the question reads at a
+   * glance. Set by the hub from call; whatever a node sends here is replaced.
+   * </pre>
+   *
+   * <code>string tool_name = 12 [json_name = "toolName"];</code>
+   * @return The toolName.
+   */
+  java.lang.String getToolName();
+  /**
+   * <pre>
+   * The tool the call is for (call.name), so that the question reads at a
+   * glance. Set by the hub from call; whatever a node sends here is replaced.
+   * </pre>
+   *
+   * <code>string tool_name = 12 [json_name = "toolName"];</code>
+   * @return The bytes for toolName.
+   */
+  com.google.protobuf.ByteString
+      getToolNameBytes();
+
+  /**
+   * <pre>
+   * The call's arguments as JSON text: call.arguments.data as UTF-8, which
+   * ProtoJSON shows only as base64. Set by the hub from call (whatever a node
+   * sends here is replaced); empty when the arguments are not UTF-8 text; at
+   * most 65536 bytes, cut at a character boundary (see arguments_truncated).
+   * </pre>
+   *
+   * <code>string arguments_json = 13 [json_name = "argumentsJson"];</code>
+   * @return The argumentsJson.
+   */
+  java.lang.String getArgumentsJson();
+  /**
+   * <pre>
+   * The call's arguments as JSON text: call.arguments.data as UTF-8, which
+   * ProtoJSON shows only as base64. Set by the hub from call (whatever a node
+   * sends here is replaced); empty when the arguments are not UTF-8 text; at
+   * most 65536 bytes, cut at a character boundary (see arguments_truncated).
+   * </pre>
+   *
+   * <code>string arguments_json = 13 [json_name = "argumentsJson"];</code>
+   * @return The bytes for argumentsJson.
+   */
+  com.google.protobuf.ByteString
+      getArgumentsJsonBytes();
+
+  /**
+   * <pre>
+   * True when arguments_json was cut; call.arguments holds them whole.
+   * </pre>
+   *
+   * <code>bool arguments_truncated = 14 [json_name = "argumentsTruncated"];</code>
+   * @return The argumentsTruncated.
+   */
+  boolean getArgumentsTruncated();
 }

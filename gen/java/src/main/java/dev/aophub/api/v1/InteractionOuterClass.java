@@ -89,7 +89,7 @@ public final class InteractionOuterClass extends com.google.protobuf.GeneratedFi
       "or\030\002 \001(\010R\007isError\"\207\001\n\021InteractionAnswer\022" +
       "1\n\010approval\030\001 \001(\0132\023.aophub.v1.ApprovalH\000" +
       "R\010approval\0225\n\006output\030\002 \001(\0132\033.aophub.v1.C" +
-      "lientToolOutputH\000R\006outputB\010\n\006answer\"\202\004\n\013" +
+      "lientToolOutputH\000R\006outputB\010\n\006answer\"\367\004\n\013" +
       "Interaction\022\016\n\002id\030\001 \001(\tR\002id\022\035\n\nsession_i" +
       "d\030\002 \001(\tR\tsessionId\022\027\n\007turn_id\030\003 \001(\tR\006tur" +
       "nId\022.\n\004kind\030\004 \001(\0162\032.aophub.v1.Interactio" +
@@ -102,45 +102,50 @@ public final class InteractionOuterClass extends com.google.protobuf.GeneratedFi
       ".aophub.v1.ExpiryPolicyR\014expiryPolicy\0224\n" +
       "\006answer\030\n \001(\0132\034.aophub.v1.InteractionAns" +
       "werR\006answer\022;\n\013resolved_at\030\013 \001(\0132\032.googl" +
-      "e.protobuf.TimestampR\nresolvedAt\"\226\001\n\030Ans" +
-      "werInteractionRequest\022\035\n\nrequest_id\030\001 \001(" +
-      "\tR\trequestId\022%\n\016interaction_id\030\002 \001(\tR\rin" +
-      "teractionId\0224\n\006answer\030\003 \001(\0132\034.aophub.v1." +
-      "InteractionAnswerR\006answer\"\212\001\n\031AnswerInte" +
-      "ractionResponse\0224\n\010accepted\030\001 \001(\0132\026.aoph" +
-      "ub.v1.InteractionH\000R\010accepted\022,\n\010rejecte" +
-      "d\030\002 \001(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007o" +
-      "utcome\"c\n\027ListInteractionsRequest\022\035\n\nses" +
-      "sion_id\030\001 \001(\tR\tsessionId\022)\n\020include_reso" +
-      "lved\030\002 \001(\010R\017includeResolved\"V\n\030ListInter" +
-      "actionsResponse\022:\n\014interactions\030\001 \003(\0132\026." +
-      "aophub.v1.InteractionR\014interactions\"\264\002\n\032" +
-      "InteractionProtocolMessage\022L\n\016answer_req" +
-      "uest\030\n \001(\0132#.aophub.v1.AnswerInteraction" +
-      "RequestH\000R\ranswerRequest\022O\n\017answer_respo" +
-      "nse\030\013 \001(\0132$.aophub.v1.AnswerInteractionR" +
-      "esponseH\000R\016answerResponse\0226\n\trequested\030\014" +
-      " \001(\0132\026.aophub.v1.InteractionH\000R\trequeste" +
-      "d\0224\n\010resolved\030\r \001(\0132\026.aophub.v1.Interact" +
-      "ionH\000R\010resolvedB\t\n\007message*t\n\017Interactio" +
-      "nKind\022 \n\034INTERACTION_KIND_UNSPECIFIED\020\000\022" +
-      "\035\n\031INTERACTION_KIND_APPROVAL\020\001\022 \n\034INTERA" +
-      "CTION_KIND_CLIENT_TOOL\020\002*\263\001\n\020Interaction" +
-      "State\022!\n\035INTERACTION_STATE_UNSPECIFIED\020\000" +
-      "\022\035\n\031INTERACTION_STATE_PENDING\020\001\022\036\n\032INTER" +
-      "ACTION_STATE_ANSWERED\020\002\022\035\n\031INTERACTION_S" +
-      "TATE_EXPIRED\020\003\022\036\n\032INTERACTION_STATE_CANC" +
-      "ELED\020\004*d\n\014ExpiryPolicy\022\035\n\031EXPIRY_POLICY_" +
-      "UNSPECIFIED\020\000\022\026\n\022EXPIRY_POLICY_DENY\020\001\022\035\n" +
-      "\031EXPIRY_POLICY_CANCEL_TURN\020\0022\326\001\n\022Interac" +
-      "tionService\022^\n\021AnswerInteraction\022#.aophu" +
-      "b.v1.AnswerInteractionRequest\032$.aophub.v" +
-      "1.AnswerInteractionResponse\022`\n\020ListInter" +
-      "actions\022\".aophub.v1.ListInteractionsRequ" +
-      "est\032#.aophub.v1.ListInteractionsResponse" +
-      "\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z2github.com" +
-      "/aophub/aophub/gen/go/aophub/v1;aophubv1" +
-      "b\006proto3"
+      "e.protobuf.TimestampR\nresolvedAt\022\033\n\ttool" +
+      "_name\030\014 \001(\tR\010toolName\022%\n\016arguments_json\030" +
+      "\r \001(\tR\rargumentsJson\022/\n\023arguments_trunca" +
+      "ted\030\016 \001(\010R\022argumentsTruncated\"\226\001\n\030Answer" +
+      "InteractionRequest\022\035\n\nrequest_id\030\001 \001(\tR\t" +
+      "requestId\022%\n\016interaction_id\030\002 \001(\tR\rinter" +
+      "actionId\0224\n\006answer\030\003 \001(\0132\034.aophub.v1.Int" +
+      "eractionAnswerR\006answer\"\212\001\n\031AnswerInterac" +
+      "tionResponse\0224\n\010accepted\030\001 \001(\0132\026.aophub." +
+      "v1.InteractionH\000R\010accepted\022,\n\010rejected\030\002" +
+      " \001(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007outc" +
+      "ome\"\237\001\n\027ListInteractionsRequest\022\035\n\nsessi" +
+      "on_id\030\001 \001(\tR\tsessionId\022)\n\020include_resolv" +
+      "ed\030\002 \001(\010R\017includeResolved\022\033\n\tpage_size\030\003" +
+      " \001(\rR\010pageSize\022\035\n\npage_token\030\004 \001(\tR\tpage" +
+      "Token\"~\n\030ListInteractionsResponse\022:\n\014int" +
+      "eractions\030\001 \003(\0132\026.aophub.v1.InteractionR" +
+      "\014interactions\022&\n\017next_page_token\030\002 \001(\tR\r" +
+      "nextPageToken\"\264\002\n\032InteractionProtocolMes" +
+      "sage\022L\n\016answer_request\030\n \001(\0132#.aophub.v1" +
+      ".AnswerInteractionRequestH\000R\ranswerReque" +
+      "st\022O\n\017answer_response\030\013 \001(\0132$.aophub.v1." +
+      "AnswerInteractionResponseH\000R\016answerRespo" +
+      "nse\0226\n\trequested\030\014 \001(\0132\026.aophub.v1.Inter" +
+      "actionH\000R\trequested\0224\n\010resolved\030\r \001(\0132\026." +
+      "aophub.v1.InteractionH\000R\010resolvedB\t\n\007mes" +
+      "sage*t\n\017InteractionKind\022 \n\034INTERACTION_K" +
+      "IND_UNSPECIFIED\020\000\022\035\n\031INTERACTION_KIND_AP" +
+      "PROVAL\020\001\022 \n\034INTERACTION_KIND_CLIENT_TOOL" +
+      "\020\002*\263\001\n\020InteractionState\022!\n\035INTERACTION_S" +
+      "TATE_UNSPECIFIED\020\000\022\035\n\031INTERACTION_STATE_" +
+      "PENDING\020\001\022\036\n\032INTERACTION_STATE_ANSWERED\020" +
+      "\002\022\035\n\031INTERACTION_STATE_EXPIRED\020\003\022\036\n\032INTE" +
+      "RACTION_STATE_CANCELED\020\004*d\n\014ExpiryPolicy" +
+      "\022\035\n\031EXPIRY_POLICY_UNSPECIFIED\020\000\022\026\n\022EXPIR" +
+      "Y_POLICY_DENY\020\001\022\035\n\031EXPIRY_POLICY_CANCEL_" +
+      "TURN\020\0022\326\001\n\022InteractionService\022^\n\021AnswerI" +
+      "nteraction\022#.aophub.v1.AnswerInteraction" +
+      "Request\032$.aophub.v1.AnswerInteractionRes" +
+      "ponse\022`\n\020ListInteractions\022\".aophub.v1.Li" +
+      "stInteractionsRequest\032#.aophub.v1.ListIn" +
+      "teractionsResponse\"\003\220\002\001BI\n\021dev.aophub.ap" +
+      "i.v1P\001Z2github.com/aophub/aophub/gen/go/" +
+      "aophub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -172,7 +177,7 @@ public final class InteractionOuterClass extends com.google.protobuf.GeneratedFi
     internal_static_aophub_v1_Interaction_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_Interaction_descriptor,
-        new java.lang.String[] { "Id", "SessionId", "TurnId", "Kind", "State", "Call", "CreatedAt", "ExpiresAt", "ExpiryPolicy", "Answer", "ResolvedAt", });
+        new java.lang.String[] { "Id", "SessionId", "TurnId", "Kind", "State", "Call", "CreatedAt", "ExpiresAt", "ExpiryPolicy", "Answer", "ResolvedAt", "ToolName", "ArgumentsJson", "ArgumentsTruncated", });
     internal_static_aophub_v1_AnswerInteractionRequest_descriptor =
       getDescriptor().getMessageType(4);
     internal_static_aophub_v1_AnswerInteractionRequest_fieldAccessorTable = new
@@ -190,13 +195,13 @@ public final class InteractionOuterClass extends com.google.protobuf.GeneratedFi
     internal_static_aophub_v1_ListInteractionsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ListInteractionsRequest_descriptor,
-        new java.lang.String[] { "SessionId", "IncludeResolved", });
+        new java.lang.String[] { "SessionId", "IncludeResolved", "PageSize", "PageToken", });
     internal_static_aophub_v1_ListInteractionsResponse_descriptor =
       getDescriptor().getMessageType(7);
     internal_static_aophub_v1_ListInteractionsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ListInteractionsResponse_descriptor,
-        new java.lang.String[] { "Interactions", });
+        new java.lang.String[] { "Interactions", "NextPageToken", });
     internal_static_aophub_v1_InteractionProtocolMessage_descriptor =
       getDescriptor().getMessageType(8);
     internal_static_aophub_v1_InteractionProtocolMessage_fieldAccessorTable = new

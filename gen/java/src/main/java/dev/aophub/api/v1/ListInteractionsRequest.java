@@ -7,7 +7,7 @@ package dev.aophub.api.v1;
 
 /**
  * <pre>
- * ListInteractionsRequest names a session.
+ * ListInteractionsRequest asks for one page of interactions.
  * </pre>
  *
  * Protobuf type {@code aophub.v1.ListInteractionsRequest}
@@ -33,6 +33,7 @@ private static final long serialVersionUID = 0L;
   }
   private ListInteractionsRequest() {
     sessionId_ = "";
+    pageToken_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -58,7 +59,7 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object sessionId_ = "";
   /**
    * <pre>
-   * Session id.
+   * Session id; empty for the interactions of every session.
    * </pre>
    *
    * <code>string session_id = 1 [json_name = "sessionId"];</code>
@@ -79,7 +80,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Session id.
+   * Session id; empty for the interactions of every session.
    * </pre>
    *
    * <code>string session_id = 1 [json_name = "sessionId"];</code>
@@ -115,6 +116,68 @@ private static final long serialVersionUID = 0L;
     return includeResolved_;
   }
 
+  public static final int PAGE_SIZE_FIELD_NUMBER = 3;
+  private int pageSize_ = 0;
+  /**
+   * <pre>
+   * Page size; 0 means 100, at most 500.
+   * </pre>
+   *
+   * <code>uint32 page_size = 3 [json_name = "pageSize"];</code>
+   * @return The pageSize.
+   */
+  @java.lang.Override
+  public int getPageSize() {
+    return pageSize_;
+  }
+
+  public static final int PAGE_TOKEN_FIELD_NUMBER = 4;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object pageToken_ = "";
+  /**
+   * <pre>
+   * next_page_token of the previous page; empty for the first page.
+   * </pre>
+   *
+   * <code>string page_token = 4 [json_name = "pageToken"];</code>
+   * @return The pageToken.
+   */
+  @java.lang.Override
+  public java.lang.String getPageToken() {
+    java.lang.Object ref = pageToken_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      pageToken_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * next_page_token of the previous page; empty for the first page.
+   * </pre>
+   *
+   * <code>string page_token = 4 [json_name = "pageToken"];</code>
+   * @return The bytes for pageToken.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getPageTokenBytes() {
+    java.lang.Object ref = pageToken_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      pageToken_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -135,6 +198,12 @@ private static final long serialVersionUID = 0L;
     if (includeResolved_ != false) {
       output.writeBool(2, includeResolved_);
     }
+    if (pageSize_ != 0) {
+      output.writeUInt32(3, pageSize_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(pageToken_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 4, pageToken_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -145,6 +214,13 @@ private static final long serialVersionUID = 0L;
     if (includeResolved_ != false) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(2, includeResolved_);
+    }
+    if (pageSize_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(3, pageSize_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(pageToken_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(4, pageToken_);
     }
     return size;
   }
@@ -174,6 +250,10 @@ private static final long serialVersionUID = 0L;
         .equals(other.getSessionId())) return false;
     if (getIncludeResolved()
         != other.getIncludeResolved()) return false;
+    if (getPageSize()
+        != other.getPageSize()) return false;
+    if (!getPageToken()
+        .equals(other.getPageToken())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -190,6 +270,10 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + INCLUDE_RESOLVED_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
         getIncludeResolved());
+    hash = (37 * hash) + PAGE_SIZE_FIELD_NUMBER;
+    hash = (53 * hash) + getPageSize();
+    hash = (37 * hash) + PAGE_TOKEN_FIELD_NUMBER;
+    hash = (53 * hash) + getPageToken().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -289,7 +373,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * ListInteractionsRequest names a session.
+   * ListInteractionsRequest asks for one page of interactions.
    * </pre>
    *
    * Protobuf type {@code aophub.v1.ListInteractionsRequest}
@@ -327,6 +411,8 @@ private static final long serialVersionUID = 0L;
       bitField0_ = 0;
       sessionId_ = "";
       includeResolved_ = false;
+      pageSize_ = 0;
+      pageToken_ = "";
       return this;
     }
 
@@ -366,6 +452,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000002) != 0)) {
         result.includeResolved_ = includeResolved_;
       }
+      if (((from_bitField0_ & 0x00000004) != 0)) {
+        result.pageSize_ = pageSize_;
+      }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.pageToken_ = pageToken_;
+      }
     }
 
     @java.lang.Override
@@ -387,6 +479,14 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getIncludeResolved() != false) {
         setIncludeResolved(other.getIncludeResolved());
+      }
+      if (other.getPageSize() != 0) {
+        setPageSize(other.getPageSize());
+      }
+      if (!other.getPageToken().isEmpty()) {
+        pageToken_ = other.pageToken_;
+        bitField0_ |= 0x00000008;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -422,6 +522,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000002;
               break;
             } // case 16
+            case 24: {
+              pageSize_ = input.readUInt32();
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 24
+            case 34: {
+              pageToken_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 34
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -442,7 +552,7 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object sessionId_ = "";
     /**
      * <pre>
-     * Session id.
+     * Session id; empty for the interactions of every session.
      * </pre>
      *
      * <code>string session_id = 1 [json_name = "sessionId"];</code>
@@ -462,7 +572,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Session id.
+     * Session id; empty for the interactions of every session.
      * </pre>
      *
      * <code>string session_id = 1 [json_name = "sessionId"];</code>
@@ -483,7 +593,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Session id.
+     * Session id; empty for the interactions of every session.
      * </pre>
      *
      * <code>string session_id = 1 [json_name = "sessionId"];</code>
@@ -500,7 +610,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Session id.
+     * Session id; empty for the interactions of every session.
      * </pre>
      *
      * <code>string session_id = 1 [json_name = "sessionId"];</code>
@@ -514,7 +624,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Session id.
+     * Session id; empty for the interactions of every session.
      * </pre>
      *
      * <code>string session_id = 1 [json_name = "sessionId"];</code>
@@ -571,6 +681,142 @@ private static final long serialVersionUID = 0L;
     public Builder clearIncludeResolved() {
       bitField0_ = (bitField0_ & ~0x00000002);
       includeResolved_ = false;
+      onChanged();
+      return this;
+    }
+
+    private int pageSize_ ;
+    /**
+     * <pre>
+     * Page size; 0 means 100, at most 500.
+     * </pre>
+     *
+     * <code>uint32 page_size = 3 [json_name = "pageSize"];</code>
+     * @return The pageSize.
+     */
+    @java.lang.Override
+    public int getPageSize() {
+      return pageSize_;
+    }
+    /**
+     * <pre>
+     * Page size; 0 means 100, at most 500.
+     * </pre>
+     *
+     * <code>uint32 page_size = 3 [json_name = "pageSize"];</code>
+     * @param value The pageSize to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPageSize(int value) {
+
+      pageSize_ = value;
+      bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Page size; 0 means 100, at most 500.
+     * </pre>
+     *
+     * <code>uint32 page_size = 3 [json_name = "pageSize"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPageSize() {
+      bitField0_ = (bitField0_ & ~0x00000004);
+      pageSize_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object pageToken_ = "";
+    /**
+     * <pre>
+     * next_page_token of the previous page; empty for the first page.
+     * </pre>
+     *
+     * <code>string page_token = 4 [json_name = "pageToken"];</code>
+     * @return The pageToken.
+     */
+    public java.lang.String getPageToken() {
+      java.lang.Object ref = pageToken_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        pageToken_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * next_page_token of the previous page; empty for the first page.
+     * </pre>
+     *
+     * <code>string page_token = 4 [json_name = "pageToken"];</code>
+     * @return The bytes for pageToken.
+     */
+    public com.google.protobuf.ByteString
+        getPageTokenBytes() {
+      java.lang.Object ref = pageToken_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        pageToken_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * next_page_token of the previous page; empty for the first page.
+     * </pre>
+     *
+     * <code>string page_token = 4 [json_name = "pageToken"];</code>
+     * @param value The pageToken to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPageToken(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      pageToken_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * next_page_token of the previous page; empty for the first page.
+     * </pre>
+     *
+     * <code>string page_token = 4 [json_name = "pageToken"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPageToken() {
+      pageToken_ = getDefaultInstance().getPageToken();
+      bitField0_ = (bitField0_ & ~0x00000008);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * next_page_token of the previous page; empty for the first page.
+     * </pre>
+     *
+     * <code>string page_token = 4 [json_name = "pageToken"];</code>
+     * @param value The bytes for pageToken to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPageTokenBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      pageToken_ = value;
+      bitField0_ |= 0x00000008;
       onChanged();
       return this;
     }

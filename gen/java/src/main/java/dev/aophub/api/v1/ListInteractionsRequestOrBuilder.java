@@ -12,7 +12,7 @@ public interface ListInteractionsRequestOrBuilder extends
 
   /**
    * <pre>
-   * Session id.
+   * Session id; empty for the interactions of every session.
    * </pre>
    *
    * <code>string session_id = 1 [json_name = "sessionId"];</code>
@@ -21,7 +21,7 @@ public interface ListInteractionsRequestOrBuilder extends
   java.lang.String getSessionId();
   /**
    * <pre>
-   * Session id.
+   * Session id; empty for the interactions of every session.
    * </pre>
    *
    * <code>string session_id = 1 [json_name = "sessionId"];</code>
@@ -39,4 +39,34 @@ public interface ListInteractionsRequestOrBuilder extends
    * @return The includeResolved.
    */
   boolean getIncludeResolved();
+
+  /**
+   * <pre>
+   * Page size; 0 means 100, at most 500.
+   * </pre>
+   *
+   * <code>uint32 page_size = 3 [json_name = "pageSize"];</code>
+   * @return The pageSize.
+   */
+  int getPageSize();
+
+  /**
+   * <pre>
+   * next_page_token of the previous page; empty for the first page.
+   * </pre>
+   *
+   * <code>string page_token = 4 [json_name = "pageToken"];</code>
+   * @return The pageToken.
+   */
+  java.lang.String getPageToken();
+  /**
+   * <pre>
+   * next_page_token of the previous page; empty for the first page.
+   * </pre>
+   *
+   * <code>string page_token = 4 [json_name = "pageToken"];</code>
+   * @return The bytes for pageToken.
+   */
+  com.google.protobuf.ByteString
+      getPageTokenBytes();
 }

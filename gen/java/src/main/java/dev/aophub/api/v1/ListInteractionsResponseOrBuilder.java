@@ -53,4 +53,24 @@ public interface ListInteractionsResponseOrBuilder extends
    */
   dev.aophub.api.v1.InteractionOrBuilder getInteractionsOrBuilder(
       int index);
+
+  /**
+   * <pre>
+   * Token for the next page; empty on the last page.
+   * </pre>
+   *
+   * <code>string next_page_token = 2 [json_name = "nextPageToken"];</code>
+   * @return The nextPageToken.
+   */
+  java.lang.String getNextPageToken();
+  /**
+   * <pre>
+   * Token for the next page; empty on the last page.
+   * </pre>
+   *
+   * <code>string next_page_token = 2 [json_name = "nextPageToken"];</code>
+   * @return The bytes for nextPageToken.
+   */
+  com.google.protobuf.ByteString
+      getNextPageTokenBytes();
 }

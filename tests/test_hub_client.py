@@ -1,0 +1,135 @@
+"""The application SDK (``aophub.client``) against a real hub: frame size limits.
+
+The hub takes frames up to ``--max-frame-bytes`` (16 MiB by default), so events that large
+exist; the SDK reads them with the same default limit. A frame over the SDK's own limit
+fails what was in flight once, with a clear error, instead of reconnecting and resuming into
+the same frame for ever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from aop import event_pb2
+from aophub.client import HubClient, HubClientError, Watcher
+from aophub.settings import DEFAULT_MAX_FRAME_BYTES
+
+from .support.server import TOKEN, running_hub
+
+TIMEOUT = 20.0
+LARGE = 2_000_000  # over the websockets default limit of 1 MiB, far under the hub's 16 MiB
+
+
+def user_text(event: event_pb2.Event) -> str:
+    if event.WhichOneof("payload") != "message" or event.message.role != "user":
+        return ""
+    return "".join(part.text.text for part in event.message.content)
+
+
+async def until_turn_ended(watcher: Watcher, turn_id: str) -> list[event_pb2.Event]:
+    events = []
+    async for item in watcher:
+        events.append(item.event)
+        if item.event.turn_id == turn_id and item.event.WhichOneof("payload") == "turn_ended":
+            return events
+    raise AssertionError("the watch ended before the turn")
+
+
+async def test_default_limit_is_the_hubs() -> None:
+    """A client made without options reads frames as large as the hub accepts by default."""
+    client = HubClient("ws://127.0.0.1:1/api/aop/application/ws", TOKEN)
+    assert client.max_frame_bytes == DEFAULT_MAX_FRAME_BYTES
+
+
+async def test_large_user_message_comes_back_through_watch_and_list_events(tmp_path: Path) -> None:
+    """A 2 MB user message: the watch delivers it and ``list_events`` returns it (before: 1009, reconnect loop)."""
+    text = "x" * LARGE
+    async with running_hub(tmp_path) as hub, await HubClient.connect(hub.http, TOKEN) as client:
+        session = await client.open_session("local")
+        async with asyncio.timeout(TIMEOUT):
+            async with await client.watch(session.id) as watcher:
+                receipt = await client.run_turn(session.id, text)
+                watched = await until_turn_ended(watcher, receipt.turn_id)
+            page = await client.list_events(session.id)
+    assert text in [user_text(event) for event in watched]
+    assert text in [user_text(delivery.event) for delivery in page.events]
+    assert watched[-1].turn_ended.stop_reason == "completed"
+
+
+async def drain(watcher: Watcher, into: list[event_pb2.Event]) -> None:
+    async for item in watcher:
+        into.append(item.event)  # noqa: PERF401 (a comprehension would lose what came before the error)
+
+
+class CountingClient(HubClient):
+    """Counts its dials, to prove a frame it cannot take does not make it reconnect in a loop."""
+
+    dials = 0
+
+    async def _dial(self) -> None:
+        self.dials += 1
+        await super()._dial()
+
+
+async def test_event_over_the_client_limit_fails_once_and_the_client_goes_on(tmp_path: Path) -> None:
+    """64 KiB limit, 100 KB event: the watch and then ``list_events`` fail once each; the client stays usable."""
+    limit = 64 * 1024
+    async with running_hub(tmp_path) as hub:
+        async with await HubClient.connect(hub.http, TOKEN) as writer:
+            session = await writer.open_session("local")
+            async with await writer.watch(session.id) as watcher, asyncio.timeout(TIMEOUT):
+                receipt = await writer.run_turn(session.id, "y" * 100_000)
+                await until_turn_ended(watcher, receipt.turn_id)
+        async with await CountingClient.connect(hub.http, TOKEN, max_frame_bytes=limit) as client:
+            async with asyncio.timeout(TIMEOUT):
+                read: list[event_pb2.Event] = []  # session_started, then the 100 KB user message
+                with pytest.raises(HubClientError) as watch_failure:
+                    await drain(await client.watch(session.id), read)
+                assert read, "the events before the large one arrive"
+                assert not any(map(user_text, read))
+                assert watch_failure.value.code == "RESOURCE_EXHAUSTED"
+                assert "max_frame_bytes" in watch_failure.value.message
+                assert str(limit) in watch_failure.value.message
+
+                with pytest.raises(HubClientError) as list_failure:
+                    await client.list_events(session.id)
+                assert list_failure.value.code == "RESOURCE_EXHAUSTED"
+
+                # Still usable: small requests go through on the reconnected socket.
+                other = await client.open_session("local")
+                small = await client.list_events(other.id)
+            assert [delivery.event.WhichOneof("payload") for delivery in small.events] == ["session_started"]
+            assert client.dials == 3  # the first dial, one after each failure: no loop
+
+
+async def test_request_over_the_client_limit_is_refused_before_sending(tmp_path: Path) -> None:
+    """A request frame larger than ``max_frame_bytes`` raises at once and the connection stays."""
+    async with running_hub(tmp_path) as hub, await HubClient.connect(hub.http, TOKEN, max_frame_bytes=4096) as client:
+        session = await client.open_session("local")
+        async with asyncio.timeout(TIMEOUT):
+            with pytest.raises(HubClientError) as failure:
+                await client.run_turn(session.id, "z" * 10_000)
+            assert failure.value.code == "INVALID_ARGUMENT"
+            assert "4096" in failure.value.message
+            with pytest.raises(HubClientError, match="max_frame_bytes"):
+                await client.watch("s" * 5000)
+            assert "watches=0" in repr(client)  # nothing left to resume after a reconnect
+            assert (await client.list_events(session.id)).events  # same connection, still fine
+
+
+async def test_request_over_the_hubs_limit_fails_once(tmp_path: Path) -> None:
+    """The hub closes with 1009 on a request larger than its limit: the request fails once, no resend loop."""
+    async with (
+        running_hub(tmp_path, max_frame_bytes=32 * 1024) as hub,
+        await CountingClient.connect(hub.http, TOKEN) as client,
+    ):
+        session = await client.open_session("local")
+        async with asyncio.timeout(TIMEOUT):
+            with pytest.raises(HubClientError) as failure:
+                await client.run_turn(session.id, "w" * 100_000)
+            assert failure.value.code == "RESOURCE_EXHAUSTED"
+            assert (await client.list_events(session.id)).events
+            assert client.dials == 2
