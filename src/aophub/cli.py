@@ -16,6 +16,7 @@ from aophub.node.client import NodeRefused, serve_agent
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES, Settings
 from aophub.transport.app import create_app
 from aophub.transport.auth import resolve_access_key
+from aophub.transport.server import DEFAULT_SHUTDOWN_TIMEOUT
 from aophub.transport.server import serve as run_server
 from aophub.version import VERSION
 
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also serve HTTP/2 cleartext (prior knowledge) on the same port, for gRPC clients",
     )
+    _add_lifecycle_options(serve)
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
@@ -75,6 +77,29 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--echo-delay", type=float, default=0.02, help="seconds between the echo model's deltas")
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
+
+
+# -- process lifecycle: stopping, logs, the data dir lock (one block, kept together) ------------
+
+
+def _add_lifecycle_options(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument(
+        "--shutdown-timeout",
+        type=_non_negative_seconds,
+        default=DEFAULT_SHUTDOWN_TIMEOUT,
+        help="seconds a stop (SIGTERM, Ctrl-C) waits for open connections, e.g. a client that stopped "
+        f"reading, before cutting them (default {DEFAULT_SHUTDOWN_TIMEOUT:g})",
+    )
+
+
+def _non_negative_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not seconds >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
+    return seconds
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -104,7 +129,16 @@ def serve(args: argparse.Namespace) -> int:
         "  try:        python examples/acp/client.py --server http://HOST:PORT --token KEY --node local -p hello",
     ]
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    run_server(create_app(settings), settings, details=banner, http2=args.http2, log_level=args.log_level)
+    app = create_app(settings)
+    run_server(
+        app,
+        settings,
+        details=banner,
+        http2=args.http2,
+        log_level=args.log_level,
+        shutdown_timeout=args.shutdown_timeout,
+        before_close=app.state.begin_stop,
+    )
     return 0
 
 

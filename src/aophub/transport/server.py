@@ -11,14 +11,18 @@ behaviour (frame limit, keepalive pings and their timeout) is uvicorn's in both 
 
 :func:`serve` blocks until the server stops. SIGTERM shuts down gracefully (lifespan shutdown
 included) and :func:`serve` returns, so a supervisor's stop exits 0; SIGINT (Ctrl-C) shuts down
-the same way, then uvicorn re-raises it.
+the same way, then uvicorn re-raises it. Shutdown first calls ``before_close`` (the hub marks
+itself stopping, so nodes losing their connection do not end their turns), then closes every
+connection, and waits at most ``shutdown_timeout`` seconds for them (a client that stopped
+reading would otherwise hold the process forever) before the tasks still serving are cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Sequence
+import socket
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Literal
 
@@ -28,9 +32,10 @@ from starlette.types import ASGIApp
 from aophub.settings import Settings
 from aophub.version import VERSION
 
-__all__ = ["HubServer", "listening_banner", "run_server", "serve", "server_config"]
+__all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "HubServer", "listening_banner", "run_server", "serve", "server_config"]
 
 LogLevel = Literal["debug", "info", "warning", "error"]
+DEFAULT_SHUTDOWN_TIMEOUT = 10.0
 
 
 def listening_banner(host: str, port: int, details: Sequence[str] = (), *, http2: bool = False) -> list[str]:
@@ -51,9 +56,17 @@ def listening_banner(host: str, port: int, details: Sequence[str] = (), *, http2
 
 
 def server_config(
-    app: ASGIApp, settings: Settings, *, http2: bool = False, log_level: LogLevel = "info"
+    app: ASGIApp,
+    settings: Settings,
+    *,
+    http2: bool = False,
+    log_level: LogLevel = "info",
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
 ) -> uvicorn.Config:
-    """uvicorn's configuration for serving ``app`` as ``settings`` say; ``http2`` adds cleartext HTTP/2."""
+    """uvicorn's configuration for serving ``app`` as ``settings`` say; ``http2`` adds cleartext HTTP/2.
+
+    ``shutdown_timeout``: seconds a stop waits for open connections before cancelling what serves them.
+    """
     return uvicorn.Config(
         app,
         host=settings.host,
@@ -66,15 +79,22 @@ def server_config(
         ws_ping_timeout=settings.ws_ping_timeout,
         log_level=log_level,
         lifespan="on",
+        timeout_graceful_shutdown=shutdown_timeout,
     )
 
 
 class HubServer(uvicorn.Server):
-    """uvicorn, printing :func:`listening_banner` once the port is bound; SIGTERM stops it like SIGINT."""
+    """uvicorn, printing :func:`listening_banner` once the port is bound; SIGTERM stops it like SIGINT.
 
-    def __init__(self, config: uvicorn.Config, details: Sequence[str] = ()) -> None:
+    ``before_close`` runs when the shutdown starts, before any connection is closed.
+    """
+
+    def __init__(
+        self, config: uvicorn.Config, details: Sequence[str] = (), before_close: Callable[[], None] = lambda: None
+    ) -> None:
         super().__init__(config)
         self._details = tuple(details)
+        self._before_close = before_close
 
     def __repr__(self) -> str:
         return f"<HubServer http2={self.config.http2} started={self.started} should_exit={self.should_exit}>"
@@ -86,6 +106,11 @@ class HubServer(uvicorn.Server):
             self.should_exit = True
             return
         super().handle_exit(sig, frame)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # uvicorn closes WebSockets (1012) before the lifespan shutdown: the hub must know first.
+        self._before_close()
+        await super().shutdown(sockets)
 
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         await super().startup(sockets)  # type: ignore[arg-type]
@@ -102,13 +127,17 @@ def serve(
     details: Sequence[str] = (),
     http2: bool = False,
     log_level: LogLevel = "info",
+    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    before_close: Callable[[], None] = lambda: None,
 ) -> None:
     """Serve ``app`` on ``settings.host``:``settings.port`` until SIGINT or SIGTERM.
 
     ``details`` are banner lines printed after the "listening on" line (access key, data dir).
-    Port 0 binds any free port; the banner shows the bound one.
+    Port 0 binds any free port; the banner shows the bound one. ``before_close`` and
+    ``shutdown_timeout``: see the module docstring.
     """
-    run_server(HubServer(server_config(app, settings, http2=http2, log_level=log_level), details))
+    config = server_config(app, settings, http2=http2, log_level=log_level, shutdown_timeout=shutdown_timeout)
+    run_server(HubServer(config, details, before_close))
 
 
 def run_server(server: uvicorn.Server) -> None:

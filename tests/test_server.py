@@ -1,0 +1,75 @@
+"""End-to-end: how ``aophub serve`` (uvicorn under :mod:`aophub.transport.server`) stops.
+
+SIGTERM must mark the hub as stopping before uvicorn closes the connections, so that a remote
+node's running turn is left to recovery (``hub_restarted``) instead of ending
+``agent_disconnected``; and it must exit within the graceful-shutdown bound even when a client
+stopped reading.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from pathlib import Path
+
+from aop import chat_pb2
+
+from .support.raw_node import RawNode
+from .support.server import TOKEN, HubProcess
+from .support.wire import AppSocket, run, stored
+
+
+async def test_sigterm_leaves_a_remote_nodes_running_turn_to_recovery(tmp_path: Path) -> None:
+    """SIGTERM with a remote node mid-turn: after restart the turn ended once, with hub_restarted."""
+    hub = HubProcess(tmp_path / "data")
+    with hub:
+        async with await AppSocket.open(hub.app_url) as app, await RawNode.connect(hub.node_url, "remote") as node:
+            session = await app.open_session("remote")
+            receipt = await run(app, session.id)
+            await node.wait_for(lambda item: item.case == "run_turn_request")
+            assert await asyncio.to_thread(hub.terminate) == 0
+            await node.closed()
+
+        await asyncio.to_thread(hub.start)
+        async with await AppSocket.open(hub.app_url) as app:
+            ended = [d.event.turn_ended for d in await stored(app, session.id) if d.event.HasField("turn_ended")]
+        assert len(ended) == 1, ended
+        assert ended[0].error.code == "hub_restarted", (receipt.turn_id, ended)
+        assert hub.terminate() == 0
+
+
+def unread_list_events(port: int, session_id: str) -> socket.socket:
+    """A connection that asks for every event of the session over Connect and never reads the answer."""
+    body = chat_pb2.ListEventsRequest(session_id=session_id, limit=10_000).SerializeToString()
+    head = (
+        f"POST /aophub.v1.SessionService/ListEvents HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/proto\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    client = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window
+    client.connect(("127.0.0.1", port))
+    client.sendall(head.encode() + body)
+    return client
+
+
+async def test_sigterm_exits_within_the_bound_while_clients_have_stopped_reading(tmp_path: Path) -> None:
+    """Clients that never read megabytes of answers: SIGTERM still exits 0 within --shutdown-timeout."""
+    hub = HubProcess(tmp_path / "data", "--shutdown-timeout", "2", "--log-level", "info")
+    with hub:
+        async with await AppSocket.open(hub.app_url, max_size=None) as app:
+            session = await app.open_session()
+            for _ in range(3):
+                receipt = await run(app, session.id, "x" * 4_000_000)
+            await app.turn_ended(await app.watch(session.id), receipt.turn_id)
+        mute = [unread_list_events(hub.port, session.id) for _ in range(4)]
+        try:
+            hub.wait_for_output(r"ListEvents HTTP/1.1\" 200")
+            started = time.monotonic()
+            status = await asyncio.to_thread(hub.terminate, 30.0)
+            elapsed = time.monotonic() - started
+        finally:
+            for client in mute:
+                client.close()
+        assert status == 0
+        assert elapsed < 2 + 5, elapsed
