@@ -12,6 +12,7 @@ from pathlib import Path
 
 from aophub.agent.builtin import builtin_agent
 from aophub.config import ConfigError, ConfigStore
+from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
 from aophub.node.client import NodeRefused, serve_agent
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES, Settings
 from aophub.transport.app import create_app
@@ -85,24 +86,38 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_lifecycle_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--shutdown-timeout",
-        type=_non_negative_seconds,
+        type=_whole_seconds,
         default=DEFAULT_SHUTDOWN_TIMEOUT,
         help="seconds a stop (SIGTERM, Ctrl-C) waits for open connections, e.g. a client that stopped "
-        f"reading, before cutting them (default {DEFAULT_SHUTDOWN_TIMEOUT:g})",
+        f"reading, before cutting them (whole seconds, default {DEFAULT_SHUTDOWN_TIMEOUT})",
     )
 
 
-def _non_negative_seconds(text: str) -> float:
+def _whole_seconds(text: str) -> int:
     try:
-        seconds = float(text)
+        seconds = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not seconds >= 0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}") from None
+    if seconds < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
     return seconds
 
 
+def _lock(data_dir: Path, command: str) -> DataDirLock | None:
+    """Lock ``data_dir`` until this process exits, or print why not (the pid of the hub using it) and return None."""
+    try:
+        return lock_data_dir(data_dir)
+    except DataDirInUse as error:
+        print(f"{command}: {error}", file=sys.stderr)
+    except OSError as error:
+        print(f"{command}: cannot use data directory {data_dir}: {error.strerror or error}", file=sys.stderr)
+    return None
+
+
 def serve(args: argparse.Namespace) -> int:
+    lock = _lock(args.data_dir, "aophub")
+    if lock is None:
+        return 1
     try:
         key = resolve_access_key(args.token, os.environ, args.data_dir)
     except ValueError as error:
@@ -148,6 +163,9 @@ def node(args: argparse.Namespace) -> int:
     if not token:
         print("aophub node: --token or $AOPHUB_TOKEN is required", file=sys.stderr)
         return 2
+    lock = _lock(args.data_dir, "aophub node")
+    if lock is None:
+        return 1
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = ConfigStore(args.data_dir)

@@ -35,7 +35,7 @@ from aophub.version import VERSION
 __all__ = ["DEFAULT_SHUTDOWN_TIMEOUT", "HubServer", "listening_banner", "run_server", "serve", "server_config"]
 
 LogLevel = Literal["debug", "info", "warning", "error"]
-DEFAULT_SHUTDOWN_TIMEOUT = 10.0
+DEFAULT_SHUTDOWN_TIMEOUT = 10  # seconds
 
 
 def listening_banner(host: str, port: int, details: Sequence[str] = (), *, http2: bool = False) -> list[str]:
@@ -61,7 +61,7 @@ def server_config(
     *,
     http2: bool = False,
     log_level: LogLevel = "info",
-    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    shutdown_timeout: int = DEFAULT_SHUTDOWN_TIMEOUT,
 ) -> uvicorn.Config:
     """uvicorn's configuration for serving ``app`` as ``settings`` say; ``http2`` adds cleartext HTTP/2.
 
@@ -127,7 +127,7 @@ def serve(
     details: Sequence[str] = (),
     http2: bool = False,
     log_level: LogLevel = "info",
-    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    shutdown_timeout: int = DEFAULT_SHUTDOWN_TIMEOUT,
     before_close: Callable[[], None] = lambda: None,
 ) -> None:
     """Serve ``app`` on ``settings.host``:``settings.port`` until SIGINT or SIGTERM.
