@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
+import pytest
+
+from aophub.cli import build_parser
 
 from .support.server import HubProcess
 
 ENV_KEY = "key-from-env"
 FLAG_KEY = "key-from-flag"
+FILE_FLAG_KEY = "key-from-token-file"
 
 
 def environment(**variables: str) -> dict[str, str]:
@@ -94,3 +100,46 @@ def test_health_needs_no_auth_and_port_zero_prints_the_real_port(tmp_path: Path)
         denied = httpx.get(f"{banner}/api/auth/session", timeout=10)
         assert denied.json() == {"authenticated": False}
         assert hub.terminate() == 0
+
+
+def test_token_file_keeps_the_key_out_of_the_process_list(tmp_path: Path) -> None:
+    """--token-file: the hub takes the key from the file; /proc/PID/cmdline shows the path, never the key."""
+    key_file = tmp_path / "key"
+    key_file.write_text(FILE_FLAG_KEY + "\n")
+    with HubProcess(tmp_path / "data", "--token-file", str(key_file), token=None, env=environment()) as hub:
+        assert hub.process is not None
+        assert hub.wait_for_output(r"access key: (.*)").group(1) == f"from --token-file {key_file}"
+        assert authenticated(hub, FILE_FLAG_KEY)
+        command_line = Path(f"/proc/{hub.process.pid}/cmdline").read_bytes()
+        assert str(key_file).encode() in command_line
+        assert FILE_FLAG_KEY.encode() not in command_line
+        assert hub.terminate() == 0
+        assert not any(FILE_FLAG_KEY in line for line in hub.output)
+
+
+def test_a_missing_token_file_is_a_clear_error(tmp_path: Path) -> None:
+    """--token-file naming no file: exit 2 at once with the path in the message, no traceback."""
+    missing = tmp_path / "nowhere"
+    result = subprocess.run(
+        [sys.executable, "-m", "aophub", "serve", "--data-dir", str(tmp_path / "data"), "--token-file", str(missing)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert result.returncode == 2
+    assert f"cannot read --token-file {missing}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "node"])
+def test_help_says_the_token_flag_is_visible_and_what_to_prefer(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`aophub serve|node --help`: --token is visible to other users; $AOPHUB_TOKEN and --token-file are preferred."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--token-file" in text
+    assert "visible to other users" in text
+    assert "$AOPHUB_TOKEN" in text

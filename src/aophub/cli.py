@@ -16,7 +16,7 @@ from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
 from aophub.node.client import NodeRefused, serve_agent
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES, Settings
 from aophub.transport.app import create_app
-from aophub.transport.auth import resolve_access_key
+from aophub.transport.auth import read_token_file, resolve_access_key
 from aophub.transport.server import DEFAULT_SHUTDOWN_TIMEOUT
 from aophub.transport.server import serve as run_server
 from aophub.version import VERSION
@@ -39,8 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--data-dir", type=Path, default=Path(".aophub"), help="database, key and config (default ./.aophub)"
     )
-    serve.add_argument(
-        "--token", help="access key (default: $AOPHUB_TOKEN, else the key stored in the data dir, else a new one)"
+    _add_token_options(
+        serve, "access key (default: $AOPHUB_TOKEN, else the key stored in the data dir, else a new one)"
     )
     serve.add_argument(
         "--max-frame-bytes",
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
-    node.add_argument("--token", help="the hub's access key (default: $AOPHUB_TOKEN)")
+    _add_token_options(node, "the hub's access key (default: $AOPHUB_TOKEN)")
     node.add_argument("--node-id", required=True, help="this node's id on the hub")
     node.add_argument("--name", default="", help="display name (default: the node id)")
     node.add_argument(
@@ -103,6 +103,17 @@ def _whole_seconds(text: str) -> int:
     return seconds
 
 
+def _add_token_options(command: argparse.ArgumentParser, what: str) -> None:
+    key = command.add_mutually_exclusive_group()
+    key.add_argument(
+        "--token",
+        help=f"{what}; visible to other users in the process list (ps), so prefer $AOPHUB_TOKEN or --token-file",
+    )
+    key.add_argument(
+        "--token-file", type=Path, metavar="PATH", help="read the access key from this file (kept out of ps)"
+    )
+
+
 def _lock(data_dir: Path, command: str) -> DataDirLock | None:
     """Lock ``data_dir`` until this process exits, or print why not (the pid of the hub using it) and return None."""
     try:
@@ -119,7 +130,7 @@ def serve(args: argparse.Namespace) -> int:
     if lock is None:
         return 1
     try:
-        key = resolve_access_key(args.token, os.environ, args.data_dir)
+        key = resolve_access_key(args.token, os.environ, args.data_dir, token_file=args.token_file)
     except ValueError as error:
         print(f"aophub: {error}", file=sys.stderr)
         return 2
@@ -137,7 +148,8 @@ def serve(args: argparse.Namespace) -> int:
         where = args.data_dir / "access_key"
         shown = f"  access key: {key.value}  ({'new, ' if key.source == 'generated' else ''}stored in {where})"
     else:
-        shown = f"  access key: from {'--token' if key.source == 'flag' else '$AOPHUB_TOKEN'}"
+        origins = {"flag": "--token", "token-file": f"--token-file {args.token_file}", "env": "$AOPHUB_TOKEN"}
+        shown = f"  access key: from {origins[key.source]}"
     banner = [
         shown,
         f"  data:       {args.data_dir.resolve()}",
@@ -159,9 +171,14 @@ def serve(args: argparse.Namespace) -> int:
 
 def node(args: argparse.Namespace) -> int:
     """Serve the built-in agent to a remote hub until interrupted."""
-    token = args.token or os.environ.get("AOPHUB_TOKEN", "")
+    try:
+        token = read_token_file(args.token_file).strip() if args.token_file else args.token
+    except ValueError as error:
+        print(f"aophub node: {error}", file=sys.stderr)
+        return 2
+    token = token or os.environ.get("AOPHUB_TOKEN", "")
     if not token:
-        print("aophub node: --token or $AOPHUB_TOKEN is required", file=sys.stderr)
+        print("aophub node: --token, --token-file or $AOPHUB_TOKEN is required", file=sys.stderr)
         return 2
     lock = _lock(args.data_dir, "aophub node")
     if lock is None:
