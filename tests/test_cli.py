@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -12,8 +13,9 @@ import httpx
 import pytest
 
 from aophub.cli import build_parser
+from aophub.transport.addresses import reachable_hosts
 
-from .support.server import HubProcess
+from .support.server import ROOT, HubProcess
 
 ENV_KEY = "key-from-env"
 FLAG_KEY = "key-from-flag"
@@ -143,3 +145,37 @@ def test_help_says_the_token_flag_is_visible_and_what_to_prefer(
     assert "--token-file" in text
     assert "visible to other users" in text
     assert "$AOPHUB_TOKEN" in text
+
+
+@pytest.mark.parametrize("source", ["generated", "env", "token-file"])
+def test_the_banners_try_command_works_as_printed(tmp_path: Path, source: str) -> None:
+    """The `try:` line names this venv's python, the real address and the real key source, and runs a turn as is."""
+    key_file = tmp_path / "key"
+    key_file.write_text(FILE_FLAG_KEY)
+    extra = ("--token-file", str(key_file)) if source == "token-file" else ()
+    env = environment(AOPHUB_TOKEN=ENV_KEY) if source == "env" else environment()
+    with HubProcess(tmp_path / "data", *extra, token=None, env=env) as hub:
+        command = hub.wait_for_output(r"  try: +(.*)").group(1)
+        for placeholder in ("HOST", "PORT", "KEY"):
+            assert placeholder not in command.split(), command
+        program = shlex.split(command)[0]
+        assert Path(ROOT, program).absolute() == Path(sys.executable).absolute(), command
+        assert f"--server http://127.0.0.1:{hub.port} " in command
+        result = subprocess.run(
+            ["bash", "-c", command], check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=30
+        )
+        assert result.returncode == 0, (command, result)
+        assert "echo: hello" in result.stdout
+        assert hub.terminate() == 0
+
+
+def test_a_wildcard_host_prints_the_interfaces_addresses_not_the_wildcard(tmp_path: Path) -> None:
+    """--host 0.0.0.0: the banner lists reachable addresses (loopback first, the others after), never 0.0.0.0."""
+    with HubProcess(tmp_path / "data", "--host", "0.0.0.0") as hub:
+        first = hub.wait_for_output(r"aophub \S+ listening on (.*)").group(0)
+        banner = "".join(hub.output)
+        assert "0.0.0.0" not in banner
+        expected = [f"http://{address}:{hub.port}" for address in reachable_hosts("0.0.0.0")]
+        assert all(url in first for url in expected), first
+        assert httpx.get(f"{expected[-1]}/health", timeout=10).json() == {"status": "ok"}
+        assert hub.terminate() == 0

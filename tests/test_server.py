@@ -9,14 +9,19 @@ stopped reading.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 from aop import chat_pb2
+from aophub.transport.addresses import reachable_hosts, url_host
+from aophub.transport.server import listening_banner
 
 from .support.raw_node import RawNode
-from .support.server import TOKEN, HubProcess
+from .support.server import ROOT, TOKEN, HubProcess
 from .support.wire import AppSocket, run, stored
 
 
@@ -73,3 +78,43 @@ async def test_sigterm_exits_within_the_bound_while_clients_have_stopped_reading
                 client.close()
         assert status == 0
         assert elapsed < 2 + 5, elapsed
+
+
+def test_a_busy_port_is_named_with_a_hint_and_no_traceback(tmp_path: Path) -> None:
+    """`aophub serve --port P` with P taken: exit 1 at once, the message names P and suggests --port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-m", "aophub", "serve", "--port", str(port), "--data-dir", str(tmp_path / "data")]
+        result = subprocess.run(command, check=False, cwd=ROOT, capture_output=True, text=True, timeout=20)
+    assert result.returncode == 1, result
+    assert f"cannot listen on 127.0.0.1:{port}: the port is already in use" in result.stderr, result.stderr
+    assert "--port" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Application startup" not in result.stderr + result.stdout  # nothing was opened
+
+
+def test_reachable_hosts_of_a_wildcard_are_real_addresses_loopback_first() -> None:
+    """0.0.0.0 and :: become the interfaces' addresses (127.0.0.1 first); a named host stays as given."""
+    ipv4 = reachable_hosts("0.0.0.0")
+    assert ipv4[0] == "127.0.0.1"
+    assert "0.0.0.0" not in ipv4
+    assert all(ipaddress.ip_address(address).version == 4 for address in ipv4)
+    dual = reachable_hosts("::")
+    assert dual[0] == "127.0.0.1"
+    assert "::" not in dual
+    assert set(ipv4) <= set(dual)
+    assert not [address for address in dual if ipaddress.ip_address(address).is_link_local]
+    assert reachable_hosts("hub.example") == ["hub.example"]
+
+
+def test_the_banner_of_a_wildcard_host_lists_the_addresses_and_uses_the_first() -> None:
+    """listening_banner("::"): first line parses as http://127.0.0.1:PORT, the others after it; IPv6 in brackets."""
+    lines = listening_banner("::", 8080, try_command=lambda base: f"client --server {base}")
+    assert lines[0].startswith("aophub ")
+    assert " listening on http://127.0.0.1:8080" in lines[0]
+    for address in reachable_hosts("::")[1:]:
+        assert f"http://{url_host(address)}:8080" in lines[0]
+    assert "  try:        client --server http://127.0.0.1:8080" in lines
+    assert not [line for line in lines if "[::]" in line or "0.0.0.0" in line]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
+import logging.config
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,11 +14,12 @@ from pathlib import Path
 from aophub.agent.builtin import builtin_agent
 from aophub.config import ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
+from aophub.logs import LOG_FORMATS, logging_config
 from aophub.node.client import NodeRefused, serve_agent
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES, Settings
 from aophub.transport.app import create_app
-from aophub.transport.auth import read_token_file, resolve_access_key
-from aophub.transport.server import DEFAULT_SHUTDOWN_TIMEOUT
+from aophub.transport.auth import AccessKey, read_token_file, resolve_access_key
+from aophub.transport.server import DEFAULT_SHUTDOWN_TIMEOUT, ListenError
 from aophub.transport.server import serve as run_server
 from aophub.version import VERSION
 
@@ -25,6 +27,8 @@ __all__ = ["build_parser", "main"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
+# In a checkout (editable install) the examples sit beside src/; an installed wheel has none.
+EXAMPLE_CLIENT = Path(__file__).resolve().parents[2] / "examples" / "acp" / "client.py"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument("--echo-delay", type=float, default=0.02, help="seconds between the echo model's deltas")
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    _add_log_format(node)
     return parser
 
 
@@ -84,12 +89,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_lifecycle_options(serve: argparse.ArgumentParser) -> None:
+    _add_log_format(serve)
     serve.add_argument(
         "--shutdown-timeout",
         type=_whole_seconds,
         default=DEFAULT_SHUTDOWN_TIMEOUT,
         help="seconds a stop (SIGTERM, Ctrl-C) waits for open connections, e.g. a client that stopped "
         f"reading, before cutting them (whole seconds, default {DEFAULT_SHUTDOWN_TIMEOUT})",
+    )
+
+
+def _add_log_format(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="text, or json: one JSON object per line (time, level, logger, message) for log collectors",
     )
 
 
@@ -112,6 +127,40 @@ def _add_token_options(command: argparse.ArgumentParser, what: str) -> None:
     key.add_argument(
         "--token-file", type=Path, metavar="PATH", help="read the access key from this file (kept out of ps)"
     )
+
+
+def example_command(base: str, key: AccessKey, token_file: Path | None) -> str | None:
+    """A shell command that runs a first turn on this hub at ``base``, as printed (None without the examples).
+
+    This Python (the one with aophub installed), the example client, the real address and the key
+    where it really is: printed already (generated or stored), in a file, or in $AOPHUB_TOKEN. A
+    key given with ``--token`` is never printed; the command then reads $AOPHUB_TOKEN, and says so.
+    """
+    if not EXAMPLE_CLIENT.is_file():
+        return None
+    words = [shlex.quote(_shown(path)) for path in (Path(sys.executable), EXAMPLE_CLIENT)]
+    words += ["--server", shlex.quote(base)]
+    if key.source in ("generated", "file"):
+        words += ["--token", shlex.quote(key.value)]
+    elif key.source == "token-file" and token_file is not None:
+        words += ["--token", f'"$(cat {shlex.quote(str(token_file.absolute()))})"']
+    elif key.source == "env":
+        words += ["--token", '"$AOPHUB_TOKEN"']
+    words += ["--node", "local", "-p", "hello"]
+    note = "   # with $AOPHUB_TOKEN set to the key given with --token" if key.source == "flag" else ""
+    return " ".join(words) + note
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when inside it, else absolute; runnable as a command either way.
+
+    Symlinks are kept: a venv's python is one, and resolving it would leave the venv.
+    """
+    try:
+        relative = path.absolute().relative_to(Path.cwd())
+    except ValueError:
+        return str(path.absolute())
+    return str(relative) if relative.parent != Path() else f"./{relative}"  # "python3" alone would search $PATH
 
 
 def _lock(data_dir: Path, command: str) -> DataDirLock | None:
@@ -150,22 +199,24 @@ def serve(args: argparse.Namespace) -> int:
     else:
         origins = {"flag": "--token", "token-file": f"--token-file {args.token_file}", "env": "$AOPHUB_TOKEN"}
         shown = f"  access key: from {origins[key.source]}"
-    banner = [
-        shown,
-        f"  data:       {args.data_dir.resolve()}",
-        "  try:        python examples/acp/client.py --server http://HOST:PORT --token KEY --node local -p hello",
-    ]
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    banner = [shown, f"  data:       {args.data_dir.resolve()}"]
+    logging.config.dictConfig(logging_config(args.log_level, args.log_format))
     app = create_app(settings)
-    run_server(
-        app,
-        settings,
-        details=banner,
-        http2=args.http2,
-        log_level=args.log_level,
-        shutdown_timeout=args.shutdown_timeout,
-        before_close=app.state.begin_stop,
-    )
+    try:
+        run_server(
+            app,
+            settings,
+            details=banner,
+            http2=args.http2,
+            log_level=args.log_level,
+            log_format=args.log_format,
+            shutdown_timeout=args.shutdown_timeout,
+            before_close=app.state.begin_stop,
+            try_command=lambda base: example_command(base, key, args.token_file),
+        )
+    except ListenError as error:
+        print(f"aophub: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -183,7 +234,7 @@ def node(args: argparse.Namespace) -> int:
     lock = _lock(args.data_dir, "aophub node")
     if lock is None:
         return 1
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.config.dictConfig(logging_config(args.log_level, args.log_format))
     try:
         config = ConfigStore(args.data_dir)
     except ConfigError as error:

@@ -133,7 +133,8 @@ class Hub:
 
     async def start(self) -> None:
         """Recover from the previous run: every turn it left queued or running ends with ``hub_restarted``."""
-        await self._turn_lifecycle.recover()
+        ended = await self._turn_lifecycle.recover()
+        log.info("recovery: ended %d turn%s left running or queued (hub_restarted)", ended, "" if ended == 1 else "s")
         await self.interactions.recover()
 
     def begin_stop(self) -> None:

@@ -78,6 +78,12 @@ class WebSocketNodeLink:
             await self._writer
 
 
+def _peer(websocket: WebSocket) -> str:
+    """The node's address as ``host:port`` (as the server saw it), for logs."""
+    client = websocket.client
+    return f"{client.host}:{client.port}" if client is not None else "an unknown address"
+
+
 def _close_reason(reason: str) -> str:
     """``reason`` cut to the 123 bytes a close frame holds (RFC 6455 5.5), at a character boundary.
 
@@ -140,6 +146,8 @@ async def serve_node(websocket: WebSocket, hub: Hub, authenticator: Authenticato
     hello_envelope, hello = greeting
     link = WebSocketNodeLink(websocket)
     handle = await hub.attach_node(hello, link)
+    peer = _peer(websocket)
+    log.info("node %s connected from %s", hello.node_id, peer)
     accepted = protocol_pb2.AgentAccepted(
         node_id=hello.node_id, capabilities=[c for c in hello.capabilities if c in HUB_CAPABILITIES]
     )
@@ -159,6 +167,9 @@ async def serve_node(websocket: WebSocket, hub: Hub, authenticator: Authenticato
             log.warning("dropping node %s: %s", hello.node_id, reason)
             await _close(websocket, 1008, reason)
         await link.stop()
+        log.info(
+            "node %s disconnected from %s (%s)", hello.node_id, peer, reason or link.close_reason or "connection closed"
+        )
 
 
 async def _pump(websocket: WebSocket, hub: Hub, handle: NodeHandle) -> str:
