@@ -16,7 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from aop import chat_pb2
+from websockets.asyncio.client import connect
+
+from aop import chat_pb2, envelope_pb2, protocol_pb2
+from aophub.protocol.codec import pack
 from aophub.transport.addresses import reachable_hosts, url_host
 from aophub.transport.server import listening_banner
 
@@ -44,6 +47,12 @@ async def test_sigterm_leaves_a_remote_nodes_running_turn_to_recovery(tmp_path: 
         assert hub.terminate() == 0
 
 
+def list_events_frame(envelope_id: str, session_id: str) -> bytes:
+    request = chat_pb2.ListEventsRequest(session_id=session_id, limit=10_000)
+    message = protocol_pb2.ProtocolMessage(list_events_request=request)
+    return envelope_pb2.Envelope(id=envelope_id, payload=pack(message)).SerializeToString()
+
+
 def unread_list_events(port: int, session_id: str) -> socket.socket:
     """A connection that asks for every event of the session over Connect and never reads the answer."""
     body = chat_pb2.ListEventsRequest(session_id=session_id, limit=10_000).SerializeToString()
@@ -59,7 +68,7 @@ def unread_list_events(port: int, session_id: str) -> socket.socket:
 
 
 async def test_sigterm_exits_within_the_bound_while_clients_have_stopped_reading(tmp_path: Path) -> None:
-    """Clients that never read megabytes of answers: SIGTERM still exits 0 within --shutdown-timeout."""
+    """HTTP and WebSocket clients that never read megabytes of answers: SIGTERM still exits 0 within the bound."""
     hub = HubProcess(tmp_path / "data", "--shutdown-timeout", "2", "--log-level", "info")
     with hub:
         async with await AppSocket.open(hub.app_url, max_size=None) as app:
@@ -68,14 +77,19 @@ async def test_sigterm_exits_within_the_bound_while_clients_have_stopped_reading
                 receipt = await run(app, session.id, "x" * 4_000_000)
             await app.turn_ended(await app.watch(session.id), receipt.turn_id)
         mute = [unread_list_events(hub.port, session.id) for _ in range(4)]
-        try:
-            hub.wait_for_output(r"ListEvents HTTP/1.1\" 200")
-            started = time.monotonic()
-            status = await asyncio.to_thread(hub.terminate, 30.0)
-            elapsed = time.monotonic() - started
-        finally:
-            for client in mute:
-                client.close()
+        # And a WebSocket whose writer blocks: max_queue=1 stops the client library reading.
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with connect(hub.app_url, additional_headers=headers, max_queue=1, max_size=None) as mute_socket:
+            try:
+                for index in range(16):
+                    await mute_socket.send(list_events_frame(f"list-{index}", session.id))
+                hub.wait_for_output(r"ListEvents HTTP/1.1\" 200")
+                started = time.monotonic()
+                status = await asyncio.to_thread(hub.terminate, 30.0)
+                elapsed = time.monotonic() - started
+            finally:
+                for client in mute:
+                    client.close()
         assert status == 0
         assert elapsed < 2 + 5, elapsed
 
