@@ -156,6 +156,8 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
 
     async def send(self, message: Any) -> None:
         await super().send(message)
+        if self.handshake_complete:  # every frame after the handshake: one attribute check
+            return
         if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
             self.handshake_complete = True
 
