@@ -10,6 +10,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 BUF := $(BIN)/buf
 STAMP := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.runtime-installed
+# `make run RUN_ARGS="--port 9000"`: options for `aophub serve` (see `aophub serve --help`).
+RUN_ARGS ?=
 GENERATED := gen/python gen/go/aop gen/go/aophub gen/java/src clients/ts/src/gen
 # buf breaking compares the schema with the previous commit on main.
 BREAKING_AGAINST ?= .git\#ref=HEAD~1
@@ -20,10 +23,19 @@ BREAKING_AGAINST ?= .git\#ref=HEAD~1
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
+# The development install (tests, checks, code generation): every target but `make run`.
 $(STAMP): pyproject.toml
+	@echo "== installing aophub and its development tools into $(VENV) (first time only)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --progress-bar on -e '.[dev]'
+	touch $@ $(RUNTIME_STAMP)
+
+# What running the hub needs, nothing more: `make run` on a fresh clone installs only this.
+$(RUNTIME_STAMP): pyproject.toml
+	@echo "== installing aophub (runtime packages only) into $(VENV) (first start only; 'make install' adds the dev tools)"
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --progress-bar on -e .
 	touch $@
 
 install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tools
@@ -31,8 +43,8 @@ install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tool
 	bash tools/ts.sh install
 	bash tools/java.sh protoc >/dev/null
 
-run: $(STAMP) ## start the hub on 127.0.0.1:8080
-	$(BIN)/aophub serve
+run: $(RUNTIME_STAMP) ## start the hub on 127.0.0.1:8080 (installs only the runtime packages; RUN_ARGS="...")
+	$(BIN)/aophub serve $(RUN_ARGS)
 
 check: $(STAMP) lint-proto breaking ## formatting, lint and mypy --strict
 	$(BIN)/ruff format --check .

@@ -117,6 +117,26 @@ def test_empty_or_unsendable_keys_are_refused(
         resolve_access_key(explicit, environ, tmp_path)
 
 
+def test_token_file_wins_over_environment_and_stored_key(tmp_path: Path) -> None:
+    """token_file (--token-file) beats $AOPHUB_TOKEN and the stored key; its whitespace is stripped."""
+    key_file = tmp_path / "key"
+    key_file.write_text("  from-token-file\n")
+    (tmp_path / "access_key").write_text("from-file\n")
+    found = resolve_access_key(None, {"AOPHUB_TOKEN": "from-env"}, tmp_path, token_file=key_file)
+    assert found == AccessKey("from-token-file", "token-file")
+
+
+@pytest.mark.parametrize(("content", "message"), [(None, "cannot read --token-file"), ("\n", "is empty")])
+def test_an_unreadable_or_empty_token_file_is_refused(tmp_path: Path, content: str | None, message: str) -> None:
+    """A missing or empty --token-file raises ValueError naming the file."""
+    key_file = tmp_path / "key"
+    if content is not None:
+        key_file.write_text(content)
+    with pytest.raises(ValueError, match=re.escape(message)) as refused:
+        resolve_access_key(None, {}, tmp_path, token_file=key_file)
+    assert str(key_file) in str(refused.value)
+
+
 def test_access_key_repr_hides_the_key() -> None:
     """Logging an AccessKey never prints the key itself."""
     assert KEY not in repr(AccessKey(KEY, "flag"))

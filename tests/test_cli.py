@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import os
+import shlex
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
-from aophub.cli import main
+from aophub.cli import build_parser
 from aophub.config import CONFIG_FILE
+from aophub.transport.addresses import reachable_hosts
 
-from .support.server import HubProcess
+from .support.server import ROOT, HubProcess
 
 ENV_KEY = "key-from-env"
 FLAG_KEY = "key-from-flag"
+FILE_FLAG_KEY = "key-from-token-file"
 
 
 def environment(**variables: str) -> dict[str, str]:
@@ -100,12 +105,94 @@ def test_health_needs_no_auth_and_port_zero_prints_the_real_port(tmp_path: Path)
         assert hub.terminate() == 0
 
 
-def test_an_invalid_configuration_file_stops_serve_with_what_is_wrong(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_invalid_configuration_file_stops_serve_with_what_is_wrong(tmp_path: Path) -> None:
     """A config.yaml that does not validate: `aophub serve` exits 2 naming the file and the field, no traceback."""
     (tmp_path / CONFIG_FILE).write_text("agent:\n  max_turns: 100000\n")
-    assert main(["serve", "--data-dir", str(tmp_path), "--token", FLAG_KEY, "--port", "0"]) == 2
-    error = capsys.readouterr().err
-    assert str(tmp_path / CONFIG_FILE) in error
-    assert "agent.max_turns: must be at most 1000" in error
+    result = subprocess.run(
+        [sys.executable, "-m", "aophub", "serve", "--data-dir", str(tmp_path), "--token", FLAG_KEY, "--port", "0"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert result.returncode == 2
+    assert str(tmp_path / CONFIG_FILE) in result.stderr
+    assert "agent.max_turns: must be at most 1000" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_token_file_keeps_the_key_out_of_the_process_list(tmp_path: Path) -> None:
+    """--token-file: the hub takes the key from the file; /proc/PID/cmdline shows the path, never the key."""
+    key_file = tmp_path / "key"
+    key_file.write_text(FILE_FLAG_KEY + "\n")
+    with HubProcess(tmp_path / "data", "--token-file", str(key_file), token=None, env=environment()) as hub:
+        assert hub.process is not None
+        assert hub.wait_for_output(r"access key: (.*)").group(1) == f"from --token-file {key_file}"
+        assert authenticated(hub, FILE_FLAG_KEY)
+        command_line = Path(f"/proc/{hub.process.pid}/cmdline").read_bytes()
+        assert str(key_file).encode() in command_line
+        assert FILE_FLAG_KEY.encode() not in command_line
+        assert hub.terminate() == 0
+        assert not any(FILE_FLAG_KEY in line for line in hub.output)
+
+
+def test_a_missing_token_file_is_a_clear_error(tmp_path: Path) -> None:
+    """--token-file naming no file: exit 2 at once with the path in the message, no traceback."""
+    missing = tmp_path / "nowhere"
+    result = subprocess.run(
+        [sys.executable, "-m", "aophub", "serve", "--data-dir", str(tmp_path / "data"), "--token-file", str(missing)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert result.returncode == 2
+    assert f"cannot read --token-file {missing}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "node"])
+def test_help_says_the_token_flag_is_visible_and_what_to_prefer(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`aophub serve|node --help`: --token is visible to other users; $AOPHUB_TOKEN and --token-file are preferred."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--token-file" in text
+    assert "visible to other users" in text
+    assert "$AOPHUB_TOKEN" in text
+
+
+@pytest.mark.parametrize("source", ["generated", "env", "token-file"])
+def test_the_banners_try_command_works_as_printed(tmp_path: Path, source: str) -> None:
+    """The `try:` line names this venv's python, the real address and the real key source, and runs a turn as is."""
+    key_file = tmp_path / "key"
+    key_file.write_text(FILE_FLAG_KEY)
+    extra = ("--token-file", str(key_file)) if source == "token-file" else ()
+    env = environment(AOPHUB_TOKEN=ENV_KEY) if source == "env" else environment()
+    with HubProcess(tmp_path / "data", *extra, token=None, env=env) as hub:
+        command = hub.wait_for_output(r"  try: +(.*)").group(1)
+        for placeholder in ("HOST", "PORT", "KEY"):
+            assert placeholder not in command.split(), command
+        program = shlex.split(command)[0]
+        assert Path(ROOT, program).absolute() == Path(sys.executable).absolute(), command
+        assert f"--server http://127.0.0.1:{hub.port} " in command
+        result = subprocess.run(
+            ["bash", "-c", command], check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=30
+        )
+        assert result.returncode == 0, (command, result)
+        assert "echo: hello" in result.stdout
+        assert hub.terminate() == 0
+
+
+def test_a_wildcard_host_prints_the_interfaces_addresses_not_the_wildcard(tmp_path: Path) -> None:
+    """--host 0.0.0.0: the banner lists reachable addresses (loopback first, the others after), never 0.0.0.0."""
+    with HubProcess(tmp_path / "data", "--host", "0.0.0.0") as hub:
+        first = hub.wait_for_output(r"aophub \S+ listening on (.*)").group(0)
+        banner = "".join(hub.output)
+        assert "0.0.0.0" not in banner
+        expected = [f"http://{address}:{hub.port}" for address in reachable_hosts("0.0.0.0")]
+        assert all(url in first for url in expected), first
+        assert httpx.get(f"{expected[-1]}/health", timeout=10).json() == {"status": "ok"}
+        assert hub.terminate() == 0

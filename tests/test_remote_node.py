@@ -24,7 +24,7 @@ from aophub.node.client import BACKOFF_INITIAL
 
 from .support.lifecycle import assert_lifecycle, checked_hub, close_everything
 from .support.remote import ChildProcess, aophub_node, example_node, node_connected, offline_environment
-from .support.server import HubProcess, RunningHub, running_hub
+from .support.server import TOKEN, HubProcess, RunningHub, running_hub
 from .support.wire import AppSocket, text_input
 
 
@@ -230,3 +230,15 @@ async def test_echo_latency_in_process_versus_remote_node(tmp_path: Path) -> Non
     remote_ = report("remote (aophub node)", measured["remote"])
     # Sanity bounds only: an idle loopback relay adds milliseconds, not seconds.
     assert max(*local, *remote_) < 1000
+
+
+async def test_aophub_node_reads_its_key_from_a_token_file(hub: RunningHub, tmp_path: Path) -> None:
+    """`aophub node --token-file PATH` connects with the key in the file, which its command line never shows."""
+    key_file = tmp_path / "key"
+    key_file.write_text(f"{TOKEN}\n")
+    command = aophub_node(hub.http, "from-file", tmp_path / "node")
+    token_at = command.index("--token")
+    command[token_at : token_at + 2] = ["--token-file", str(key_file)]
+    assert TOKEN not in command
+    async with ChildProcess(command, env=offline_environment()):
+        assert (await node_connected(hub.runtime, "from-file")).node_id == "from-file"

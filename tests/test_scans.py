@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -293,8 +294,11 @@ async def test_scan_runs_unattended_in_its_own_session_and_completes_with_the_re
     assert await bench.stored(scan.id) == done
 
 
-async def test_echo_agent_scan_completes_with_its_answer_as_the_report(store: SQLiteStore) -> None:
-    """On the built-in node with the echo model, the report is the echoed task."""
+async def test_echo_agent_scan_completes_with_its_answer_as_the_report(
+    store: SQLiteStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """On the built-in node with the echo model, the report is the echoed task; start and end are logged at INFO."""
+    caplog.set_level(logging.INFO, logger="aophub.hub.scans")
     settings = config_pb2.ScanSettings(modes=modes())
     hub = Hub(store)
     await hub.start()
@@ -312,6 +316,9 @@ async def test_echo_agent_scan_completes_with_its_answer_as_the_report(store: SQ
             while scan.status != COMPLETED:
                 scan = await feed.next()
         assert (await scans.report(scan.id)).markdown == "echo: Summarise docs."
+        logged = [record.getMessage() for record in caplog.records if record.levelno == logging.INFO]
+        assert f"scan {scan.id} started: mode summary, target 'docs', node local" in logged
+        assert f"scan {scan.id} ended: COMPLETED" in logged
     finally:
         await scans.stop()
         await node.stop()
@@ -406,15 +413,21 @@ async def test_scans_beyond_the_concurrency_wait_in_fifo_order(bench: Bench) -> 
     assert fourth.status == RUNNING
 
 
-async def test_restart_fails_running_scans_and_runs_queued_ones(store: SQLiteStore) -> None:
-    """After a stop mid-scan, the next start fails the RUNNING scan (hub_restarted) and runs the queued one."""
+async def test_restart_fails_running_scans_and_runs_queued_ones(
+    store: SQLiteStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After a stop mid-scan, the next start fails the RUNNING scan (hub_restarted) and runs the queued one; logged."""
     async with running(store) as bench:
         running_scan = await bench.accepted("a")
         queued = await bench.accepted("b")
         running_scan = await bench.until(running_scan.id, lambda s: bool(s.session_id))
         await bench.running_turn(0)
     assert (await Bench.stored(bench, running_scan.id)).status == RUNNING  # stop writes nothing
+    caplog.set_level(logging.INFO, logger="aophub.hub")
     async with running(store) as bench:
+        logged = [record.getMessage() for record in caplog.records]
+        assert "recovery: failed 1 scan left running (hub_restarted); 1 queued scan to run" in logged
+        assert "recovery: ended 1 turn left running or queued (hub_restarted)" in logged
         failed = await bench.scans.require(running_scan.id)
         assert failed.status == FAILED
         assert failed.error.code == ScanErrorCode.HUB_RESTARTED

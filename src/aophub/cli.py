@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
+import logging.config
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from aophub.agent.builtin import builtin_agent
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
+from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
+from aophub.logs import LOG_FORMATS, logging_config
 from aophub.node.client import NodeRefused, serve_agent
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES, Settings
 from aophub.transport.app import create_app
-from aophub.transport.auth import resolve_access_key
+from aophub.transport.auth import AccessKey, read_token_file, resolve_access_key
+from aophub.transport.server import DEFAULT_SHUTDOWN_TIMEOUT, ListenError
 from aophub.transport.server import serve as run_server
 from aophub.version import VERSION
 
@@ -23,6 +27,8 @@ __all__ = ["build_parser", "main"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
+# In a checkout (editable install) the examples sit beside src/; an installed wheel has none.
+EXAMPLE_CLIENT = Path(__file__).resolve().parents[2] / "examples" / "acp" / "client.py"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,8 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--data-dir", type=Path, default=Path(".aophub"), help="database, key and config (default ./.aophub)"
     )
-    serve.add_argument(
-        "--token", help="access key (default: $AOPHUB_TOKEN, else the key stored in the data dir, else a new one)"
+    _add_token_options(
+        serve, "access key (default: $AOPHUB_TOKEN, else the key stored in the data dir, else a new one)"
     )
     serve.add_argument(
         "--max-frame-bytes",
@@ -60,10 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also serve HTTP/2 cleartext (prior knowledge) on the same port, for gRPC clients",
     )
+    _add_lifecycle_options(serve)
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
-    node.add_argument("--token", help="the hub's access key (default: $AOPHUB_TOKEN)")
+    _add_token_options(node, "the hub's access key (default: $AOPHUB_TOKEN)")
     node.add_argument("--node-id", required=True, help="this node's id on the hub")
     node.add_argument("--name", default="", help="display name (default: the node id)")
     node.add_argument(
@@ -80,12 +87,105 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest WebSocket frame received; keep it at least the hub's --max-frame-bytes (default 16 MiB)",
     )
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    _add_log_format(node)
     return parser
 
 
-def serve(args: argparse.Namespace) -> int:
+# -- process lifecycle: stopping, logs, the data dir lock (one block, kept together) ------------
+
+
+def _add_lifecycle_options(serve: argparse.ArgumentParser) -> None:
+    _add_log_format(serve)
+    serve.add_argument(
+        "--shutdown-timeout",
+        type=_whole_seconds,
+        default=DEFAULT_SHUTDOWN_TIMEOUT,
+        help="seconds a stop (SIGTERM, Ctrl-C) waits for open connections, e.g. a client that stopped "
+        f"reading, before cutting them (whole seconds, default {DEFAULT_SHUTDOWN_TIMEOUT})",
+    )
+
+
+def _add_log_format(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="text, or json: one JSON object per line (time, level, logger, message) for log collectors",
+    )
+
+
+def _whole_seconds(text: str) -> int:
     try:
-        key = resolve_access_key(args.token, os.environ, args.data_dir)
+        seconds = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}") from None
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
+    return seconds
+
+
+def _add_token_options(command: argparse.ArgumentParser, what: str) -> None:
+    key = command.add_mutually_exclusive_group()
+    key.add_argument(
+        "--token",
+        help=f"{what}; visible to other users in the process list (ps), so prefer $AOPHUB_TOKEN or --token-file",
+    )
+    key.add_argument(
+        "--token-file", type=Path, metavar="PATH", help="read the access key from this file (kept out of ps)"
+    )
+
+
+def example_command(base: str, key: AccessKey, token_file: Path | None) -> str | None:
+    """A shell command that runs a first turn on this hub at ``base``, as printed (None without the examples).
+
+    This Python (the one with aophub installed), the example client, the real address and the key
+    where it really is: printed already (generated or stored), in a file, or in $AOPHUB_TOKEN. A
+    key given with ``--token`` is never printed; the command then reads $AOPHUB_TOKEN, and says so.
+    """
+    if not EXAMPLE_CLIENT.is_file():
+        return None
+    words = [shlex.quote(_shown(path)) for path in (Path(sys.executable), EXAMPLE_CLIENT)]
+    words += ["--server", shlex.quote(base)]
+    if key.source in ("generated", "file"):
+        words += ["--token", shlex.quote(key.value)]
+    elif key.source == "token-file" and token_file is not None:
+        words += ["--token", f'"$(cat {shlex.quote(str(token_file.absolute()))})"']
+    elif key.source == "env":
+        words += ["--token", '"$AOPHUB_TOKEN"']
+    words += ["--node", "local", "-p", "hello"]
+    note = "   # with $AOPHUB_TOKEN set to the key given with --token" if key.source == "flag" else ""
+    return " ".join(words) + note
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when inside it, else absolute; runnable as a command either way.
+
+    Symlinks are kept: a venv's python is one, and resolving it would leave the venv.
+    """
+    try:
+        relative = path.absolute().relative_to(Path.cwd())
+    except ValueError:
+        return str(path.absolute())
+    return str(relative) if relative.parent != Path() else f"./{relative}"  # "python3" alone would search $PATH
+
+
+def _lock(data_dir: Path, command: str) -> DataDirLock | None:
+    """Lock ``data_dir`` until this process exits, or print why not (the pid of the hub using it) and return None."""
+    try:
+        return lock_data_dir(data_dir)
+    except DataDirInUse as error:
+        print(f"{command}: {error}", file=sys.stderr)
+    except OSError as error:
+        print(f"{command}: cannot use data directory {data_dir}: {error.strerror or error}", file=sys.stderr)
+    return None
+
+
+def serve(args: argparse.Namespace) -> int:
+    lock = _lock(args.data_dir, "aophub")
+    if lock is None:
+        return 1
+    try:
+        key = resolve_access_key(args.token, os.environ, args.data_dir, token_file=args.token_file)
     except ValueError as error:
         print(f"aophub: {error}", file=sys.stderr)
         return 2
@@ -103,32 +203,51 @@ def serve(args: argparse.Namespace) -> int:
         where = args.data_dir / "access_key"
         shown = f"  access key: {key.value}  ({'new, ' if key.source == 'generated' else ''}stored in {where})"
     else:
-        shown = f"  access key: from {'--token' if key.source == 'flag' else '$AOPHUB_TOKEN'}"
-    banner = [
-        shown,
-        f"  data:       {args.data_dir.resolve()}",
-        "  try:        python examples/acp/client.py --server http://HOST:PORT --token KEY --node local -p hello",
-    ]
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        origins = {"flag": "--token", "token-file": f"--token-file {args.token_file}", "env": "$AOPHUB_TOKEN"}
+        shown = f"  access key: from {origins[key.source]}"
+    banner = [shown, f"  data:       {args.data_dir.resolve()}"]
+    logging.config.dictConfig(logging_config(args.log_level, args.log_format))
     try:
         app = create_app(settings)
     except ConfigError as error:
         print(f"aophub: invalid configuration in {args.data_dir / CONFIG_FILE}: {error}", file=sys.stderr)
         return 2
-    run_server(app, settings, details=banner, http2=args.http2, log_level=args.log_level)
+    try:
+        run_server(
+            app,
+            settings,
+            details=banner,
+            http2=args.http2,
+            log_level=args.log_level,
+            log_format=args.log_format,
+            shutdown_timeout=args.shutdown_timeout,
+            before_close=app.state.begin_stop,
+            try_command=lambda base: example_command(base, key, args.token_file),
+        )
+    except ListenError as error:
+        print(f"aophub: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
 def node(args: argparse.Namespace) -> int:
     """Serve the built-in agent to a remote hub until interrupted."""
-    token = args.token or os.environ.get("AOPHUB_TOKEN", "")
-    if not token:
-        print("aophub node: --token or $AOPHUB_TOKEN is required", file=sys.stderr)
+    try:
+        token = read_token_file(args.token_file).strip() if args.token_file else args.token
+    except ValueError as error:
+        print(f"aophub node: {error}", file=sys.stderr)
         return 2
     if args.max_frame_bytes <= 0:
         print("aophub node: --max-frame-bytes must be positive", file=sys.stderr)
         return 2
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    token = token or os.environ.get("AOPHUB_TOKEN", "")
+    if not token:
+        print("aophub node: --token, --token-file or $AOPHUB_TOKEN is required", file=sys.stderr)
+        return 2
+    lock = _lock(args.data_dir, "aophub node")
+    if lock is None:
+        return 1
+    logging.config.dictConfig(logging_config(args.log_level, args.log_format))
     try:
         config = ConfigStore(args.data_dir)
     except ConfigError as error:

@@ -193,16 +193,21 @@ class HubProcess:
     def app_url(self) -> str:
         return f"ws://127.0.0.1:{self.port}/api/aop/application/ws"
 
+    @property
+    def node_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/api/aop/node/ws"
+
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs."""
         assert self.process is not None
         self.process.send_signal(signal.SIGKILL)
         self._wait(10)
 
-    def terminate(self) -> int:
+    def terminate(self, timeout: float = 20.0) -> int:
+        """SIGTERM, then wait up to ``timeout`` seconds for the exit; its status."""
         assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
-        return self._wait(20)
+        return self._wait(timeout)
 
     def _wait(self, timeout: float) -> int:
         """Wait for the child to exit and its output to be collected; its exit status."""

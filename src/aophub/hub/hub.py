@@ -133,16 +133,24 @@ class Hub:
 
     async def start(self) -> None:
         """Recover from the previous run: every turn it left queued or running ends with ``hub_restarted``."""
-        await self._turn_lifecycle.recover()
+        ended = await self._turn_lifecycle.recover()
+        log.info("recovery: ended %d turn%s left running or queued (hub_restarted)", ended, "" if ended == 1 else "s")
         await self.interactions.recover()
+
+    def begin_stop(self) -> None:
+        """Mark the hub as stopping: from now on a node leaving does not end its turns.
+
+        Call it before the server closes connections (SIGTERM): the nodes' running turns then end
+        ``hub_restarted`` at the next start, as AOP says, not ``agent_disconnected``.
+        """
+        self._node_router.stop()
 
     async def stop(self) -> None:
         """Stop background work; turns still running are recovered at the next start.
 
-        Call it before detaching nodes: from then on a node leaving does not end its turns
-        (``agent_disconnected``), so they end ``hub_restarted`` at the next start as AOP says.
+        Call it before detaching nodes (it calls :meth:`begin_stop` if that has not happened yet).
         """
-        self._node_router.stop()
+        self.begin_stop()
         self.interactions.stop()
         for task in list(self._tasks):
             task.cancel()

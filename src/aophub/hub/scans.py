@@ -189,7 +189,8 @@ class Scans:
 
     async def start(self) -> None:
         """Fail the scans a previous run left RUNNING (``hub_restarted``), then run the queued ones."""
-        for scan in await self._load([RUNNING]):
+        interrupted = await self._load([RUNNING])
+        for scan in interrupted:
             transition(scan, FAILED)
             scan.error.CopyFrom(
                 scan_error(ScanErrorCode.HUB_RESTARTED, "the hub restarted while this scan was running", retryable=True)
@@ -198,9 +199,17 @@ class Scans:
             await self._save(scan)
             if scan.session_id:
                 await self._close_session(scan, "scan failed: the hub restarted")
-        for scan in sorted(await self._load([QUEUED]), key=position):
+        queued = sorted(await self._load([QUEUED]), key=position)
+        for scan in queued:
             self._active[scan.id] = scan
             self._queue.append(scan.id)
+        log.info(
+            "recovery: failed %d scan%s left running (hub_restarted); %d queued scan%s to run",
+            len(interrupted),
+            "" if len(interrupted) == 1 else "s",
+            len(queued),
+            "" if len(queued) == 1 else "s",
+        )
         self._pump()
 
     async def stop(self) -> None:
@@ -405,6 +414,7 @@ class Scans:
         queued = scan.status == QUEUED
         transition(scan, CANCELED)
         scan.error.CopyFrom(scan_error(ScanErrorCode.CANCELED, reason))
+        _log_ending(scan)
         scan.finished_at.CopyFrom(timestamp(self._clock()))
         if queued:
             self._queue.remove(scan.id)
@@ -424,6 +434,9 @@ class Scans:
     def _begin(self, scan: scan_pb2.Scan) -> _Run:
         """Take a slot for ``scan`` (in memory only)."""
         transition(scan, RUNNING)
+        log.info(
+            "scan %s started: mode %s, target %r, node %s", scan.id, scan.mode, scan.target, scan.node_id or "local"
+        )
         scan.started_at.CopyFrom(timestamp(self._clock()))
         run = _Run(scan, flushed_at=self._clock())
         self._runs[scan.id] = run
@@ -587,6 +600,7 @@ class Scans:
             transition(scan, status)
             if error is not None:
                 scan.error.CopyFrom(error)
+            _log_ending(scan)
             scan.finished_at.CopyFrom(timestamp(self._clock()))
             scan.report_ready = status == COMPLETED
         await self._save(scan)
@@ -595,3 +609,9 @@ class Scans:
 
 def _find_mode(settings: config_pb2.ScanSettings, name: str) -> config_pb2.ScanMode | None:
     return next((mode for mode in settings.modes if mode.name == name), None)
+
+
+def _log_ending(scan: scan_pb2.Scan) -> None:
+    """One INFO line per scan reaching its final status, with its error when it has one."""
+    error = f" ({scan.error.code}: {scan.error.message})" if scan.HasField("error") else ""
+    log.info("scan %s ended: %s%s", scan.id, status_name(scan.status), error)

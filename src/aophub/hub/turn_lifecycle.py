@@ -90,9 +90,10 @@ class TurnLifecycle:
 
     # -- recovery -----------------------------------------------------------------
 
-    async def recover(self) -> None:
-        """End every turn the previous run left queued or running with ``hub_restarted``."""
-        for record in await self._store.list_turns(["queued", "running"]):
+    async def recover(self) -> int:
+        """End every turn the previous run left queued or running with ``hub_restarted``; how many there were."""
+        records = await self._store.list_turns(["queued", "running"])
+        for record in records:
             session = await self._sessions.get(record.session_id)
             if session is None:
                 await self._store.submit([PutTurn(dataclasses.replace(record, state=TurnState.ENDED))])
@@ -117,6 +118,7 @@ class TurnLifecycle:
                     ),
                     start_next=False,
                 )
+        return len(records)
 
     # -- RunTurn ------------------------------------------------------------------
 
@@ -221,6 +223,7 @@ class TurnLifecycle:
             session.turns.running = None
             turn.state = TurnState.QUEUED
             raise
+        log.info("session %s: turn %s started on node %s", session.id, turn.turn_id, session.record.node_id)
         self._spawn(self._dispatch(session, turn))
 
     async def _dispatch(self, session: LiveSession, turn: Turn) -> None:
@@ -301,6 +304,7 @@ class TurnLifecycle:
             if error is not None:
                 ended.turn_ended.error.CopyFrom(error)
         events.append(ended)
+        _log_ending(session.id, turn.turn_id, ended.turn_ended)
         session.unsaved_endings.append((turn, events))
         try:
             await self.save_endings_locked(session)
@@ -418,3 +422,9 @@ class TurnLifecycle:
         if node is not None:
             cancel = chat_pb2.CancelTurnRequest(session_id=session.id, turn_id=turn.turn_id, reason=reason)
             self._spawn(self._node_requests.tell(node, core_message(cancel_turn_request=cancel)))
+
+
+def _log_ending(session_id: str, turn_id: str, ended: event_pb2.TurnEnded) -> None:
+    """One INFO line per turn_ended: its stop reason, and its error when it has one."""
+    error = f" ({ended.error.code}: {ended.error.message})" if ended.HasField("error") else ""
+    log.info("session %s: turn %s ended: %s%s", session_id, turn_id, ended.stop_reason or "unspecified", error)

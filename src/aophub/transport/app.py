@@ -147,4 +147,7 @@ def create_app(settings: Settings) -> Starlette:
         WebSocketRoute("/api/aop/node/ws", node_ws),
         *connect_routes(services, authenticator),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan)
+    # For the server to call when it starts closing connections (before the lifespan's shutdown).
+    app.state.begin_stop = hub.begin_stop
+    return app

@@ -51,6 +51,7 @@ __all__ = [
     "auth_routes",
     "authenticate_request",
     "authorize_websocket",
+    "read_token_file",
     "resolve_access_key",
 ]
 
@@ -84,16 +85,19 @@ Origin: TypeAlias = tuple[str, str, int | None]
 
 @dataclass(frozen=True)
 class AccessKey:
-    """The hub's access key and where it came from ("flag", "env", "file" or "generated")."""
+    """The hub's access key and where it came from ("flag", "token-file", "env", "file" or "generated")."""
 
     value: str = field(repr=False)
-    source: Literal["flag", "env", "file", "generated"]
+    source: Literal["flag", "token-file", "env", "file", "generated"]
 
 
-def resolve_access_key(explicit: str | None, environ: Mapping[str, str], data_dir: Path) -> AccessKey:
+def resolve_access_key(
+    explicit: str | None, environ: Mapping[str, str], data_dir: Path, *, token_file: Path | None = None
+) -> AccessKey:
     """Find the hub's access key, generating and storing one on first start.
 
-    Order: ``explicit`` (the ``--token`` flag), then ``$AOPHUB_TOKEN``, then the file
+    Order: ``explicit`` (the ``--token`` flag), then ``token_file`` (``--token-file``, a file
+    holding the key: unlike ``--token`` it keeps the key out of the process list), then ``$AOPHUB_TOKEN``, then the file
     ``data_dir/access_key``; otherwise a new random key is written to that file (mode 0600,
     atomically, creating ``data_dir``) so the next start with the same data dir gets it again.
     Surrounding whitespace is stripped. Raises ValueError for an empty key or one that cannot
@@ -102,6 +106,8 @@ def resolve_access_key(explicit: str | None, environ: Mapping[str, str], data_di
     """
     if explicit is not None:
         return AccessKey(_checked_key(explicit, "--token"), "flag")
+    if token_file is not None:
+        return AccessKey(_checked_key(read_token_file(token_file), f"--token-file {token_file}"), "token-file")
     if ACCESS_KEY_ENV in environ:
         return AccessKey(_checked_key(environ[ACCESS_KEY_ENV], f"${ACCESS_KEY_ENV}"), "env")
     path = data_dir / ACCESS_KEY_FILE
@@ -116,6 +122,16 @@ def resolve_access_key(explicit: str | None, environ: Mapping[str, str], data_di
     key = secrets.token_urlsafe(32)
     _write_private_file(path, key + "\n")
     return AccessKey(key, "generated")
+
+
+def read_token_file(path: Path) -> str:
+    """The text of a ``--token-file`` (not yet stripped or checked); ValueError naming the file if unreadable."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read --token-file {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"--token-file {path} is not UTF-8 text") from exc
 
 
 def _checked_key(raw: str, origin: str) -> str:

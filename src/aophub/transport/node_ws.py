@@ -152,8 +152,9 @@ async def serve_node(websocket: WebSocket, hub: Hub, authenticator: Authenticato
         return
     hello_envelope, hello = greeting
     link = WebSocketNodeLink(websocket)
+    peer = peer_address(websocket)
     try:
-        handle = await hub.attach_node(hello, link, peer=peer_address(websocket))
+        handle = await hub.attach_node(hello, link, peer=peer)
     except HubError as refusal:
         await link.stop()  # nothing was queued on it; the refusal goes straight out
         refused = core_message(protocol_error=to_protocol_error(refusal))
@@ -161,6 +162,7 @@ async def serve_node(websocket: WebSocket, hub: Hub, authenticator: Authenticato
             await websocket.send_bytes(encode_envelope(refused, reply_to=hello_envelope.id))
         await _close(websocket, 1008, refusal.message)
         return
+    log.info("node %s connected from %s", hello.node_id, peer or "an unknown address")
     accepted = protocol_pb2.AgentAccepted(
         node_id=hello.node_id, capabilities=[c for c in hello.capabilities if c in HUB_CAPABILITIES]
     )
@@ -180,6 +182,12 @@ async def serve_node(websocket: WebSocket, hub: Hub, authenticator: Authenticato
             log.warning("dropping node %s: %s", hello.node_id, reason)
             await _close(websocket, 1008, reason)
         await link.stop()
+        log.info(
+            "node %s disconnected from %s (%s)",
+            hello.node_id,
+            peer or "an unknown address",
+            reason or link.close_reason or "connection closed",
+        )
 
 
 async def _pump(websocket: WebSocket, hub: Hub, handle: NodeHandle) -> str:

@@ -11,35 +11,73 @@ behaviour (frame limit, keepalive pings and their timeout) is uvicorn's in both 
 
 :func:`serve` blocks until the server stops. SIGTERM shuts down gracefully (lifespan shutdown
 included) and :func:`serve` returns, so a supervisor's stop exits 0; SIGINT (Ctrl-C) shuts down
-the same way, then uvicorn re-raises it.
+the same way, then uvicorn re-raises it. Shutdown first calls ``before_close`` (the hub marks
+itself stopping, so nodes losing their connection do not end their turns), then closes every
+connection, and waits at most ``shutdown_timeout`` seconds for them (a client that stopped
+reading would otherwise hold the process forever) before the tasks still serving are cancelled.
+
+The port is bound before anything else starts (:func:`listen`), so a busy port is one clear
+:class:`ListenError` instead of uvicorn's log line after the hub has opened its store.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import signal
-from collections.abc import Sequence
+import socket
+from collections.abc import Callable, Sequence
 from types import FrameType
-from typing import Literal
+from typing import Any, Literal
 
 import uvicorn
 from starlette.types import ASGIApp
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
+from aophub.logs import LogFormat, logging_config
 from aophub.settings import Settings
+from aophub.transport.addresses import reachable_hosts, url_host
 from aophub.version import VERSION
 
-__all__ = ["HubServer", "listening_banner", "run_server", "serve", "server_config"]
+__all__ = [
+    "DEFAULT_SHUTDOWN_TIMEOUT",
+    "HubServer",
+    "ListenError",
+    "listen",
+    "listening_banner",
+    "run_server",
+    "serve",
+    "server_config",
+]
 
 LogLevel = Literal["debug", "info", "warning", "error"]
+DEFAULT_SHUTDOWN_TIMEOUT = 10  # seconds
 
 
-def listening_banner(host: str, port: int, details: Sequence[str] = (), *, http2: bool = False) -> list[str]:
+def listening_banner(
+    host: str,
+    port: int,
+    details: Sequence[str] = (),
+    *,
+    http2: bool = False,
+    try_command: Callable[[str], str | None] = lambda _base: None,
+) -> list[str]:
     """The lines printed once the hub listens: where to connect, with ``details`` after the first line.
 
-    The first line is ``aophub <version> listening on http://HOST:PORT``; tests and scripts parse it.
+    The first line is ``aophub <version> listening on http://HOST:PORT``; tests and scripts parse
+    it. For a wildcard ``host`` (``0.0.0.0``, ``::``) HOST is the first of the interfaces'
+    addresses (loopback) and the others follow on that line. ``try_command(base URL)`` is a
+    command that runs a first turn, printed after ``details`` when it returns one.
     """
+    hosts = [url_host(address) for address in reachable_hosts(host)]
+    host = hosts[0]
     base = f"http://{host}:{port}"
-    lines = [f"aophub {VERSION} listening on {base}", *details]
+    others = ", ".join(f"http://{other}:{port}" for other in hosts[1:])
+    lines = [f"aophub {VERSION} listening on {base}" + (f"  (all interfaces: also {others})" if others else "")]
+    lines += details
+    command = try_command(base)
+    if command:
+        lines.append(f"  try:        {command}")
     lines += [
         f"  application endpoint: ws://{host}:{port}/api/aop/application/ws",
         f"  node endpoint:        ws://{host}:{port}/api/aop/node/ws",
@@ -51,9 +89,18 @@ def listening_banner(host: str, port: int, details: Sequence[str] = (), *, http2
 
 
 def server_config(
-    app: ASGIApp, settings: Settings, *, http2: bool = False, log_level: LogLevel = "info"
+    app: ASGIApp,
+    settings: Settings,
+    *,
+    http2: bool = False,
+    log_level: LogLevel = "info",
+    log_format: LogFormat = "text",
+    shutdown_timeout: int = DEFAULT_SHUTDOWN_TIMEOUT,
 ) -> uvicorn.Config:
-    """uvicorn's configuration for serving ``app`` as ``settings`` say; ``http2`` adds cleartext HTTP/2."""
+    """uvicorn's configuration for serving ``app`` as ``settings`` say; ``http2`` adds cleartext HTTP/2.
+
+    ``shutdown_timeout``: seconds a stop waits for open connections before cancelling what serves them.
+    """
     return uvicorn.Config(
         app,
         host=settings.host,
@@ -61,20 +108,78 @@ def server_config(
         # zttp serves HTTP/1.1 and, on the same port, HTTP/2 with prior knowledge (h2c).
         http="zttp" if http2 else "auto",
         http2=http2,
+        ws=DenialCompletesHandshake,
         ws_max_size=settings.max_frame_bytes,
         ws_ping_interval=settings.ws_ping_interval,
         ws_ping_timeout=settings.ws_ping_timeout,
         log_level=log_level,
+        log_config=logging_config(log_level, log_format),
         lifespan="on",
+        timeout_graceful_shutdown=shutdown_timeout,
     )
 
 
-class HubServer(uvicorn.Server):
-    """uvicorn, printing :func:`listening_banner` once the port is bound; SIGTERM stops it like SIGINT."""
+class ListenError(Exception):
+    """The hub cannot listen where it was told to; the message says where, why and what to do."""
 
-    def __init__(self, config: uvicorn.Config, details: Sequence[str] = ()) -> None:
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` as uvicorn would bind it (uvicorn listens on it at start).
+
+    Raises :class:`ListenError`: a busy port is named, with the options that avoid it.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family=family)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as error:
+        listener.close()
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if error.errno == errno.EADDRINUSE:
+            raise ListenError(
+                f"cannot listen on {where}: the port is already in use (another aophub, or another program); "
+                "choose another with --port, or --port 0 for any free one"
+            ) from None
+        raise ListenError(f"cannot listen on {where}: {error.strerror or error}; check --host and --port") from None
+    listener.set_inheritable(True)
+    return listener
+
+
+class DenialCompletesHandshake(WebSocketsSansIOProtocol):
+    """uvicorn's default WebSocket protocol, without its false ERROR after a denial response.
+
+    uvicorn 0.54 does not count a complete ``websocket.http.response`` (our JSON 401 on a refused
+    upgrade) as the end of the handshake, and logs "ASGI callable returned without completing
+    handshake" for every ordinary refusal.
+    """
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if self.handshake_complete:  # every frame after the handshake: one attribute check
+            return
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
+            self.handshake_complete = True
+
+
+class HubServer(uvicorn.Server):
+    """uvicorn, printing :func:`listening_banner` once the port is bound; SIGTERM stops it like SIGINT.
+
+    ``before_close`` runs when the shutdown starts, before any connection is closed;
+    ``details`` and ``try_command`` go to :func:`listening_banner`.
+    """
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        details: Sequence[str] = (),
+        before_close: Callable[[], None] = lambda: None,
+        try_command: Callable[[str], str | None] = lambda _base: None,
+    ) -> None:
         super().__init__(config)
         self._details = tuple(details)
+        self._before_close = before_close
+        self._try_command = try_command
 
     def __repr__(self) -> str:
         return f"<HubServer http2={self.config.http2} started={self.started} should_exit={self.should_exit}>"
@@ -87,12 +192,18 @@ class HubServer(uvicorn.Server):
             return
         super().handle_exit(sig, frame)
 
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        # uvicorn closes WebSockets (1012) before the lifespan shutdown: the hub must know first.
+        self._before_close()
+        await super().shutdown(sockets)
+
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         await super().startup(sockets)  # type: ignore[arg-type]
         if self.should_exit or not self.servers:
             return
         host, port = self.servers[0].sockets[0].getsockname()[:2]
-        print("\n".join(listening_banner(host, port, self._details, http2=self.config.http2)), flush=True)
+        banner = listening_banner(host, port, self._details, http2=self.config.http2, try_command=self._try_command)
+        print("\n".join(banner), flush=True)
 
 
 def serve(
@@ -102,16 +213,29 @@ def serve(
     details: Sequence[str] = (),
     http2: bool = False,
     log_level: LogLevel = "info",
+    log_format: LogFormat = "text",
+    shutdown_timeout: int = DEFAULT_SHUTDOWN_TIMEOUT,
+    before_close: Callable[[], None] = lambda: None,
+    try_command: Callable[[str], str | None] = lambda _base: None,
 ) -> None:
     """Serve ``app`` on ``settings.host``:``settings.port`` until SIGINT or SIGTERM.
 
     ``details`` are banner lines printed after the "listening on" line (access key, data dir).
-    Port 0 binds any free port; the banner shows the bound one.
+    Port 0 binds any free port; the banner shows the bound one. ``before_close`` and
+    ``shutdown_timeout``: see the module docstring; ``try_command``: see :func:`listening_banner`.
+    Raises :class:`ListenError` before anything starts if the port cannot be bound.
     """
-    run_server(HubServer(server_config(app, settings, http2=http2, log_level=log_level), details))
+    listener = listen(settings.host, settings.port)
+    config = server_config(
+        app, settings, http2=http2, log_level=log_level, log_format=log_format, shutdown_timeout=shutdown_timeout
+    )
+    try:
+        run_server(HubServer(config, details, before_close, try_command), [listener])
+    finally:
+        listener.close()
 
 
-def run_server(server: uvicorn.Server) -> None:
+def run_server(server: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
     """Run ``server`` until it stops, on the event loop its configuration picks (uvloop when installed).
 
     ``asyncio.run(server.serve())`` would always use the default asyncio loop; uvloop halves
@@ -119,4 +243,4 @@ def run_server(server: uvicorn.Server) -> None:
     back to the loop), which is most of a busy hub's overhead outside its own code.
     """
     with asyncio.Runner(loop_factory=server.config.get_loop_factory()) as runner:
-        runner.run(server.serve())
+        runner.run(server.serve(sockets))
