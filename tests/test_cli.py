@@ -7,6 +7,9 @@ import stat
 from pathlib import Path
 
 import httpx
+import pytest
+
+from aophub.cli import main
 
 from .support.server import HubProcess
 
@@ -94,3 +97,11 @@ def test_health_needs_no_auth_and_port_zero_prints_the_real_port(tmp_path: Path)
         denied = httpx.get(f"{banner}/api/auth/session", timeout=10)
         assert denied.json() == {"authenticated": False}
         assert hub.terminate() == 0
+
+
+def test_a_page_budget_not_below_the_frame_limit_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--max-page-bytes at or above --max-frame-bytes (or not positive) stops serve with a clear message."""
+    for page_bytes in ["1000", "0"]:
+        arguments = ["serve", "--data-dir", str(tmp_path), "--token", "k", "--max-frame-bytes", "1000"]
+        assert main([*arguments, "--max-page-bytes", page_bytes]) == 2
+        assert "--max-page-bytes must be positive and below --max-frame-bytes" in capsys.readouterr().err

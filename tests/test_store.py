@@ -31,6 +31,7 @@ from aophub.store import (
     TurnRecord,
     WriteOp,
 )
+from aophub.store.base import AppendArtifact
 from aophub.store.sqlite import map_exceptions
 
 
@@ -359,6 +360,36 @@ async def test_read_events_pages_by_cursor(store: SQLiteStore) -> None:
     first = pages[0][0]
     assert (first.session_id, first.seq, first.data) == ("s", 100, b"\x00")
     assert await store.read_events("unknown", 0, 4) == []
+
+
+async def test_read_events_stops_at_the_byte_budget(store: SQLiteStore) -> None:
+    """With max_bytes a page holds the events that fit the budget, at least one; the next page continues."""
+    sizes = [3, 3, 3, 10, 1, 1]
+    await store.submit([PutSession(session("s")), *(AppendEvent("s", i + 1, b"x" * n) for i, n in enumerate(sizes))])
+    pages = []
+    after = 0
+    while page := await store.read_events("s", after, 100, max_bytes=7):
+        pages.append([e.cursor for e in page])
+        after = page[-1].cursor
+    assert pages == [[1, 2], [3], [4], [5, 6]]
+    assert [e.cursor for e in await store.read_events("s", 0, 1, max_bytes=100)] == [1]
+    assert [len(e.data) for e in await store.read_events("s", 3, 100, max_bytes=0)] == [10]
+    assert [e.seq for e in await store.read_events("s", 4, 100, max_bytes=7)] == [5, 6]
+
+
+async def test_read_artifacts_stops_at_the_byte_budget(store: SQLiteStore) -> None:
+    """Artifact reads keep to the byte budget too (at least one), by session or across the archive."""
+    ops = [AppendArtifact(f"e{i}", "s" if i % 2 else "t", b"x" * n) for i, n in enumerate([4, 4, 4, 4, 9, 1])]
+    await store.submit(ops)
+    assert [a.cursor for a in await store.read_artifacts(0, 100, max_bytes=8)] == [1, 2]
+    assert [a.cursor for a in await store.read_artifacts(4, 100, max_bytes=8)] == [5]
+    assert [a.cursor for a in await store.read_artifacts(5, 100, max_bytes=8)] == [6]
+    assert [a.cursor for a in await store.read_artifacts(0, 100, session_id="s", max_bytes=8)] == [2, 4]
+    assert [a.cursor for a in await store.read_artifacts(0, 100, session_id="s")] == [2, 4, 6]
+    assert await store.has_artifacts_after(5)
+    assert not await store.has_artifacts_after(6)
+    assert await store.has_artifacts_after(4, session_id="s")
+    assert not await store.has_artifacts_after(5, session_id="t")
 
 
 async def test_list_turns_by_state_in_session_then_creation_order(store: SQLiteStore) -> None:

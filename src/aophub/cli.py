@@ -13,7 +13,7 @@ from pathlib import Path
 from aophub.agent.builtin import builtin_agent
 from aophub.config import ConfigError, ConfigStore
 from aophub.node.client import NodeRefused, serve_agent
-from aophub.settings import DEFAULT_MAX_FRAME_BYTES, Settings
+from aophub.settings import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_PAGE_BYTES, Settings
 from aophub.transport.app import create_app
 from aophub.transport.auth import resolve_access_key
 from aophub.transport.server import serve as run_server
@@ -45,6 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_MAX_FRAME_BYTES,
         help="largest WebSocket frame accepted; larger ones close the connection with 1009 (default 16 MiB)",
+    )
+    serve.add_argument(
+        "--max-page-bytes",
+        type=int,
+        default=DEFAULT_MAX_PAGE_BYTES,
+        help="most bytes of events one page carries (ListEvents, SyncArtifacts; at least one event);"
+        " below --max-frame-bytes (default 4 MiB)",
     )
     serve.add_argument(
         "--durability",
@@ -83,12 +90,16 @@ def serve(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"aophub: {error}", file=sys.stderr)
         return 2
+    if not 0 < args.max_page_bytes < args.max_frame_bytes:
+        print("aophub: --max-page-bytes must be positive and below --max-frame-bytes", file=sys.stderr)
+        return 2
     settings = Settings(
         access_key=key.value,
         data_dir=args.data_dir,
         host=args.host,
         port=args.port,
         max_frame_bytes=args.max_frame_bytes,
+        max_page_bytes=args.max_page_bytes,
         durability=args.durability.upper(),
         echo_delay=args.echo_delay,
         allowed_origins=tuple(args.allowed_origin),

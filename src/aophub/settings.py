@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_MAX_FRAME_BYTES", "Settings"]
+__all__ = ["DEFAULT_MAX_FRAME_BYTES", "DEFAULT_MAX_PAGE_BYTES", "Settings"]
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+# Largest page of events one reply carries (ListEvents, SyncArtifacts), well below the frame limit.
+DEFAULT_MAX_PAGE_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,8 @@ class Settings:
     port: int = 8080
     # Largest WebSocket frame accepted; larger frames close the connection with 1009.
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    # Bytes of events one page holds at most (at least one event): ListEvents, SyncArtifacts reads.
+    max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES
     # SQLite synchronous mode: "FULL" makes each commit durable against power loss,
     # "NORMAL" against process crashes only (faster).
     durability: str = "FULL"

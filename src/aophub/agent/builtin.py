@@ -22,6 +22,7 @@ __all__ = ["AUDIT_LOG", "builtin_agent"]
 
 AUDIT_LOG = "audit.jsonl"
 HISTORY_PAGE = 1000
+HISTORY_PAGE_BYTES = 4 * 1024 * 1024  # one store read loads at most this much (at least one event)
 
 
 def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store | None = None) -> BuiltinAgent:
@@ -39,7 +40,7 @@ def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store
     async def load_history(session_id: str, turn_id: str) -> list[ChatMessage]:
         assert store is not None
         events, cursor = [], 0
-        while rows := await store.read_events(session_id, cursor, HISTORY_PAGE):
+        while rows := await store.read_events(session_id, cursor, HISTORY_PAGE, max_bytes=HISTORY_PAGE_BYTES):
             events += [event_pb2.Event.FromString(row.data) for row in rows]
             cursor = rows[-1].cursor
         return history_from_events(events, exclude_turn=turn_id)

@@ -46,6 +46,7 @@ from aophub.hub.turns import SessionState, Turn
 from aophub.ids import IdGenerator, new_id
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
+from aophub.settings import DEFAULT_MAX_PAGE_BYTES
 from aophub.store.base import PutSession, SessionRecord, Store
 
 # LiveSession, HUB_EMITTER and parse_cursor live in their own modules; re-exported for importers.
@@ -66,8 +67,11 @@ class Hub:
         ids: IdGenerator = new_id,
         node_timeout: float = NODE_REQUEST_TIMEOUT,
         interaction_policy: Callable[[], InteractionPolicy] = InteractionPolicy,
+        page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
     ) -> None:
         self.store = store
+        # Bytes of events one page of a reply holds at most (at least one event).
+        self.page_bytes = page_bytes
         self.nodes = NodeRegistry()
         self.journal = Journal(store, clock)
         self._clock = clock
@@ -105,6 +109,7 @@ class Hub:
             turns=self._turn_lifecycle,
             node_requests=self._node_requests,
             spawn=self._spawn,
+            page_bytes=page_bytes,
         )
 
     def __repr__(self) -> str:

@@ -19,6 +19,7 @@ from aophub.hub.request_checks import parse_cursor
 from aophub.hub.turn_lifecycle import TurnLifecycle
 from aophub.protocol.codec import core_message
 from aophub.protocol.errors import Code, HubError
+from aophub.settings import DEFAULT_MAX_PAGE_BYTES
 from aophub.store.base import DeleteSession, Store
 
 __all__ = ["LIST_EVENTS_DEFAULT", "LIST_EVENTS_MAX", "TITLE_MAX_LENGTH", "SessionAdmin"]
@@ -40,6 +41,7 @@ class SessionAdmin:
         turns: TurnLifecycle,
         node_requests: NodeRequests,
         spawn: Callable[[Awaitable[None]], None],
+        page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
     ) -> None:
         self._store = store
         self._nodes = nodes
@@ -47,6 +49,7 @@ class SessionAdmin:
         self._turns = turns
         self._node_requests = node_requests
         self._spawn = spawn
+        self._page_bytes = page_bytes
 
     def __repr__(self) -> str:
         return f"<SessionAdmin sessions={len(self._sessions)}>"
@@ -83,11 +86,16 @@ class SessionAdmin:
         return int(deleted or 0)
 
     async def list_events(self, request: chat_pb2.ListEventsRequest) -> chat_pb2.ListEventsResponse:
-        """One page of persisted events, oldest first (an empty cursor starts at the oldest)."""
+        """One page of persisted events, oldest first (an empty cursor starts at the oldest).
+
+        A page ends at ``limit`` events or before the event that would take it past the page
+        budget in bytes, whichever comes first, and holds at least one event: a page shorter than
+        ``limit`` is not the end, an empty one is. ``next_cursor`` continues where it ended.
+        """
         session = await self._sessions.require(request.session_id)
         after = parse_cursor(request.after_cursor)
         limit = min(request.limit or LIST_EVENTS_DEFAULT, LIST_EVENTS_MAX)
-        rows = await self._store.read_events(session.id, after, limit)
+        rows = await self._store.read_events(session.id, after, limit, max_bytes=self._page_bytes)
         response = chat_pb2.ListEventsResponse()
         for row in rows:
             delivery = response.events.add(cursor=str(row.cursor))
