@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from aop import content_pb2, event_pb2, value_pb2
-from aophub.agent.history import history_from_events
+from aophub.agent.history import Conversations, history_from_events
 from aophub.agent.provider import AssistantToolCall, ChatMessage
 
 
@@ -57,3 +57,37 @@ def test_a_call_without_a_result_gets_one() -> None:
     """A tool call whose result was never stored still gets a tool message, keeping the history well formed."""
     events = [text_message("user", "go", "t1"), text_message("assistant", "", "t1", (call("c1"),))]
     assert history_from_events(events)[-1] == ChatMessage("tool", "(no result was recorded)", tool_call_id="c1")
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_conversations_leave_after_the_idle_time_and_use_keeps_them() -> None:
+    """A conversation unused for the idle time is gone; reading or writing one counts as use."""
+    clock = _Clock()
+    kept = Conversations(idle=60, clock=clock)
+    kept["a"] = [ChatMessage("user", "hi")]
+    kept["b"] = []
+    clock.now += 59
+    assert kept["a"] == [ChatMessage("user", "hi")]
+    clock.now += 59
+    assert "b" not in kept
+    assert "a" in kept
+    assert len(kept) == 1
+    clock.now += 60
+    assert len(kept) == 0
+    assert kept.setdefault("a", []) == []
+
+
+def test_conversations_keep_only_the_most_recently_used() -> None:
+    """Past the capacity the least recently used conversation leaves first."""
+    kept = Conversations(idle=600, capacity=2, clock=_Clock())
+    kept["a"], kept["b"] = [], []
+    assert "a" in kept  # now used after b
+    kept["c"] = []
+    assert sorted(kept) == ["a", "c"]

@@ -54,6 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
         " below --max-frame-bytes (default 4 MiB)",
     )
     serve.add_argument(
+        "--session-idle-minutes",
+        type=float,
+        default=10.0,
+        help="an open session unused this long leaves memory (closed ones at once) and is reloaded"
+        " from the database when next used (default 10)",
+    )
+    serve.add_argument(
         "--durability",
         choices=["full", "normal"],
         default="full",
@@ -93,6 +100,9 @@ def serve(args: argparse.Namespace) -> int:
     if not 0 < args.max_page_bytes < args.max_frame_bytes:
         print("aophub: --max-page-bytes must be positive and below --max-frame-bytes", file=sys.stderr)
         return 2
+    if args.session_idle_minutes < 0:
+        print("aophub: --session-idle-minutes must not be negative", file=sys.stderr)
+        return 2
     settings = Settings(
         access_key=key.value,
         data_dir=args.data_dir,
@@ -100,6 +110,7 @@ def serve(args: argparse.Namespace) -> int:
         port=args.port,
         max_frame_bytes=args.max_frame_bytes,
         max_page_bytes=args.max_page_bytes,
+        session_idle_minutes=args.session_idle_minutes,
         durability=args.durability.upper(),
         echo_delay=args.echo_delay,
         allowed_origins=tuple(args.allowed_origin),

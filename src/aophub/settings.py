@@ -24,6 +24,9 @@ class Settings:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     # Bytes of events one page holds at most (at least one event): ListEvents, SyncArtifacts reads.
     max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES
+    # An open session unused this long leaves the hub's memory (closed ones as soon as nothing uses
+    # them), and so does the built-in agent's conversation of it; both reload from the store on use.
+    session_idle_minutes: float = 10.0
     # SQLite synchronous mode: "FULL" makes each commit durable against power loss,
     # "NORMAL" against process crashes only (faster).
     durability: str = "FULL"

@@ -50,10 +50,16 @@ from aophub.settings import DEFAULT_MAX_PAGE_BYTES
 from aophub.store.base import PutSession, SessionRecord, Store
 
 # LiveSession, HUB_EMITTER and parse_cursor live in their own modules; re-exported for importers.
-__all__ = ["HUB_EMITTER", "Hub", "LiveSession", "parse_cursor"]
+__all__ = ["HUB_EMITTER", "SESSION_IDLE", "Hub", "LiveSession", "parse_cursor"]
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=Any)
+
+# An open session unused this long (seconds) leaves memory; the sweep looks every quarter of that,
+# within these bounds.
+SESSION_IDLE = 600.0
+SWEEP_INTERVAL_MIN = 1.0
+SWEEP_INTERVAL_MAX = 60.0
 
 
 class Hub:
@@ -68,8 +74,11 @@ class Hub:
         node_timeout: float = NODE_REQUEST_TIMEOUT,
         interaction_policy: Callable[[], InteractionPolicy] = InteractionPolicy,
         page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
+        session_idle: float = SESSION_IDLE,
     ) -> None:
         self.store = store
+        # Seconds an open session stays in memory unused (closed ones leave as soon as they can).
+        self.session_idle = session_idle
         # Bytes of events one page of a reply holds at most (at least one event).
         self.page_bytes = page_bytes
         self.nodes = NodeRegistry()
@@ -137,9 +146,33 @@ class Hub:
     # -- lifecycle --------------------------------------------------------------
 
     async def start(self) -> None:
-        """Recover from the previous run: every turn it left queued or running ends with ``hub_restarted``."""
+        """Recover from the previous run: every turn it left queued or running ends with ``hub_restarted``.
+
+        Then sweep idle sessions out of memory periodically, until :meth:`stop`.
+        """
         await self._turn_lifecycle.recover()
         await self.interactions.recover()
+        self._spawn(self._sweep_idle_sessions())
+
+    async def _sweep_idle_sessions(self) -> None:
+        interval = min(SWEEP_INTERVAL_MAX, max(self.session_idle / 4, SWEEP_INTERVAL_MIN))
+        while True:
+            await asyncio.sleep(interval)
+            evicted = await self.evict_idle_sessions()
+            if evicted:
+                log.debug("%d idle or closed sessions left memory; %d stay", evicted, len(self._sessions))
+
+    async def evict_idle_sessions(self) -> int:
+        """Let closed sessions nothing uses, and open ones unused for ``session_idle`` seconds, leave memory.
+
+        Returns how many left; each is loaded again from the store when next used.
+        """
+        return await self._sessions.evict(idle_for=self.session_idle)
+
+    @property
+    def sessions_in_memory(self) -> int:
+        """How many sessions are loaded in memory."""
+        return len(self._sessions)
 
     async def stop(self) -> None:
         """Stop background work; turns still running are recovered at the next start.
@@ -279,7 +312,7 @@ class Hub:
         try:
             await session.log.publish(started, [PutSession(record), claim.op(response)])
         except BaseException:
-            self._sessions.remove(session_id)
+            self._sessions.remove(session)
             raise
         return response
 
@@ -292,10 +325,10 @@ class Hub:
         )
 
     async def _close(self, request: chat_pb2.CloseSessionRequest) -> chat_pb2.CloseSessionResponse:
-        session = await self.require_session(request.session_id)
-        async with session.lock:
+        async with self._sessions.locked(request.session_id) as session:
             if not session.closed:
                 await self._close_locked(session, request.reason or "closed")
+            self._sessions.evict_locked(session)  # unless a watcher still follows it: then the sweep does
         return chat_pb2.CloseSessionResponse(accepted=session.to_proto())
 
     async def _close_locked(self, session: LiveSession, reason: str) -> None:

@@ -56,10 +56,9 @@ class SessionAdmin:
 
     async def update(self, session_id: str, *, title: str | None, archived: bool | None) -> LiveSession:
         """Change a session's title and/or archive flag (``None`` leaves it as it is)."""
-        session = await self._sessions.require(session_id)
-        if title is not None and len(title) > TITLE_MAX_LENGTH:
-            raise HubError(Code.INVALID_ARGUMENT, f"title is longer than {TITLE_MAX_LENGTH} characters")
-        async with session.lock:
+        async with self._sessions.locked(session_id) as session:
+            if title is not None and len(title) > TITLE_MAX_LENGTH:
+                raise HubError(Code.INVALID_ARGUMENT, f"title is longer than {TITLE_MAX_LENGTH} characters")
             changes: dict[str, object] = {}
             if title is not None:
                 changes["title"] = title
@@ -71,8 +70,7 @@ class SessionAdmin:
 
     async def delete(self, session_id: str) -> int:
         """Delete a session with its events, turns and interactions; returns the events deleted."""
-        session = await self._sessions.require(session_id)
-        async with session.lock:
+        async with self._sessions.locked(session_id) as session:
             self._turns.forget_locked(session, "deleted")
             node = self._nodes.get(session.record.node_id)
             if node is not None and session.id in node.open_sessions:
@@ -82,7 +80,7 @@ class SessionAdmin:
             (deleted,) = await self._store.submit([DeleteSession(session.id)])
             session.unsaved_endings.clear()  # the turns went with the session
             session.log.close()
-            self._sessions.remove(session.id)
+            self._sessions.remove(session)
         return int(deleted or 0)
 
     async def list_events(self, request: chat_pb2.ListEventsRequest) -> chat_pb2.ListEventsResponse:
