@@ -68,7 +68,7 @@ class _Clock:
 
 
 def test_conversations_leave_after_the_idle_time_and_use_keeps_them() -> None:
-    """A conversation unused for the idle time is gone; reading or writing one counts as use."""
+    """A conversation unused for the idle time is gone once another is used; reading or writing counts as use."""
     clock = _Clock()
     kept = Conversations(idle=60, clock=clock)
     kept["a"] = [ChatMessage("user", "hi")]
@@ -76,9 +76,7 @@ def test_conversations_leave_after_the_idle_time_and_use_keeps_them() -> None:
     clock.now += 59
     assert kept["a"] == [ChatMessage("user", "hi")]
     clock.now += 59
-    assert "b" not in kept
-    assert "a" in kept
-    assert len(kept) == 1
+    assert sorted(kept) == ["a"]
     clock.now += 60
     assert len(kept) == 0
     assert kept.setdefault("a", []) == []
@@ -91,3 +89,15 @@ def test_conversations_keep_only_the_most_recently_used() -> None:
     assert "a" in kept  # now used after b
     kept["c"] = []
     assert sorted(kept) == ["a", "c"]
+
+
+def test_a_conversation_just_stored_can_be_read_even_with_no_idle_time() -> None:
+    """With an idle time of 0 a conversation leaves as soon as another is used, not while it is read."""
+    clock = _Clock()
+    kept = Conversations(idle=0, clock=clock)
+    kept["a"] = [ChatMessage("user", "hi")]
+    clock.now += 1
+    assert kept.setdefault("a", []) == [ChatMessage("user", "hi")]
+    clock.now += 1
+    kept["b"] = []
+    assert "a" not in kept

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from aop import chat_pb2, content_pb2, event_pb2
+from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2
 from aophub.agent.builtin import builtin_agent
 from aophub.agent.echo import EchoAgent
 from aophub.config import ConfigStore
@@ -271,3 +271,26 @@ async def test_the_built_in_agent_picks_up_an_evicted_conversation_from_the_stor
         ("assistant", "Noted: 7."),
         ("user", "Which number?"),
     ]
+
+
+async def test_reset_reports_the_old_session_closed_even_if_it_left_memory_meanwhile(hub: Hub, clock: Clock) -> None:
+    """A session evicted while a reset waits for its node is reported as the reset left it: closed."""
+    async with ScriptedNode(hub) as node:
+        session_id = await open_session(hub, node.node_id, "open")
+        node.answering.clear()  # the new session's open waits for the node
+        opening = asyncio.Event()
+        send = node.send
+
+        async def noted(envelope: envelope_pb2.Envelope) -> None:
+            await send(envelope)
+            opening.set()
+
+        node.send = noted  # type: ignore[method-assign]
+        reset = asyncio.create_task(hub.reset_session("reset", session_id))
+        async with asyncio.timeout(10):
+            await opening.wait()
+        clock.now += IDLE
+        assert await hub.evict_idle_sessions() == 1
+        node.answering.set()
+        new, old = await reset
+    assert (new.closed, old.id, old.closed) == (False, session_id, True)

@@ -25,9 +25,10 @@ class Conversations(MutableMapping[str, list[ChatMessage]]):
     """The agent's conversations by session id, kept only while they are used.
 
     A conversation not used (read or written) for ``idle`` seconds of ``clock``, or
-    beyond the ``capacity`` most recently used, leaves: reading it then finds
-    nothing, and the agent rebuilds it from the session's stored events. Closed
-    sessions' conversations leave this way too (the agent is not told of closes).
+    beyond the ``capacity`` most recently used, leaves when another one is used:
+    reading it then finds nothing, and the agent rebuilds it from the session's
+    stored events. Closed sessions' conversations leave this way too (the agent is
+    not told of closes).
     """
 
     def __init__(
@@ -52,15 +53,14 @@ class Conversations(MutableMapping[str, list[ChatMessage]]):
         return now
 
     def __getitem__(self, session_id: str) -> list[ChatMessage]:
-        now = self._forget_idle()
+        # Taken out before the others are checked: a conversation in use now is not idle.
         _, conversation = self._kept.pop(session_id)
-        self._kept[session_id] = (now, conversation)
+        self._kept[session_id] = (self._forget_idle(), conversation)
         return conversation
 
     def __setitem__(self, session_id: str, conversation: list[ChatMessage]) -> None:
-        now = self._forget_idle()
         self._kept.pop(session_id, None)
-        self._kept[session_id] = (now, conversation)
+        self._kept[session_id] = (self._forget_idle(), conversation)
         while len(self._kept) > self._capacity:
             del self._kept[next(iter(self._kept))]
 

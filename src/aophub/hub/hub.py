@@ -354,8 +354,9 @@ class Hub:
             rejected = response.rejected
             raise HubError(Code(rejected.code), rejected.message, retryable=rejected.retryable)
         await self.close_session(f"{key}:close", chat_pb2.CloseSessionRequest(session_id=session_id, reason="reset"))
+        # Both as they are now: either may have left memory meanwhile (and the old one reloaded, closed).
         new = await self.require_session(response.accepted.id)
-        return new, old
+        return new, await self.require_session(session_id)
 
     # -- turns --------------------------------------------------------------------
 
