@@ -30,6 +30,7 @@ from aophub.store import (
     StoreError,
     TurnRecord,
     WriteOp,
+    sqlite_writer,
 )
 from aophub.store.base import AppendArtifact
 from aophub.store.sqlite import map_exceptions
@@ -656,3 +657,18 @@ def test_random_appends_and_deletes_match_a_model(tmp_path: Path, plan: Plan) ->
     """Random concurrent batches of puts, appends and deletes, with reopens, match an in-memory model."""
     directory = Path(tempfile.mkdtemp(dir=tmp_path))
     asyncio.run(_run_plan(directory / "hub.db", plan), debug=True)
+
+
+async def test_cursors_stay_dense_when_the_writer_forgets_sessions(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer remembers few sessions' last cursors (and none of closed ones); the rest are read back."""
+    monkeypatch.setattr(sqlite_writer, "CURSOR_CACHE_SIZE", 2)
+    await store.submit([PutSession(session(name)) for name in ("a", "b", "c")])
+    for name in ("a", "b", "c", "a"):
+        await store.submit([AppendEvent(name, 1, name.encode())])
+    closed = replace(session("b"), state="closed")
+    assert await store.submit([PutSession(closed), AppendEvent("b", 2, b"ended")]) == [None, 2]
+    assert await store.submit([AppendEvent("b", 3, b"late"), AppendEvent("c", 2, b"c2")]) == [3, 2]
+    assert [e.cursor for e in await store.read_events("a", 0, 10)] == [1, 2]
+    assert len(store._writer._cursors) <= 2
