@@ -196,3 +196,20 @@ def test_a_wildcard_host_prints_the_interfaces_addresses_not_the_wildcard(tmp_pa
         assert all(url in first for url in expected), first
         assert httpx.get(f"{expected[-1]}/health", timeout=10).json() == {"status": "ok"}
         assert hub.terminate() == 0
+
+
+def test_a_page_budget_not_below_the_frame_limit_is_refused(tmp_path: Path) -> None:
+    """--max-page-bytes at or above --max-frame-bytes (or not positive) stops serve with a clear message."""
+    for page_bytes in ["1000", "0"]:
+        result = subprocess.run(
+            [
+                *(sys.executable, "-m", "aophub", "serve", "--data-dir", str(tmp_path), "--token", "k"),
+                *("--max-frame-bytes", "1000", "--max-page-bytes", page_bytes),
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        assert result.returncode == 2
+        assert "--max-page-bytes must be positive and below --max-frame-bytes" in result.stderr

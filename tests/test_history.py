@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from aop import content_pb2, event_pb2, value_pb2
-from aophub.agent.history import history_from_events
+from aophub.agent.history import Conversations, history_from_events
 from aophub.agent.provider import AssistantToolCall, ChatMessage
 
 
@@ -77,3 +77,47 @@ def test_attached_files_read_as_when_the_turn_ran() -> None:
         "see\n[attached file: a.txt (text/plain, 3 bytes), saved as attachments/t1/a.txt]\nhi\n[end of a.txt]",
         images=(image,),
     )
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_conversations_leave_after_the_idle_time_and_use_keeps_them() -> None:
+    """A conversation unused for the idle time is gone once another is used; reading or writing counts as use."""
+    clock = _Clock()
+    kept = Conversations(idle=60, clock=clock)
+    kept["a"] = [ChatMessage("user", "hi")]
+    kept["b"] = []
+    clock.now += 59
+    assert kept["a"] == [ChatMessage("user", "hi")]
+    clock.now += 59
+    assert sorted(kept) == ["a"]
+    clock.now += 60
+    assert len(kept) == 0
+    assert kept.setdefault("a", []) == []
+
+
+def test_conversations_keep_only_the_most_recently_used() -> None:
+    """Past the capacity the least recently used conversation leaves first."""
+    kept = Conversations(idle=600, capacity=2, clock=_Clock())
+    kept["a"], kept["b"] = [], []
+    assert "a" in kept  # now used after b
+    kept["c"] = []
+    assert sorted(kept) == ["a", "c"]
+
+
+def test_a_conversation_just_stored_can_be_read_even_with_no_idle_time() -> None:
+    """With an idle time of 0 a conversation leaves as soon as another is used, not while it is read."""
+    clock = _Clock()
+    kept = Conversations(idle=0, clock=clock)
+    kept["a"] = [ChatMessage("user", "hi")]
+    clock.now += 1
+    assert kept.setdefault("a", []) == [ChatMessage("user", "hi")]
+    clock.now += 1
+    kept["b"] = []
+    assert "a" not in kept

@@ -76,3 +76,44 @@ async def test_turn_options_that_do_not_decode_refuse_the_turn_and_the_node_serv
         assert agent.ran == [("turn_good", options)]
     finally:
         await runtime.stop()
+
+
+async def test_a_session_between_turns_keeps_no_worker_and_its_next_turn_sees_how_it_was_opened() -> None:
+    """Once its turns are done a session costs the node only its OpenSessionRequest; closing drops that too."""
+    sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
+    opened_with: list[str] = []
+
+    class TitleAgent(RecordingAgent):
+        async def run_turn(self, turn: Turn) -> str:
+            opened_with.append(turn.session.title)
+            return "completed"
+
+    async def send(envelope: envelope_pb2.Envelope) -> None:
+        sent.put_nowait(envelope)
+
+    async def turn_ended() -> None:
+        while True:
+            _, message = await next_message(sent)
+            if message.WhichOneof("message") == "event" and message.event.HasField("turn_ended"):
+                return
+
+    runtime = NodeRuntime(protocol_pb2.AgentHello(node_id="node"), TitleAgent(), send)
+    try:
+        open_request = chat_pb2.OpenSessionRequest(session_id=SESSION, node_id="node", title="kept")
+        await runtime.receive(
+            envelope_pb2.Envelope(id="open", payload=pack(core_message(open_session_request=open_request)))
+        )
+        for turn_id in ["turn_1", "turn_2"]:
+            await runtime.receive(run_turn_envelope(turn_id))
+            await turn_ended()
+            await asyncio.wait_for(runtime.idle(), TIMEOUT)
+            assert runtime.workers == 0
+        assert opened_with == ["kept", "kept"]
+        assert runtime.sessions == 1
+        close = chat_pb2.CloseSessionRequest(session_id=SESSION)
+        await runtime.receive(
+            envelope_pb2.Envelope(id="close", payload=pack(core_message(close_session_request=close)))
+        )
+        assert runtime.sessions == 0
+    finally:
+        await runtime.stop()

@@ -33,7 +33,9 @@ from aophub.store import (
     StoreError,
     TurnRecord,
     WriteOp,
+    sqlite_writer,
 )
+from aophub.store.base import AppendArtifact
 from aophub.store.sqlite import map_exceptions
 
 
@@ -387,6 +389,36 @@ async def test_list_interactions_pages_by_position_across_sessions(store: SQLite
     assert await ids(limit=0) == []
 
 
+async def test_read_events_stops_at_the_byte_budget(store: SQLiteStore) -> None:
+    """With max_bytes a page holds the events that fit the budget, at least one; the next page continues."""
+    sizes = [3, 3, 3, 10, 1, 1]
+    await store.submit([PutSession(session("s")), *(AppendEvent("s", i + 1, b"x" * n) for i, n in enumerate(sizes))])
+    pages = []
+    after = 0
+    while page := await store.read_events("s", after, 100, max_bytes=7):
+        pages.append([e.cursor for e in page])
+        after = page[-1].cursor
+    assert pages == [[1, 2], [3], [4], [5, 6]]
+    assert [e.cursor for e in await store.read_events("s", 0, 1, max_bytes=100)] == [1]
+    assert [len(e.data) for e in await store.read_events("s", 3, 100, max_bytes=0)] == [10]
+    assert [e.seq for e in await store.read_events("s", 4, 100, max_bytes=7)] == [5, 6]
+
+
+async def test_read_artifacts_stops_at_the_byte_budget(store: SQLiteStore) -> None:
+    """Artifact reads keep to the byte budget too (at least one), by session or across the archive."""
+    ops = [AppendArtifact(f"e{i}", "s" if i % 2 else "t", b"x" * n) for i, n in enumerate([4, 4, 4, 4, 9, 1])]
+    await store.submit(ops)
+    assert [a.cursor for a in await store.read_artifacts(0, 100, max_bytes=8)] == [1, 2]
+    assert [a.cursor for a in await store.read_artifacts(4, 100, max_bytes=8)] == [5]
+    assert [a.cursor for a in await store.read_artifacts(5, 100, max_bytes=8)] == [6]
+    assert [a.cursor for a in await store.read_artifacts(0, 100, session_id="s", max_bytes=8)] == [2, 4]
+    assert [a.cursor for a in await store.read_artifacts(0, 100, session_id="s")] == [2, 4, 6]
+    assert await store.has_artifacts_after(5)
+    assert not await store.has_artifacts_after(6)
+    assert await store.has_artifacts_after(4, session_id="s")
+    assert not await store.has_artifacts_after(5, session_id="t")
+
+
 async def test_list_turns_by_state_in_session_then_creation_order(store: SQLiteStore) -> None:
     """list_turns keeps only the given states, ordered by session then creation; PutTurn upserts; get_turn finds one."""
     await store.submit(
@@ -651,3 +683,18 @@ def test_random_appends_and_deletes_match_a_model(tmp_path: Path, plan: Plan) ->
     """Random concurrent batches of puts, appends and deletes, with reopens, match an in-memory model."""
     directory = Path(tempfile.mkdtemp(dir=tmp_path))
     asyncio.run(_run_plan(directory / "hub.db", plan), debug=True)
+
+
+async def test_cursors_stay_dense_when_the_writer_forgets_sessions(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer remembers few sessions' last cursors (and none of closed ones); the rest are read back."""
+    monkeypatch.setattr(sqlite_writer, "CURSOR_CACHE_SIZE", 2)
+    await store.submit([PutSession(session(name)) for name in ("a", "b", "c")])
+    for name in ("a", "b", "c", "a"):
+        await store.submit([AppendEvent(name, 1, name.encode())])
+    closed = replace(session("b"), state="closed")
+    assert await store.submit([PutSession(closed), AppendEvent("b", 2, b"ended")]) == [None, 2]
+    assert await store.submit([AppendEvent("b", 3, b"late"), AppendEvent("c", 2, b"c2")]) == [3, 2]
+    assert [e.cursor for e in await store.read_events("a", 0, 10)] == [1, 2]
+    assert len(store._writer._cursors) <= 2

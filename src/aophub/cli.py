@@ -16,7 +16,7 @@ from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
 from aophub.logs import LOG_FORMATS, logging_config
 from aophub.node.client import NodeRefused, serve_agent
-from aophub.settings import DEFAULT_MAX_FRAME_BYTES, Settings
+from aophub.settings import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_PAGE_BYTES, Settings
 from aophub.transport.app import create_app
 from aophub.transport.auth import AccessKey, read_token_file, resolve_access_key
 from aophub.transport.server import DEFAULT_SHUTDOWN_TIMEOUT, ListenError
@@ -51,6 +51,20 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_MAX_FRAME_BYTES,
         help="largest WebSocket frame accepted; larger ones close the connection with 1009 (default 16 MiB)",
+    )
+    serve.add_argument(
+        "--max-page-bytes",
+        type=int,
+        default=DEFAULT_MAX_PAGE_BYTES,
+        help="most bytes of events one page carries (ListEvents, SyncArtifacts; at least one event);"
+        " below --max-frame-bytes (default 4 MiB)",
+    )
+    serve.add_argument(
+        "--session-idle-minutes",
+        type=float,
+        default=10.0,
+        help="an open session unused this long leaves memory (closed ones at once) and is reloaded"
+        " from the database when next used (default 10)",
     )
     serve.add_argument(
         "--durability",
@@ -189,12 +203,20 @@ def serve(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"aophub: {error}", file=sys.stderr)
         return 2
+    if not 0 < args.max_page_bytes < args.max_frame_bytes:
+        print("aophub: --max-page-bytes must be positive and below --max-frame-bytes", file=sys.stderr)
+        return 2
+    if args.session_idle_minutes < 0:
+        print("aophub: --session-idle-minutes must not be negative", file=sys.stderr)
+        return 2
     settings = Settings(
         access_key=key.value,
         data_dir=args.data_dir,
         host=args.host,
         port=args.port,
         max_frame_bytes=args.max_frame_bytes,
+        max_page_bytes=args.max_page_bytes,
+        session_idle_minutes=args.session_idle_minutes,
         durability=args.durability.upper(),
         echo_delay=args.echo_delay,
         allowed_origins=tuple(args.allowed_origin),

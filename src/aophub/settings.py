@@ -7,9 +7,11 @@ from pathlib import Path
 
 from aophub.config import DEFAULT_POLL_INTERVAL
 
-__all__ = ["DATABASE_FILE", "DEFAULT_MAX_FRAME_BYTES", "Settings"]
+__all__ = ["DATABASE_FILE", "DEFAULT_MAX_FRAME_BYTES", "DEFAULT_MAX_PAGE_BYTES", "Settings"]
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+# Largest page of events one reply carries (ListEvents, SyncArtifacts), well below the frame limit.
+DEFAULT_MAX_PAGE_BYTES = 4 * 1024 * 1024
 # The SQLite database in the data directory.
 DATABASE_FILE = "aophub.db"
 
@@ -24,6 +26,11 @@ class Settings:
     port: int = 8080
     # Largest WebSocket frame accepted; larger frames close the connection with 1009.
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    # Bytes of events one page holds at most (at least one event): ListEvents, SyncArtifacts reads.
+    max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES
+    # An open session unused this long leaves the hub's memory (closed ones as soon as nothing uses
+    # them), and so does the built-in agent's conversation of it; both reload from the store on use.
+    session_idle_minutes: float = 10.0
     # SQLite synchronous mode: "FULL" makes each commit durable against power loss,
     # "NORMAL" against process crashes only (faster).
     durability: str = "FULL"

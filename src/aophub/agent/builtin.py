@@ -7,13 +7,15 @@ machine.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from aop import content_pb2, event_pb2
 from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES
 from aophub.agent.audit import AuditLog
 from aophub.agent.echo import EchoAgent
-from aophub.agent.history import history_from_events
+from aophub.agent.history import Conversations, history_from_events
 from aophub.agent.loop import BuiltinAgent, ToolOutcome
 from aophub.agent.provider import ChatMessage
 from aophub.agent.sandbox import ExecPolicy, Workspace
@@ -24,10 +26,13 @@ from aophub.store.base import Store
 from aophub.transport.auth import ACCESS_KEY_FILE
 from aophub.v1 import config_pb2
 
-__all__ = ["AUDIT_LOG", "ConfiguredTools", "builtin_agent", "hub_files"]
+__all__ = ["AUDIT_LOG", "CONVERSATION_IDLE", "ConfiguredTools", "builtin_agent", "hub_files"]
 
 AUDIT_LOG = "audit.jsonl"
 HISTORY_PAGE = 1000
+# Seconds a conversation stays in memory unused (the hub's default for idle sessions too).
+CONVERSATION_IDLE = 600.0
+HISTORY_PAGE_BYTES = 4 * 1024 * 1024  # one store read loads at most this much (at least one event)
 
 
 def hub_files(config: ConfigStore) -> tuple[Path, ...]:
@@ -96,11 +101,20 @@ class ConfiguredTools:
         return self.current().workspace
 
 
-def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store | None = None) -> BuiltinAgent:
+def builtin_agent(
+    config: ConfigStore,
+    *,
+    echo_delay: float = 0.02,
+    store: Store | None = None,
+    conversation_idle: float = CONVERSATION_IDLE,
+    clock: Callable[[], float] = time.monotonic,
+) -> BuiltinAgent:
     """The built-in agent over ``config``: its active LLM profile (or echo), tools in its workspace.
 
     With the hub's ``store`` (the in-process node), a session's conversation is rebuilt from its
-    stored events after a restart.
+    stored events after a restart, so it stays in memory only while it is used: it leaves after
+    ``conversation_idle`` seconds of ``clock`` unused (see :class:`Conversations`). Without a store
+    (a remote node) conversations cannot be rebuilt and stay.
     """
     tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG))
     tools.current()  # a workspace that cannot be made fails at start
@@ -108,7 +122,7 @@ def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store
     async def load_history(session_id: str, turn_id: str) -> list[ChatMessage]:
         assert store is not None
         events, cursor = [], 0
-        while rows := await store.read_events(session_id, cursor, HISTORY_PAGE):
+        while rows := await store.read_events(session_id, cursor, HISTORY_PAGE, max_bytes=HISTORY_PAGE_BYTES):
             events += [event_pb2.Event.FromString(row.data) for row in rows]
             cursor = rows[-1].cursor
         inline_limit = config.agent_settings().inline_attachment_bytes or DEFAULT_INLINE_ATTACHMENT_BYTES
@@ -119,6 +133,7 @@ def builtin_agent(config: ConfigStore, *, echo_delay: float = 0.02, store: Store
         config.agent_settings,
         tools,
         echo=EchoAgent(delay=echo_delay),
+        history=Conversations(idle=conversation_idle, clock=clock) if store is not None else None,
         load_history=load_history if store is not None else None,
         workspace=tools.workspace,
     )

@@ -1,20 +1,80 @@
-"""Rebuild a conversation from a session's stored events.
+"""Rebuild a conversation from a session's stored events, and keep recent ones in memory.
 
-The built-in agent keeps each session's conversation in memory; after a hub
-restart it rebuilds it from the session's persisted events, so a session
+The built-in agent keeps each session's conversation in memory
+(:class:`Conversations`); after a hub restart, or once the conversation has left
+memory, it rebuilds it from the session's persisted events, so a session
 continues where it was (including ``continue_session`` and ``regenerate``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 
 from aop import content_pb2, event_pb2
 from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES, attachments_of, user_message
 from aophub.agent.provider import AssistantToolCall, ChatMessage
 
-__all__ = ["history_from_events"]
+__all__ = ["CONVERSATIONS_KEPT", "Conversations", "history_from_events"]
+
+# At most this many conversations stay in memory (the least recently used leave first).
+CONVERSATIONS_KEPT = 1000
+
+
+class Conversations(MutableMapping[str, list[ChatMessage]]):
+    """The agent's conversations by session id, kept only while they are used.
+
+    A conversation not used (read or written) for ``idle`` seconds of ``clock``, or
+    beyond the ``capacity`` most recently used, leaves when another one is used:
+    reading it then finds nothing, and the agent rebuilds it from the session's
+    stored events. Closed sessions' conversations leave this way too (the agent is
+    not told of closes).
+    """
+
+    def __init__(
+        self, *, idle: float, capacity: int = CONVERSATIONS_KEPT, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._idle = idle
+        self._capacity = capacity
+        self._clock = clock
+        # session id -> (last use, conversation), least recently used first.
+        self._kept: dict[str, tuple[float, list[ChatMessage]]] = {}
+
+    def __repr__(self) -> str:
+        return f"<Conversations kept={len(self._kept)} idle={self._idle}s capacity={self._capacity}>"
+
+    def _forget_idle(self) -> float:
+        now = self._clock()
+        while self._kept:
+            oldest = next(iter(self._kept))
+            if now - self._kept[oldest][0] < self._idle:
+                break
+            del self._kept[oldest]
+        return now
+
+    def __getitem__(self, session_id: str) -> list[ChatMessage]:
+        # Taken out before the others are checked: a conversation in use now is not idle.
+        _, conversation = self._kept.pop(session_id)
+        self._kept[session_id] = (self._forget_idle(), conversation)
+        return conversation
+
+    def __setitem__(self, session_id: str, conversation: list[ChatMessage]) -> None:
+        self._kept.pop(session_id, None)
+        self._kept[session_id] = (self._forget_idle(), conversation)
+        while len(self._kept) > self._capacity:
+            del self._kept[next(iter(self._kept))]
+
+    def __delitem__(self, session_id: str) -> None:
+        del self._kept[session_id]
+
+    def __iter__(self) -> Iterator[str]:
+        self._forget_idle()
+        return iter(list(self._kept))
+
+    def __len__(self) -> int:
+        self._forget_idle()
+        return len(self._kept)
 
 
 def _text(parts: Iterable[content_pb2.Content]) -> str:

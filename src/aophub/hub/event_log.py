@@ -161,6 +161,11 @@ class EventLog:
     def watcher_count(self) -> int:
         return len(self._subscriptions)
 
+    @property
+    def busy(self) -> bool:
+        """Whether writes are in flight or events wait to be fanned out."""
+        return bool(self._unsettled or self._pending)
+
     async def publish(
         self, event: event_pb2.Event, extra_ops: Sequence[WriteOp] = (), *, on_commit: Callable[[], None] | None = None
     ) -> int:

@@ -46,13 +46,20 @@ from aophub.hub.turns import SessionState, Turn
 from aophub.ids import IdGenerator, new_id
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
+from aophub.settings import DEFAULT_MAX_PAGE_BYTES
 from aophub.store.base import PutSession, SessionRecord, Store
 
 # LiveSession, HUB_EMITTER and parse_cursor live in their own modules; re-exported for importers.
-__all__ = ["HUB_EMITTER", "Hub", "LiveSession", "parse_cursor"]
+__all__ = ["HUB_EMITTER", "SESSION_IDLE", "Hub", "LiveSession", "parse_cursor"]
 
 log = logging.getLogger(__name__)
 R = TypeVar("R", bound=Any)
+
+# An open session unused this long (seconds) leaves memory; the sweep looks every quarter of that,
+# within these bounds.
+SESSION_IDLE = 600.0
+SWEEP_INTERVAL_MIN = 1.0
+SWEEP_INTERVAL_MAX = 60.0
 
 
 class Hub:
@@ -66,8 +73,14 @@ class Hub:
         ids: IdGenerator = new_id,
         node_timeout: float = NODE_REQUEST_TIMEOUT,
         interaction_policy: Callable[[], InteractionPolicy] = InteractionPolicy,
+        page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
+        session_idle: float = SESSION_IDLE,
     ) -> None:
         self.store = store
+        # Seconds an open session stays in memory unused (closed ones leave as soon as they can).
+        self.session_idle = session_idle
+        # Bytes of events one page of a reply holds at most (at least one event).
+        self.page_bytes = page_bytes
         self.nodes = NodeRegistry()
         self.journal = Journal(store, clock)
         self._clock = clock
@@ -105,6 +118,7 @@ class Hub:
             turns=self._turn_lifecycle,
             node_requests=self._node_requests,
             spawn=self._spawn,
+            page_bytes=page_bytes,
         )
 
     def __repr__(self) -> str:
@@ -132,10 +146,34 @@ class Hub:
     # -- lifecycle --------------------------------------------------------------
 
     async def start(self) -> None:
-        """Recover from the previous run: every turn it left queued or running ends with ``hub_restarted``."""
+        """Recover from the previous run: every turn it left queued or running ends with ``hub_restarted``.
+
+        Then sweep idle sessions out of memory periodically, until :meth:`stop`.
+        """
         ended = await self._turn_lifecycle.recover()
         log.info("recovery: ended %d turn%s left running or queued (hub_restarted)", ended, "" if ended == 1 else "s")
         await self.interactions.recover()
+        self._spawn(self._sweep_idle_sessions())
+
+    async def _sweep_idle_sessions(self) -> None:
+        interval = min(SWEEP_INTERVAL_MAX, max(self.session_idle / 4, SWEEP_INTERVAL_MIN))
+        while True:
+            await asyncio.sleep(interval)
+            evicted = await self.evict_idle_sessions()
+            if evicted:
+                log.debug("%d idle or closed sessions left memory; %d stay", evicted, len(self._sessions))
+
+    async def evict_idle_sessions(self) -> int:
+        """Let closed sessions nothing uses, and open ones unused for ``session_idle`` seconds, leave memory.
+
+        Returns how many left; each is loaded again from the store when next used.
+        """
+        return await self._sessions.evict(idle_for=self.session_idle)
+
+    @property
+    def sessions_in_memory(self) -> int:
+        """How many sessions are loaded in memory."""
+        return len(self._sessions)
 
     def begin_stop(self) -> None:
         """Mark the hub as stopping: from now on a node leaving does not end its turns.
@@ -282,7 +320,7 @@ class Hub:
         try:
             await session.log.publish(started, [PutSession(record), claim.op(response)])
         except BaseException:
-            self._sessions.remove(session_id)
+            self._sessions.remove(session)
             raise
         return response
 
@@ -295,10 +333,10 @@ class Hub:
         )
 
     async def _close(self, request: chat_pb2.CloseSessionRequest) -> chat_pb2.CloseSessionResponse:
-        session = await self.require_session(request.session_id)
-        async with session.lock:
+        async with self._sessions.locked(request.session_id) as session:
             if not session.closed:
                 await self._close_locked(session, request.reason or "closed")
+            self._sessions.evict_locked(session)  # unless a watcher still follows it: then the sweep does
         return chat_pb2.CloseSessionResponse(accepted=session.to_proto())
 
     async def _close_locked(self, session: LiveSession, reason: str) -> None:
@@ -324,8 +362,9 @@ class Hub:
             rejected = response.rejected
             raise HubError(Code(rejected.code), rejected.message, retryable=rejected.retryable)
         await self.close_session(f"{key}:close", chat_pb2.CloseSessionRequest(session_id=session_id, reason="reset"))
+        # Both as they are now: either may have left memory meanwhile (and the old one reloaded, closed).
         new = await self.require_session(response.accepted.id)
-        return new, old
+        return new, await self.require_session(session_id)
 
     # -- turns --------------------------------------------------------------------
 

@@ -6,13 +6,22 @@ the session is made under. :class:`LiveSessions` loads each session from the
 store at most once (concurrent loads share one read) and stamps what the hub
 itself writes into a session, its events and the changes of its record, with
 the hub's clock and ids.
+
+Sessions leave memory again (:meth:`LiveSessions.evict`): a closed one as soon as
+nothing uses it, an open one once it has been idle for a while. A session is in
+use while it has a watcher, an active (running or queued) turn, turn endings not
+yet stored, a write in flight, or its lock is held; pending interactions belong to
+an active turn. Using a session (:meth:`LiveSessions.get`) stamps it, so one just
+handed to a caller is not idle. An evicted session is loaded again from the store
+on its next use, as after a restart.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
@@ -41,6 +50,9 @@ class LiveSession:
     # stored before anything else of the session, retried in the background until the store works.
     unsaved_endings: list[tuple[Turn, list[event_pb2.Event]]] = field(default_factory=list)
     settling: bool = False
+    # When it was last handed to a caller (the hub's clock), and whether it has left memory since.
+    last_used: float = 0.0
+    evicted: bool = False
 
     @property
     def id(self) -> str:
@@ -63,6 +75,18 @@ class LiveSession:
         request.node_id = self.record.node_id
         request.title = self.record.title
         return request
+
+    @property
+    def in_use(self) -> bool:
+        """Whether anything holds on to this session in memory (see the module docstring)."""
+        return bool(
+            self.turns.active()
+            or self.unsaved_endings
+            or self.settling
+            or self.log.watcher_count
+            or self.log.busy
+            or self.lock.locked()
+        )
 
     def __repr__(self) -> str:
         return f"<LiveSession {self.id} {self.record.state} node={self.record.node_id} turns={self.turns.active()}>"
@@ -91,8 +115,11 @@ class LiveSessions:
     async def get(self, session_id: str) -> LiveSession | None:
         """The session with this id, loading it from the store if needed; ``None`` if there is none."""
         live = self._loaded.get(session_id)
-        if live is not None or not session_id:
+        if live is not None:
+            live.last_used = self._clock()
             return live
+        if not session_id:
+            return None
         pending = self._loading.get(session_id)
         if pending is not None:
             return await pending
@@ -103,6 +130,7 @@ class LiveSessions:
             if record is not None:
                 last_seq = await self._store.max_seq(session_id)
                 live = LiveSession(record, EventLog(session_id, self._store, last_seq=last_seq))
+                live.last_used = self._clock()
                 self._loaded[session_id] = live
             future.set_result(live)
             return live
@@ -124,11 +152,53 @@ class LiveSessions:
 
     def add(self, session: LiveSession) -> None:
         """Hold a session just created (its record not yet stored: :meth:`remove` it if that fails)."""
+        session.last_used = self._clock()
         self._loaded[session.id] = session
 
-    def remove(self, session_id: str) -> None:
-        """Forget a session (deleted, or never stored)."""
-        self._loaded.pop(session_id, None)
+    def remove(self, session: LiveSession) -> None:
+        """Forget ``session`` (deleted, evicted, or never stored); a session loaded since under its id stays."""
+        if self._loaded.get(session.id) is session:
+            del self._loaded[session.id]
+
+    @contextlib.asynccontextmanager
+    async def locked(self, session_id: str) -> AsyncIterator[LiveSession]:
+        """The session with this id (as :meth:`require`), its lock held: never one evicted meanwhile."""
+        while True:
+            session = await self.require(session_id)
+            async with session.lock:
+                if not session.evicted:
+                    yield session
+                    return
+
+    def evict_locked(self, session: LiveSession) -> bool:
+        """Let ``session`` leave memory if nothing but the caller (who holds its lock) uses it."""
+        if session.evicted or self._loaded.get(session.id) is not session:
+            return False
+        if session.turns.active() or session.unsaved_endings or session.settling:
+            return False
+        if session.log.watcher_count or session.log.busy:
+            return False
+        session.evicted = True
+        del self._loaded[session.id]
+        return True
+
+    async def evict(self, *, idle_for: float) -> int:
+        """Evict every session not in use that is closed, or was last used ``idle_for`` seconds ago or more.
+
+        Returns how many left. Each is checked again under its lock: a caller that got the session
+        meanwhile stamped it as used, and one that waited for the lock has had its turn.
+        """
+        evicted = 0
+        for session in list(self._loaded.values()):
+            if session.in_use or not self._expired(session, idle_for):
+                continue
+            async with session.lock:
+                if self._expired(session, idle_for) and self.evict_locked(session):
+                    evicted += 1
+        return evicted
+
+    def _expired(self, session: LiveSession, idle_for: float) -> bool:
+        return session.closed or self._clock() - session.last_used >= idle_for
 
     def event(self, session: LiveSession, turn_id: str = "", **payload: Message) -> event_pb2.Event:
         """A hub event of ``session`` with id, time and emitter set, and ``payload``'s fields copied in."""

@@ -98,6 +98,7 @@ MAX_QUEUED = 1000
 PROGRESS_INTERVAL = 1.0
 _LOAD_PAGE = 500
 _READ_PAGE = 1000
+_READ_BYTES = 4 * 1024 * 1024  # one read of a scan's events loads at most this much (at least one event)
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -288,14 +289,11 @@ class Scans:
             raise HubError(Code.NOT_FOUND, f"the report of scan {scan_id} is gone: its session was deleted")
         markdown = ""
         cursor = 0
-        while True:
-            rows = await self._store.read_events(scan.session_id, cursor, _READ_PAGE)
+        while rows := await self._store.read_events(scan.session_id, cursor, _READ_PAGE, max_bytes=_READ_BYTES):
             for row in rows:
                 event = event_pb2.Event.FromString(row.data)
                 if event.turn_id == scan.id and event.HasField("message") and event.message.role == "assistant":
                     markdown = message_text(event.message)
-            if len(rows) < _READ_PAGE:
-                break
             cursor = rows[-1].cursor
         return scan_pb2.GetScanReportResponse(scan_id=scan.id, markdown=markdown, completed_at=scan.finished_at)
 

@@ -19,6 +19,7 @@ from aophub.hub.request_checks import parse_cursor
 from aophub.hub.turn_lifecycle import TurnLifecycle
 from aophub.protocol.codec import core_message
 from aophub.protocol.errors import Code, HubError
+from aophub.settings import DEFAULT_MAX_PAGE_BYTES
 from aophub.store.base import DeleteSession, Store
 
 __all__ = ["LIST_EVENTS_DEFAULT", "LIST_EVENTS_MAX", "TITLE_MAX_LENGTH", "SessionAdmin"]
@@ -40,6 +41,7 @@ class SessionAdmin:
         turns: TurnLifecycle,
         node_requests: NodeRequests,
         spawn: Callable[[Awaitable[None]], None],
+        page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
     ) -> None:
         self._store = store
         self._nodes = nodes
@@ -47,16 +49,16 @@ class SessionAdmin:
         self._turns = turns
         self._node_requests = node_requests
         self._spawn = spawn
+        self._page_bytes = page_bytes
 
     def __repr__(self) -> str:
         return f"<SessionAdmin sessions={len(self._sessions)}>"
 
     async def update(self, session_id: str, *, title: str | None, archived: bool | None) -> LiveSession:
         """Change a session's title and/or archive flag (``None`` leaves it as it is)."""
-        session = await self._sessions.require(session_id)
-        if title is not None and len(title) > TITLE_MAX_LENGTH:
-            raise HubError(Code.INVALID_ARGUMENT, f"title is longer than {TITLE_MAX_LENGTH} characters")
-        async with session.lock:
+        async with self._sessions.locked(session_id) as session:
+            if title is not None and len(title) > TITLE_MAX_LENGTH:
+                raise HubError(Code.INVALID_ARGUMENT, f"title is longer than {TITLE_MAX_LENGTH} characters")
             changes: dict[str, object] = {}
             if title is not None:
                 changes["title"] = title
@@ -68,8 +70,7 @@ class SessionAdmin:
 
     async def delete(self, session_id: str) -> int:
         """Delete a session with its events, turns and interactions; returns the events deleted."""
-        session = await self._sessions.require(session_id)
-        async with session.lock:
+        async with self._sessions.locked(session_id) as session:
             self._turns.forget_locked(session, "deleted")
             node = self._nodes.get(session.record.node_id)
             if node is not None and session.id in node.open_sessions:
@@ -79,15 +80,20 @@ class SessionAdmin:
             (deleted,) = await self._store.submit([DeleteSession(session.id)])
             session.unsaved_endings.clear()  # the turns went with the session
             session.log.close()
-            self._sessions.remove(session.id)
+            self._sessions.remove(session)
         return int(deleted or 0)
 
     async def list_events(self, request: chat_pb2.ListEventsRequest) -> chat_pb2.ListEventsResponse:
-        """One page of persisted events, oldest first (an empty cursor starts at the oldest)."""
+        """One page of persisted events, oldest first (an empty cursor starts at the oldest).
+
+        A page ends at ``limit`` events or before the event that would take it past the page
+        budget in bytes, whichever comes first, and holds at least one event: a page shorter than
+        ``limit`` is not the end, an empty one is. ``next_cursor`` continues where it ended.
+        """
         session = await self._sessions.require(request.session_id)
         after = parse_cursor(request.after_cursor)
         limit = min(request.limit or LIST_EVENTS_DEFAULT, LIST_EVENTS_MAX)
-        rows = await self._store.read_events(session.id, after, limit)
+        rows = await self._store.read_events(session.id, after, limit, max_bytes=self._page_bytes)
         response = chat_pb2.ListEventsResponse()
         for row in rows:
             delivery = response.events.add(cursor=str(row.cursor))

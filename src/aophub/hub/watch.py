@@ -18,9 +18,11 @@ from aophub.protocol.codec import event_payload_field
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import Store
 
-__all__ = ["REPLAY_PAGE", "WATCH_QUEUE", "follow"]
+__all__ = ["REPLAY_PAGE", "REPLAY_PAGE_BYTES", "WATCH_QUEUE", "follow"]
 
 REPLAY_PAGE = 1000
+# Bytes of stored events one replay read loads at most (at least one event).
+REPLAY_PAGE_BYTES = 4 * 1024 * 1024
 WATCH_QUEUE = 1024
 
 Send = Callable[[Delivery], Awaitable[None]]
@@ -55,13 +57,14 @@ async def follow(
     *,
     page: int = REPLAY_PAGE,
     queue_size: int = WATCH_QUEUE,
+    page_bytes: int = REPLAY_PAGE_BYTES,
 ) -> None:
     """Deliver every persisted event after ``after_cursor`` exactly once, then live events, until cancelled."""
     position = _Position(after_cursor)
     while True:
         subscription = log.subscribe(queue_size)
         try:
-            await _replay(log, store, position, send, page)
+            await _replay(log, store, position, send, page=page, page_bytes=page_bytes)
             while True:
                 for delivery in await subscription.take():
                     if position.admit(delivery):
@@ -74,12 +77,9 @@ async def follow(
             log.unsubscribe(subscription)
 
 
-async def _replay(log: EventLog, store: Store, position: _Position, send: Send, page: int) -> None:
-    """Send the stored events after ``position``, page by page, until the store has no more."""
-    while True:
-        rows = await store.read_events(log.session_id, position.cursor, page)
+async def _replay(log: EventLog, store: Store, position: _Position, send: Send, *, page: int, page_bytes: int) -> None:
+    """Send the stored events after ``position``, ``page`` events (and ``page_bytes``) a read, until none are left."""
+    while rows := await store.read_events(log.session_id, position.cursor, page, max_bytes=page_bytes):
         for row in rows:
             await send(Delivery(row.cursor, row.seq, event_payload_field(row.data)))
             position.cursor, position.last_seq = row.cursor, row.seq
-        if len(rows) < page:
-            return

@@ -67,9 +67,9 @@ class Agent(Protocol):
 
 @dataclass(eq=False)
 class _SessionWorker:
-    opened: chat_pb2.OpenSessionRequest = field(default_factory=chat_pb2.OpenSessionRequest)
+    """Runs one session's turns in order; it exists only while the session has a turn running or queued."""
+
     queue: deque[Turn] = field(default_factory=deque)
-    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
     current: Turn | None = None
     task: asyncio.Task[None] | None = None
     running: asyncio.Task[str] | None = None
@@ -105,6 +105,8 @@ class NodeRuntime:
         self.agent = agent
         self._send = send
         self._emit = emit or self._emit_envelope
+        # What a session keeps between turns is how it was opened; a worker only while turns run or wait.
+        self._opened: dict[str, chat_pb2.OpenSessionRequest] = {}
         self._sessions: dict[str, _SessionWorker] = {}
         self._asked: dict[str, asyncio.Future[interaction_pb2.Interaction]] = {}
         self.stats = protocol_pb2.AgentStats()
@@ -112,7 +114,23 @@ class NodeRuntime:
         self.interactions = False
 
     def __repr__(self) -> str:
-        return f"<NodeRuntime {self.hello.node_id} sessions={len(self._sessions)}>"
+        return f"<NodeRuntime {self.hello.node_id} sessions={len(self._opened)} workers={len(self._sessions)}>"
+
+    @property
+    def sessions(self) -> int:
+        """Sessions opened on this node and not closed."""
+        return len(self._opened)
+
+    @property
+    def workers(self) -> int:
+        """Sessions with a turn running or queued."""
+        return len(self._sessions)
+
+    async def idle(self) -> None:
+        """Wait until no session has a turn running or queued."""
+        while self._sessions:
+            tasks = [worker.task for worker in self._sessions.values() if worker.task is not None]
+            await asyncio.wait(tasks)
 
     async def _reply(self, reply_to: str, message: protocol_pb2.ProtocolMessage) -> None:
         await self._send(envelope_pb2.Envelope(id=new_id("node"), reply_to=reply_to, payload=pack(message)))
@@ -152,7 +170,8 @@ class NodeRuntime:
         case = message.WhichOneof("message")
         if case == "open_session_request":
             request = message.open_session_request
-            self._worker(request.session_id).opened.CopyFrom(request)
+            opened = self._opened[request.session_id] = chat_pb2.OpenSessionRequest()
+            opened.CopyFrom(request)  # its own message: not one holding the whole envelope
             session = chat_pb2.Session(
                 id=request.session_id, state="open", node_id=self.hello.node_id, title=request.title
             )
@@ -176,10 +195,11 @@ class NodeRuntime:
             log.info("node %s ignores %s", self.hello.node_id, case)
 
     def _worker(self, session_id: str) -> _SessionWorker:
+        """The session's worker; a new one starts with the caller's turn (queue it before the next await)."""
         worker = self._sessions.get(session_id)
         if worker is None:
             worker = self._sessions[session_id] = _SessionWorker()
-            worker.task = asyncio.create_task(self._work(worker))
+            worker.task = asyncio.create_task(self._work(session_id, worker))
         return worker
 
     async def _accept_turn(self, envelope_id: str, request: chat_pb2.RunTurnRequest) -> None:
@@ -192,29 +212,33 @@ class NodeRuntime:
             return
         receipt = chat_pb2.TurnReceipt(session_id=request.session_id, turn_id=request.turn_id, state="running")
         ask = self._ask if self.interactions else None
-        worker = self._worker(request.session_id)
-        turn = Turn(request, options, self._emit, emitter=self.hello.node_id, ask=ask, session=worker.opened)
-        worker.queue.append(turn)
-        worker.wakeup.set()
+        opened = self._opened.get(request.session_id) or chat_pb2.OpenSessionRequest()
+        turn = Turn(request, options, self._emit, emitter=self.hello.node_id, ask=ask, session=opened)
+        self._worker(request.session_id).queue.append(turn)
         await self._reply(envelope_id, core_message(run_turn_response=chat_pb2.RunTurnResponse(accepted=receipt)))
 
-    async def _work(self, worker: _SessionWorker) -> None:
-        while True:
-            while not worker.queue:
-                worker.wakeup.clear()
-                await worker.wakeup.wait()
-            turn = worker.queue.popleft()
-            if turn.canceled.is_set():
-                continue
-            worker.current = turn
-            try:
-                await self._run(worker, turn)
-            except Exception:
-                # Telling the hub failed (its connection is gone, or it refused the event): the hub
-                # ends the turn itself when the node goes; this session's next turns still run.
-                log.warning("node %s: turn %s could not be reported", self.hello.node_id, turn.turn_id, exc_info=True)
-            finally:
-                worker.current = None
+    async def _work(self, session_id: str, worker: _SessionWorker) -> None:
+        """Run the session's turns in order until none is left, then let the worker go."""
+        try:
+            while worker.queue:
+                turn = worker.queue.popleft()
+                if turn.canceled.is_set():
+                    continue
+                worker.current = turn
+                try:
+                    await self._run(worker, turn)
+                except Exception:
+                    # Telling the hub failed (its connection is gone, or it refused the event): the hub
+                    # ends the turn itself when the node goes; this session's next turns still run.
+                    log.warning(
+                        "node %s: turn %s could not be reported", self.hello.node_id, turn.turn_id, exc_info=True
+                    )
+                finally:
+                    worker.current = None
+        finally:
+            # No await between the empty queue and here: a turn accepted later starts a new worker.
+            if self._sessions.get(session_id) is worker:
+                del self._sessions[session_id]
 
     async def _run(self, worker: _SessionWorker, turn: Turn) -> None:
         started = turn.event()
@@ -280,6 +304,7 @@ class NodeRuntime:
         await self._reply(envelope_id, core_message(cancel_turn_response=response))
 
     async def _close_session(self, session_id: str) -> None:
+        self._opened.pop(session_id, None)
         worker = self._sessions.pop(session_id, None)
         if worker is None:
             return
@@ -291,5 +316,5 @@ class NodeRuntime:
 
     async def stop(self) -> None:
         """Cancel every turn and worker."""
-        for session_id in list(self._sessions):
+        for session_id in list(self._sessions) + list(self._opened):
             await self._close_session(session_id)

@@ -63,11 +63,15 @@ class ArtifactServiceImpl:
             results = await self.hub.store.submit(ops)
             appended = sum(1 for result in results if result is not None)
             duplicates = len(results) - appended
-        rows = await self.hub.store.read_artifacts(after, limit + 1, session_id=request.session_id)
+        # A page ends at `limit` artifacts or at the hub's page budget in bytes (at least one).
+        store = self.hub.store
+        rows = await store.read_artifacts(after, limit, session_id=request.session_id, max_bytes=self.hub.page_bytes)
         response = artifact_pb2.SyncArtifactsResponse(appended=appended, duplicates=duplicates)
-        for row in rows[:limit]:
+        for row in rows:
             delivery = response.artifacts.add(cursor=str(row.cursor))
             delivery.event.ParseFromString(row.data)
-        response.has_more = len(rows) > limit
+        response.has_more = bool(rows) and await store.has_artifacts_after(
+            rows[-1].cursor, session_id=request.session_id
+        )
         response.next_cursor = response.artifacts[-1].cursor if response.artifacts else request.after_cursor
         return response

@@ -271,8 +271,15 @@ class Store(Protocol):
         """Sessions ordered by ``(updated_at, id)`` descending, strictly before ``before``."""
         ...
 
-    async def read_events(self, session_id: str, after_cursor: int, limit: int) -> list[StoredEvent]:
-        """Up to ``limit`` events with cursor > ``after_cursor``, oldest first."""
+    async def read_events(
+        self, session_id: str, after_cursor: int, limit: int, *, max_bytes: int | None = None
+    ) -> list[StoredEvent]:
+        """Up to ``limit`` events with cursor > ``after_cursor``, oldest first.
+
+        With ``max_bytes``, the page ends before the event that would take the events' data past
+        it, but holds at least one event, so a reader always makes progress; an empty page means
+        there are no more. The page is read without loading the events past it.
+        """
         ...
 
     async def max_seq(self, session_id: str) -> int:
@@ -318,8 +325,14 @@ class Store(Protocol):
         """Scans newest first by ``(created_at, id)``, strictly before ``before``, in ``statuses`` when given."""
         ...
 
-    async def read_artifacts(self, after_cursor: int, limit: int, *, session_id: str = "") -> list[ArtifactRecord]:
-        """Up to ``limit`` archived artifacts after ``after_cursor``, oldest first."""
+    async def read_artifacts(
+        self, after_cursor: int, limit: int, *, session_id: str = "", max_bytes: int | None = None
+    ) -> list[ArtifactRecord]:
+        """Up to ``limit`` archived artifacts after ``after_cursor``, oldest first (``max_bytes`` as in read_events)."""
+        ...
+
+    async def has_artifacts_after(self, after_cursor: int, *, session_id: str = "") -> bool:
+        """Whether any archived artifact (of ``session_id``, when set) follows ``after_cursor``."""
         ...
 
     async def count_sessions(self) -> tuple[int, int]:

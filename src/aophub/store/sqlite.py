@@ -341,15 +341,44 @@ class SQLiteStore:
         )
         return [_session(row) for row in rows]
 
-    async def read_events(self, session_id: str, after_cursor: int, limit: int) -> list[StoredEvent]:
-        """Up to ``limit`` events with cursor > ``after_cursor``, oldest first."""
-        if limit <= 0:
+    async def read_events(
+        self, session_id: str, after_cursor: int, limit: int, *, max_bytes: int | None = None
+    ) -> list[StoredEvent]:
+        """Up to ``limit`` events with cursor > ``after_cursor``, oldest first, within ``max_bytes`` of data."""
+        where, params = "session_id = ? AND cursor > ?", [session_id, after_cursor]
+        last = await self._last_within("events", where, params, limit, max_bytes)
+        if last is None:
             return []
         rows = await self._read(
-            "SELECT cursor, seq, data FROM events WHERE session_id = ? AND cursor > ? ORDER BY cursor LIMIT ?",
-            (session_id, after_cursor, limit),
+            f"SELECT cursor, seq, data FROM events WHERE {where} AND cursor <= ? ORDER BY cursor", [*params, last]
         )
         return [StoredEvent(session_id, cursor, seq, data) for cursor, seq, data in rows]
+
+    async def _last_within(
+        self, table: str, where: str, params: list[Any], limit: int, max_bytes: int | None
+    ) -> int | None:
+        """The cursor that ends a page of ``table``'s rows matching ``where``: at most ``limit`` rows
+        whose data add up to at most ``max_bytes`` (unbounded if ``None``; the first row always
+        counts), in cursor order. ``None`` when no row matches.
+
+        Reads only the rows' sizes (SQLite's ``length()`` of a blob reads no content), so the page
+        is loaded after it is known to fit, never a whole ``limit`` of large rows at once.
+        """
+        if limit <= 0:
+            return None
+        size = "0" if max_bytes is None else "length(data)"
+        rows = await self._read(
+            f"SELECT cursor, {size} FROM {table} WHERE {where} ORDER BY cursor LIMIT ?", [*params, limit]
+        )
+        if not rows:
+            return None
+        last, total = rows[0][0], rows[0][1]
+        for cursor, length in rows[1:]:
+            total += length
+            if max_bytes is not None and total > max_bytes:
+                break
+            last = cursor
+        return int(last)
 
     async def max_seq(self, session_id: str) -> int:
         """The highest seq stored or reserved for the session (0 if none)."""
@@ -453,20 +482,30 @@ class SQLiteStore:
         )
         return [ScanRecord(*row) for row in rows]
 
-    async def read_artifacts(self, after_cursor: int, limit: int, *, session_id: str = "") -> list[ArtifactRecord]:
-        """Up to ``limit`` archived artifacts after ``after_cursor``, oldest first."""
-        if limit <= 0:
+    async def read_artifacts(
+        self, after_cursor: int, limit: int, *, session_id: str = "", max_bytes: int | None = None
+    ) -> list[ArtifactRecord]:
+        """Up to ``limit`` archived artifacts after ``after_cursor``, oldest first, within ``max_bytes`` of data."""
+        where, params = self._artifacts_after(after_cursor, session_id)
+        last = await self._last_within("artifacts", where, params, limit, max_bytes)
+        if last is None:
             return []
-        where = "cursor > ?"
-        params: list[Any] = [after_cursor]
-        if session_id:
-            where += " AND session_id = ?"
-            params.append(session_id)
         rows = await self._read(
-            f"SELECT cursor, event_id, session_id, data FROM artifacts WHERE {where} ORDER BY cursor LIMIT ?",
-            [*params, limit],
+            f"SELECT cursor, event_id, session_id, data FROM artifacts WHERE {where} AND cursor <= ? ORDER BY cursor",
+            [*params, last],
         )
         return [ArtifactRecord(*row) for row in rows]
+
+    async def has_artifacts_after(self, after_cursor: int, *, session_id: str = "") -> bool:
+        """Whether any artifact (of ``session_id``, when set) follows ``after_cursor``."""
+        where, params = self._artifacts_after(after_cursor, session_id)
+        return bool(await self._read(f"SELECT 1 FROM artifacts WHERE {where} LIMIT 1", params))
+
+    @staticmethod
+    def _artifacts_after(after_cursor: int, session_id: str) -> tuple[str, list[Any]]:
+        if session_id:
+            return "cursor > ? AND session_id = ?", [after_cursor, session_id]
+        return "cursor > ?", [after_cursor]
 
     async def count_sessions(self) -> tuple[int, int]:
         """``(open sessions, all sessions)``."""

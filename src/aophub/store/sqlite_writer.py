@@ -27,7 +27,10 @@ from aophub.store.base import (
 )
 from aophub.store.sqlite_schema import TURN_COLUMNS, connect_writer, map_exceptions
 
-__all__ = ["SQLiteWriter"]
+__all__ = ["CURSOR_CACHE_SIZE", "SQLiteWriter"]
+
+# Sessions whose last cursor the writer keeps in memory (others are read back with one indexed query).
+CURSOR_CACHE_SIZE = 4096
 
 
 @dataclass(slots=True)
@@ -50,7 +53,9 @@ class SQLiteWriter:
     """The writer connection and the per-session cursor cache; every method runs on one thread.
 
     The cursor cache (loaded with ``MAX(cursor)`` on a session's first append)
-    advances only after a commit succeeds.
+    advances only after a commit succeeds. It holds the ``CURSOR_CACHE_SIZE`` sessions
+    written last, and forgets a session once it is closed (nothing is appended after
+    its ``session_ended``).
     """
 
     def __init__(self, path: Path) -> None:
@@ -119,11 +124,15 @@ class SQLiteWriter:
         except BaseException:
             self._rollback(db)
             raise
+        closed = {
+            op.record.id for ops in group for op in ops if isinstance(op, PutSession) and op.record.state == "closed"
+        }
         for session_id, cursor in cursors.items():
-            if cursor:
+            self._cursors.pop(session_id, None)  # re-inserted last: the cache drops the least recently written
+            if cursor and session_id not in closed:
                 self._cursors[session_id] = cursor
-            else:
-                self._cursors.pop(session_id, None)
+        while len(self._cursors) > CURSOR_CACHE_SIZE:
+            del self._cursors[next(iter(self._cursors))]
         self.commits += 1
         self.batches += len(group)
         return results

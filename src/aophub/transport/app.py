@@ -82,8 +82,15 @@ def create_app(settings: Settings) -> Starlette:
     # Built here without I/O (the config file aside, so a bad one fails at once); opened in the lifespan.
     config = ConfigStore(settings.data_dir)
     store = SQLiteStore(settings.database, synchronous=settings.durability)
-    hub = Hub(store, interaction_policy=lambda: interaction_policy(config))
-    local_node = LocalNode(hub, builtin_agent(config, echo_delay=settings.echo_delay, store=store))
+    idle = settings.session_idle_minutes * 60
+    hub = Hub(
+        store,
+        interaction_policy=lambda: interaction_policy(config),
+        page_bytes=settings.max_page_bytes,
+        session_idle=idle,
+    )
+    agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
+    local_node = LocalNode(hub, agent)
     scans = Scans(hub, lambda: config.config.scans)
     runtime = Runtime(hub, store, local_node, config, scans)
 
