@@ -164,6 +164,18 @@ async def test_agent_hello_without_node_id_closes_the_connection(hub: RunningHub
     assert hub_nodes(hub) == ["local"]
 
 
+async def test_agent_hello_with_a_node_id_over_256_bytes_closes_the_connection(hub: RunningHub) -> None:
+    """A node id longer than ids may be (256 bytes) is refused like a missing one; nothing is registered."""
+    node_id = "n" * 257
+    async with await RawNode.dial(hub.node_url, node_id) as node:
+        await node.send(core_message(agent_hello=protocol_pb2.AgentHello(node_id=node_id)))
+        code, reason = await node.closed()
+        assert code == 1008
+        assert "256 bytes" in (reason or "")
+        assert node.received == []
+    assert hub_nodes(hub) == ["local"]
+
+
 async def test_a_node_that_says_nothing_is_closed_after_the_hello_timeout(
     hub: RunningHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from aop import envelope_pb2, protocol_pb2
 from aophub.hub.hub import Hub
 from aophub.hub.nodes import NodeGone, NodeHandle
+from aophub.hub.request_checks import check_id
 from aophub.node.runtime import INTERACTIONS_CAPABILITY
 from aophub.protocol.codec import core_message, decode_envelope, encode_envelope, payload_name, unpack
 from aophub.protocol.errors import Code, HubError
@@ -124,6 +125,10 @@ async def _hello(websocket: WebSocket) -> tuple[envelope_pb2.Envelope, protocol_
         return "the first message must be agent_hello"
     if not message.agent_hello.node_id:
         return "agent_hello.node_id is required"
+    try:
+        check_id("agent_hello.node_id", message.agent_hello.node_id)
+    except HubError as error:
+        return error.message
     return envelope, message.agent_hello
 
 
