@@ -5,9 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_MAX_FRAME_BYTES", "Settings"]
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_MAX_OUTBOUND_BYTES",
+    "DEFAULT_MAX_WATCHES_PER_CONNECTION",
+    "DEFAULT_OUTBOUND_STALL_SECONDS",
+    "Settings",
+]
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_OUTBOUND_BYTES = 8 * 1024 * 1024
+DEFAULT_OUTBOUND_STALL_SECONDS = 30.0
+DEFAULT_MAX_WATCHES_PER_CONNECTION = 64
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,13 @@ class Settings:
     # is missing ``ws_ping_timeout`` seconds later is dropped, so a silent node goes within 90 s.
     ws_ping_interval: float = 30.0
     ws_ping_timeout: float = 60.0
+    # Per-connection bounds. Bytes waiting to be sent to one peer: above ``max_outbound_bytes`` the
+    # hub stops queueing more for it (its watches fall back to the store), and a peer that stays
+    # above it for ``outbound_stall_seconds`` without taking a frame is closed (1013). Watches one
+    # application connection may run at once (more are RESOURCE_EXHAUSTED).
+    max_outbound_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES
+    outbound_stall_seconds: float = DEFAULT_OUTBOUND_STALL_SECONDS
+    max_watches_per_connection: int = DEFAULT_MAX_WATCHES_PER_CONNECTION
 
     @property
     def database(self) -> Path:
