@@ -18,10 +18,13 @@ from aophub.protocol.codec import event_payload_field
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import Store
 
-__all__ = ["REPLAY_PAGE", "WATCH_QUEUE", "follow"]
+__all__ = ["REPLAY_PAGE", "WATCH_QUEUE", "WATCH_QUEUE_BYTES", "follow"]
 
 REPLAY_PAGE = 1000
+# A watch's live queue: past either bound it catches up from the store instead of pinning more
+# events in memory for a client that does not keep up.
 WATCH_QUEUE = 1024
+WATCH_QUEUE_BYTES = 4 * 1024 * 1024
 
 Send = Callable[[Delivery], Awaitable[None]]
 
@@ -55,11 +58,12 @@ async def follow(
     *,
     page: int = REPLAY_PAGE,
     queue_size: int = WATCH_QUEUE,
+    queue_bytes: int = WATCH_QUEUE_BYTES,
 ) -> None:
     """Deliver every persisted event after ``after_cursor`` exactly once, then live events, until cancelled."""
     position = _Position(after_cursor)
     while True:
-        subscription = log.subscribe(queue_size)
+        subscription = log.subscribe(queue_size, queue_bytes)
         try:
             await _replay(log, store, position, send, page)
             while True:
