@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
 
 from .support.server import HubProcess
+from .support.wire import AppSocket, protocol_error, wait_cursor
 
 ENV_KEY = "key-from-env"
 FLAG_KEY = "key-from-flag"
@@ -94,3 +97,28 @@ def test_health_needs_no_auth_and_port_zero_prints_the_real_port(tmp_path: Path)
         denied = httpx.get(f"{banner}/api/auth/session", timeout=10)
         assert denied.json() == {"authenticated": False}
         assert hub.terminate() == 0
+
+
+async def test_connection_bounds_are_options_of_serve(tmp_path: Path) -> None:
+    """--max-watches (and the outbound bounds beside it) reach the hub."""
+    with HubProcess(tmp_path / "data", "--max-watches", "1", "--max-outbound-bytes", "65536") as hub:
+        async with await AppSocket.open(hub.app_url) as app:
+            session = await app.open_session()
+            first = await app.watch(session.id)
+            await wait_cursor(app, first, "1")
+            second = await app.watch(session.id)
+            error = protocol_error(await app.reply(second))
+            assert (error.code, "most watches it may (1," in error.message) == ("RESOURCE_EXHAUSTED", True)
+
+
+def test_a_connection_bound_below_one_is_refused_before_start() -> None:
+    """--outbound-stall-seconds 0 (like --max-watches 0) exits with status 2 and says why."""
+    refused = subprocess.run(
+        [sys.executable, "-m", "aophub", "serve", "--outbound-stall-seconds", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert "--outbound-stall-seconds: must be at least 1, not 0" in refused.stderr

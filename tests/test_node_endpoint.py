@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 from google.protobuf import any_pb2
 from websockets.asyncio.client import connect
 from websockets.client import ClientProtocol
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.uri import parse_uri
@@ -550,3 +551,44 @@ async def test_a_node_that_stops_answering_pings_is_dropped_and_its_turn_ends(tm
         assert (ended.stop_reason, ended.error.code) == ("error", "agent_disconnected")
         assert "silent" not in hub_nodes(hub)
         assert dropped_after < 2.0, dropped_after
+
+
+# -- a node that stops reading ----------------------------------------------------------------------
+
+
+async def test_a_node_that_stops_reading_is_dropped_with_1013(tmp_path: Path) -> None:
+    """A node that stops reading holds at most max_outbound_bytes of the hub's frames; once that has been
+    full for outbound_stall_seconds the hub drops it: its turns end, and the id is free for a reconnect."""
+    async with (
+        checked_hub(tmp_path, send_buffer=64 * 1024, max_outbound_bytes=256 * 1024, outbound_stall_seconds=0.5) as hub,
+        await AppSocket.open(hub.app_url, max_size=None) as app,
+    ):
+        raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)  # a small window, as on a slow link
+        raw.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(raw, ("127.0.0.1", hub.port))
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        deaf = await connect(hub.node_url, additional_headers=headers, sock=raw, max_queue=1, compression=None)
+        node = RawNode(deaf, "deaf")
+        async with node:
+            await node.hello()
+            sessions = [await app.open_session("deaf") for _ in range(16)]
+            watch = await app.watch(sessions[0].id)
+            node._reader.cancel()  # from now on nothing reads: websockets' buffer fills, then the socket's
+            big = "x" * (128 * 1024)  # 16 x 128 KiB: more than every buffer on the way holds
+            for index, session in enumerate(sessions):
+                request = chat_pb2.RunTurnRequest(session_id=session.id, turn_id=f"t{index}", input=text_input(big))
+                await app.send(protocol_pb2.ProtocolMessage(run_turn_request=request))
+            ended = (await app.turn_ended(watch, "t0", timeout=20)).event
+            assert "deaf" not in hub_nodes(hub)
+            with contextlib.suppress(ConnectionClosed):
+                async for _frame in deaf:  # reading again, the node finds the hub's close after the backlog
+                    pass
+            assert deaf.close_code == 1013
+            assert "not reading" in (deaf.close_reason or "")
+        assert ended.turn_ended.stop_reason == "error"
+        assert ended.turn_ended.error.code == "agent_disconnected"
+        assert "deaf" in ended.turn_ended.error.message
+        again = await RawNode.connect(hub.node_url, "deaf")
+        async with again:
+            assert "deaf" in hub_nodes(hub)

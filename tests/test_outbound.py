@@ -141,6 +141,20 @@ async def test_stalled_restarts_its_clock_whenever_the_writer_makes_room() -> No
     stalled.cancel()
 
 
+async def test_close_drops_what_is_queued_and_releases_waiting_producers() -> None:
+    """Once the connection is gone, producers stuck on a full queue return, and later frames are dropped."""
+    outbound = OutboundFrames(1, max_bytes=10)
+    await outbound.put(b"x" * 10)
+    blocked = asyncio.ensure_future(outbound.put(b"y"))
+    await asyncio.sleep(0)
+    assert not blocked.done()
+    outbound.close()
+    await asyncio.wait_for(blocked, TIMEOUT)
+    await outbound.put(b"z")
+    assert (len(outbound), outbound.pending_bytes) == (0, 0)
+    await asyncio.wait_for(outbound.written(), TIMEOUT)
+
+
 def test_bounds_must_be_positive() -> None:
     """A queue that could hold nothing is refused."""
     with pytest.raises(ValueError, match="must be at least 1"):

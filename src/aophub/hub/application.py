@@ -197,8 +197,8 @@ class ApplicationConnection:
         if operation_id not in self._watches and len(self._watches) >= self._max_watches:
             raise HubError(
                 Code.RESOURCE_EXHAUSTED,
-                f"this connection already runs {self._max_watches} watches, the most it may;"
-                " cancel one (cancel_operation) or use another connection",
+                f"this connection already runs the most watches it may ({self._max_watches}, aophub serve"
+                " --max-watches); end one with cancel_operation or open another connection",
             )
         previous = self._watches.pop(operation_id, None)
         if previous is not None:

@@ -117,7 +117,13 @@ def create_app(settings: Settings) -> Starlette:
         await serve_application(websocket, hub, authenticator, namespaces, limits)
 
     async def node_ws(websocket: WebSocket) -> None:
-        await serve_node(websocket, hub, authenticator)
+        await serve_node(
+            websocket,
+            hub,
+            authenticator,
+            max_outbound_bytes=settings.max_outbound_bytes,
+            outbound_stall_seconds=settings.outbound_stall_seconds,
+        )
 
     async def answer_interaction(
         connection: ApplicationConnection, envelope_id: str, message: Message

@@ -74,17 +74,16 @@ async def serve_application(
         if reader.done():
             close = reader.result()
         else:
-            reader.cancel()
-            writer.cancel()  # what is queued for this client goes; its watches resume from its cursor
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await writer
-            close = (1013, _stall_reason(limits.outbound_stall_seconds, outbound.pending_bytes))
+            waiting = outbound.pending_bytes
+            writer.cancel()
+            outbound.close()  # what was queued for this client goes; its watches resume from its cursor
+            close = (1013, _stall_reason(limits.outbound_stall_seconds, waiting))
             log.warning(
                 "closing application connection %s with 1013: it read nothing for %.1f s with %d bytes waiting"
                 " (bound %d bytes, %d frames)",
                 _peer(websocket),
                 limits.outbound_stall_seconds,
-                outbound.pending_bytes,
+                waiting,
                 limits.max_outbound_bytes,
                 OUTBOUND_QUEUE,
             )
@@ -94,6 +93,8 @@ async def serve_application(
         await connection.close()
         if close is not None:
             await _drain(outbound, writer)
+        outbound.close()  # requests still finishing must not wait for a writer that is gone
+        if close is not None:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(CLOSE_TIMEOUT):  # a client that does not read may never take it
                     await websocket.close(code=close[0], reason=close[1])

@@ -39,6 +39,7 @@ class OutboundFrames:
         self._full = asyncio.Event()  # the opposite of _space: producers must wait
         self._written = asyncio.Event()  # every frame queued so far was sent
         self._written.set()
+        self._closed = False
 
     def __repr__(self) -> str:
         return (
@@ -55,9 +56,14 @@ class OutboundFrames:
         return self._unsent_bytes
 
     async def put(self, frame: bytes) -> None:
-        """Queue ``frame``, first waiting while the queue is full (in frames or in bytes)."""
+        """Queue ``frame``, first waiting while the queue is full (in frames or in bytes).
+
+        After :meth:`close` the frame is dropped and ``put`` returns at once.
+        """
         while not self._space.is_set():
             await self._space.wait()
+        if self._closed:
+            return
         self._frames.append(frame)
         self._unsent += 1
         self._unsent_bytes += len(frame)
@@ -80,14 +86,24 @@ class OutboundFrames:
 
     def sent(self, frame: bytes) -> None:
         """The writer has written ``frame`` (one :meth:`take` returned): its bytes stop counting."""
+        if self._closed:
+            return
         self._unsent -= 1
         self._unsent_bytes -= len(frame)
         if not self._unsent:
             self._written.set()
         self._check_space()
 
+    def close(self) -> None:
+        """The connection is gone: drop what is queued; waiting and later :meth:`put` calls return at once."""
+        self._closed = True
+        self._frames.clear()
+        self._unsent = self._unsent_bytes = 0
+        self._written.set()
+        self._check_space()
+
     def _check_space(self) -> None:
-        if len(self._frames) < self._limit and self._unsent_bytes < self._max_bytes:
+        if self._closed or (len(self._frames) < self._limit and self._unsent_bytes < self._max_bytes):
             self._space.set()
             self._full.clear()
         else:
