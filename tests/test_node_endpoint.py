@@ -177,6 +177,16 @@ async def test_agent_hello_with_a_node_id_over_256_bytes_closes_the_connection(h
     assert hub_nodes(hub) == ["local"]
 
 
+async def test_an_envelope_id_over_256_bytes_drops_the_node(hub: RunningHub) -> None:
+    """After the handshake, an envelope whose id is over 256 bytes drops the node (1008) like a bad frame."""
+    async with await RawNode.connect(hub.node_url, "verbose") as node:
+        await node.send(core_message(agent_status=protocol_pb2.AgentStatus(model="m")), envelope_id="x" * 257)
+        code, reason = await node.closed()
+    assert code == 1008
+    assert "256 bytes" in (reason or "")
+    assert hub_nodes(hub) == ["local"]
+
+
 async def test_a_node_that_says_nothing_is_closed_after_the_hello_timeout(
     hub: RunningHub, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -70,7 +70,9 @@ class OutboundFrames:
         self._written.clear()
         if not self._queued.is_set():
             self._queued.set()
-        self._check_space()
+        if len(self._frames) >= self._limit or self._unsent_bytes >= self._max_bytes:
+            self._space.clear()
+            self._full.set()
 
     async def take(self) -> deque[bytes]:
         """Every queued frame, oldest first, once there is at least one (the writer's call).
@@ -81,7 +83,8 @@ class OutboundFrames:
             self._queued.clear()
             await self._queued.wait()
         frames, self._frames = self._frames, deque()
-        self._check_space()
+        if not self._space.is_set():
+            self._check_space()
         return frames
 
     def sent(self, frame: bytes) -> None:
@@ -92,7 +95,8 @@ class OutboundFrames:
         self._unsent_bytes -= len(frame)
         if not self._unsent:
             self._written.set()
-        self._check_space()
+        if not self._space.is_set():
+            self._check_space()
 
     def close(self) -> None:
         """The connection is gone: drop what is queued; waiting and later :meth:`put` calls return at once."""
