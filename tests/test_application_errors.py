@@ -8,7 +8,7 @@ set up before the trouble, keeps its session and its live watch.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ from aop import chat_pb2, envelope_pb2, protocol_pb2
 
 from .support.lifecycle import checked_hub
 from .support.server import RunningHub
-from .support.wire import AppSocket, protocol_error, run, wait_cursor
+from .support.wire import AppSocket, protocol_error, rejection, run, stored, text_input, wait_cursor
 
 
 @pytest.fixture
@@ -187,3 +187,103 @@ async def test_frame_over_the_size_limit_closes_with_1009(tmp_path: Path) -> Non
         code, _ = await app.closed()
         assert code == 1009
         await bystander.prove_unaffected()
+
+
+# -- bounds: id lengths and watches per connection ---------------------------------------------
+
+LONG_ID = "x" * 257
+
+
+async def test_envelope_id_over_256_bytes_is_invalid_argument(app: AppSocket, bystander: Bystander) -> None:
+    """A watch (or any request) whose envelope id is longer than 256 bytes gets INVALID_ARGUMENT and starts nothing.
+
+    The watch id travels in every delivery; a 1 MiB one used to cost 1 MiB per queued event.
+    """
+    session = await app.open_session()
+    await app.watch(session.id, watch_id=LONG_ID)
+    error = protocol_error(await app.reply(LONG_ID))
+    assert (error.code, error.retryable) == ("INVALID_ARGUMENT", False)
+    assert "256 bytes" in error.message
+    request = chat_pb2.OpenSessionRequest(node_id="local")
+    await app.send(protocol_pb2.ProtocolMessage(open_session_request=request), LONG_ID)
+    assert protocol_error(await app.reply(LONG_ID)).code == "INVALID_ARGUMENT"
+    longest = "y" * 256  # the limit itself is fine
+    await app.watch(session.id, watch_id=longest)
+    await wait_cursor(app, longest, "1")
+    assert app.deliveries(LONG_ID) == []
+    await bystander.prove_unaffected()
+
+
+ID_FIELDS = {
+    "open-session_id": lambda s: protocol_pb2.ProtocolMessage(
+        open_session_request=chat_pb2.OpenSessionRequest(node_id="local", session_id=LONG_ID)
+    ),
+    "open-node_id": lambda s: protocol_pb2.ProtocolMessage(
+        open_session_request=chat_pb2.OpenSessionRequest(node_id=LONG_ID)
+    ),
+    "run-turn_id": lambda s: protocol_pb2.ProtocolMessage(
+        run_turn_request=chat_pb2.RunTurnRequest(session_id=s, turn_id=LONG_ID, input=text_input("hi"))
+    ),
+    "run-session_id": lambda s: protocol_pb2.ProtocolMessage(
+        run_turn_request=chat_pb2.RunTurnRequest(session_id=LONG_ID, input=text_input("hi"))
+    ),
+    "cancel-turn_id": lambda s: protocol_pb2.ProtocolMessage(
+        cancel_turn_request=chat_pb2.CancelTurnRequest(session_id=s, turn_id=LONG_ID)
+    ),
+    "close-session_id": lambda s: protocol_pb2.ProtocolMessage(
+        close_session_request=chat_pb2.CloseSessionRequest(session_id=LONG_ID)
+    ),
+}
+
+
+@pytest.mark.parametrize("build", ID_FIELDS.values(), ids=ID_FIELDS.keys())
+async def test_request_ids_over_256_bytes_are_rejected_invalid_argument(
+    app: AppSocket, build: Callable[[str], protocol_pb2.ProtocolMessage]
+) -> None:
+    """A session, turn or node id over 256 bytes in a request is ``rejected`` INVALID_ARGUMENT; nothing is made."""
+    session = await app.open_session()
+    sent = await app.send(build(session.id))
+    refused = rejection(await app.reply(sent))
+    assert refused.code == "INVALID_ARGUMENT"
+    assert "256 bytes" in refused.message
+    assert LONG_ID not in refused.message
+    assert [d.event.WhichOneof("payload") for d in await stored(app, session.id)] == ["session_started"]
+
+
+async def test_watch_and_list_events_of_a_session_id_over_256_bytes_are_invalid_argument(app: AppSocket) -> None:
+    """WatchEvents and ListEvents with an over-long session id answer INVALID_ARGUMENT, not a lookup."""
+    watch = await app.watch(LONG_ID)
+    assert protocol_error(await app.reply(watch)).code == "INVALID_ARGUMENT"
+    sent = await app.send(
+        protocol_pb2.ProtocolMessage(list_events_request=chat_pb2.ListEventsRequest(session_id=LONG_ID))
+    )
+    assert protocol_error(await app.reply(sent)).code == "INVALID_ARGUMENT"
+
+
+async def test_watches_above_the_per_connection_limit_are_resource_exhausted(tmp_path: Path) -> None:
+    """With max_watches_per_connection=3 a 4th watch is RESOURCE_EXHAUSTED; replacing or cancelling one frees
+    no more and no less than its slot, and another connection has its own limit."""
+    async with (
+        checked_hub(tmp_path, max_watches_per_connection=3) as hub,
+        await AppSocket.open(hub.app_url) as app,
+        await AppSocket.open(hub.app_url) as other,
+    ):
+        session = await app.open_session()
+        watches = [await app.watch(session.id) for _ in range(3)]
+        for watch in watches:
+            await wait_cursor(app, watch, "1")
+        fourth = await app.watch(session.id)
+        error = protocol_error(await app.reply(fourth))
+        assert error.code == "RESOURCE_EXHAUSTED"
+        assert "most watches it may (3," in error.message
+        await app.watch(session.id, watch_id=watches[0])  # re-using an id replaces that watch: allowed
+        await app.send(
+            protocol_pb2.ProtocolMessage(cancel_operation=protocol_pb2.CancelOperation(target_id=watches[1]))
+        )
+        fifth = await app.watch(session.id)
+        await wait_cursor(app, fifth, "1")
+        assert await other.watch(session.id)  # its own limit
+        turn_id = (await run(app, session.id)).turn_id
+        for watch in (watches[0], watches[2], fifth):
+            assert (await app.turn_ended(watch, turn_id)).event.turn_ended.stop_reason == "completed"
+        assert app.deliveries(fourth) == []

@@ -17,6 +17,7 @@ from aophub.config import CONFIG_FILE
 from aophub.transport.addresses import reachable_hosts
 
 from .support.server import ROOT, HubProcess
+from .support.wire import AppSocket, protocol_error, wait_cursor
 
 ENV_KEY = "key-from-env"
 FLAG_KEY = "key-from-flag"
@@ -213,3 +214,28 @@ def test_a_page_budget_not_below_the_frame_limit_is_refused(tmp_path: Path) -> N
         )
         assert result.returncode == 2
         assert "--max-page-bytes must be positive and below --max-frame-bytes" in result.stderr
+
+
+async def test_connection_bounds_are_options_of_serve(tmp_path: Path) -> None:
+    """--max-watches (and the outbound bounds beside it) reach the hub."""
+    with HubProcess(tmp_path / "data", "--max-watches", "1", "--max-outbound-bytes", "65536") as hub:
+        async with await AppSocket.open(hub.app_url) as app:
+            session = await app.open_session()
+            first = await app.watch(session.id)
+            await wait_cursor(app, first, "1")
+            second = await app.watch(session.id)
+            error = protocol_error(await app.reply(second))
+            assert (error.code, "most watches it may (1," in error.message) == ("RESOURCE_EXHAUSTED", True)
+
+
+def test_a_connection_bound_below_one_is_refused_before_start() -> None:
+    """--outbound-stall-seconds 0 (like --max-watches 0) exits with status 2 and says why."""
+    refused = subprocess.run(
+        [sys.executable, "-m", "aophub", "serve", "--outbound-stall-seconds", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert "--outbound-stall-seconds: must be at least 1, not 0" in refused.stderr

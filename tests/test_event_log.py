@@ -244,6 +244,22 @@ async def test_overflowing_subscription_is_lagged(store: FaultyStore) -> None:
     assert texts(await drain(fast)) == ["a", "b", "c", "d"]
 
 
+async def test_subscription_over_its_byte_bound_is_lagged(store: FaultyStore) -> None:
+    """A watcher's queue is bounded in bytes too: big events past max_bytes lag it (it reads them from the
+    store) instead of being held in memory for it; a single event larger than the bound is still queued."""
+    log = EventLog(SESSION, store)
+    bounded, roomy = log.subscribe(100, max_bytes=10_000), log.subscribe(100)
+    await log.publish(message("x" * 20_000))  # alone: queued although above the bound
+    assert len(bounded) == 1
+    assert not bounded.lagged
+    await drain(bounded)
+    await log.publish(message("y" * 6_000))
+    await log.publish(message("z" * 6_000))  # 12,000 bytes queued: over the bound
+    assert bounded.lagged
+    assert len(bounded) == 0
+    assert texts(await drain(roomy)) == ["x" * 20_000, "y" * 6_000, "z" * 6_000]
+
+
 async def test_get_waits_for_the_next_delivery(store: FaultyStore) -> None:
     """Subscription.get blocks until something is published, then returns it."""
     log = EventLog(SESSION, store)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 from google.protobuf import any_pb2
 from websockets.asyncio.client import connect
 from websockets.client import ClientProtocol
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.uri import parse_uri
@@ -163,6 +164,28 @@ async def test_agent_hello_without_node_id_closes_the_connection(hub: RunningHub
         assert code == 1008
         assert "node_id" in (reason or "")
         assert node.received == []
+    assert hub_nodes(hub) == ["local"]
+
+
+async def test_agent_hello_with_a_node_id_over_256_bytes_closes_the_connection(hub: RunningHub) -> None:
+    """A node id longer than ids may be (256 bytes) is refused like a missing one; nothing is registered."""
+    node_id = "n" * 257
+    async with await RawNode.dial(hub.node_url, node_id) as node:
+        await node.send(core_message(agent_hello=protocol_pb2.AgentHello(node_id=node_id)))
+        code, reason = await node.closed()
+        assert code == 1008
+        assert "256 bytes" in (reason or "")
+        assert node.received == []
+    assert hub_nodes(hub) == ["local"]
+
+
+async def test_an_envelope_id_over_256_bytes_drops_the_node(hub: RunningHub) -> None:
+    """After the handshake, an envelope whose id is over 256 bytes drops the node (1008) like a bad frame."""
+    async with await RawNode.connect(hub.node_url, "verbose") as node:
+        await node.send(core_message(agent_status=protocol_pb2.AgentStatus(model="m")), envelope_id="x" * 257)
+        code, reason = await node.closed()
+    assert code == 1008
+    assert "256 bytes" in (reason or "")
     assert hub_nodes(hub) == ["local"]
 
 
@@ -660,3 +683,44 @@ async def test_a_silent_holder_that_took_the_id_over_gives_way_once_keepalive_dr
                 assert handle.peer == address(back)
         finally:
             await silent.close()
+
+
+# -- a node that stops reading ----------------------------------------------------------------------
+
+
+async def test_a_node_that_stops_reading_is_dropped_with_1013(tmp_path: Path) -> None:
+    """A node that stops reading holds at most max_outbound_bytes of the hub's frames; once that has been
+    full for outbound_stall_seconds the hub drops it: its turns end, and the id is free for a reconnect."""
+    async with (
+        checked_hub(tmp_path, send_buffer=64 * 1024, max_outbound_bytes=256 * 1024, outbound_stall_seconds=0.5) as hub,
+        await AppSocket.open(hub.app_url, max_size=None) as app,
+    ):
+        raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)  # a small window, as on a slow link
+        raw.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(raw, ("127.0.0.1", hub.port))
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        deaf = await connect(hub.node_url, additional_headers=headers, sock=raw, max_queue=1, compression=None)
+        node = RawNode(deaf, "deaf")
+        async with node:
+            await node.hello()
+            sessions = [await app.open_session("deaf") for _ in range(16)]
+            watch = await app.watch(sessions[0].id)
+            node._reader.cancel()  # from now on nothing reads: websockets' buffer fills, then the socket's
+            big = "x" * (128 * 1024)  # 16 x 128 KiB: more than every buffer on the way holds
+            for index, session in enumerate(sessions):
+                request = chat_pb2.RunTurnRequest(session_id=session.id, turn_id=f"t{index}", input=text_input(big))
+                await app.send(protocol_pb2.ProtocolMessage(run_turn_request=request))
+            ended = (await app.turn_ended(watch, "t0", timeout=20)).event
+            assert "deaf" not in hub_nodes(hub)
+            with contextlib.suppress(ConnectionClosed):
+                async for _frame in deaf:  # reading again, the node finds the hub's close after the backlog
+                    pass
+            assert deaf.close_code == 1013
+            assert "not reading" in (deaf.close_reason or "")
+        assert ended.turn_ended.stop_reason == "error"
+        assert ended.turn_ended.error.code == "agent_disconnected"
+        assert "deaf" in ended.turn_ended.error.message
+        again = await RawNode.connect(hub.node_url, "deaf")
+        async with again:
+            assert "deaf" in hub_nodes(hub)

@@ -1,4 +1,4 @@
-"""OutboundFrames: order, bursts, the bound, and knowing when everything was written."""
+"""OutboundFrames: order, bursts, the bounds in frames and bytes, stalls, and knowing when everything was written."""
 
 from __future__ import annotations
 
@@ -45,21 +45,119 @@ async def test_put_waits_while_full_and_resumes_after_take() -> None:
     assert list(await outbound.take()) == [b"3"]
 
 
-async def test_written_means_taken_and_written() -> None:
-    """written() returns only once the writer came back for more and found nothing."""
+async def test_written_means_taken_and_sent() -> None:
+    """written() returns only once the writer has sent every frame queued."""
     outbound = OutboundFrames(8)
     await asyncio.wait_for(outbound.written(), TIMEOUT)  # nothing queued yet
     await outbound.put(b"x")
+    await outbound.put(b"y")
     waiting = asyncio.ensure_future(outbound.written())
-    await outbound.take()  # taken, not yet written
+    frames = await outbound.take()  # taken, not yet sent
+    outbound.sent(frames[0])
     await asyncio.sleep(0)
     assert not waiting.done()
-    writer = asyncio.ensure_future(outbound.take())  # the writer is back: everything was written
+    outbound.sent(frames[1])  # everything was sent
     await asyncio.wait_for(waiting, TIMEOUT)
+
+
+async def test_put_waits_while_the_bytes_not_yet_sent_reach_the_byte_bound() -> None:
+    """Queued and taken-but-unsent frames count against max_bytes until the writer has sent them."""
+    outbound = OutboundFrames(100, max_bytes=10)
+    await outbound.put(b"a" * 6)
+    await outbound.put(b"b" * 6)  # 6 < 10 when it came: accepted, now 12 bytes
+    assert outbound.pending_bytes == 12
+    blocked = asyncio.ensure_future(outbound.put(b"c"))
+    await asyncio.sleep(0)
+    assert not blocked.done()
+    first, second = await outbound.take()
+    await asyncio.sleep(0)
+    assert not blocked.done(), "taken is not sent: the writer may be stuck on a client that does not read"
+    outbound.sent(first)
+    await asyncio.wait_for(blocked, TIMEOUT)
+    outbound.sent(second)
+    assert outbound.pending_bytes == 1
+
+
+async def test_a_frame_larger_than_the_byte_bound_goes_alone() -> None:
+    """A frame above max_bytes is not refused; it is queued once nothing else is pending."""
+    outbound = OutboundFrames(100, max_bytes=4)
+    await outbound.put(b"x" * 100)
+    blocked = asyncio.ensure_future(outbound.put(b"y" * 100))
+    await asyncio.sleep(0)
+    assert not blocked.done()
+    (frame,) = await outbound.take()
+    outbound.sent(frame)
+    await asyncio.wait_for(blocked, TIMEOUT)
+
+
+async def test_many_producers_never_push_past_the_bound_by_more_than_one_frame() -> None:
+    """Whatever the producers, pending bytes stay below max_bytes plus the largest frame."""
+    outbound = OutboundFrames(1000, max_bytes=1000)
+    most = 0
+
+    async def produce(size: int) -> None:
+        nonlocal most
+        for _ in range(50):
+            await outbound.put(b"z" * size)
+            most = max(most, outbound.pending_bytes)
+
+    async def write() -> None:
+        while True:
+            for frame in await outbound.take():
+                await asyncio.sleep(0)
+                outbound.sent(frame)
+
+    writer = asyncio.ensure_future(write())
+    await asyncio.wait_for(asyncio.gather(*(produce(size) for size in (10, 300, 700, 999))), TIMEOUT)
+    await asyncio.wait_for(outbound.written(), TIMEOUT)
     writer.cancel()
+    assert 1000 <= most < 1000 + 999
 
 
-def test_limit_must_be_positive() -> None:
+async def test_stalled_returns_once_the_queue_stayed_full_for_the_grace_period() -> None:
+    """A writer that sends nothing while producers wait: stalled(grace) returns after grace."""
+    outbound = OutboundFrames(100, max_bytes=10)
+    stalled = asyncio.ensure_future(outbound.stalled(0.05))
+    await asyncio.sleep(0)
+    assert not stalled.done(), "an empty queue is not stalled"
+    await outbound.put(b"x" * 10)
+    await outbound.take()  # the writer took it and is stuck sending it
+    await asyncio.wait_for(stalled, TIMEOUT)
+
+
+async def test_stalled_restarts_its_clock_whenever_the_writer_makes_room() -> None:
+    """A slow client that takes a frame now and then is never counted as stalled, however long it is full."""
+    grace = 1.0
+    outbound = OutboundFrames(100, max_bytes=10)
+    stalled = asyncio.ensure_future(outbound.stalled(grace))
+    await outbound.put(b"x" * 10)
+    started = asyncio.get_running_loop().time()
+    while asyncio.get_running_loop().time() - started < 1.5 * grace:  # full all along, but moving
+        (frame,) = await outbound.take()
+        await asyncio.sleep(grace / 20)  # the client's pace: a frame every 50 ms
+        outbound.sent(frame)
+        await outbound.put(b"x" * 10)
+    assert not stalled.done()
+    stalled.cancel()
+
+
+async def test_close_drops_what_is_queued_and_releases_waiting_producers() -> None:
+    """Once the connection is gone, producers stuck on a full queue return, and later frames are dropped."""
+    outbound = OutboundFrames(1, max_bytes=10)
+    await outbound.put(b"x" * 10)
+    blocked = asyncio.ensure_future(outbound.put(b"y"))
+    await asyncio.sleep(0)
+    assert not blocked.done()
+    outbound.close()
+    await asyncio.wait_for(blocked, TIMEOUT)
+    await outbound.put(b"z")
+    assert (len(outbound), outbound.pending_bytes) == (0, 0)
+    await asyncio.wait_for(outbound.written(), TIMEOUT)
+
+
+def test_bounds_must_be_positive() -> None:
     """A queue that could hold nothing is refused."""
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(ValueError, match="must be at least 1"):
         OutboundFrames(0)
+    with pytest.raises(ValueError, match="must be at least 1"):
+        OutboundFrames(8, max_bytes=0)

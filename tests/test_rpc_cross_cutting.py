@@ -557,7 +557,8 @@ def test_every_journaled_method_is_covered() -> None:
 async def test_retries_replay_the_response_byte_for_byte(
     hub: RunningHub, app: AppSocket, http: httpx.AsyncClient, method_path: str
 ) -> None:
-    """Same request_id and body: the identical response bytes; another body: ALREADY_EXISTS; none: INVALID_ARGUMENT."""
+    """Same request_id and body: the identical response bytes; another body: ALREADY_EXISTS; none, or one over
+    256 bytes: INVALID_ARGUMENT."""
     async with await RawNode.connect(hub.node_url, "remote", capabilities=("chat", "aophub.interactions")) as node:
         mutation = await MUTATIONS[method_path](hub, app, node)
         first = await post(http, method_path, mutation.request)
@@ -575,6 +576,26 @@ async def test_retries_replay_the_response_byte_for_byte(
         missing.CopyFrom(mutation.request)
         missing.request_id = ""  # type: ignore[attr-defined]
         assert_rejected(decode(await post(http, method_path, missing), mutation.response_type), "INVALID_ARGUMENT")
+        too_long = type(mutation.request)()
+        too_long.CopyFrom(mutation.different)
+        too_long.request_id = "r" * 257  # type: ignore[attr-defined]
+        refused = assert_rejected(
+            decode(await post(http, method_path, too_long), mutation.response_type), "INVALID_ARGUMENT"
+        )
+        assert "request_id is 257 bytes" in refused.message
+
+
+async def test_a_reset_with_a_256_byte_request_id_works(
+    hub: RunningHub, app: AppSocket, http: httpx.AsyncClient
+) -> None:
+    """The longest request_id allowed resets a session (the keys derived from it for the open and close are longer)."""
+    session = await app.open_session()
+    request = session_pb2.ResetSessionRequest(request_id="r" * 256, session_id=session.id)
+    answer = decode(
+        await post(http, "/aophub.v1.SessionService/ResetSession", request), session_pb2.ResetSessionResponse
+    )
+    assert answer.WhichOneof("outcome") == "accepted", answer
+    assert answer.accepted.closed_session.id == session.id
 
 
 async def test_concurrent_duplicates_make_one_reset(hub: RunningHub, app: AppSocket, http: httpx.AsyncClient) -> None:

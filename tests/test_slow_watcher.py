@@ -9,6 +9,8 @@ with and without the slow one, in the same test.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import socket
 import time
 import uuid
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 from aop import chat_pb2, envelope_pb2, protocol_pb2
 from aophub.protocol.codec import pack
@@ -44,8 +47,10 @@ class Watch:
     finished: float = 0.0
 
 
-async def open_watch(hub: RunningHub, session_id: str, *, slow: bool) -> tuple[ClientConnection, str]:
-    """A raw socket watching the session from its start; ``slow`` gives it small buffers."""
+async def open_watch(
+    hub: RunningHub, session_id: str, *, slow: bool, after_cursor: str = ""
+) -> tuple[ClientConnection, str]:
+    """A raw socket watching the session (from its start by default); ``slow`` gives it small buffers."""
     headers = {"Authorization": f"Bearer {TOKEN}"}
     if slow:
         raw = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -58,7 +63,7 @@ async def open_watch(hub: RunningHub, session_id: str, *, slow: bool) -> tuple[C
     else:
         websocket = await connect(hub.app_url, additional_headers=headers, max_size=None, compression=None)
     watch_id = uuid.uuid4().hex
-    request = chat_pb2.WatchEventsRequest(session_id=session_id)
+    request = chat_pb2.WatchEventsRequest(session_id=session_id, after_cursor=after_cursor)
     message = protocol_pb2.ProtocolMessage(watch_events_request=request)
     await websocket.send(envelope_pb2.Envelope(id=watch_id, payload=pack(message)).SerializeToString())
     return websocket, watch_id
@@ -117,12 +122,17 @@ async def run_round(hub: RunningHub, driver: AppSocket, slow_delay: float | None
             await websocket.close()
     fast_done = max(watch.finished for watch in watches[:FAST_WATCHERS]) - started
 
-    listed = await driver.call(list_events_request=chat_pb2.ListEventsRequest(session_id=session.id, limit=10_000))
-    stored = [(d.cursor, d.event.SerializeToString()) for d in listed.list_events_response.events]
+    stored = await stored_events(driver, session.id)
     # Each watcher started after cursor 1 (session_started, read above).
     for watch in watches:
         assert watch.persisted == stored[1:]
     return fast_done, watches
+
+
+async def stored_events(driver: AppSocket, session_id: str) -> list[tuple[str, bytes]]:
+    """The session's persisted events as (cursor, event bytes), oldest first."""
+    listed = await driver.call(list_events_request=chat_pb2.ListEventsRequest(session_id=session_id, limit=10_000))
+    return [(d.cursor, d.event.SerializeToString()) for d in listed.list_events_response.events]
 
 
 async def test_slow_watcher_gets_everything_without_slowing_the_fast_ones(tmp_path: Path) -> None:
@@ -148,3 +158,78 @@ async def test_slow_watcher_gets_everything_without_slowing_the_fast_ones(tmp_pa
         assert slow_reading > together, "the slow watcher was not slower than the fast ones"
         # The premise: the slow watcher fell behind and caught up from the store (skipping deltas).
         assert slow.deltas < fast[0].deltas, "the slow watcher never fell behind; raise WORDS"
+
+
+class _Closing(logging.Handler):
+    """Sets ``seen`` when the hub logs that it closes a connection for not reading."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = asyncio.Event()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "1013" in message:
+            self.messages.append(message)
+            self.seen.set()
+
+
+async def test_a_client_that_stops_reading_is_closed_and_resumes_without_loss(tmp_path: Path) -> None:
+    """A client that stops reading a watch with a 64 KiB id holds at most max_outbound_bytes; after
+    outbound_stall_seconds over it, the hub closes it with 1013 and a reason, and the client, reconnecting
+    at its last cursor, still receives every persisted event exactly once."""
+    closing = _Closing()
+    logger = logging.getLogger("aophub.transport.application_ws")
+    logger.addHandler(closing)
+    bound = 128 * 1024  # reached before the 256 frames the queue holds
+    try:
+        async with (
+            asyncio.timeout(30),
+            running_hub(
+                tmp_path, send_buffer=SEND_BUFFER, echo_delay=0.0, max_outbound_bytes=bound, outbound_stall_seconds=0.5
+            ) as hub,
+            await AppSocket.open(hub.app_url, max_size=None) as driver,
+        ):
+            session = await driver.open_session()
+            lazy, _ = await open_watch(hub, session.id, slow=True)
+            watch_id = "w" * 64 * 1024  # allowed length is 256 bytes: this one must be refused
+            request = protocol_pb2.ProtocolMessage(
+                watch_events_request=chat_pb2.WatchEventsRequest(session_id=session.id)
+            )
+            await lazy.send(envelope_pb2.Envelope(id=watch_id, payload=pack(request)).SerializeToString())
+            watch_id = "w" * 256
+            await lazy.send(envelope_pb2.Envelope(id=watch_id, payload=pack(request)).SerializeToString())
+            turn_ids = [f"turn-{index}" for index in range(TURNS)]
+            for turn_id in turn_ids:  # ~2,400 deliveries of ~1 KiB: far more than the bound
+                text = " ".join([WORD] * WORDS)
+                reply = await driver.call(
+                    run_turn_request=chat_pb2.RunTurnRequest(
+                        session_id=session.id, turn_id=turn_id, input=text_input(text)
+                    )
+                )
+                assert reply.run_turn_response.WhichOneof("outcome") == "accepted", reply
+            await closing.seen.wait()  # the lazy client has not read a byte meanwhile
+
+            persisted: list[tuple[str, bytes]] = []
+            with contextlib.suppress(ConnectionClosed):
+                while True:
+                    envelope = envelope_pb2.Envelope.FromString(await lazy.recv())  # type: ignore[arg-type]
+                    if envelope.reply_to == watch_id and envelope.delivery_cursor:
+                        event = protocol_pb2.ProtocolMessage.FromString(envelope.payload.value).event
+                        persisted.append((envelope.delivery_cursor, event.SerializeToString()))
+            assert lazy.close_code == 1013
+            assert "reconnect" in (lazy.close_reason or "")
+            assert persisted, "the client received nothing before it stopped reading"
+
+            again, watch_id = await open_watch(hub, session.id, slow=False, after_cursor=persisted[-1][0])
+            try:
+                watch = await read_until(again, watch_id, turn_ids[-1], 0.0)
+            finally:
+                await again.close()
+            stored = await stored_events(driver, session.id)
+            assert persisted + watch.persisted == stored
+    finally:
+        logger.removeHandler(closing)
+    waiting = int(closing.messages[0].split(" bytes waiting")[0].rsplit(" ", 1)[1])
+    assert bound <= waiting < bound + len(watch_id) + 2 * 1024, closing.messages[0]  # bound + one frame

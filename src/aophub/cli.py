@@ -8,15 +8,23 @@ import logging.config
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from aophub.agent.builtin import builtin_agent
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
 from aophub.logs import LOG_FORMATS, logging_config
 from aophub.node.client import NodeRefused, serve_agent
-from aophub.settings import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_PAGE_BYTES, Settings
+from aophub.settings import (
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_MAX_OUTBOUND_BYTES,
+    DEFAULT_MAX_PAGE_BYTES,
+    DEFAULT_MAX_WATCHES_PER_CONNECTION,
+    DEFAULT_OUTBOUND_STALL_SECONDS,
+    Settings,
+)
 from aophub.transport.app import create_app
 from aophub.transport.auth import AccessKey, read_token_file, resolve_access_key
 from aophub.transport.server import DEFAULT_SHUTDOWN_TIMEOUT, ListenError
@@ -25,10 +33,25 @@ from aophub.version import VERSION
 
 __all__ = ["build_parser", "main"]
 
+N = TypeVar("N", int, float)
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 # In a checkout (editable install) the examples sit beside src/; an installed wheel has none.
 EXAMPLE_CLIENT = Path(__file__).resolve().parents[2] / "examples" / "acp" / "client.py"
+
+
+def _at_least_one(kind: Callable[[str], N]) -> Callable[[str], N]:
+    """An argparse type: ``kind(text)``, refused below 1 with a clear message."""
+
+    def parse(text: str) -> N:
+        value = kind(text)
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"must be at least 1, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in "invalid int value" errors
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +74,27 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=DEFAULT_MAX_FRAME_BYTES,
         help="largest WebSocket frame accepted; larger ones close the connection with 1009 (default 16 MiB)",
+    )
+    # Per-connection bounds: what one client or node may make the hub hold for it.
+    serve.add_argument(
+        "--max-outbound-bytes",
+        type=_at_least_one(int),
+        default=DEFAULT_MAX_OUTBOUND_BYTES,
+        help="bytes waiting to be sent to one connection before the hub queues no more for it; its watches"
+        " then catch up from the database (default 8 MiB)",
+    )
+    serve.add_argument(
+        "--outbound-stall-seconds",
+        type=_at_least_one(float),
+        default=DEFAULT_OUTBOUND_STALL_SECONDS,
+        help="close a connection (1013) that took nothing for this long with --max-outbound-bytes waiting;"
+        " a client resumes from its last cursor (default 30)",
+    )
+    serve.add_argument(
+        "--max-watches",
+        type=_at_least_one(int),
+        default=DEFAULT_MAX_WATCHES_PER_CONNECTION,
+        help="watches one application connection may run at once; more get RESOURCE_EXHAUSTED (default 64)",
     )
     serve.add_argument(
         "--max-page-bytes",
@@ -220,6 +264,9 @@ def serve(args: argparse.Namespace) -> int:
         durability=args.durability.upper(),
         echo_delay=args.echo_delay,
         allowed_origins=tuple(args.allowed_origin),
+        max_outbound_bytes=args.max_outbound_bytes,
+        outbound_stall_seconds=args.outbound_stall_seconds,
+        max_watches_per_connection=args.max_watches,
     )
     if key.source in ("generated", "file"):
         where = args.data_dir / "access_key"

@@ -7,11 +7,22 @@ from pathlib import Path
 
 from aophub.config import DEFAULT_POLL_INTERVAL
 
-__all__ = ["DATABASE_FILE", "DEFAULT_MAX_FRAME_BYTES", "DEFAULT_MAX_PAGE_BYTES", "Settings"]
+__all__ = [
+    "DATABASE_FILE",
+    "DEFAULT_MAX_FRAME_BYTES",
+    "DEFAULT_MAX_OUTBOUND_BYTES",
+    "DEFAULT_MAX_PAGE_BYTES",
+    "DEFAULT_MAX_WATCHES_PER_CONNECTION",
+    "DEFAULT_OUTBOUND_STALL_SECONDS",
+    "Settings",
+]
 
 DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 # Largest page of events one reply carries (ListEvents, SyncArtifacts), well below the frame limit.
 DEFAULT_MAX_PAGE_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_OUTBOUND_BYTES = 8 * 1024 * 1024
+DEFAULT_OUTBOUND_STALL_SECONDS = 30.0
+DEFAULT_MAX_WATCHES_PER_CONNECTION = 64
 # The SQLite database in the data directory.
 DATABASE_FILE = "aophub.db"
 
@@ -45,6 +56,13 @@ class Settings:
     ws_ping_timeout: float = 60.0
     # Seconds between two looks at config.yaml for hand edits (applied while running).
     config_poll_interval: float = DEFAULT_POLL_INTERVAL
+    # Per-connection bounds. Bytes waiting to be sent to one peer: above ``max_outbound_bytes`` the
+    # hub stops queueing more for it (its watches fall back to the store), and a peer that stays
+    # above it for ``outbound_stall_seconds`` without taking a frame is closed (1013). Watches one
+    # application connection may run at once (more are RESOURCE_EXHAUSTED).
+    max_outbound_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES
+    outbound_stall_seconds: float = DEFAULT_OUTBOUND_STALL_SECONDS
+    max_watches_per_connection: int = DEFAULT_MAX_WATCHES_PER_CONNECTION
 
     @property
     def database(self) -> Path:

@@ -16,9 +16,10 @@ from collections.abc import Awaitable, Callable
 
 from google.protobuf.message import Message
 
-from aop import envelope_pb2, protocol_pb2
+from aop import chat_pb2, envelope_pb2, protocol_pb2
 from aophub.hub.event_log import Delivery
 from aophub.hub.hub import Hub, parse_cursor
+from aophub.hub.request_checks import check_id, check_ids
 from aophub.hub.watch import follow
 from aophub.protocol.codec import core_message, decode_envelope, encode_delivery, encode_envelope, payload_name, unpack
 from aophub.protocol.error_mapping import to_protocol_error
@@ -26,11 +27,13 @@ from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
 from aophub.store.base import StoreError
 
-__all__ = ["MAX_INFLIGHT", "ApplicationConnection", "Close", "NamespaceHandler"]
+__all__ = ["MAX_INFLIGHT", "MAX_WATCHES", "ApplicationConnection", "Close", "NamespaceHandler"]
 
 log = logging.getLogger(__name__)
 
 MAX_INFLIGHT = 64
+# Watches (and other long operations) one connection may run at once; each costs a fan-out per event.
+MAX_WATCHES = 64
 # Requests of closed connections still finishing (kept referenced until done).
 _ORPHANS: set[asyncio.Task[None]] = set()
 Send = Callable[[bytes], Awaitable[None]]
@@ -58,6 +61,7 @@ class ApplicationConnection:
         *,
         namespaces: NamespaceRouter[NamespaceHandler] | None = None,
         max_inflight: int = MAX_INFLIGHT,
+        max_watches: int = MAX_WATCHES,
     ) -> None:
         self.hub = hub
         self._deliver = send
@@ -66,6 +70,7 @@ class ApplicationConnection:
         self._inflight = asyncio.Semaphore(max_inflight)
         self._tasks: set[asyncio.Task[None]] = set()
         self._watches: dict[str, asyncio.Task[None]] = {}
+        self._max_watches = max_watches
         self._first = True
 
     def __repr__(self) -> str:
@@ -80,6 +85,7 @@ class ApplicationConnection:
             await self.send_protocol_error("", error)
             return None
         try:
+            check_id("the envelope id", envelope.id)
             name = payload_name(envelope)
             if name != _CORE:
                 await self._route_namespace(name, envelope.id, envelope)
@@ -96,9 +102,10 @@ class ApplicationConnection:
             await self.send_protocol_error(envelope.id, wrong)
             return (1008, "wrong endpoint: nodes use /api/aop/node/ws")
         if case == "watch_events_request":
-            self._start_watch(
-                envelope.id, message.watch_events_request.session_id, message.watch_events_request.after_cursor
-            )
+            try:
+                self._start_watch(envelope.id, message.watch_events_request)
+            except HubError as error:
+                await self.send_protocol_error(envelope.id, error)
         elif case == "cancel_operation":
             self.cancel_operation(message.cancel_operation.target_id)
         elif case in _REQUESTS:
@@ -178,14 +185,21 @@ class ApplicationConnection:
 
     # -- watches ----------------------------------------------------------------
 
-    def _start_watch(self, watch_id: str, session_id: str, after_cursor: str) -> None:
-        self.start_operation(watch_id, lambda: self._watch(watch_id, session_id, after_cursor))
+    def _start_watch(self, watch_id: str, request: chat_pb2.WatchEventsRequest) -> None:
+        self.start_operation(watch_id, lambda: self._watch(watch_id, request))
 
     def start_operation(self, operation_id: str, work: Callable[[], Awaitable[None]]) -> None:
         """Run a long operation (a watch) until it ends, ``cancel_operation`` names it, or the connection closes.
 
         Re-using an operation id replaces the previous operation; failures become a ProtocolError reply.
+        Raises ``RESOURCE_EXHAUSTED`` when ``max_watches`` operations already run on this connection.
         """
+        if operation_id not in self._watches and len(self._watches) >= self._max_watches:
+            raise HubError(
+                Code.RESOURCE_EXHAUSTED,
+                f"this connection already runs the most watches it may ({self._max_watches}, aophub serve"
+                " --max-watches); end one with cancel_operation or open another connection",
+            )
         previous = self._watches.pop(operation_id, None)
         if previous is not None:
             previous.cancel()
@@ -201,9 +215,10 @@ class ApplicationConnection:
         if self._watches.get(watch_id) is task:
             del self._watches[watch_id]
 
-    async def _watch(self, watch_id: str, session_id: str, after_cursor: str) -> None:
-        cursor = parse_cursor(after_cursor)
-        session = await self.hub.require_session(session_id)
+    async def _watch(self, watch_id: str, request: chat_pb2.WatchEventsRequest) -> None:
+        check_ids(request)
+        cursor = parse_cursor(request.after_cursor)
+        session = await self.hub.require_session(request.session_id)
 
         async def deliver(delivery: Delivery) -> None:
             cursor_text = str(delivery.cursor) if delivery.cursor else ""

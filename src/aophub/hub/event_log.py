@@ -67,24 +67,33 @@ class LogClosed(Exception):
 
 
 class Subscription:
-    """A watcher's bounded live queue. Overflow marks it lagged instead of blocking the log."""
+    """A watcher's live queue, bounded in deliveries and bytes. Overflow marks it lagged instead of blocking the log."""
 
-    def __init__(self, maxsize: int) -> None:
+    def __init__(self, maxsize: int, max_bytes: int = 2**62) -> None:
         self._items: deque[Delivery] = deque()
         self._maxsize = maxsize
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._ready = asyncio.Event()
         self.lagged = False
         self.closed = False
 
     def offer(self, delivery: Delivery) -> None:
-        """Queue ``delivery``; on overflow drop everything queued and mark lagged."""
+        """Queue ``delivery``; on overflow drop everything queued and mark lagged.
+
+        Overflow: ``maxsize`` deliveries queued, or ``max_bytes`` with this one (which is queued
+        all the same when nothing else is, so one large event never lags a watcher by itself).
+        """
         if self.lagged:
             return
-        if len(self._items) >= self._maxsize:
+        size = len(delivery.payload_field)
+        if len(self._items) >= self._maxsize or (self._items and self._bytes + size > self._max_bytes):
             self._items.clear()
+            self._bytes = 0
             self.lagged = True
         else:
             self._items.append(delivery)
+            self._bytes += size
         self._ready.set()
 
     def close(self) -> None:
@@ -95,7 +104,9 @@ class Subscription:
     async def get(self) -> Delivery:
         """The next delivery; raises :class:`Lagged` once the queue has overflowed."""
         await self._wait()
-        return self._items.popleft()
+        delivery = self._items.popleft()
+        self._bytes -= len(delivery.payload_field)
+        return delivery
 
     async def take(self) -> deque[Delivery]:
         """Every queued delivery, oldest first, once there is one; raises like :meth:`get`.
@@ -104,6 +115,7 @@ class Subscription:
         """
         await self._wait()
         items, self._items = self._items, deque()
+        self._bytes = 0
         return items
 
     async def _wait(self) -> None:
@@ -320,9 +332,9 @@ class EventLog:
         for subscription in self._subscriptions:
             subscription.close()
 
-    def subscribe(self, maxsize: int) -> Subscription:
+    def subscribe(self, maxsize: int, max_bytes: int = 2**62) -> Subscription:
         """Start receiving live deliveries (call before replaying from the store)."""
-        subscription = Subscription(maxsize)
+        subscription = Subscription(maxsize, max_bytes)
         subscription.closed = self._closed
         self._subscriptions.add(subscription)
         return subscription

@@ -39,7 +39,7 @@ from aophub.hub.live_session import HUB_EMITTER, LiveSession, LiveSessions
 from aophub.hub.node_requests import NODE_REQUEST_TIMEOUT, NodeRequests
 from aophub.hub.node_routing import NodeRouter
 from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
-from aophub.hub.request_checks import parse_cursor
+from aophub.hub.request_checks import check_ids, parse_cursor
 from aophub.hub.session_admin import SessionAdmin
 from aophub.hub.turn_lifecycle import TurnKey, TurnLifecycle
 from aophub.hub.turns import SessionState, Turn
@@ -238,10 +238,17 @@ class Hub:
         response_type: type[R],
         execute: Callable[[Claim], Awaitable[R]],
     ) -> R:
-        """Run ``execute`` at most once per ``key``; refusals become journaled ``rejected`` outcomes."""
+        """Run ``execute`` at most once per ``key``; refusals become journaled ``rejected`` outcomes.
+
+        A missing key or an over-long id in ``request`` is refused before anything is journaled.
+        """
         if not key:
             missing = HubError(Code.INVALID_ARGUMENT, "the envelope id (idempotency key) is required")
             return cast(R, response_type(rejected=to_rejection(missing)))
+        try:
+            check_ids(request)
+        except HubError as error:
+            return cast(R, response_type(rejected=to_rejection(error)))
         async with self.journal.claim(key, method, request) as claim:
             if claim.replay is not None:
                 return cast(R, response_type.FromString(claim.replay))

@@ -26,6 +26,7 @@ from aophub.hub.interactions import Interactions
 from aophub.hub.live_session import LiveSession, LiveSessions
 from aophub.hub.node_requests import NodeRequests
 from aophub.hub.nodes import Admission, NodeHandle, NodeLink, NodeRegistry
+from aophub.hub.request_checks import check_id
 from aophub.hub.turn_lifecycle import TurnKey, TurnLifecycle
 from aophub.hub.turns import Turn, TurnState
 from aophub.ids import IdGenerator
@@ -169,9 +170,12 @@ class NodeRouter:
     async def receive(self, handle: NodeHandle, envelope: envelope_pb2.Envelope) -> None:
         """Handle one envelope from a node: core messages (answers, status, stats, events) and interactions.
 
-        Raises :class:`HubError` when the payload does not decode (``INVALID_PAYLOAD``) or belongs
-        to a namespace nodes do not speak (``UNSUPPORTED_NAMESPACE``); the transport then drops the node.
+        Raises :class:`HubError` when the payload does not decode (``INVALID_PAYLOAD``), belongs
+        to a namespace nodes do not speak (``UNSUPPORTED_NAMESPACE``) or the envelope id (which may
+        become a stored key, e.g. an interaction's) is longer than ids may be (``INVALID_ARGUMENT``);
+        the transport then drops the node. ``reply_to`` only looks up what the hub sent.
         """
+        check_id("the envelope id", envelope.id)
         name = payload_name(envelope)
         if name == _INTERACTION_NAMESPACE:
             interaction = unpack(envelope, interaction_pb2.InteractionProtocolMessage)

@@ -2,13 +2,38 @@
 
 from __future__ import annotations
 
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+
 from aop import chat_pb2
 from aophub.protocol.errors import Code, HubError
 from aophub.v1 import extensions_pb2
 
-__all__ = ["check_run_turn", "parse_cursor"]
+__all__ = ["MAX_ID_BYTES", "check_id", "check_ids", "check_run_turn", "parse_cursor"]
 
 _MAX_CURSOR = 2**63 - 1  # SQLite INTEGER
+# The longest id a client may choose (envelope, watch, session, turn, node and request ids), in
+# UTF-8 bytes. AOP sets no limit; ids are UUIDs or similar in practice. Every delivery of a watch
+# repeats its id, and ids are keys in memory and in the store, so a megabyte id would cost a
+# megabyte per queued event.
+MAX_ID_BYTES = 256
+
+
+def check_id(name: str, value: str) -> None:
+    """Refuse an id longer than :data:`MAX_ID_BYTES` UTF-8 bytes (``INVALID_ARGUMENT``; the id is not echoed)."""
+    if len(value) > MAX_ID_BYTES // 4 and (size := len(value.encode())) > MAX_ID_BYTES:
+        raise HubError(Code.INVALID_ARGUMENT, f"{name} is {size} bytes long; ids are at most {MAX_ID_BYTES} bytes")
+
+
+def check_ids(request: Message) -> None:
+    """:func:`check_id` on every top-level ``id`` or ``*_id`` string field of ``request``."""
+    for field, value in request.ListFields():
+        if (
+            field.type == FieldDescriptor.TYPE_STRING
+            and not field.is_repeated
+            and (field.name == "id" or field.name.endswith("_id"))
+        ):
+            check_id(field.name, value)
 
 
 def parse_cursor(cursor: str) -> int:

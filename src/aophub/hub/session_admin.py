@@ -15,7 +15,7 @@ from aop import chat_pb2
 from aophub.hub.live_session import LiveSession, LiveSessions
 from aophub.hub.node_requests import NodeRequests
 from aophub.hub.nodes import NodeRegistry
-from aophub.hub.request_checks import parse_cursor
+from aophub.hub.request_checks import check_ids, parse_cursor
 from aophub.hub.turn_lifecycle import TurnLifecycle
 from aophub.protocol.codec import core_message
 from aophub.protocol.errors import Code, HubError
@@ -90,6 +90,7 @@ class SessionAdmin:
         budget in bytes, whichever comes first, and holds at least one event: a page shorter than
         ``limit`` is not the end, an empty one is. ``next_cursor`` continues where it ended.
         """
+        check_ids(request)
         session = await self._sessions.require(request.session_id)
         after = parse_cursor(request.after_cursor)
         limit = min(request.limit or LIST_EVENTS_DEFAULT, LIST_EVENTS_MAX)

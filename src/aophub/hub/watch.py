@@ -18,12 +18,15 @@ from aophub.protocol.codec import event_payload_field
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import Store
 
-__all__ = ["REPLAY_PAGE", "REPLAY_PAGE_BYTES", "WATCH_QUEUE", "follow"]
+__all__ = ["REPLAY_PAGE", "REPLAY_PAGE_BYTES", "WATCH_QUEUE", "WATCH_QUEUE_BYTES", "follow"]
 
 REPLAY_PAGE = 1000
 # Bytes of stored events one replay read loads at most (at least one event).
 REPLAY_PAGE_BYTES = 4 * 1024 * 1024
+# A watch's live queue: past either bound it catches up from the store instead of pinning more
+# events in memory for a client that does not keep up.
 WATCH_QUEUE = 1024
+WATCH_QUEUE_BYTES = 4 * 1024 * 1024
 
 Send = Callable[[Delivery], Awaitable[None]]
 
@@ -58,11 +61,12 @@ async def follow(
     page: int = REPLAY_PAGE,
     queue_size: int = WATCH_QUEUE,
     page_bytes: int = REPLAY_PAGE_BYTES,
+    queue_bytes: int = WATCH_QUEUE_BYTES,
 ) -> None:
     """Deliver every persisted event after ``after_cursor`` exactly once, then live events, until cancelled."""
     position = _Position(after_cursor)
     while True:
-        subscription = log.subscribe(queue_size)
+        subscription = log.subscribe(queue_size, queue_bytes)
         try:
             await _replay(log, store, position, send, page=page, page_bytes=page_bytes)
             while True:

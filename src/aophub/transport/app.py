@@ -33,7 +33,7 @@ from aophub.rpc.scans import ScanServiceImpl, ScanWatches
 from aophub.rpc.sessions import SessionServiceImpl
 from aophub.settings import Settings
 from aophub.store.sqlite import SQLiteStore
-from aophub.transport.application_ws import serve_application
+from aophub.transport.application_ws import ConnectionLimits, serve_application
 from aophub.transport.auth import Authenticator, auth_routes
 from aophub.transport.node_ws import serve_node
 from aophub.v1 import (
@@ -120,11 +120,23 @@ def create_app(settings: Settings) -> Starlette:
             await store.close()
             log.info("hub stopped; store closed")
 
+    limits = ConnectionLimits(
+        max_outbound_bytes=settings.max_outbound_bytes,
+        outbound_stall_seconds=settings.outbound_stall_seconds,
+        max_watches=settings.max_watches_per_connection,
+    )
+
     async def application_ws(websocket: WebSocket) -> None:
-        await serve_application(websocket, hub, authenticator, namespaces)
+        await serve_application(websocket, hub, authenticator, namespaces, limits)
 
     async def node_ws(websocket: WebSocket) -> None:
-        await serve_node(websocket, hub, authenticator)
+        await serve_node(
+            websocket,
+            hub,
+            authenticator,
+            max_outbound_bytes=settings.max_outbound_bytes,
+            outbound_stall_seconds=settings.outbound_stall_seconds,
+        )
 
     async def answer_interaction(
         connection: ApplicationConnection, envelope_id: str, message: Message

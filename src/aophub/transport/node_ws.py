@@ -23,11 +23,14 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from aop import envelope_pb2, protocol_pb2
 from aophub.hub.hub import Hub
 from aophub.hub.nodes import NodeGone, NodeHandle
+from aophub.hub.request_checks import check_id
 from aophub.node.runtime import INTERACTIONS_CAPABILITY
 from aophub.protocol.codec import core_message, decode_envelope, encode_envelope, payload_name, unpack
 from aophub.protocol.error_mapping import to_protocol_error
 from aophub.protocol.errors import Code, HubError
+from aophub.settings import DEFAULT_MAX_OUTBOUND_BYTES, DEFAULT_OUTBOUND_STALL_SECONDS
 from aophub.transport.auth import Authenticator, authorize_websocket
+from aophub.transport.outbound import OutboundFrames
 
 __all__ = ["HELLO_TIMEOUT", "WebSocketNodeLink", "serve_node"]
 
@@ -35,31 +38,39 @@ log = logging.getLogger(__name__)
 
 HELLO_TIMEOUT = 10.0
 OUTBOUND_QUEUE = 1024
+# How long the hub waits to hand a closing frame to a node that stopped reading.
+CLOSE_TIMEOUT = 10.0
 _CORE = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
 HUB_CAPABILITIES = (INTERACTIONS_CAPABILITY,)
 
 
 class WebSocketNodeLink:
-    """The hub's end of one node WebSocket: a bounded outbound queue drained by one writer."""
+    """The hub's end of one node WebSocket: an outbound queue bounded in frames and bytes, one writer."""
 
-    def __init__(self, websocket: WebSocket) -> None:
+    def __init__(self, websocket: WebSocket, *, max_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES) -> None:
         self._websocket = websocket
-        self._outbound: asyncio.Queue[bytes] = asyncio.Queue(OUTBOUND_QUEUE)
+        self._outbound = OutboundFrames(OUTBOUND_QUEUE, max_bytes=max_bytes)
         self._closed = asyncio.Event()
         self.close_reason = ""
         self._writer = asyncio.create_task(self._write())
 
     def __repr__(self) -> str:
-        return f"<WebSocketNodeLink queued={self._outbound.qsize()} closed={self._closed.is_set()}>"
+        return f"<WebSocketNodeLink {self._outbound!r} closed={self._closed.is_set()}>"
 
     async def _write(self) -> None:
         try:
             while True:
-                frame = await self._outbound.get()
-                await self._websocket.send_bytes(frame)
+                for frame in await self._outbound.take():
+                    await self._websocket.send_bytes(frame)
+                    self._outbound.sent(frame)
         except Exception as error:  # the socket is gone; the reader will notice too
             log.debug("node writer stopped: %s", error)
             self._closed.set()
+
+    async def stalled(self, seconds: float) -> int:
+        """Return once the node has taken no frame for ``seconds`` with the queue full; the bytes waiting."""
+        await self._outbound.stalled(seconds)
+        return self._outbound.pending_bytes
 
     async def send(self, envelope: envelope_pb2.Envelope) -> None:
         if self._closed.is_set():
@@ -76,10 +87,12 @@ class WebSocketNodeLink:
             await self._websocket.close(code=1000, reason=_close_reason(reason))
 
     async def stop(self) -> None:
+        """Stop writing; what is queued is dropped and senders waiting for room return."""
         self._closed.set()
         self._writer.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await self._writer
+        self._outbound.close()
 
 
 def _close_reason(reason: str) -> str:
@@ -92,7 +105,8 @@ def _close_reason(reason: str) -> str:
 
 async def _close(websocket: WebSocket, code: int, reason: str) -> None:
     with contextlib.suppress(Exception):
-        await websocket.close(code=code, reason=_close_reason(reason))
+        async with asyncio.timeout(CLOSE_TIMEOUT):  # a node that does not read may never take it
+            await websocket.close(code=code, reason=_close_reason(reason))
 
 
 async def _receive_frame(websocket: WebSocket) -> bytes | None:
@@ -128,6 +142,10 @@ async def _hello(websocket: WebSocket) -> tuple[envelope_pb2.Envelope, protocol_
         return "the first message must be agent_hello"
     if not message.agent_hello.node_id:
         return "agent_hello.node_id is required"
+    try:
+        check_id("agent_hello.node_id", message.agent_hello.node_id)
+    except HubError as error:
+        return error.message
     return envelope, message.agent_hello
 
 
@@ -140,8 +158,19 @@ def peer_address(websocket: WebSocket) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-async def serve_node(websocket: WebSocket, hub: Hub, authenticator: Authenticator) -> None:
-    """Serve one node connection until it closes or breaks the protocol."""
+async def serve_node(
+    websocket: WebSocket,
+    hub: Hub,
+    authenticator: Authenticator,
+    *,
+    max_outbound_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES,
+    outbound_stall_seconds: float = DEFAULT_OUTBOUND_STALL_SECONDS,
+) -> None:
+    """Serve one node connection until it closes, breaks the protocol or stops reading.
+
+    A node that leaves ``max_outbound_bytes`` unread for ``outbound_stall_seconds`` is dropped
+    with 1013 (its turns end ``agent_disconnected``).
+    """
     if await authorize_websocket(websocket, authenticator) is None:
         return
     await websocket.accept()
@@ -151,7 +180,7 @@ async def serve_node(websocket: WebSocket, hub: Hub, authenticator: Authenticato
             await _close(websocket, 1008, greeting)
         return
     hello_envelope, hello = greeting
-    link = WebSocketNodeLink(websocket)
+    link = WebSocketNodeLink(websocket, max_bytes=max_outbound_bytes)
     peer = peer_address(websocket)
     try:
         handle = await hub.attach_node(hello, link, peer=peer)
@@ -171,17 +200,27 @@ async def serve_node(websocket: WebSocket, hub: Hub, authenticator: Authenticato
             encode_envelope(core_message(agent_accepted=accepted), reply_to=hello_envelope.id)
         )
     )
-    reason = ""
+    code, reason = 1008, ""
+    pump = asyncio.create_task(_pump(websocket, hub, handle))
+    stalled = asyncio.create_task(link.stalled(outbound_stall_seconds))
     try:
-        reason = await _pump(websocket, hub, handle)
-    except WebSocketDisconnect:
-        pass
+        await asyncio.wait([pump, stalled], return_when=asyncio.FIRST_COMPLETED)
+        if pump.done():
+            reason = pump.result()
+        else:
+            code = 1013
+            reason = f"not reading for {outbound_stall_seconds:g} s ({stalled.result()} bytes waiting)"
     finally:
+        pump.cancel()
+        stalled.cancel()
+        await link.stop()  # before detaching: senders waiting for room must not hold the node's turns
         await hub.detach_node(handle)
         if reason:
-            log.warning("dropping node %s: %s", hello.node_id, reason)
-            await _close(websocket, 1008, reason)
-        await link.stop()
+            log.warning("dropping node %s with %d: %s", hello.node_id, code, reason)
+            await _close(websocket, code, reason)
+        for task in (pump, stalled):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
         log.info(
             "node %s disconnected from %s (%s)",
             hello.node_id,
@@ -200,4 +239,6 @@ async def _pump(websocket: WebSocket, hub: Hub, handle: NodeHandle) -> str:
             await hub.node_message(handle, decode_envelope(frame))
         except HubError as error:
             return error.message
+        except WebSocketDisconnect:
+            return ""
     return ""
