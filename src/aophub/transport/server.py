@@ -64,6 +64,9 @@ def server_config(
         ws_max_size=settings.max_frame_bytes,
         ws_ping_interval=settings.ws_ping_interval,
         ws_ping_timeout=settings.ws_ping_timeout,
+        # No permessage-deflate: it doubled an idle connection's memory (zlib state on both sides)
+        # for AOP's binary protobuf frames, which compress little (README "Network defenses").
+        ws_per_message_deflate=False,
         log_level=log_level,
         lifespan="on",
     )
