@@ -6,8 +6,8 @@ connections (authorized upgrades that then send nothing) in batches, reads the R
 then runs echo turns one after another on the driver connection while the idle ones stay
 open. Every idle connection offers permessage-deflate, as browsers and the ``websockets``
 client do by default, so the figure includes what the server does with that offer. The baseline
-is the bare echo server of B1 (``bench.baselines.ws_echo``) under the same procedure. Both servers and this process get their open-file limit raised to the hard
-limit.
+is the bare echo server of B1 (``bench.baselines.ws_echo``) under the same procedure. Both
+servers and this process get their open-file limit raised to the hard limit.
 """
 
 from __future__ import annotations

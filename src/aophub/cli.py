@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import os
 import sys
@@ -15,7 +16,7 @@ from aophub.config import ConfigError, ConfigStore
 from aophub.node.client import NodeRefused, serve_agent
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES, Settings
 from aophub.transport.app import create_app
-from aophub.transport.auth import resolve_access_key
+from aophub.transport.auth import resolve_access_key, trusted_proxies
 from aophub.transport.server import serve as run_server
 from aophub.version import VERSION
 
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also serve HTTP/2 cleartext (prior knowledge) on the same port, for gRPC clients",
     )
+    add_network_options(serve)
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
@@ -75,6 +77,52 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--echo-delay", type=float, default=0.02, help="seconds between the echo model's deltas")
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser
+
+
+def add_network_options(serve: argparse.ArgumentParser) -> None:
+    """``aophub serve``'s network defenses (README "Network defenses")."""
+    network = serve.add_argument_group("network defenses")
+    network.add_argument(
+        "--forwarded-allow-ips",
+        type=_trusted_proxies,
+        default=(),
+        metavar="IPS",
+        help="reverse proxies (comma-separated IP addresses or networks, or *) whose X-Forwarded-For and "
+        "X-Forwarded-Proto name the client; default none: the TCP peer is the client, so failed-login "
+        "throttling cannot be dodged by forging the header",
+    )
+    network.add_argument(
+        "--max-auth-failures",
+        type=_positive_int,
+        default=Settings.max_auth_failures,
+        metavar="N",
+        help="wrong keys or cookies one client address may present per minute (login, WebSocket and RPC "
+        "together) before it is refused with 429 until the minute has passed (default %(default)s)",
+    )
+
+
+def _trusted_proxies(text: str) -> tuple[str, ...]:
+    try:
+        return trusted_proxies(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
+def with_network_options(settings: Settings, args: argparse.Namespace) -> Settings:
+    """``settings`` with what :func:`add_network_options` parsed."""
+    return dataclasses.replace(
+        settings, forwarded_allow_ips=args.forwarded_allow_ips, max_auth_failures=args.max_auth_failures
+    )
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -93,6 +141,7 @@ def serve(args: argparse.Namespace) -> int:
         echo_delay=args.echo_delay,
         allowed_origins=tuple(args.allowed_origin),
     )
+    settings = with_network_options(settings, args)
     if key.source in ("generated", "file"):
         where = args.data_dir / "access_key"
         shown = f"  access key: {key.value}  ({'new, ' if key.source == 'generated' else ''}stored in {where})"

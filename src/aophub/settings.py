@@ -32,6 +32,12 @@ class Settings:
     # is missing ``ws_ping_timeout`` seconds later is dropped, so a silent node goes within 90 s.
     ws_ping_interval: float = 30.0
     ws_ping_timeout: float = 60.0
+    # Network defenses (README "Network defenses"). Reverse proxies (IP addresses or networks, or
+    # "*") whose X-Forwarded-For/-Proto name the client; none by default, so a client cannot pose
+    # as another address to the auth throttle.
+    forwarded_allow_ips: tuple[str, ...] = ()
+    # Wrong keys or cookies one client address may present per minute before it must wait.
+    max_auth_failures: int = 10
 
     @property
     def database(self) -> Path:

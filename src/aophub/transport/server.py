@@ -67,6 +67,9 @@ def server_config(
         # No permessage-deflate: it doubled an idle connection's memory (zlib state on both sides)
         # for AOP's binary protobuf frames, which compress little (README "Network defenses").
         ws_per_message_deflate=False,
+        # Forwarded headers name the client only when they come from a proxy the user named.
+        proxy_headers=bool(settings.forwarded_allow_ips),
+        forwarded_allow_ips=list(settings.forwarded_allow_ips) or None,
         log_level=log_level,
         lifespan="on",
     )
