@@ -17,6 +17,7 @@ from aophub.node.client import NodeRefused, serve_agent
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES, Settings
 from aophub.transport.app import create_app
 from aophub.transport.auth import resolve_access_key, trusted_proxies
+from aophub.transport.connection_limits import FD_RESERVE
 from aophub.transport.server import serve as run_server
 from aophub.version import VERSION
 
@@ -99,6 +100,23 @@ def add_network_options(serve: argparse.ArgumentParser) -> None:
         help="wrong keys or cookies one client address may present per minute (login, WebSocket and RPC "
         "together) before it is refused with 429 until the minute has passed (default %(default)s)",
     )
+    network.add_argument(
+        "--header-timeout",
+        type=_positive_float,
+        default=Settings.header_timeout,
+        metavar="SECONDS",
+        help="time a client has to send a complete request head, WebSocket upgrades included; a slower one "
+        "gets 408 and is disconnected (default %(default)s)",
+    )
+    network.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=0,
+        metavar="N",
+        help="open connections at most; one above it gets 503 (default: as many as the open-file limit "
+        f"allows, less {FD_RESERVE} kept for the hub's own files, never more; the hub raises its soft "
+        "open-file limit to the hard one at start)",
+    )
 
 
 def _trusted_proxies(text: str) -> tuple[str, ...]:
@@ -118,10 +136,24 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 def with_network_options(settings: Settings, args: argparse.Namespace) -> Settings:
     """``settings`` with what :func:`add_network_options` parsed."""
     return dataclasses.replace(
-        settings, forwarded_allow_ips=args.forwarded_allow_ips, max_auth_failures=args.max_auth_failures
+        settings,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+        max_auth_failures=args.max_auth_failures,
+        header_timeout=args.header_timeout,
+        max_connections=args.max_connections,
     )
 
 

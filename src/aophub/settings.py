@@ -38,6 +38,10 @@ class Settings:
     forwarded_allow_ips: tuple[str, ...] = ()
     # Wrong keys or cookies one client address may present per minute before it must wait.
     max_auth_failures: int = 10
+    # Seconds a client has to send a complete request head (WebSocket upgrades included).
+    header_timeout: float = 10.0
+    # Open connections at most; 0: as many as the open-file limit allows (less 64).
+    max_connections: int = 0
 
     @property
     def database(self) -> Path:

@@ -26,6 +26,12 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from aophub.settings import Settings
+from aophub.transport.connection_limits import (
+    ConnectionLimits,
+    GuardedHttpToolsProtocol,
+    HubConfig,
+    raise_open_file_limit,
+)
 from aophub.version import VERSION
 
 __all__ = ["HubServer", "listening_banner", "run_server", "serve", "server_config"]
@@ -53,13 +59,18 @@ def listening_banner(host: str, port: int, details: Sequence[str] = (), *, http2
 def server_config(
     app: ASGIApp, settings: Settings, *, http2: bool = False, log_level: LogLevel = "info"
 ) -> uvicorn.Config:
-    """uvicorn's configuration for serving ``app`` as ``settings`` say; ``http2`` adds cleartext HTTP/2."""
-    return uvicorn.Config(
+    """uvicorn's configuration for serving ``app`` as ``settings`` say; ``http2`` adds cleartext HTTP/2.
+
+    HTTP/1.1 is uvicorn's httptools protocol with the hub's header timeout and connection cap
+    (:mod:`aophub.transport.connection_limits`).
+    """
+    return HubConfig(
         app,
+        limits=ConnectionLimits(settings.header_timeout, settings.max_connections),
         host=settings.host,
         port=settings.port,
         # zttp serves HTTP/1.1 and, on the same port, HTTP/2 with prior knowledge (h2c).
-        http="zttp" if http2 else "auto",
+        http="zttp" if http2 else GuardedHttpToolsProtocol,
         http2=http2,
         ws_max_size=settings.max_frame_bytes,
         ws_ping_interval=settings.ws_ping_interval,
@@ -114,6 +125,7 @@ def serve(
     ``details`` are banner lines printed after the "listening on" line (access key, data dir).
     Port 0 binds any free port; the banner shows the bound one.
     """
+    raise_open_file_limit()  # each connection takes a file descriptor
     run_server(HubServer(server_config(app, settings, http2=http2, log_level=log_level), details))
 
 
