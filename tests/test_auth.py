@@ -594,3 +594,18 @@ def test_trusted_proxies_parses_addresses_and_networks(text: str, parsed: tuple[
 def test_trusted_proxies_refuses_anything_else(text: str) -> None:
     with pytest.raises(ValueError, match="IP address"):
         trusted_proxies(text)
+
+
+async def test_a_login_body_that_does_not_arrive_in_time_is_408(authenticator: Authenticator) -> None:
+    """An unauthenticated client cannot hold the login route by trickling its body."""
+    app = Starlette(routes=auth_routes(authenticator, login_body_timeout=0.2))
+    never = asyncio.Event()
+
+    async def stalled_body() -> AsyncIterator[bytes]:
+        yield b'{"token": "'
+        await never.wait()
+
+    async with client_for(app) as client:
+        response = await client.post("/api/auth/login", content=stalled_body())
+    assert response.status_code == 408
+    assert response.json()["error"] == {"code": "deadline_exceeded", "message": "login body not received within 0.2 s"}

@@ -201,6 +201,31 @@ async def test_a_trickled_request_head_is_closed_within_the_header_timeout(
         assert elapsed < HEAD_TIMEOUT + SLACK
 
 
+@pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2-mode"])
+@pytest.mark.parametrize("path", [LIST_SESSIONS, "/health"])
+async def test_a_request_answered_before_its_body_arrived_is_closed(tmp_path: Path, http2: bool, path: str) -> None:
+    """A refused RPC (bad key, checked before the body) or any early answer: the rest of the body
+    cannot matter, so trickling it does not keep the connection; the client still reads the answer.
+
+    Before, every trickled byte reset the keep-alive timer and the connection stayed open.
+    """
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: hub\r\nAuthorization: Bearer guess\r\n"
+        "Content-Type: application/proto\r\nContent-Length: 1000000\r\n\r\n"
+    )
+    async with running_hub(tmp_path, http2=http2) as hub, raw_connection(hub) as (reader, writer):
+        writer.write(head.encode())
+        sender = asyncio.create_task(trickle(writer, b"x" * 1000, 0.1))
+        try:
+            received, elapsed = await answer_and_close(reader)
+        finally:
+            sender.cancel()
+            await asyncio.gather(sender, return_exceptions=True)
+    status = 401 if path == LIST_SESSIONS else 405
+    assert received.startswith(f"HTTP/1.1 {status} ".encode())
+    assert elapsed < SLACK
+
+
 async def test_a_silent_connection_is_closed_within_the_header_timeout(tmp_path: Path) -> None:
     """A connection that never sends a byte is closed too."""
     async with running_hub(tmp_path, header_timeout=HEAD_TIMEOUT) as hub, raw_connection(hub) as (reader, _writer):

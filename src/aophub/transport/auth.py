@@ -24,6 +24,7 @@ address is the TCP peer's, or the forwarded one only from proxies the server is 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -85,6 +86,8 @@ _COOKIE_KEY_LABEL = b"aophub session cookie v1"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _REQUEST_SCHEMES = {"http": "http", "https": "https", "ws": "http", "wss": "https"}
 _MAX_LOGIN_BODY = 4096
+# Seconds a login request's body may take to arrive (it is read before anyone is authenticated).
+LOGIN_BODY_TIMEOUT = 10.0
 
 Origin: TypeAlias = tuple[str, str, int | None]
 
@@ -574,13 +577,16 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
     return bytes(body)
 
 
-def auth_routes(authenticator: Authenticator, *, secure_cookies: bool = False) -> list[Route]:
+def auth_routes(
+    authenticator: Authenticator, *, secure_cookies: bool = False, login_body_timeout: float = LOGIN_BODY_TIMEOUT
+) -> list[Route]:
     """The browser login endpoints: ``POST /api/auth/login``, ``POST /api/auth/logout``,
     ``GET /api/auth/session``.
 
     Cookies are HttpOnly, SameSite=Strict, Path=/, and Secure when ``secure_cookies`` is set or
     the request arrived over https. Failed logins count in the authenticator's throttle, with
-    failures on the other paths.
+    failures on the other paths. A login body that takes longer than ``login_body_timeout``
+    seconds to arrive is answered 408, so no one holds the route open without the key.
     """
     limiter = authenticator.throttle
 
@@ -589,7 +595,12 @@ def auth_routes(authenticator: Authenticator, *, secure_cookies: bool = False) -
         wait = limiter.retry_after(client)
         if wait > 0:
             return _too_many_failures(wait)
-        body = await _read_limited(request, _MAX_LOGIN_BODY)
+        try:
+            async with asyncio.timeout(login_body_timeout):
+                body = await _read_limited(request, _MAX_LOGIN_BODY)
+        except TimeoutError:
+            message = f"login body not received within {login_body_timeout:g} s"
+            return _error_response(408, "deadline_exceeded", message)
         if body is None:
             return _error_response(413, "invalid_argument", f"login body exceeds {_MAX_LOGIN_BODY} bytes")
         try:

@@ -17,6 +17,9 @@ The hub serves through guarded subclasses of uvicorn's protocols (:class:`HubCon
   descriptors for the hub's own files, so there is always a descriptor to refuse with; it is read
   at each connection, so raising the limit of a running hub (``prlimit``) raises the cap. At
   start the hub raises its own soft limit to the hard one (:func:`raise_open_file_limit`).
+- **No slow bodies after an answer.** A request answered before its body has arrived (a refused
+  RPC: the key is checked before the body is read) has its connection closed the same way, as
+  the rest of the body cannot matter; otherwise each trickled byte kept the connection alive.
 
 Both apply to HTTP/1.1 with and without ``--http2`` (httptools by default, zttp with it); HTTP/2
 connections themselves are left to zttp.
@@ -52,6 +55,7 @@ __all__ = [
     "GuardedZttpProtocol",
     "HeadDeadline",
     "HubConfig",
+    "close_after_answer",
     "open_file_limit",
     "raise_open_file_limit",
     "refused_above_cap",
@@ -205,10 +209,16 @@ def refused_above_cap(
         )
         _Refusals.count, _Refusals.logged_at = 0, now
     transport.write(_plain_response(503, "Service Unavailable: too many connections; retry later"))
+    close_after_answer(loop, transport)
+    return True
+
+
+def close_after_answer(loop: asyncio.AbstractEventLoop, transport: asyncio.Transport) -> None:
+    """End our side now and close :data:`REFUSAL_LINGER` seconds later; meanwhile the caller reads
+    and drops what arrives, so the client reads the answer already sent instead of a reset."""
     if transport.can_write_eof():
         transport.write_eof()
     loop.call_later(REFUSAL_LINGER, transport.close)
-    return True
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
@@ -227,16 +237,17 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self.limits = _limits(config)
-        self.refused = False
+        # Refused, or answered with its body still coming: reads are dropped until the close.
+        self.draining = False
         self.head_deadline: HeadDeadline | None = None
 
     def __repr__(self) -> str:
-        return f"<GuardedHttpToolsProtocol client={self.client} refused={self.refused}>"
+        return f"<GuardedHttpToolsProtocol client={self.client} draining={self.draining}>"
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.refused = refused_above_cap(self.loop, transport, len(self.connections), self.limits)
-        if not self.refused:
+        self.draining = refused_above_cap(self.loop, transport, len(self.connections), self.limits)
+        if not self.draining:
             self.head_deadline = HeadDeadline(self.loop, transport, self.limits.header_timeout)
             self.head_deadline.start()
 
@@ -246,8 +257,14 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if not self.refused:
+        if not self.draining:
             super().data_received(data)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.cycle is not None and self.cycle.more_body and not self.transport.is_closing():
+            self.draining = True
+            close_after_answer(self.loop, self.transport)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -276,11 +293,17 @@ class GuardedZttpProtocol(ZttpProtocol):
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self.limits = _limits(config)
+        # Answered with its body still coming: reads are dropped until the close.
+        self.draining = False
         self.head_deadline: HeadDeadline | None = None
         self.app = self._head_complete_then(self.app)
 
     def __repr__(self) -> str:
-        return f"<GuardedZttpProtocol client={self.client}>"
+        return f"<GuardedZttpProtocol client={self.client} draining={self.draining}>"
+
+    def data_received(self, data: bytes) -> None:
+        if not self.draining:
+            super().data_received(data)
 
     def _head_complete_then(self, app: ASGI3Application) -> ASGI3Application:
         async def call(scope: Any, receive: Any, send: Any) -> None:
@@ -306,6 +329,11 @@ class GuardedZttpProtocol(ZttpProtocol):
         super().handle_websocket_upgrade(event)
 
     def on_response_complete(self) -> None:
+        if self.cycle is not None and self.cycle.more_body and not self.transport.is_closing():
+            super().on_response_complete()
+            self.draining = True
+            close_after_answer(self.loop, self.transport)
+            return
         if self.head_deadline is not None and not self.transport.is_closing():
             self.head_deadline.start()  # stopped again if a pipelined request is already there
         super().on_response_complete()
@@ -325,21 +353,21 @@ class GuardedAutoZttpProtocol(AutoZttpProtocol):
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
         self.limits = _limits(config)
-        self.refused = False
+        self.draining = False
 
     def __repr__(self) -> str:
-        return f"<GuardedAutoZttpProtocol refused={self.refused}>"
+        return f"<GuardedAutoZttpProtocol draining={self.draining}>"
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if not is_ssl(transport):  # over TLS the protocol is chosen at once, and counts itself
-            self.refused = refused_above_cap(self.loop, transport, len(self.connections), self.limits)
-            if self.refused and self.timeout_task is not None:
+            self.draining = refused_above_cap(self.loop, transport, len(self.connections), self.limits)
+            if self.draining and self.timeout_task is not None:
                 self.timeout_task.cancel()
                 self.timeout_task = None
 
     def data_received(self, data: bytes) -> None:
-        if not self.refused:
+        if not self.draining:
             super().data_received(data)
 
     def _switch(self, http2: bool, initial_data: bytes = b"") -> None:
