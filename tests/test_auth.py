@@ -566,14 +566,21 @@ def test_throttle_counts_an_ipv6_client_by_its_64_network(clock: FakeClock) -> N
     assert throttle.retry_after("192.0.2.1") == 60.0
 
 
-def test_authenticate_client_throttles_wrong_credentials_only(clock: FakeClock) -> None:
-    """Wrong keys count, missing credentials do not; a throttled address is refused even with the key."""
-    authenticator = Authenticator(KEY, clock=clock, throttle=AuthThrottle(max_failures=2, window=30, clock=clock))
+def test_authenticate_client_throttles_wrong_keys_only(clock: FakeClock) -> None:
+    """Wrong keys count; missing credentials, malformed headers and stale cookies do not; a
+    throttled address is refused even with the key."""
+    throttle = AuthThrottle(max_failures=2, window=30, clock=clock)
+    authenticator = Authenticator(KEY, clock=clock, cookie_max_age=60, throttle=throttle)
+    expired = authenticator.issue_cookie()
+    clock.advance(60)
     for _ in range(5):
         assert authenticator.authenticate_client("a", {}, {}).reason == "missing credentials"
+        assert authenticator.authenticate_client("a", {"Authorization": "Basic x"}, {}).reason.startswith("malformed")
+        assert authenticator.authenticate_client("a", {}, cookie("forged")).reason == "invalid session cookie"
+        assert authenticator.authenticate_client("a", {}, cookie(expired)).reason == "session expired"
     assert authenticator.authenticate_client("a", bearer(), {}).ok
     assert not authenticator.authenticate_client("a", bearer("x"), {}).ok
-    assert not authenticator.authenticate_client("a", {}, cookie("forged")).ok
+    assert not authenticator.authenticate_client("a", bearer("y"), {}).ok
     refused = authenticator.authenticate_client("a", bearer(), {})
     assert (refused.ok, refused.retry_after) == (False, 30.0)
     assert authenticator.authenticate_client("b", bearer(), {}).ok

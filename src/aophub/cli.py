@@ -97,7 +97,7 @@ def add_network_options(serve: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=Settings.max_auth_failures,
         metavar="N",
-        help="wrong keys or cookies one client address may present per minute (login, WebSocket and RPC "
+        help="wrong access keys one client address may present per minute (login, WebSocket and RPC "
         "together) before it is refused with 429 until the minute has passed (default %(default)s)",
     )
     network.add_argument(

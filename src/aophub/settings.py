@@ -36,7 +36,7 @@ class Settings:
     # "*") whose X-Forwarded-For/-Proto name the client; none by default, so a client cannot pose
     # as another address to the auth throttle.
     forwarded_allow_ips: tuple[str, ...] = ()
-    # Wrong keys or cookies one client address may present per minute before it must wait.
+    # Wrong access keys one client address may present per minute before it must wait.
     max_auth_failures: int = 10
     # Seconds a client has to send a complete request head (WebSocket upgrades included).
     header_timeout: float = 10.0

@@ -16,8 +16,8 @@ in memory until the cookie would have expired anyway; a restart forgets revocati
 acceptable because logout also tells the browser to drop the cookie.
 
 Guessing the key is slowed down per client address on every path (login, WebSocket upgrades,
-RPCs, the session probe) by one shared :class:`AuthThrottle`: after 10 wrong keys or cookies in
-60 s an address is refused (429, ``Retry-After``) until the oldest of them is 60 s old. The client
+RPCs, the session probe) by one shared :class:`AuthThrottle`: after 10 wrong keys in 60 s an
+address is refused (429, ``Retry-After``) until the oldest of them is 60 s old. The client
 address is the TCP peer's, or the forwarded one only from proxies the server is told to trust
 (``aophub serve --forwarded-allow-ips``).
 """
@@ -244,9 +244,11 @@ class Authenticator:
         """:meth:`authenticate` for a request from address ``client``, throttled.
 
         A throttled address is refused without checking its credentials (``retry_after`` says
-        for how long), even if they are right; wrong credentials count as a failure of the
-        address, right ones clear its failures. Presenting none (the browser before login) is not
-        a failure.
+        for how long), even if they are right. A wrong bearer key counts as a failure of the
+        address, right credentials clear its failures. Nothing else counts: no credentials (the
+        browser before login), a malformed header (it cannot match), and a bad, expired or revoked
+        cookie (its HMAC cannot be guessed, and a browser may keep sending an old one after the
+        key changed: counting it would lock its user out of logging in again).
         """
         wait = self.throttle.retry_after(client)
         if wait > 0:
@@ -254,7 +256,7 @@ class Authenticator:
         result = self.authenticate(headers, cookies)
         if result.ok:
             self.throttle.record_success(client)
-        elif result.method:
+        elif result.reason == INVALID_ACCESS_KEY:
             self.throttle.record_failure(client)
         return result
 
