@@ -272,6 +272,35 @@ async def test_above_the_connection_cap_clients_get_503_until_a_slot_frees(tmp_p
         assert (await upgrade_status(hub, AUTHORIZATION))[0] == 101
 
 
+@pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2-mode"])
+async def test_one_address_cannot_hold_more_than_its_share_of_unfinished_heads(tmp_path: Path, http2: bool) -> None:
+    """With --max-pending-heads 3, a fourth connection from an address still sending three heads gets
+    503 at once; another address is served; and once one of them is done the address may connect again.
+
+    Before, one source reconnecting its trickling sockets as fast as the hub closed them kept
+    every slot (2 of 27 real requests served with a hard limit of 1,024 files).
+    """
+    async with (
+        running_hub(tmp_path, http2=http2, max_pending_heads=3, header_timeout=60) as hub,
+        AsyncExitStack() as stack,
+    ):
+        pending = [await stack.enter_async_context(raw_connection(hub)) for _ in range(3)]
+        for _reader, writer in pending:
+            writer.write(b"G")  # a head begun (with --http2: past the HTTP/2 preface sniffing)
+            await writer.drain()
+        async with http_client(hub) as client:
+            refused = await client.get("/health")
+        assert refused.status_code == 503
+        assert "too many unfinished requests from your address" in refused.text
+        async with http_client(hub, NEIGHBOUR) as neighbour:
+            assert (await neighbour.get("/health")).status_code == 200
+        reader, writer = pending[0]
+        writer.write(b"ET /health HTTP/1.1\r\nHost: hub\r\nConnection: close\r\n\r\n")
+        assert (await answer_and_close(reader))[0].startswith(b"HTTP/1.1 200 ")
+        async with http_client(hub) as client:
+            assert (await client.get("/health")).status_code == 200
+
+
 def test_the_connection_cap_leaves_descriptors_for_the_hub() -> None:
     """The cap is --max-connections, but never more than the open-file limit less the reserve."""
     assert ConnectionLimits().capacity(1024) == 1024 - FD_RESERVE
@@ -280,10 +309,10 @@ def test_the_connection_cap_leaves_descriptors_for_the_hub() -> None:
     assert ConnectionLimits().capacity(10) == 1
 
 
-@pytest.mark.parametrize(("header_timeout", "max_connections"), [(0, 0), (-1, 0), (1, -1)])
-def test_connection_limits_refuse_nonsense(header_timeout: float, max_connections: int) -> None:
+@pytest.mark.parametrize(("header_timeout", "max_connections", "max_pending_heads"), [(0, 0, 1), (1, -1, 1), (1, 0, 0)])
+def test_connection_limits_refuse_nonsense(header_timeout: float, max_connections: int, max_pending_heads: int) -> None:
     with pytest.raises(ValueError, match="must"):
-        ConnectionLimits(header_timeout, max_connections)
+        ConnectionLimits(header_timeout, max_connections, max_pending_heads)
 
 
 def test_serve_options_set_the_network_defenses() -> None:
@@ -291,12 +320,12 @@ def test_serve_options_set_the_network_defenses() -> None:
     parser = build_parser()
     defaults = with_network_options(Settings(access_key="k"), parser.parse_args(["serve"]))
     assert (defaults.forwarded_allow_ips, defaults.max_auth_failures) == ((), 10)
-    assert (defaults.header_timeout, defaults.max_connections) == (10.0, 0)
+    assert (defaults.header_timeout, defaults.max_connections, defaults.max_pending_heads) == (10.0, 0, 256)
     argv = ["serve", "--forwarded-allow-ips", "10.0.0.0/8,::1", "--max-auth-failures", "3"]
-    argv += ["--header-timeout", "2.5", "--max-connections", "500"]
+    argv += ["--header-timeout", "2.5", "--max-connections", "500", "--max-pending-heads", "8"]
     chosen = with_network_options(Settings(access_key="k"), parser.parse_args(argv))
     assert (chosen.forwarded_allow_ips, chosen.max_auth_failures) == (("10.0.0.0/8", "::1"), 3)
-    assert (chosen.header_timeout, chosen.max_connections) == (2.5, 500)
+    assert (chosen.header_timeout, chosen.max_connections, chosen.max_pending_heads) == (2.5, 500, 8)
 
 
 @pytest.mark.parametrize(
@@ -306,6 +335,7 @@ def test_serve_options_set_the_network_defenses() -> None:
         ["--header-timeout", "inf"],
         ["--max-connections", "-1"],
         ["--max-auth-failures", "0"],
+        ["--max-pending-heads", "0"],
         ["--forwarded-allow-ips", "proxy"],
     ],
 )

@@ -117,6 +117,14 @@ def add_network_options(serve: argparse.ArgumentParser) -> None:
         f"allows, less {FD_RESERVE} kept for the hub's own files, never more; the hub raises its soft "
         "open-file limit to the hard one at start)",
     )
+    network.add_argument(
+        "--max-pending-heads",
+        type=_positive_int,
+        default=Settings.max_pending_heads,
+        metavar="N",
+        help="connections from one client address (IPv6: one /64) that may be sending their request head at "
+        "once; one more gets 503, so one source cannot hold every slot with slow heads (default %(default)s)",
+    )
 
 
 def _trusted_proxies(text: str) -> tuple[str, ...]:
@@ -154,6 +162,7 @@ def with_network_options(settings: Settings, args: argparse.Namespace) -> Settin
         max_auth_failures=args.max_auth_failures,
         header_timeout=args.header_timeout,
         max_connections=args.max_connections,
+        max_pending_heads=args.max_pending_heads,
     )
 
 

@@ -42,6 +42,8 @@ class Settings:
     header_timeout: float = 10.0
     # Open connections at most; 0: as many as the open-file limit allows (less 64).
     max_connections: int = 0
+    # Connections from one client address (IPv6: one /64) still sending their request head.
+    max_pending_heads: int = 256
 
     @property
     def database(self) -> Path:

@@ -60,6 +60,7 @@ __all__ = [
     "authenticate_request",
     "authorize_websocket",
     "client_address",
+    "client_key",
     "resolve_access_key",
     "trusted_proxies",
 ]
@@ -420,7 +421,7 @@ class AuthThrottle:
         """Seconds until ``client`` may try again; 0.0 when it may try now."""
         if not self._failures:
             return 0.0
-        failures = self._failures.get(_throttled_key(client))
+        failures = self._failures.get(client_key(client))
         if failures is None or len(failures) < self.max_failures:
             return 0.0
         return max(0.0, failures[0] + self.window - self._clock())
@@ -433,7 +434,7 @@ class AuthThrottle:
             stale = [name for name, times in self._failures.items() if now - times[-1] >= self.window]
             for name in stale:
                 del self._failures[name]
-        key = _throttled_key(client)
+        key = client_key(client)
         failures = self._failures.pop(key, None)
         if failures is None:
             failures = deque(maxlen=self.max_failures)
@@ -445,11 +446,12 @@ class AuthThrottle:
     def record_success(self, client: str) -> None:
         """Forget ``client``'s failures after it proved it knows the key."""
         if self._failures:
-            self._failures.pop(_throttled_key(client), None)
+            self._failures.pop(client_key(client), None)
 
 
-def _throttled_key(client: str) -> str:
-    """The address the throttle counts ``client`` as: itself, or its /64 network for IPv6."""
+def client_key(client: str) -> str:
+    """The key one client address counts under (the auth throttle, unfinished request heads):
+    the address itself, IPv4-mapped IPv6 as IPv4, other IPv6 as its /64 network."""
     try:
         address = ipaddress.ip_address(client)
     except ValueError:

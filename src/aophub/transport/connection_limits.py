@@ -17,6 +17,10 @@ The hub serves through guarded subclasses of uvicorn's protocols (:class:`HubCon
   descriptors for the hub's own files, so there is always a descriptor to refuse with; it is read
   at each connection, so raising the limit of a running hub (``prlimit``) raises the cap. At
   start the hub raises its own soft limit to the hard one (:func:`raise_open_file_limit`).
+- **A share per client.** One client address (an IPv6 one by its /64) may have at most
+  ``max_pending_heads`` connections whose request head is not finished (:class:`PendingHeads`);
+  one more is refused like a connection above the cap. So one source cannot take every slot by
+  reconnecting its slow sockets as fast as the header timeout closes them.
 - **No slow bodies after an answer.** A request answered before its body has arrived (a refused
   RPC: the key is checked before the body is read) has its connection closed the same way, as
   the rest of the body cannot matter; otherwise each trickled byte kept the connection alive.
@@ -45,8 +49,11 @@ from uvicorn.protocols.http.zttp_impl import ZttpProtocol
 from uvicorn.protocols.utils import is_ssl
 from uvicorn.server import ServerState
 
+from aophub.transport.auth import client_key
+
 __all__ = [
     "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_MAX_PENDING_HEADS",
     "FD_RESERVE",
     "REFUSAL_LINGER",
     "ConnectionLimits",
@@ -55,6 +62,7 @@ __all__ = [
     "GuardedZttpProtocol",
     "HeadDeadline",
     "HubConfig",
+    "PendingHeads",
     "close_after_answer",
     "open_file_limit",
     "raise_open_file_limit",
@@ -64,6 +72,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_HEADER_TIMEOUT = 10.0
+# Above what one client's burst of new connections needs (the bench opens 100 at once).
+DEFAULT_MAX_PENDING_HEADS = 256
 # File descriptors kept for the hub itself (database, logs, the tools' files and pipes).
 FD_RESERVE = 64
 # Seconds a refused connection is read (and what it sends dropped) before it is closed.
@@ -75,16 +85,20 @@ REFUSAL_LOG_INTERVAL = 60.0
 @dataclass(frozen=True)
 class ConnectionLimits:
     """``header_timeout`` seconds for each request head; at most ``max_connections`` open (0: as
-    many as the open-file limit allows)."""
+    many as the open-file limit allows), of which ``max_pending_heads`` per client address may be
+    waiting for their request head."""
 
     header_timeout: float = DEFAULT_HEADER_TIMEOUT
     max_connections: int = 0
+    max_pending_heads: int = DEFAULT_MAX_PENDING_HEADS
 
     def __post_init__(self) -> None:
         if self.header_timeout <= 0:
             raise ValueError("header_timeout must be positive")
         if self.max_connections < 0:
             raise ValueError("max_connections must not be negative")
+        if self.max_pending_heads <= 0:
+            raise ValueError("max_pending_heads must be positive")
 
     def capacity(self, open_files: int) -> int:
         """The connection cap when the process may open ``open_files`` descriptors."""
@@ -112,16 +126,44 @@ def open_file_limit() -> int:
     return soft if soft != resource.RLIM_INFINITY else 1 << 30
 
 
+class PendingHeads:
+    """How many connections of each client (:func:`~aophub.transport.auth.client_key`) are waiting
+    for a request head. Every :meth:`add` is matched by one :meth:`remove`."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"<PendingHeads clients={len(self._counts)} connections={sum(self._counts.values())}>"
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def count(self, client: str) -> int:
+        return self._counts.get(client, 0)
+
+    def add(self, client: str) -> None:
+        self._counts[client] = self._counts.get(client, 0) + 1
+
+    def remove(self, client: str) -> None:
+        left = self._counts[client] - 1
+        if left:
+            self._counts[client] = left
+        else:
+            del self._counts[client]
+
+
 class HubConfig(uvicorn.Config):
     """uvicorn's configuration plus the hub's :class:`ConnectionLimits`, and the guarded protocols.
 
     uvicorn insists on ``http="zttp"`` for HTTP/2, so the ``--http2`` protocol is swapped for its
-    guarded subclass once loaded.
+    guarded subclass once loaded. ``pending_heads`` is shared by the server's connections.
     """
 
     def __init__(self, app: Any, *, limits: ConnectionLimits, **options: Any) -> None:
         super().__init__(app, **options)
         self.limits = limits
+        self.pending_heads = PendingHeads()
 
     def load(self) -> None:
         super().load()
@@ -144,17 +186,34 @@ def _peer(transport: asyncio.BaseTransport) -> str:
     return f"{address[0]}:{address[1]}" if isinstance(address, tuple) else "unknown"
 
 
-def _limits(config: uvicorn.Config) -> ConnectionLimits:
-    return config.limits if isinstance(config, HubConfig) else ConnectionLimits()
+def _client(transport: asyncio.BaseTransport) -> str:
+    """The key the connection's peer counts under in :class:`PendingHeads`."""
+    address = transport.get_extra_info("peername")
+    return client_key(address[0]) if isinstance(address, tuple) else "unknown"
+
+
+# For protocols run under a plain uvicorn.Config (not the hub's).
+_DEFAULT_PENDING_HEADS = PendingHeads()
+
+
+def _limits(config: uvicorn.Config) -> tuple[ConnectionLimits, PendingHeads]:
+    if isinstance(config, HubConfig):
+        return config.limits, config.pending_heads
+    return ConnectionLimits(), _DEFAULT_PENDING_HEADS
 
 
 class HeadDeadline:
-    """The clock of one connection's request head: 408 and close unless stopped in time."""
+    """The clock of one connection's request head: 408 and close unless stopped in time. While it
+    runs, the connection counts among its client's :class:`PendingHeads`."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, transport: asyncio.Transport, timeout: float) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, transport: asyncio.Transport, timeout: float, pending: PendingHeads
+    ) -> None:
         self._loop = loop
         self._transport = transport
         self._timeout = timeout
+        self._pending = pending
+        self._client = _client(transport)
         self._timer: asyncio.TimerHandle | None = None
 
     def __repr__(self) -> str:
@@ -164,14 +223,17 @@ class HeadDeadline:
         """Start the clock, unless it is already running."""
         if self._timer is None:
             self._timer = self._loop.call_later(self._timeout, self._expired)
+            self._pending.add(self._client)
 
     def stop(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+            self._pending.remove(self._client)
 
     def _expired(self) -> None:
         self._timer = None
+        self._pending.remove(self._client)
         if self._transport.is_closing():
             return
         log.debug("closed %s: no complete request head within %g s", _peer(self._transport), self._timeout)
@@ -189,26 +251,31 @@ class _Refusals:
 
 
 def refused_above_cap(
-    loop: asyncio.AbstractEventLoop, transport: asyncio.Transport, open_connections: int, limits: ConnectionLimits
+    loop: asyncio.AbstractEventLoop,
+    transport: asyncio.Transport,
+    open_connections: int,
+    limits: ConnectionLimits,
+    pending: PendingHeads,
 ) -> bool:
-    """Whether a new connection is one too many (``open_connections`` counts it); if so, refuse it:
-    503 at once, end of our side, close after :data:`REFUSAL_LINGER` seconds. The caller drops
-    what the client sends meanwhile, so the client reads the answer instead of a reset."""
+    """Whether a new connection is one too many (``open_connections`` counts it), or its client
+    already has ``max_pending_heads`` connections waiting for a head; if so, refuse it: 503 at
+    once, end of our side, close after :data:`REFUSAL_LINGER` seconds. The caller drops what the
+    client sends meanwhile, so the client reads the answer instead of a reset."""
     capacity = limits.capacity(open_file_limit())
-    if open_connections <= capacity:
+    if open_connections > capacity:
+        why = f"{open_connections - 1} open, the cap is {capacity} (--max-connections)"
+        message = "Service Unavailable: too many connections; retry later"
+    elif pending.count(_client(transport)) >= limits.max_pending_heads:
+        why = f"its address has {limits.max_pending_heads} unfinished request heads (--max-pending-heads)"
+        message = "Service Unavailable: too many unfinished requests from your address; retry later"
+    else:
         return False
     _Refusals.count += 1
     now = time.monotonic()
     if now - _Refusals.logged_at >= REFUSAL_LOG_INTERVAL:
-        log.warning(
-            "refused %d connection(s) with 503 (latest from %s): %d open, the cap is %d (--max-connections)",
-            _Refusals.count,
-            _peer(transport),
-            open_connections - 1,
-            capacity,
-        )
+        log.warning("refused %d connection(s) with 503; the latest from %s: %s", _Refusals.count, _peer(transport), why)
         _Refusals.count, _Refusals.logged_at = 0, now
-    transport.write(_plain_response(503, "Service Unavailable: too many connections; retry later"))
+    transport.write(_plain_response(503, message))
     close_after_answer(loop, transport)
     return True
 
@@ -236,7 +303,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
-        self.limits = _limits(config)
+        self.limits, self.pending_heads = _limits(config)
         # Refused, or answered with its body still coming: reads are dropped until the close.
         self.draining = False
         self.head_deadline: HeadDeadline | None = None
@@ -246,9 +313,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.draining = refused_above_cap(self.loop, transport, len(self.connections), self.limits)
+        self.draining = refused_above_cap(self.loop, transport, len(self.connections), self.limits, self.pending_heads)
         if not self.draining:
-            self.head_deadline = HeadDeadline(self.loop, transport, self.limits.header_timeout)
+            self.head_deadline = HeadDeadline(self.loop, transport, self.limits.header_timeout, self.pending_heads)
             self.head_deadline.start()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -281,7 +348,9 @@ class GuardedZttpProtocol(ZttpProtocol):
     """uvicorn's zttp HTTP/1.1 (``--http2``'s) with the head deadline.
 
     zttp tells no "message begin": the head's clock starts when the connection opens and when a
-    response completes, and stops when the request reaches the application or upgrades.
+    response completes, and stops when the request reaches the application or upgrades. (So an
+    idle kept-alive connection counts as waiting for a head here, until uvicorn's keep-alive
+    timeout closes it.)
     """
 
     def __init__(
@@ -292,7 +361,7 @@ class GuardedZttpProtocol(ZttpProtocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
-        self.limits = _limits(config)
+        self.limits, self.pending_heads = _limits(config)
         # Answered with its body still coming: reads are dropped until the close.
         self.draining = False
         self.head_deadline: HeadDeadline | None = None
@@ -315,7 +384,7 @@ class GuardedZttpProtocol(ZttpProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.head_deadline = HeadDeadline(self.loop, transport, self.limits.header_timeout)
+        self.head_deadline = HeadDeadline(self.loop, transport, self.limits.header_timeout, self.pending_heads)
         self.head_deadline.start()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -352,25 +421,42 @@ class GuardedAutoZttpProtocol(AutoZttpProtocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
-        self.limits = _limits(config)
+        self.limits, self.pending_heads = _limits(config)
         self.draining = False
+        # Counted among its client's pending heads while it waits for its first bytes.
+        self.sniffing: str | None = None
 
     def __repr__(self) -> str:
         return f"<GuardedAutoZttpProtocol draining={self.draining}>"
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if not is_ssl(transport):  # over TLS the protocol is chosen at once, and counts itself
-            self.draining = refused_above_cap(self.loop, transport, len(self.connections), self.limits)
-            if self.draining and self.timeout_task is not None:
+        if is_ssl(transport):  # the protocol is chosen at once, and guards itself
+            return
+        self.draining = refused_above_cap(self.loop, transport, len(self.connections), self.limits, self.pending_heads)
+        if self.draining:
+            if self.timeout_task is not None:
                 self.timeout_task.cancel()
                 self.timeout_task = None
+            return
+        self.sniffing = _client(transport)
+        self.pending_heads.add(self.sniffing)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._sniffed()
+        super().connection_lost(exc)
+
+    def _sniffed(self) -> None:
+        if self.sniffing is not None:
+            self.pending_heads.remove(self.sniffing)
+            self.sniffing = None
 
     def data_received(self, data: bytes) -> None:
         if not self.draining:
             super().data_received(data)
 
     def _switch(self, http2: bool, initial_data: bytes = b"") -> None:
+        self._sniffed()
         protocol_class: type[asyncio.Protocol] = ZttpH2Protocol if http2 else GuardedZttpProtocol
         protocol = protocol_class(  # type: ignore[call-arg]
             config=self.config, server_state=self.server_state, app_state=self.app_state, _loop=self.loop

@@ -66,7 +66,7 @@ def server_config(
     """
     return HubConfig(
         app,
-        limits=ConnectionLimits(settings.header_timeout, settings.max_connections),
+        limits=ConnectionLimits(settings.header_timeout, settings.max_connections, settings.max_pending_heads),
         host=settings.host,
         port=settings.port,
         # zttp serves HTTP/1.1 and, on the same port, HTTP/2 with prior knowledge (h2c).
