@@ -293,7 +293,8 @@ class Authenticator:
         request's own origin, built from ``host`` (the Host header) and ``scheme`` (http, https,
         ws or wss; ws/wss map to http/https), with default ports normalised, or be listed in
         ``allowed_origins``. Behind a TLS-terminating proxy the server must see the real scheme
-        (uvicorn ``--proxy-headers``), or the browser origin must be listed.
+        (``aophub serve --forwarded-allow-ips`` naming the proxy), or the browser origin must be
+        listed.
         """
         if origin is None:
             return True
