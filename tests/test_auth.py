@@ -27,10 +27,11 @@ from aophub.transport.auth import (
     AccessKey,
     Authenticator,
     AuthResult,
-    LoginThrottle,
+    AuthThrottle,
     auth_routes,
     authorize_websocket,
     resolve_access_key,
+    trusted_proxies,
 )
 
 KEY = "correct-horse-battery-staple"
@@ -410,7 +411,7 @@ async def test_login_throttle_answers_429_until_the_window_passes(routes_app: St
 
 def test_throttle_forgets_old_failures_and_successes(clock: FakeClock) -> None:
     """Failures older than the window stop counting, and a success clears them."""
-    throttle = LoginThrottle(max_failures=2, window=10, clock=clock)
+    throttle = AuthThrottle(max_failures=2, window=10, clock=clock)
     throttle.record_failure("a")
     clock.advance(10)
     throttle.record_failure("a")
@@ -559,3 +560,79 @@ async def test_upgrade_with_expired_cookie_is_401(
     refusal = await refused(hub_port, headers, origin=f"http://127.0.0.1:{hub_port}")
     assert refusal.response.status_code == 401
     assert json_body(refusal)["error"]["message"] == "session expired"
+
+
+def test_throttle_remembers_a_bounded_number_of_addresses(clock: FakeClock) -> None:
+    """Beyond max_clients addresses, the one whose last failure is oldest is forgotten first."""
+    throttle = AuthThrottle(max_failures=1, window=60, max_clients=3, clock=clock)
+    for client in ("a", "b", "c"):
+        throttle.record_failure(client)
+        clock.advance(1)
+    throttle.record_failure("a")  # a is now the most recent; b the oldest
+    throttle.record_failure("d")
+    assert "clients=3" in repr(throttle)
+    assert [throttle.retry_after(client) > 0 for client in ("a", "b", "c", "d")] == [True, False, True, True]
+
+
+def test_throttle_counts_an_ipv6_client_by_its_64_network(clock: FakeClock) -> None:
+    """Addresses of one /64 share a count (one host usually has the whole network); IPv4-mapped ones are IPv4."""
+    throttle = AuthThrottle(max_failures=2, window=60, clock=clock)
+    throttle.record_failure("2001:db8:1:2::1")
+    throttle.record_failure("2001:db8:1:2:ffff::9")
+    assert throttle.retry_after("2001:db8:1:2::abcd") == 60.0
+    assert throttle.retry_after("2001:db8:1:3::1") == 0.0
+    throttle.record_failure("::ffff:192.0.2.1")
+    throttle.record_failure("192.0.2.1")
+    assert throttle.retry_after("192.0.2.1") == 60.0
+
+
+def test_authenticate_client_throttles_wrong_keys_only(clock: FakeClock) -> None:
+    """Wrong keys count; missing credentials, malformed headers and stale cookies do not; a
+    throttled address is refused even with the key."""
+    throttle = AuthThrottle(max_failures=2, window=30, clock=clock)
+    authenticator = Authenticator(KEY, clock=clock, cookie_max_age=60, throttle=throttle)
+    expired = authenticator.issue_cookie()
+    clock.advance(60)
+    for _ in range(5):
+        assert authenticator.authenticate_client("a", {}, {}).reason == "missing credentials"
+        assert authenticator.authenticate_client("a", {"Authorization": "Basic x"}, {}).reason.startswith("malformed")
+        assert authenticator.authenticate_client("a", {}, cookie("forged")).reason == "invalid session cookie"
+        assert authenticator.authenticate_client("a", {}, cookie(expired)).reason == "session expired"
+    assert authenticator.authenticate_client("a", bearer(), {}).ok
+    assert not authenticator.authenticate_client("a", bearer("x"), {}).ok
+    assert not authenticator.authenticate_client("a", bearer("y"), {}).ok
+    refused = authenticator.authenticate_client("a", bearer(), {})
+    assert (refused.ok, refused.retry_after) == (False, 30.0)
+    assert authenticator.authenticate_client("b", bearer(), {}).ok
+    clock.advance(30)
+    assert authenticator.authenticate_client("a", bearer(), {}).ok
+    assert "clients=0" in repr(authenticator.throttle)
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [("127.0.0.1", ("127.0.0.1",)), (" 10.0.0.0/8, ::1 ", ("10.0.0.0/8", "::1")), ("*", ("*",))],
+)
+def test_trusted_proxies_parses_addresses_and_networks(text: str, parsed: tuple[str, ...]) -> None:
+    assert trusted_proxies(text) == parsed
+
+
+@pytest.mark.parametrize("text", ["", " , ", "proxy.example", "10.0.0.0/33"])
+def test_trusted_proxies_refuses_anything_else(text: str) -> None:
+    with pytest.raises(ValueError, match="IP address"):
+        trusted_proxies(text)
+
+
+async def test_a_login_body_that_does_not_arrive_in_time_is_408(authenticator: Authenticator) -> None:
+    """An unauthenticated client cannot hold the login route by trickling its body."""
+    app = Starlette(routes=auth_routes(authenticator, login_body_timeout=0.2))
+    never = asyncio.Event()
+
+    async def stalled_body() -> AsyncIterator[bytes]:
+        yield b'{"token": "'
+        await never.wait()
+
+    async with client_for(app) as client:
+        response = await client.post("/api/auth/login", content=stalled_body())
+    assert response.status_code == 408
+    assert response.json()["error"] == {"code": "deadline_exceeded", "message": "login body not received within 0.2 s"}

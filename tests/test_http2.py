@@ -27,6 +27,7 @@ from websockets.sync.client import connect as connect_sync
 
 from aop import chat_pb2
 from aophub.settings import Settings
+from aophub.transport.connection_limits import GuardedAutoZttpProtocol, GuardedHttpToolsProtocol
 from aophub.transport.server import listening_banner, server_config
 from aophub.v1 import session_connect, session_pb2, system_connect, system_pb2
 
@@ -213,11 +214,17 @@ def test_sigterm_with_open_grpc_and_websocket_connections_exits_cleanly(tmp_path
 
 
 def test_server_config_switches_to_zttp_only_for_http2(tmp_path: Path) -> None:
-    """Default: uvicorn's HTTP/1.1 stack; --http2: the zttp protocol (HTTP/1.1 and h2c); hub settings either way."""
+    """Default: uvicorn's HTTP/1.1 stack; --http2: the zttp protocol (HTTP/1.1 and h2c); hub settings either way.
+
+    Both guarded by the hub's connection limits (tests/test_network_defenses.py).
+    """
     settings = Settings(access_key="k", data_dir=tmp_path, port=0, max_frame_bytes=1234)
     app = Starlette()
     plain, both = server_config(app, settings), server_config(app, settings, http2=True)
-    assert (plain.http, plain.http2, both.http, both.http2) == ("auto", False, "zttp", True)
+    assert (plain.http, plain.http2, both.http, both.http2) == (GuardedHttpToolsProtocol, False, "zttp", True)
+    plain.load()
+    both.load()
+    assert (plain.http_protocol_class, both.http_protocol_class) == (GuardedHttpToolsProtocol, GuardedAutoZttpProtocol)
     for config in (plain, both):
         assert (config.ws_max_size, config.lifespan) == (1234, "on")
         assert (config.ws_ping_interval, config.ws_ping_timeout) == (

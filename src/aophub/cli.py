@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import logging
 import logging.config
 import os
 import shlex
@@ -26,7 +28,8 @@ from aophub.settings import (
     Settings,
 )
 from aophub.transport.app import create_app
-from aophub.transport.auth import AccessKey, read_token_file, resolve_access_key
+from aophub.transport.auth import AccessKey, read_token_file, resolve_access_key, trusted_proxies
+from aophub.transport.connection_limits import FD_RESERVE
 from aophub.transport.server import DEFAULT_SHUTDOWN_TIMEOUT, ListenError
 from aophub.transport.server import serve as run_server
 from aophub.version import VERSION
@@ -125,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also serve HTTP/2 cleartext (prior knowledge) on the same port, for gRPC clients",
     )
     _add_lifecycle_options(serve)
+    add_network_options(serve)
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
@@ -238,6 +242,92 @@ def _lock(data_dir: Path, command: str) -> DataDirLock | None:
     return None
 
 
+def add_network_options(serve: argparse.ArgumentParser) -> None:
+    """``aophub serve``'s network defenses (README "Network defenses")."""
+    network = serve.add_argument_group("network defenses")
+    network.add_argument(
+        "--forwarded-allow-ips",
+        type=_trusted_proxies,
+        default=(),
+        metavar="IPS",
+        help="reverse proxies (comma-separated IP addresses or networks, or *) whose X-Forwarded-For and "
+        "X-Forwarded-Proto name the client; default none: the TCP peer is the client, so failed-login "
+        "throttling cannot be dodged by forging the header",
+    )
+    network.add_argument(
+        "--max-auth-failures",
+        type=_positive_int,
+        default=Settings.max_auth_failures,
+        metavar="N",
+        help="wrong access keys one client address may present per minute (login, WebSocket and RPC "
+        "together) before it is refused with 429 until the minute has passed (default %(default)s)",
+    )
+    network.add_argument(
+        "--header-timeout",
+        type=_positive_float,
+        default=Settings.header_timeout,
+        metavar="SECONDS",
+        help="time a client has to send a complete request head, WebSocket upgrades included; a slower one "
+        "gets 408 and is disconnected (default %(default)s)",
+    )
+    network.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=0,
+        metavar="N",
+        help="open connections at most; one above it gets 503 (default: as many as the open-file limit "
+        f"allows, less {FD_RESERVE} kept for the hub's own files, never more; the hub raises its soft "
+        "open-file limit to the hard one at start)",
+    )
+    network.add_argument(
+        "--max-pending-heads",
+        type=_positive_int,
+        default=Settings.max_pending_heads,
+        metavar="N",
+        help="connections from one client address (IPv6: one /64) that may be sending their request head at "
+        "once; one more gets 503, so one source cannot hold every slot with slow heads (default %(default)s)",
+    )
+
+
+def _trusted_proxies(text: str) -> tuple[str, ...]:
+    try:
+        return trusted_proxies(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def with_network_options(settings: Settings, args: argparse.Namespace) -> Settings:
+    """``settings`` with what :func:`add_network_options` parsed."""
+    return dataclasses.replace(
+        settings,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+        max_auth_failures=args.max_auth_failures,
+        header_timeout=args.header_timeout,
+        max_connections=args.max_connections,
+        max_pending_heads=args.max_pending_heads,
+    )
+
+
 def serve(args: argparse.Namespace) -> int:
     lock = _lock(args.data_dir, "aophub")
     if lock is None:
@@ -268,6 +358,7 @@ def serve(args: argparse.Namespace) -> int:
         outbound_stall_seconds=args.outbound_stall_seconds,
         max_watches_per_connection=args.max_watches,
     )
+    settings = with_network_options(settings, args)
     if key.source in ("generated", "file"):
         where = args.data_dir / "access_key"
         shown = f"  access key: {key.value}  ({'new, ' if key.source == 'generated' else ''}stored in {where})"

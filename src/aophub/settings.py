@@ -63,6 +63,18 @@ class Settings:
     max_outbound_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES
     outbound_stall_seconds: float = DEFAULT_OUTBOUND_STALL_SECONDS
     max_watches_per_connection: int = DEFAULT_MAX_WATCHES_PER_CONNECTION
+    # Network defenses (README "Network defenses"). Reverse proxies (IP addresses or networks, or
+    # "*") whose X-Forwarded-For/-Proto name the client; none by default, so a client cannot pose
+    # as another address to the auth throttle.
+    forwarded_allow_ips: tuple[str, ...] = ()
+    # Wrong access keys one client address may present per minute before it must wait.
+    max_auth_failures: int = 10
+    # Seconds a client has to send a complete request head (WebSocket upgrades included).
+    header_timeout: float = 10.0
+    # Open connections at most; 0: as many as the open-file limit allows (less 64).
+    max_connections: int = 0
+    # Connections from one client address (IPv6: one /64) still sending their request head.
+    max_pending_heads: int = 256
 
     @property
     def database(self) -> Path:

@@ -20,6 +20,7 @@ import uvicorn
 
 from aophub.settings import Settings
 from aophub.transport.app import Runtime, create_app
+from aophub.transport.server import server_config
 
 __all__ = ["TOKEN", "HubProcess", "RunningHub", "running_hub"]
 
@@ -63,27 +64,19 @@ class RunningHub:
 
 @contextlib.asynccontextmanager
 async def running_hub(
-    data_dir: Path, *, send_buffer: int | None = None, **overrides: object
+    data_dir: Path, *, send_buffer: int | None = None, http2: bool = False, **overrides: object
 ) -> AsyncIterator[RunningHub]:
     """Serve a hub on 127.0.0.1 with an ephemeral port until the block exits.
 
+    The server is configured by ``aophub.transport.server.server_config``, as ``aophub serve`` is
+    (``http2``: as ``aophub serve --http2``).
     ``overrides`` replace :class:`Settings` fields. ``send_buffer`` fixes the kernel send buffer
     (SO_SNDBUF) of every accepted connection, so that a slow client's backpressure reaches the
     hub after kilobytes instead of the megabytes loopback TCP would otherwise absorb.
     """
     settings = replace(Settings(access_key=TOKEN, data_dir=data_dir, port=0, echo_delay=0.001), **overrides)  # type: ignore[arg-type]
     app = create_app(settings)
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=settings.port,
-        ws_max_size=settings.max_frame_bytes,
-        ws_ping_interval=settings.ws_ping_interval,
-        ws_ping_timeout=settings.ws_ping_timeout,
-        log_level="warning",
-        lifespan="on",
-    )
-    server = _Server(config)
+    server = _Server(server_config(app, settings, http2=http2, log_level="warning", log_format=None))
     listeners = []
     if send_buffer is not None:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -22,7 +22,7 @@ from starlette.datastructures import Headers
 from aophub.protocol.error_mapping import INTERNAL_MESSAGE, to_connect_code
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import StoreError
-from aophub.transport.auth import Authenticator
+from aophub.transport.auth import Authenticator, retry_after_header
 
 __all__ = ["AuthInterceptor", "ErrorInterceptor"]
 
@@ -41,8 +41,19 @@ def _cookies(header: str) -> dict[str, str]:
     return {name: morsel.value for name, morsel in jar.items()}
 
 
+def _client_host(client_address: str | None) -> str:
+    """The host of connectrpc's ``"host:port"`` client address (IPv6 hosts contain colons)."""
+    if client_address is None:
+        return "unknown"
+    return client_address.rpartition(":")[0].strip("[]") or client_address
+
+
 class AuthInterceptor:
-    """Refuses a call without a valid bearer key or session cookie (``unauthenticated``)."""
+    """Refuses a call without a valid bearer key or session cookie (``unauthenticated``).
+
+    The client's address shares the authenticator's throttle with the other paths: a throttled
+    address gets ``resource_exhausted`` with a ``Retry-After`` header.
+    """
 
     def __init__(self, authenticator: Authenticator) -> None:
         self._authenticator = authenticator
@@ -55,7 +66,11 @@ class AuthInterceptor:
         # Every value of a repeated header (connectrpc's Headers.items() keeps only the first), so that
         # two Authorization headers are refused here as on the WebSocket endpoints.
         everything = Headers(raw=[(name.encode(), value.encode()) for name, value in headers.allitems()])
-        result = self._authenticator.authenticate(everything, _cookies(headers.get("cookie", "")))
+        client = _client_host(ctx.client_address)
+        result = self._authenticator.authenticate_client(client, everything, _cookies(headers.get("cookie", "")))
+        if result.retry_after > 0:
+            ctx.response_headers["retry-after"] = retry_after_header(result.retry_after)
+            raise ConnectError(ConnectCode.RESOURCE_EXHAUSTED, result.reason)
         if result.ok and result.method == "cookie":
             origin, host = headers.get("origin"), headers.get("host")
             same_site = any(self._authenticator.origin_allowed(origin, host, scheme) for scheme in ("http", "https"))

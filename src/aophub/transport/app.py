@@ -34,7 +34,7 @@ from aophub.rpc.sessions import SessionServiceImpl
 from aophub.settings import Settings
 from aophub.store.sqlite import SQLiteStore
 from aophub.transport.application_ws import ConnectionLimits, serve_application
-from aophub.transport.auth import Authenticator, auth_routes
+from aophub.transport.auth import Authenticator, AuthThrottle, auth_routes
 from aophub.transport.node_ws import serve_node
 from aophub.v1 import (
     agent_connect,
@@ -77,7 +77,11 @@ async def health(_request: Request) -> JSONResponse:
 
 def create_app(settings: Settings) -> Starlette:
     """Build the hub's ASGI application for ``settings``."""
-    authenticator = Authenticator(settings.access_key, allowed_origins=settings.allowed_origins)
+    authenticator = Authenticator(
+        settings.access_key,
+        allowed_origins=settings.allowed_origins,
+        throttle=AuthThrottle(max_failures=settings.max_auth_failures, window=60.0),
+    )
     namespaces: NamespaceRouter[NamespaceHandler] = NamespaceRouter()
     # Built here without I/O (the config file aside, so a bad one fails at once); opened in the lifespan.
     config = ConfigStore(settings.data_dir)

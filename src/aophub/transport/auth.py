@@ -4,7 +4,7 @@ The hub has one shared access key (AOP.md section 1). A client proves it knows t
 with ``Authorization: Bearer <key>`` on every request / WebSocket upgrade, or, in a browser, by
 logging in once (``POST /api/auth/login``) and then presenting the ``aophub_session`` cookie.
 
-The pure logic (:func:`resolve_access_key`, :class:`Authenticator`, :class:`LoginThrottle`)
+The pure logic (:func:`resolve_access_key`, :class:`Authenticator`, :class:`AuthThrottle`)
 takes decoded inputs and an injected clock; the Starlette glue (:func:`auth_routes`,
 :func:`authorize_websocket`, :func:`authenticate_request`) only moves values between requests
 and that logic.
@@ -14,13 +14,21 @@ HMAC-SHA256 over ``v1.<expiry>.<nonce>`` with a key derived from the access key.
 hub restart and all become invalid when the access key changes. Logout revokes a cookie's nonce
 in memory until the cookie would have expired anyway; a restart forgets revocations, which is
 acceptable because logout also tells the browser to drop the cookie.
+
+Guessing the key is slowed down per client address on every path (login, WebSocket upgrades,
+RPCs, the session probe) by one shared :class:`AuthThrottle`: after 10 wrong keys in 60 s an
+address is refused (429, ``Retry-After``) until the oldest of them is 60 s old. The client
+address is the TCP peer's, or the forwarded one only from proxies the server is told to trust
+(``aophub serve --forwarded-allow-ips``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
+import ipaddress
 import json
 import math
 import os
@@ -46,13 +54,16 @@ __all__ = [
     "SESSION_COOKIE",
     "AccessKey",
     "AuthResult",
+    "AuthThrottle",
     "Authenticator",
-    "LoginThrottle",
     "auth_routes",
     "authenticate_request",
     "authorize_websocket",
+    "client_address",
+    "client_key",
     "read_token_file",
     "resolve_access_key",
+    "trusted_proxies",
 ]
 
 ACCESS_KEY_ENV = "AOPHUB_TOKEN"
@@ -68,6 +79,7 @@ SESSION_EXPIRED = "session expired"
 SESSION_REVOKED = "session revoked"
 CROSS_ORIGIN_UPGRADE = "cross-origin WebSocket upgrade refused"
 CROSS_ORIGIN_REQUEST = "cross-origin request refused"
+TOO_MANY_FAILURES = "too many failed authentications from this address; retry later"
 
 # A key travels in an HTTP header, so it must be visible ASCII without spaces.
 _KEY_PATTERN = re.compile(r"[\x21-\x7e]+")
@@ -76,6 +88,8 @@ _COOKIE_KEY_LABEL = b"aophub session cookie v1"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _REQUEST_SCHEMES = {"http": "http", "https": "https", "ws": "http", "wss": "https"}
 _MAX_LOGIN_BODY = 4096
+# Seconds a login request's body may take to arrive (it is read before anyone is authenticated).
+LOGIN_BODY_TIMEOUT = 10.0
 
 Origin: TypeAlias = tuple[str, str, int | None]
 
@@ -168,12 +182,14 @@ class AuthResult:
 
     ``method`` names the credential that decided the outcome ("bearer" or "cookie"), or is ""
     when none was presented. ``reason`` is empty on success and plain English on failure,
-    fit to send back to the client.
+    fit to send back to the client. ``retry_after`` is positive when the client's address was
+    refused by the throttle without its credentials being checked: seconds until it may retry.
     """
 
     ok: bool
     method: Literal["bearer", "cookie", ""]
     reason: str = ""
+    retry_after: float = 0.0
 
 
 class Authenticator:
@@ -182,6 +198,8 @@ class Authenticator:
     ``clock`` returns Unix time in seconds (cookie expiry); ``allowed_origins`` lists extra
     browser origins (``scheme://host[:port]``) trusted to open cookie-authenticated WebSockets,
     e.g. a development server in front of the hub. Revocations live in memory only.
+    ``throttle`` (default: 10 failures per 60 s on ``clock``) slows down guessing in
+    :meth:`authenticate_client`; the login route shares it.
     """
 
     def __init__(
@@ -191,6 +209,7 @@ class Authenticator:
         clock: Callable[[], float] = time.time,
         cookie_max_age: int = DEFAULT_COOKIE_MAX_AGE,
         allowed_origins: Sequence[str] = (),
+        throttle: AuthThrottle | None = None,
     ) -> None:
         if not key:
             raise ValueError("the access key is empty")
@@ -202,6 +221,7 @@ class Authenticator:
         self.cookie_max_age = cookie_max_age
         self._allowed_origins = frozenset(_parse_allowed_origin(origin) for origin in allowed_origins)
         self._revoked: dict[str, int] = {}
+        self.throttle = throttle if throttle is not None else AuthThrottle(clock=clock)
 
     def __repr__(self) -> str:
         origins = sorted(_format_origin(origin) for origin in self._allowed_origins)
@@ -212,7 +232,7 @@ class Authenticator:
 
     @property
     def clock(self) -> Callable[[], float]:
-        """The clock this authenticator reads; the login throttle shares it by default."""
+        """The clock this authenticator reads; its default throttle shares it."""
         return self._clock
 
     def check_key(self, candidate: str) -> bool:
@@ -236,6 +256,26 @@ class Authenticator:
         if cookie is None:
             return AuthResult(ok=False, method="", reason=MISSING_CREDENTIALS)
         return self._check_cookie(cookie)
+
+    def authenticate_client(self, client: str, headers: Mapping[str, str], cookies: Mapping[str, str]) -> AuthResult:
+        """:meth:`authenticate` for a request from address ``client``, throttled.
+
+        A throttled address is refused without checking its credentials (``retry_after`` says
+        for how long), even if they are right. A wrong bearer key counts as a failure of the
+        address, right credentials clear its failures. Nothing else counts: no credentials (the
+        browser before login), a malformed header (it cannot match), and a bad, expired or revoked
+        cookie (its HMAC cannot be guessed, and a browser may keep sending an old one after the
+        key changed: counting it would lock its user out of logging in again).
+        """
+        wait = self.throttle.retry_after(client)
+        if wait > 0:
+            return AuthResult(ok=False, method="", reason=TOO_MANY_FAILURES, retry_after=wait)
+        result = self.authenticate(headers, cookies)
+        if result.ok:
+            self.throttle.record_success(client)
+        elif result.reason == INVALID_ACCESS_KEY:
+            self.throttle.record_failure(client)
+        return result
 
     def issue_cookie(self) -> str:
         """A new signed session cookie value, valid for ``cookie_max_age`` seconds from now."""
@@ -269,7 +309,8 @@ class Authenticator:
         request's own origin, built from ``host`` (the Host header) and ``scheme`` (http, https,
         ws or wss; ws/wss map to http/https), with default ports normalised, or be listed in
         ``allowed_origins``. Behind a TLS-terminating proxy the server must see the real scheme
-        (uvicorn ``--proxy-headers``), or the browser origin must be listed.
+        (``aophub serve --forwarded-allow-ips`` naming the proxy), or the browser origin must be
+        listed.
         """
         if origin is None:
             return True
@@ -360,45 +401,101 @@ def _format_origin(origin: Origin) -> str:
 # -- the login throttle -----------------------------------------------------------------------
 
 
-class LoginThrottle:
-    """Slows down guessing: after ``max_failures`` failed logins from one client address within
-    ``window`` seconds, that address is refused until the oldest of those failures is
-    ``window`` seconds old. Behind a reverse proxy all clients share the proxy's address unless
-    the server trusts forwarded headers (uvicorn ``--proxy-headers``).
+class AuthThrottle:
+    """Slows down guessing the access key, per client address.
+
+    After ``max_failures`` failed authentications from one address within ``window`` seconds,
+    that address is refused until the oldest of those failures is ``window`` seconds old. An
+    IPv6 address counts as its /64 network (what one host is usually given). At most
+    ``max_clients`` addresses are remembered: beyond that, the one whose last failure is oldest
+    is forgotten, so memory stays bounded whatever addresses an attacker uses. Behind a reverse
+    proxy all clients share the proxy's address unless the server trusts its forwarded headers
+    (``aophub serve --forwarded-allow-ips``).
     """
 
-    def __init__(self, *, max_failures: int = 10, window: float = 60.0, clock: Callable[[], float] = time.time) -> None:
-        if max_failures <= 0 or window <= 0:
-            raise ValueError("max_failures and window must be positive")
+    def __init__(
+        self,
+        *,
+        max_failures: int = 10,
+        window: float = 60.0,
+        max_clients: int = 10_000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if max_failures <= 0 or window <= 0 or max_clients <= 0:
+            raise ValueError("max_failures, window and max_clients must be positive")
         self.max_failures = max_failures
         self.window = window
+        self.max_clients = max_clients
         self._clock = clock
+        # Oldest last failure first: a failure moves its client to the end.
         self._failures: dict[str, deque[float]] = {}
         self._last_sweep = clock()
 
     def __repr__(self) -> str:
-        return f"<LoginThrottle max_failures={self.max_failures} window={self.window} clients={len(self._failures)}>"
+        return f"<AuthThrottle max_failures={self.max_failures} window={self.window} clients={len(self._failures)}>"
 
     def retry_after(self, client: str) -> float:
         """Seconds until ``client`` may try again; 0.0 when it may try now."""
-        failures = self._failures.get(client)
+        if not self._failures:
+            return 0.0
+        failures = self._failures.get(client_key(client))
         if failures is None or len(failures) < self.max_failures:
             return 0.0
         return max(0.0, failures[0] + self.window - self._clock())
 
     def record_failure(self, client: str) -> None:
-        """Count one failed login from ``client``."""
+        """Count one failed authentication from ``client``."""
         now = self._clock()
         if now - self._last_sweep >= self.window:
             self._last_sweep = now
             stale = [name for name, times in self._failures.items() if now - times[-1] >= self.window]
             for name in stale:
                 del self._failures[name]
-        self._failures.setdefault(client, deque(maxlen=self.max_failures)).append(now)
+        key = client_key(client)
+        failures = self._failures.pop(key, None)
+        if failures is None:
+            failures = deque(maxlen=self.max_failures)
+            if len(self._failures) >= self.max_clients:
+                del self._failures[next(iter(self._failures))]
+        failures.append(now)
+        self._failures[key] = failures
 
     def record_success(self, client: str) -> None:
         """Forget ``client``'s failures after it proved it knows the key."""
-        self._failures.pop(client, None)
+        if self._failures:
+            self._failures.pop(client_key(client), None)
+
+
+def client_key(client: str) -> str:
+    """The key one client address counts under (the auth throttle, unfinished request heads):
+    the address itself, IPv4-mapped IPv6 as IPv4, other IPv6 as its /64 network."""
+    try:
+        address = ipaddress.ip_address(client)
+    except ValueError:
+        return client
+    if not isinstance(address, ipaddress.IPv6Address):
+        return client
+    if address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(ipaddress.IPv6Network((address, 64), strict=False))
+
+
+def trusted_proxies(text: str) -> tuple[str, ...]:
+    """Parse ``--forwarded-allow-ips``: comma-separated IP addresses or networks, or ``*``.
+
+    Raises ValueError naming the first entry that is neither.
+    """
+    entries = tuple(entry.strip() for entry in text.split(",") if entry.strip())
+    if not entries:
+        raise ValueError("expected IP addresses or networks, comma-separated, or *")
+    for entry in entries:
+        if entry == "*":
+            continue
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise ValueError(f"{entry!r} is not an IP address or network") from None
+    return entries
 
 
 # -- Starlette glue ---------------------------------------------------------------------------
@@ -421,9 +518,25 @@ def _cookie_header(value: str, max_age: int, secure: bool) -> str:
     return "; ".join(attributes)
 
 
+def _too_many_failures(retry_after: float) -> JSONResponse:
+    response = _error_response(429, "resource_exhausted", TOO_MANY_FAILURES)
+    response.headers["Retry-After"] = retry_after_header(retry_after)
+    return response
+
+
+def retry_after_header(seconds: float) -> str:
+    """A ``Retry-After`` value: whole seconds, at least 1."""
+    return str(max(1, math.ceil(seconds)))
+
+
+def client_address(connection: HTTPConnection) -> str:
+    """The address the throttle counts a request under (the peer's, or a trusted proxy's forward)."""
+    return connection.client.host if connection.client is not None else "unknown"
+
+
 def _authorize(connection: HTTPConnection, authenticator: Authenticator) -> tuple[AuthResult, bool]:
     """Authenticate ``connection``; the flag says whether a cookie came from a foreign origin."""
-    result = authenticator.authenticate(connection.headers, connection.cookies)
+    result = authenticator.authenticate_client(client_address(connection), connection.headers, connection.cookies)
     if result.ok and result.method == "cookie":
         headers = connection.headers
         return result, not authenticator.origin_allowed(
@@ -451,7 +564,8 @@ async def authorize_websocket(websocket: WebSocket, authenticator: Authenticator
     On success returns the result and the caller accepts. On failure refuses the upgrade and
     returns None: HTTP 401 ``{"error": {"code": "unauthenticated", ...}}``, or 403
     ``permission_denied`` for a session cookie from a foreign Origin (bearer upgrades skip the
-    origin check: a browser cannot set that header on a WebSocket). Without the ASGI
+    origin check: a browser cannot set that header on a WebSocket), or 429
+    ``resource_exhausted`` with ``Retry-After`` for an address throttled after failed attempts. Without the ASGI
     WebSocket denial-response extension the upgrade is closed with code 1008 instead, which an
     ASGI server turns into a bare HTTP 403 because the handshake never completed.
     """
@@ -461,6 +575,9 @@ async def authorize_websocket(websocket: WebSocket, authenticator: Authenticator
     if foreign:
         response = _error_response(403, "permission_denied", CROSS_ORIGIN_UPGRADE)
         reason = CROSS_ORIGIN_UPGRADE
+    elif result.retry_after > 0:
+        response = _too_many_failures(result.retry_after)
+        reason = result.reason
     else:
         response = _unauthenticated(result.reason)
         reason = result.reason
@@ -482,25 +599,29 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
 
 
 def auth_routes(
-    authenticator: Authenticator, *, secure_cookies: bool = False, throttle: LoginThrottle | None = None
+    authenticator: Authenticator, *, secure_cookies: bool = False, login_body_timeout: float = LOGIN_BODY_TIMEOUT
 ) -> list[Route]:
     """The browser login endpoints: ``POST /api/auth/login``, ``POST /api/auth/logout``,
     ``GET /api/auth/session``.
 
     Cookies are HttpOnly, SameSite=Strict, Path=/, and Secure when ``secure_cookies`` is set or
-    the request arrived over https. ``throttle`` defaults to 10 failures per 60 s per client
-    address on the authenticator's clock.
+    the request arrived over https. Failed logins count in the authenticator's throttle, with
+    failures on the other paths. A login body that takes longer than ``login_body_timeout``
+    seconds to arrive is answered 408, so no one holds the route open without the key.
     """
-    limiter = throttle if throttle is not None else LoginThrottle(clock=authenticator.clock)
+    limiter = authenticator.throttle
 
     async def login(request: Request) -> Response:
-        client = request.client.host if request.client is not None else "unknown"
+        client = client_address(request)
         wait = limiter.retry_after(client)
         if wait > 0:
-            response = _error_response(429, "resource_exhausted", "too many failed logins; retry later")
-            response.headers["Retry-After"] = str(max(1, math.ceil(wait)))
-            return response
-        body = await _read_limited(request, _MAX_LOGIN_BODY)
+            return _too_many_failures(wait)
+        try:
+            async with asyncio.timeout(login_body_timeout):
+                body = await _read_limited(request, _MAX_LOGIN_BODY)
+        except TimeoutError:
+            message = f"login body not received within {login_body_timeout:g} s"
+            return _error_response(408, "deadline_exceeded", message)
         if body is None:
             return _error_response(413, "invalid_argument", f"login body exceeds {_MAX_LOGIN_BODY} bytes")
         try:

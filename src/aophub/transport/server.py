@@ -37,6 +37,12 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 from aophub.logs import LogFormat, logging_config
 from aophub.settings import Settings
 from aophub.transport.addresses import reachable_hosts, url_host
+from aophub.transport.connection_limits import (
+    ConnectionLimits,
+    GuardedHttpToolsProtocol,
+    HubConfig,
+    raise_open_file_limit,
+)
 from aophub.version import VERSION
 
 __all__ = [
@@ -94,26 +100,36 @@ def server_config(
     *,
     http2: bool = False,
     log_level: LogLevel = "info",
-    log_format: LogFormat = "text",
+    log_format: LogFormat | None = "text",
     shutdown_timeout: int = DEFAULT_SHUTDOWN_TIMEOUT,
 ) -> uvicorn.Config:
     """uvicorn's configuration for serving ``app`` as ``settings`` say; ``http2`` adds cleartext HTTP/2.
 
-    ``shutdown_timeout``: seconds a stop waits for open connections before cancelling what serves them.
+    HTTP/1.1 is uvicorn's httptools protocol with the hub's header timeout and connection cap
+    (:mod:`aophub.transport.connection_limits`). ``shutdown_timeout``: seconds a stop waits for
+    open connections before cancelling what serves them. ``log_format`` None leaves the process's
+    logging as it is (a program or test that embeds the hub keeps its own handlers).
     """
-    return uvicorn.Config(
+    return HubConfig(
         app,
+        limits=ConnectionLimits(settings.header_timeout, settings.max_connections, settings.max_pending_heads),
         host=settings.host,
         port=settings.port,
         # zttp serves HTTP/1.1 and, on the same port, HTTP/2 with prior knowledge (h2c).
-        http="zttp" if http2 else "auto",
+        http="zttp" if http2 else GuardedHttpToolsProtocol,
         http2=http2,
         ws=DenialCompletesHandshake,
         ws_max_size=settings.max_frame_bytes,
         ws_ping_interval=settings.ws_ping_interval,
         ws_ping_timeout=settings.ws_ping_timeout,
+        # No permessage-deflate: it doubled an idle connection's memory (zlib state on both sides)
+        # for AOP's binary protobuf frames, which compress little (README "Network defenses").
+        ws_per_message_deflate=False,
+        # Forwarded headers name the client only when they come from a proxy the user named.
+        proxy_headers=bool(settings.forwarded_allow_ips),
+        forwarded_allow_ips=list(settings.forwarded_allow_ips) or None,
         log_level=log_level,
-        log_config=logging_config(log_level, log_format),
+        log_config=logging_config(log_level, log_format) if log_format is not None else None,
         lifespan="on",
         timeout_graceful_shutdown=shutdown_timeout,
     )
@@ -225,6 +241,7 @@ def serve(
     ``shutdown_timeout``: see the module docstring; ``try_command``: see :func:`listening_banner`.
     Raises :class:`ListenError` before anything starts if the port cannot be bound.
     """
+    raise_open_file_limit()  # each connection takes a file descriptor
     listener = listen(settings.host, settings.port)
     config = server_config(
         app, settings, http2=http2, log_level=log_level, log_format=log_format, shutdown_timeout=shutdown_timeout
