@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,9 +15,19 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 
 
 def planned(target: str, venv: Path) -> list[str]:
-    """The commands `make TARGET` would run on a fresh clone (``make -n`` with an empty venv path)."""
+    """The commands `make TARGET` would run on a fresh clone (``make -n`` with an empty venv path).
+
+    Run as a top-level make even under `make test`: no inherited flags, no directory lines.
+    """
+    environment = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     result = subprocess.run(
-        ["make", "-n", target, f"VENV={venv}"], check=True, cwd=ROOT, capture_output=True, text=True, timeout=30
+        ["make", "--no-print-directory", "-n", target, f"VENV={venv}"],
+        check=True,
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     return result.stdout.splitlines()
 
