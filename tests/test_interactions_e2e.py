@@ -125,6 +125,17 @@ async def test_a_pending_approval_is_an_event_replayed_and_answered_from_another
     assert states(persisted(app, watch)) == [("call_read", PENDING), ("call_read", ANSWERED)]
 
 
+async def test_a_session_done_asking_is_not_remembered(hub: RunningHub, fake: FakeOpenAI, app: AppSocket) -> None:
+    """Once the turn that asked has ended, the hub keeps nothing of the session's interactions in memory."""
+    fake.script(tool_calls(READ_NOTES), answer("Three lines."))
+    _, watch, turn_id = await start_turn(app, "Read notes.txt")
+    _, pending = await interaction_event(app, watch, PENDING)
+    assert hub.runtime.hub.interactions.sessions_asking == 1
+    assert (await answer_interaction(app, pending.id, approval(True))).WhichOneof("outcome") == "accepted"
+    assert (await turn_ended(app, watch, turn_id)).stop_reason == "completed"
+    assert hub.runtime.hub.interactions.sessions_asking == 0
+
+
 async def test_concurrent_answers_from_two_connections_exactly_one_wins(
     fake: FakeOpenAI, app: AppSocket, other: AppSocket
 ) -> None:

@@ -118,6 +118,11 @@ class Interactions:
     def __repr__(self) -> str:
         return f"<Interactions pending={len(self._asked_by)}>"
 
+    @property
+    def sessions_asking(self) -> int:
+        """How many sessions may still have pending interactions (each asked one since recovery)."""
+        return len(self._asking_sessions)
+
     async def recover(self) -> None:
         """After a restart no turn is running: every interaction still pending is canceled."""
         for record in await self._hub.store.list_interactions(states=[PENDING]):
@@ -234,10 +239,15 @@ class Interactions:
         """Cancel the pending interactions of a turn that is ending (the session lock is held)."""
         if self._recovered and session.id not in self._asking_sessions:
             return
+        others_pending = False
         for record in await self._hub.store.list_interactions(session_id=session.id, states=[PENDING]):
             if record.turn_id == turn_id:
                 interaction = interaction_pb2.Interaction.FromString(record.data)
                 await self._resolve(session, interaction, CANCELED)
+            else:
+                others_pending = True
+        if not others_pending:
+            self._asking_sessions.discard(session.id)  # so the set holds no session that is done asking
 
     async def _resolve(
         self, session: LiveSession, interaction: interaction_pb2.Interaction, state: interaction_pb2.InteractionState
