@@ -474,6 +474,24 @@ async def test_activate_profile(hub: RunningHub, fake: FakeOpenAI, codec: str) -
     assert stored(hub).get("active_profile_id", "") == ""
 
 
+async def test_activate_profile_writes_only_the_active_profile(
+    tmp_path: Path, fake: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ActivateProfile changes one line of config.yaml: no defaults, and never the environment's API key."""
+    for name in LLM_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    async with checked_hub(tmp_path) as hub, rpc_clients(hub.http) as rpc:
+        (hub.settings.data_dir / CONFIG_FILE).write_text("# mine\nagent:\n  max_turns: 7\n")
+        assert (await view(rpc)).active_profile_id == "env"
+        assert (await activate(rpc, "env")).accepted.active_profile_id == "env"
+        text = (hub.settings.data_dir / CONFIG_FILE).read_text()
+        assert "sk-from-the-environment" not in text
+        assert "# mine" in text
+        assert set(stored(hub)) <= {"agent", "revision", "active_profile_id"}
+        assert stored(hub)["agent"] == {"max_turns": 7}
+
+
 async def test_the_built_in_agent_switches_profile_without_a_restart(
     app: AppSocket, fake: FakeOpenAI, rpc: Rpc
 ) -> None:

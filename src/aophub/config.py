@@ -430,6 +430,11 @@ class ConfigStore:
             self._effective = config
         return self._effective
 
+    @property
+    def stored(self) -> config_pb2.Config:
+        """What the file holds (a copy): no defaults filled in, no profile from the environment."""
+        return _copy(self._stored)
+
     def active_profile(self) -> config_pb2.LlmProfile | None:
         """The active LLM profile (a copy), or ``None`` for the offline echo model."""
         config = self._effective_config()

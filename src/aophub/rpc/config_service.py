@@ -118,10 +118,14 @@ class ConfigServiceImpl:
     ) -> config_pb2.ActivateProfileResponse:
         async def execute(claim: object) -> config_pb2.ActivateProfileResponse:
             await self._refresh()
-            config = self.config.config
-            if request.profile_id and request.profile_id not in {profile.id for profile in config.profiles}:
+            if request.profile_id and request.profile_id not in {p.id for p in self.config.config.profiles}:
                 raise HubError(Code.NOT_FOUND, f"profile {request.profile_id} not found")
-            config.active_profile_id = request.profile_id
+            # Only the active profile changes in the file: no defaults are written into it, and the
+            # environment's profile (active whenever the file names none) stays in the environment,
+            # its API key with it.
+            config = self.config.stored
+            from_environment = request.profile_id not in {profile.id for profile in config.profiles}
+            config.active_profile_id = "" if from_environment else request.profile_id
             await self._save(config)
             return config_pb2.ActivateProfileResponse(accepted=self.view())
 
