@@ -13,7 +13,7 @@ STAMP := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 # `make run RUN_ARGS="--port 9000"`: options for `aophub serve` (see `aophub serve --help`).
 RUN_ARGS ?=
-GENERATED := gen/python gen/go/aop gen/go/aophub gen/java/src clients/ts/src/gen
+GENERATED := gen/python gen/go/aop gen/go/aophub gen/go/aiscan gen/go/cyber gen/java/src clients/ts/src/gen
 # buf breaking compares the schema with the previous commit on main.
 BREAKING_AGAINST ?= .git\#ref=HEAD~1
 

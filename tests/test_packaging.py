@@ -1,7 +1,7 @@
 """The built wheel ships the hand-written and the generated halves of ``aophub``.
 
 ``aophub`` is a namespace package assembled from ``src/aophub`` and the
-generated ``gen/python/aophub/v1``; ``aop`` is generated. This test builds the
+generated ``gen/python/aophub/v1``; ``aop``, ``aiscan`` and ``cyber`` are generated. This test builds the
 wheel, unpacks it into a directory, and imports from it in a fresh interpreter
 that cannot see the source tree (``-S`` skips the editable install's .pth).
 """
@@ -19,6 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = """
 import aop.envelope_pb2, aop.tool.protocol_pb2, aophub.v1.session_pb2, aophub.v1.session_connect
+import aiscan.command.protocol_pb2, aiscan.reload.protocol_pb2, cyber.command.protocol_pb2, cyber.reload.protocol_pb2
+import aophub.hub.node_commands
 import aophub.cli, aophub.version
 import aophub
 print(sorted(set(p.rsplit("/", 1)[0] for p in aophub.__path__)))

@@ -7,18 +7,39 @@ interoperability. ``testdata/wire_contract.json`` holds that listing as data
 (``tests/support/wire_contract.py``); these tests compare it with the
 descriptors of the generated Python code, and, where the spec itself is beside
 the checkout (development machines and CI), check that the stored listing still
-equals the spec.
+equals the spec. The reference agent nodes' namespaces (``aiscan.command``,
+``aiscan.reload``, ``aiscan.config`` and their ``cyber`` twins, AOP-nodes 9.0)
+are a second listing, ``testdata/wire_contract_nodes.json``, checked the same way.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor, FileDescriptor
 
-from tests.support.wire_contract import LISTING, SPEC, Contract, Field, load_listing, parse_spec, to_json
+from tests.support.wire_contract import (
+    LISTING,
+    NODES_LISTING,
+    NODES_SPEC,
+    SPEC,
+    Contract,
+    Field,
+    load_listing,
+    parse_nodes_spec,
+    parse_spec,
+    to_json,
+)
+
+# (stored listing, spec beside the checkout, the parser of the spec's section)
+LISTINGS: dict[str, tuple[Path, Path, Callable[[str], Contract]]] = {
+    "aop": (LISTING, SPEC, parse_spec),
+    "nodes": (NODES_LISTING, NODES_SPEC, parse_nodes_spec),
+}
 
 SCALARS = {
     FieldDescriptor.TYPE_STRING: "string",
@@ -45,12 +66,14 @@ def describe_type(field: FieldDescriptor) -> str:
 
 
 def describe_fields(descriptor: Descriptor) -> frozenset[Field]:
+    """The fields as the listing writes them; a proto3 ``optional`` is ``optional <type>`` outside any oneof."""
+    optional = {field.name for field in message_proto(descriptor).field if field.proto3_optional}
     return frozenset(
         Field(
             field.number,
             field.name,
-            describe_type(field),
-            field.containing_oneof.name if field.containing_oneof else "",
+            f"optional {describe_type(field)}" if field.name in optional else describe_type(field),
+            field.containing_oneof.name if field.containing_oneof and field.name not in optional else "",
         )
         for field in descriptor.fields
     )
@@ -60,10 +83,14 @@ def file_proto(descriptor: FileDescriptor) -> descriptor_pb2.FileDescriptorProto
     return descriptor_pb2.FileDescriptorProto.FromString(descriptor.serialized_pb)
 
 
+def message_proto(descriptor: Descriptor) -> descriptor_pb2.DescriptorProto:
+    """The message as its file declares it (reserved ranges and proto3 ``optional`` are only there)."""
+    return next(m for m in file_proto(descriptor.file).message_type if m.name == descriptor.name)
+
+
 def reserved_numbers(descriptor: Descriptor) -> frozenset[int]:
     """Reserved field numbers; the descriptor API has none, the file proto has them."""
-    message_proto = next(m for m in file_proto(descriptor.file).message_type if m.name == descriptor.name)
-    return frozenset(n for r in message_proto.reserved_range for n in range(r.start, r.end))
+    return frozenset(n for r in message_proto(descriptor).reserved_range for n in range(r.start, r.end))
 
 
 def load_file(proto_path: str) -> FileDescriptor:
@@ -72,23 +99,29 @@ def load_file(proto_path: str) -> FileDescriptor:
     return descriptor
 
 
-@pytest.fixture(scope="module")
-def spec() -> Contract:
-    return load_listing()
+@pytest.fixture(scope="module", params=sorted(LISTINGS))
+def spec(request: pytest.FixtureRequest) -> Contract:
+    """Each stored listing in turn: the AOP core's and the reference nodes' namespaces."""
+    listing, _, _ = LISTINGS[request.param]
+    return load_listing(listing)
 
 
-def test_stored_listing_equals_the_spec() -> None:
+@pytest.mark.parametrize("which", sorted(LISTINGS))
+def test_stored_listing_equals_the_spec(which: str) -> None:
     """The listing in testdata is the spec's schema section, unchanged (where the spec is present)."""
-    if not SPEC.exists():
-        pytest.skip(f"the AOP spec is not beside this checkout ({SPEC}); the stored listing is used")
-    assert LISTING.read_text() == to_json(parse_spec(SPEC.read_text())), (
-        "the spec's schema changed: rewrite testdata/wire_contract.json (see tests/support/wire_contract.py)"
+    listing, spec_path, parse = LISTINGS[which]
+    if not spec_path.exists():
+        pytest.skip(f"the spec is not beside this checkout ({spec_path}); the stored listing is used")
+    assert listing.read_text() == to_json(parse(spec_path.read_text())), (
+        f"the spec's schema changed: rewrite testdata/{listing.name} (see tests/support/wire_contract.py)"
     )
 
 
-def test_stored_listing_round_trips() -> None:
+@pytest.mark.parametrize("which", sorted(LISTINGS))
+def test_stored_listing_round_trips(which: str) -> None:
     """Loading and writing the stored listing gives the same text, so nothing in it is ignored."""
-    assert to_json(load_listing()) == LISTING.read_text()
+    listing, _, _ = LISTINGS[which]
+    assert to_json(load_listing(listing)) == listing.read_text()
 
 
 def all_messages(files: dict[str, str]) -> dict[str, Descriptor]:
@@ -107,12 +140,32 @@ def all_enums(files: dict[str, str]) -> dict[str, EnumDescriptor]:
     return found
 
 
-def test_spec_listing_is_parsed_completely(spec: Contract) -> None:
+def test_spec_listing_is_parsed_completely() -> None:
     """The parser finds every file, message and enum the contract lists."""
-    messages, enums, files = spec.messages, spec.enums, spec.files
+    messages, enums, files = (contract := load_listing(LISTING)).messages, contract.enums, contract.files
     assert len(files) == 9
     assert len(messages) >= 60
     assert {e.name for e in enums} == {"DeltaOperation", "Direction", "Stream"}
+
+
+def test_nodes_listing_is_parsed_completely() -> None:
+    """Every message of 9.0.2 and 9.0.3 is listed, in both generations (9.0.5), the config as a subset."""
+    contract = load_listing(NODES_LISTING)
+    names = {f"{m.package}.{m.name}" for m in contract.messages}
+    for generation in ("aiscan", "cyber"):
+        assert {n for n in names if n.startswith(generation + ".")} == {
+            f"{generation}.command.{name}"
+            for name in ("CommandSpec", "CommandCatalog", "CommandRequest", "CommandResult", "CommandReceipt")
+        } | {f"{generation}.command.CommandProtocolMessage"} | {
+            f"{generation}.reload.{name}" for name in ("ReloadRequest", "ReloadResult", "ReloadProtocolMessage")
+        } | {f"{generation}.config.{name}" for name in ("DistributeConfig", "LLMConfig", "LLMProviderConfig")}
+        distribute = next(
+            m for m in contract.messages if m.package == f"{generation}.config" and m.name == "DistributeConfig"
+        )
+        # Only llm (1) is defined; the product settings (2-7) are reserved: a hub leaves them unset (9.6.6).
+        assert {f.number for f in distribute.fields} == {1}
+        assert distribute.reserved == frozenset(range(2, 8))
+    assert len(contract.files) == 6
 
 
 def test_files_declare_the_contract_packages(spec: Contract) -> None:

@@ -9,4 +9,7 @@
 //     the AOP extension namespaces aophub uses
 //   - github.com/aophub/aophub/gen/go/aophub/v1: the aophub API, with Connect
 //     handlers and clients in its aophubv1connect subpackage
+//   - github.com/aophub/aophub/gen/go/aiscan/command, .../aiscan/reload,
+//     .../aiscan/config and their G3 twins under .../cyber: the reference
+//     agent nodes' wire-fixed namespaces (AOP-nodes 9.0)
 package gen

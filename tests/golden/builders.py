@@ -25,9 +25,13 @@ from pathlib import Path
 from google.protobuf import any_pb2, json_format, struct_pb2, timestamp_pb2
 from google.protobuf.message import Message
 
+from aiscan.command import protocol_pb2 as command_pb2
+from aiscan.config import config_pb2
+from aiscan.reload import protocol_pb2 as reload_pb2
 from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2, value_pb2
 from aop.tool import protocol_pb2 as tool_pb2
 from aophub.v1 import extensions_pb2, interaction_pb2, scan_pb2
+from cyber.command import protocol_pb2 as cyber_command_pb2
 
 __all__ = ["VECTORS", "serialize", "to_json", "write_all"]
 
@@ -293,6 +297,65 @@ def env_watch_scan_request() -> Message:
 
 
 # ---------------------------------------------------------------------------
+# The reference agent nodes' namespaces (AOP-nodes 9.0.2, 9.0.3, 9.0.5)
+
+
+def env_command_catalog() -> Message:
+    catalog = command_pb2.CommandCatalog(
+        commands=[
+            command_pb2.CommandSpec(name="/status", usage="/status", description="Show LLM and tool health"),
+            command_pb2.CommandSpec(name="/compact", usage="/compact [focus]", description="Compact the context"),
+            command_pb2.CommandSpec(name="!nmap", aliases=["!scan"], usage="!nmap <target>", description="Port scan"),
+        ]
+    )
+    return envelope("catalog-1", command_pb2.CommandProtocolMessage(catalog=catalog))
+
+
+def env_command_catalog_g3() -> Message:
+    catalog = cyber_command_pb2.CommandCatalog(
+        commands=[
+            cyber_command_pb2.CommandSpec(name="/status", usage="/status", description="Show LLM and tool health")
+        ]
+    )
+    return envelope("catalog-2", cyber_command_pb2.CommandProtocolMessage(catalog=catalog))
+
+
+def env_command_request() -> Message:
+    request = command_pb2.CommandRequest(session_id=SESSION_ID, line="/compact keep the findings")
+    return envelope("task-1", command_pb2.CommandProtocolMessage(request=request))
+
+
+def env_command_result() -> Message:
+    result = command_pb2.CommandResult(
+        command="/status", presentation="preformatted", content=[text("LLM: openai/gpt-test\nTools: 6 ready")]
+    )
+    return envelope("result-1", command_pb2.CommandProtocolMessage(result=result), reply_to="task-1")
+
+
+def env_reload_request() -> Message:
+    provider = config_pb2.LLMProviderConfig(
+        id="default",
+        name="Default",
+        provider="openai",
+        base_url="https://llm.example/v1",
+        api_key="sk-test",
+        model="gpt-test",
+        proxy="http://proxy.example:3128",
+        max_tokens=4096,
+        context_window=128000,
+        timeout=120,
+        images=False,
+    )
+    config = config_pb2.DistributeConfig(llm=config_pb2.LLMConfig(active_profile="default", providers=[provider]))
+    return envelope("reload-1", reload_pb2.ReloadProtocolMessage(request=reload_pb2.ReloadRequest(config=config)))
+
+
+def env_reload_result() -> Message:
+    result = reload_pb2.ReloadResult(ok=True, provider="openai", model="gpt-test", error="")
+    return envelope("reload-ack-1", reload_pb2.ReloadProtocolMessage(result=result), reply_to="reload-1")
+
+
+# ---------------------------------------------------------------------------
 # One Event of every payload kind
 
 
@@ -451,6 +514,12 @@ VECTORS: dict[str, Callable[[], Message]] = {
         env_protocol_error,
         env_answer_interaction_request,
         env_watch_scan_request,
+        env_command_catalog,
+        env_command_catalog_g3,
+        env_command_request,
+        env_command_result,
+        env_reload_request,
+        env_reload_result,
         event_session_started,
         event_session_ended,
         event_turn_started,

@@ -7,9 +7,18 @@ sub-namespaces with field numbers, names, types, oneofs and reserved numbers.
 runs from a plain clone; where the spec is present, a test checks that the
 stored listing still equals it.
 
-Rewrite the stored listing (only when the contract itself changed)::
+The reference agent nodes' namespaces (``aiscan.command``, ``aiscan.reload``
+and the ``aiscan.config`` subset reload carries, AOP-nodes 9.0.2/9.0.3) are a
+second listing in the same format, ``testdata/wire_contract_nodes.json``, with
+their third-generation twins under ``cyber`` (9.0.5: the same layouts). A field
+whose type is a message of the same package that the spec does not list (the
+product settings of ``DistributeConfig``, 2-7) is reserved in aophub's schema,
+so the stored listing has it as a reserved number.
+
+Rewrite the stored listings (only when the contract itself changed)::
 
     python -m tests.support.wire_contract ../shared/spec/AOP.md > testdata/wire_contract.json
+    python -m tests.support.wire_contract --nodes ../shared/spec/AOP-nodes.md > testdata/wire_contract_nodes.json
 """
 
 from __future__ import annotations
@@ -22,18 +31,31 @@ from pathlib import Path
 
 __all__ = [
     "LISTING",
+    "NODES_LISTING",
+    "NODES_SPEC",
     "SPEC",
     "Contract",
     "EnumSpec",
     "Field",
     "MessageSpec",
     "load_listing",
+    "parse_nodes_spec",
     "parse_spec",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
 LISTING = ROOT / "testdata" / "wire_contract.json"
 SPEC = ROOT.parent / "shared" / "spec" / "AOP.md"
+NODES_LISTING = ROOT / "testdata" / "wire_contract_nodes.json"
+NODES_SPEC = ROOT.parent / "shared" / "spec" / "AOP-nodes.md"
+# Where aophub keeps each package of the nodes' listing (the spec names packages, not files).
+NODE_FILES = {
+    "aiscan.command": "aiscan/command/protocol.proto",
+    "aiscan.reload": "aiscan/reload/protocol.proto",
+    "aiscan.config": "aiscan/config/config.proto",
+}
+# The third schema generation renames the product packages and keeps their layouts (9.0.5).
+GENERATIONS = {"aiscan": "cyber"}
 
 SCALAR_NAMES = frozenset({"string", "bytes", "bool", "int32", "int64", "uint32", "uint64"})
 WELL_KNOWN = {
@@ -90,6 +112,8 @@ def _split_top_level(body: str) -> list[str]:
 
 
 def _normalize_type(type_: str, package: str) -> str:
+    if type_.startswith("optional"):
+        return "optional " + _normalize_type(type_.removeprefix("optional"), package)
     if type_.startswith("repeated"):
         return "repeated " + _normalize_type(type_.removeprefix("repeated"), package)
     if type_.startswith("map<"):
@@ -145,6 +169,58 @@ def parse_spec(text: str) -> Contract:
     return Contract(tuple(messages), tuple(enums), files)
 
 
+def _subset(message: MessageSpec, listed: set[str]) -> MessageSpec:
+    """``message`` with each field whose type is an unlisted message of its own package turned reserved."""
+    unlisted = {
+        field for field in message.fields if field.type.startswith(message.package + ".") and field.type not in listed
+    }
+    return MessageSpec(
+        message.package,
+        message.name,
+        message.fields - unlisted,
+        message.reserved | {field.number for field in unlisted},
+    )
+
+
+def _renamed(message: MessageSpec, old: str, new: str) -> MessageSpec:
+    def rename(name: str) -> str:
+        return re.sub(rf"\b{old}\.", f"{new}.", name)
+
+    return MessageSpec(
+        rename(message.package),
+        message.name,
+        frozenset(Field(f.number, f.name, rename(f.type), f.oneof) for f in message.fields),
+        message.reserved,
+    )
+
+
+def parse_nodes_spec(text: str) -> Contract:
+    """The reference nodes' namespaces (AOP-nodes 9.0.2/9.0.3) as aophub defines them, in both generations."""
+    section = text.split("### 9.0.2", 1)[1].split("### 9.0.4", 1)[0]
+    listed: list[MessageSpec] = []
+    package = ""
+    for line in section.splitlines():
+        header = re.search(r"\(package `([\w.]+)`", line) or re.match(r"Package `([\w.]+)`\.", line)
+        if header:
+            package = header.group(1)
+            continue
+        message = re.match(r"- `(\w+)` \{(.*)\}\s*$", line)
+        if message:
+            fields: set[Field] = set()
+            reserved: set[int] = set()
+            _parse_items(_split_top_level(message.group(2)), package, "", fields, reserved)
+            listed.append(MessageSpec(package, message.group(1), frozenset(fields), frozenset(reserved)))
+    names = {f"{m.package}.{m.name}" for m in listed}
+    second = [_subset(m, names) for m in listed]
+    messages = second + [_renamed(m, old, new) for old, new in GENERATIONS.items() for m in second]
+    files = {path: package for package, path in NODE_FILES.items()}
+    for old, new in GENERATIONS.items():
+        files |= {
+            path.replace(f"{old}/", f"{new}/", 1): package.replace(old, new, 1) for package, path in NODE_FILES.items()
+        }
+    return Contract(tuple(messages), (), files)
+
+
 def to_json(contract: Contract) -> str:
     """The stored form: stable order, one field or enum value per line, so a diff reads as the change."""
     dump = json.dumps
@@ -188,4 +264,7 @@ def load_listing(path: Path = LISTING) -> Contract:
 
 
 if __name__ == "__main__":
-    sys.stdout.write(to_json(parse_spec(Path(sys.argv[1] if len(sys.argv) > 1 else SPEC).read_text())))
+    if sys.argv[1:2] == ["--nodes"]:
+        sys.stdout.write(to_json(parse_nodes_spec(Path(sys.argv[2] if len(sys.argv) > 2 else NODES_SPEC).read_text())))
+    else:
+        sys.stdout.write(to_json(parse_spec(Path(sys.argv[1] if len(sys.argv) > 1 else SPEC).read_text())))

@@ -6,6 +6,9 @@
 
 import { createRegistry, type DescFile } from "@bufbuild/protobuf";
 
+import { file_aiscan_command_protocol } from "./gen/aiscan/command/protocol_pb.js";
+import { file_aiscan_config_config } from "./gen/aiscan/config/config_pb.js";
+import { file_aiscan_reload_protocol } from "./gen/aiscan/reload/protocol_pb.js";
 import { file_aop_chat } from "./gen/aop/chat_pb.js";
 import { file_aop_content } from "./gen/aop/content_pb.js";
 import { file_aop_envelope } from "./gen/aop/envelope_pb.js";
@@ -23,9 +26,15 @@ import { file_aophub_v1_interaction } from "./gen/aophub/v1/interaction_pb.js";
 import { file_aophub_v1_scan } from "./gen/aophub/v1/scan_pb.js";
 import { file_aophub_v1_session } from "./gen/aophub/v1/session_pb.js";
 import { file_aophub_v1_system } from "./gen/aophub/v1/system_pb.js";
+import { file_cyber_command_protocol } from "./gen/cyber/command/protocol_pb.js";
+import { file_cyber_config_config } from "./gen/cyber/config/config_pb.js";
+import { file_cyber_reload_protocol } from "./gen/cyber/reload/protocol_pb.js";
 
 /** Every generated file descriptor, in proto file name order. */
 export const files: readonly DescFile[] = [
+  file_aiscan_command_protocol,
+  file_aiscan_config_config,
+  file_aiscan_reload_protocol,
   file_aop_chat,
   file_aop_content,
   file_aop_envelope,
@@ -43,6 +52,9 @@ export const files: readonly DescFile[] = [
   file_aophub_v1_scan,
   file_aophub_v1_session,
   file_aophub_v1_system,
+  file_cyber_command_protocol,
+  file_cyber_config_config,
+  file_cyber_reload_protocol,
 ];
 
 /** Resolves every type in `files` (for Any in toJson, fromJson and anyUnpack). */

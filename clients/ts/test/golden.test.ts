@@ -39,6 +39,24 @@ import {
 import { anyPack, timestampFromMs, type Any } from "@bufbuild/protobuf/wkt";
 
 import {
+  CommandCatalogSchema,
+  CommandProtocolMessageSchema,
+  CommandRequestSchema,
+  CommandResultSchema,
+  CommandSpecSchema,
+} from "../src/gen/aiscan/command/protocol_pb.js";
+import { DistributeConfigSchema, LLMConfigSchema, LLMProviderConfigSchema } from "../src/gen/aiscan/config/config_pb.js";
+import {
+  ReloadProtocolMessageSchema,
+  ReloadRequestSchema,
+  ReloadResultSchema,
+} from "../src/gen/aiscan/reload/protocol_pb.js";
+import {
+  CommandCatalogSchema as CyberCommandCatalogSchema,
+  CommandProtocolMessageSchema as CyberCommandProtocolMessageSchema,
+  CommandSpecSchema as CyberCommandSpecSchema,
+} from "../src/gen/cyber/command/protocol_pb.js";
+import {
   AnswerInteractionRequestSchema,
   ApprovalSchema,
   InteractionAnswerSchema,
@@ -516,6 +534,79 @@ const envelopes: Record<string, () => Envelope> = {
     const request = create(WatchScanRequestSchema, { scanId: "scan_01", afterCursor: "7" });
     const message = create(ScanProtocolMessageSchema, { message: { case: "watchScanRequest", value: request } });
     return envelope("watch-scan-1", anyPack(ScanProtocolMessageSchema, message));
+  },
+
+  // The reference agent nodes' namespaces (AOP-nodes 9.0.2, 9.0.3, 9.0.5)
+
+  env_command_catalog: () => {
+    const catalog = create(CommandCatalogSchema, {
+      commands: [
+        create(CommandSpecSchema, { name: "/status", usage: "/status", description: "Show LLM and tool health" }),
+        create(CommandSpecSchema, { name: "/compact", usage: "/compact [focus]", description: "Compact the context" }),
+        create(CommandSpecSchema, {
+          name: "!nmap",
+          aliases: ["!scan"],
+          usage: "!nmap <target>",
+          description: "Port scan",
+        }),
+      ],
+    });
+    const message = create(CommandProtocolMessageSchema, { message: { case: "catalog", value: catalog } });
+    return envelope("catalog-1", anyPack(CommandProtocolMessageSchema, message));
+  },
+
+  env_command_catalog_g3: () => {
+    const catalog = create(CyberCommandCatalogSchema, {
+      commands: [
+        create(CyberCommandSpecSchema, { name: "/status", usage: "/status", description: "Show LLM and tool health" }),
+      ],
+    });
+    const message = create(CyberCommandProtocolMessageSchema, { message: { case: "catalog", value: catalog } });
+    return envelope("catalog-2", anyPack(CyberCommandProtocolMessageSchema, message));
+  },
+
+  env_command_request: () => {
+    const request = create(CommandRequestSchema, { sessionId: SESSION_ID, line: "/compact keep the findings" });
+    const message = create(CommandProtocolMessageSchema, { message: { case: "request", value: request } });
+    return envelope("task-1", anyPack(CommandProtocolMessageSchema, message));
+  },
+
+  env_command_result: () => {
+    const result = create(CommandResultSchema, {
+      command: "/status",
+      presentation: "preformatted",
+      content: [text("LLM: openai/gpt-test\nTools: 6 ready")],
+    });
+    const message = create(CommandProtocolMessageSchema, { message: { case: "result", value: result } });
+    return envelope("result-1", anyPack(CommandProtocolMessageSchema, message), { replyTo: "task-1" });
+  },
+
+  env_reload_request: () => {
+    const provider = create(LLMProviderConfigSchema, {
+      id: "default",
+      name: "Default",
+      provider: "openai",
+      baseUrl: "https://llm.example/v1",
+      apiKey: "sk-test",
+      model: "gpt-test",
+      proxy: "http://proxy.example:3128",
+      maxTokens: 4096,
+      contextWindow: 128000,
+      timeout: 120,
+      images: false,
+    });
+    const config = create(DistributeConfigSchema, {
+      llm: create(LLMConfigSchema, { activeProfile: "default", providers: [provider] }),
+    });
+    const request = create(ReloadRequestSchema, { config });
+    const message = create(ReloadProtocolMessageSchema, { message: { case: "request", value: request } });
+    return envelope("reload-1", anyPack(ReloadProtocolMessageSchema, message));
+  },
+
+  env_reload_result: () => {
+    const result = create(ReloadResultSchema, { ok: true, provider: "openai", model: "gpt-test", error: "" });
+    const message = create(ReloadProtocolMessageSchema, { message: { case: "result", value: result } });
+    return envelope("reload-ack-1", anyPack(ReloadProtocolMessageSchema, message), { replyTo: "reload-1" });
   },
 };
 

@@ -7,7 +7,8 @@ it, see :mod:`aophub.hub.nodes`) once the holder has had ``HOLDER_GRACE``
 seconds to turn out gone; replacements and refusals are logged at WARNING with
 both peers' addresses. It takes every envelope a node sends:
 answers to the hub's requests, status and counters, interactions, its command
-catalog, and session events. An event goes to the session and active turn it
+catalog (as an event, or in the reference nodes' command namespace, see
+:mod:`aophub.hub.node_commands`), and session events. An event goes to the session and active turn it
 belongs to, or is dropped (AOP 7.5): ``session_started``/``session_ended`` and
 ``turn_started`` come from the hub only, and nothing is taken from a node after
 its turn has ended. A ``turn_ended`` ends the turn; a tool call is tracked until
@@ -22,6 +23,7 @@ from collections.abc import Awaitable, Callable
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aop.tool import protocol_pb2 as tool_pb2
+from aophub.hub import node_commands
 from aophub.hub.interactions import Interactions
 from aophub.hub.live_session import LiveSession, LiveSessions
 from aophub.hub.node_requests import NodeRequests
@@ -181,6 +183,9 @@ class NodeRouter:
             interaction = unpack(envelope, interaction_pb2.InteractionProtocolMessage)
             if interaction.WhichOneof("message") == "requested":
                 await self._interactions.request(handle, envelope.id, interaction.requested)
+            return
+        if node_commands.speaks(name):
+            node_commands.receive(handle, envelope, name)
             return
         if name != _CORE_NAMESPACE:
             raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken on the node channel")

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from aop import envelope_pb2, protocol_pb2
 from aophub.protocol.codec import pack
+from aophub.protocol.node_namespaces import Generation
 from aophub.v1 import agent_pb2
 
 __all__ = ["DEFAULT_TAKEOVER_WINDOW", "Admission", "NodeGone", "NodeHandle", "NodeLink", "NodeRegistry"]
@@ -71,7 +72,11 @@ class NodeHandle:
         self.status = protocol_pb2.AgentStatus()
         self.stats = protocol_pb2.AgentStats()
         self.open_sessions: set[str] = set()
+        # The latest command catalog the node sent (either form), each entry with the node as source.
         self.commands: list[agent_pb2.Command] = []
+        # The package generation of the first command-namespace message it sent (AOP-nodes 9.0.5.2);
+        # None until it sends one. What the hub sends it in those namespaces uses this generation.
+        self.generation: Generation | None = None
         self.gone = False
         self._left = asyncio.Event()
         self._pending: dict[str, asyncio.Future[protocol_pb2.ProtocolMessage]] = {}

@@ -20,6 +20,9 @@ Ctx = Any
 _PENDING = (interaction_pb2.INTERACTION_STATE_PENDING,)
 
 HUB_COMMANDS = (
+    # The hub's own verbs come first in every menu (AOP-nodes 9.7.8).
+    agent_pb2.Command(name="help", description="List the commands of this session", source="hub"),
+    agent_pb2.Command(name="agents", description="List the connected nodes", source="hub"),
     agent_pb2.Command(name="reset", description="Start a fresh session on the same node", source="hub"),
     agent_pb2.Command(name="cancel", description="Cancel the running turn", source="hub"),
     agent_pb2.Command(name="title", description="Rename the session", usage="<title>", source="hub"),

@@ -18,9 +18,13 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	aiscancommand "github.com/aophub/aophub/gen/go/aiscan/command"
+	aiscanconfig "github.com/aophub/aophub/gen/go/aiscan/config"
+	aiscanreload "github.com/aophub/aophub/gen/go/aiscan/reload"
 	"github.com/aophub/aophub/gen/go/aop"
 	aoptool "github.com/aophub/aophub/gen/go/aop/tool"
 	aophubv1 "github.com/aophub/aophub/gen/go/aophub/v1"
+	cybercommand "github.com/aophub/aophub/gen/go/cyber/command"
 
 	// Registered for Any resolution in protojson, although no vector uses
 	// them yet.
@@ -53,6 +57,12 @@ var Vectors = map[string]func() proto.Message{
 	"env_protocol_error":                 envProtocolError,
 	"env_answer_interaction_request":     envAnswerInteractionRequest,
 	"env_watch_scan_request":             envWatchScanRequest,
+	"env_command_catalog":                envCommandCatalog,
+	"env_command_catalog_g3":             envCommandCatalogG3,
+	"env_command_request":                envCommandRequest,
+	"env_command_result":                 envCommandResult,
+	"env_reload_request":                 envReloadRequest,
+	"env_reload_result":                  envReloadResult,
 	"event_session_started":              eventSessionStarted,
 	"event_session_ended":                eventSessionEnded,
 	"event_turn_started":                 eventTurnStarted,
@@ -353,6 +363,84 @@ func envWatchScanRequest() proto.Message {
 		Message: &aophubv1.ScanProtocolMessage_WatchScanRequest{WatchScanRequest: request},
 	}
 	return envelope("watch-scan-1", message, "", "")
+}
+
+// ---------------------------------------------------------------------------
+// The reference agent nodes' namespaces (AOP-nodes 9.0.2, 9.0.3, 9.0.5)
+
+func envCommandCatalog() proto.Message {
+	catalog := &aiscancommand.CommandCatalog{Commands: []*aiscancommand.CommandSpec{
+		{Name: "/status", Usage: "/status", Description: "Show LLM and tool health"},
+		{Name: "/compact", Usage: "/compact [focus]", Description: "Compact the context"},
+		{Name: "!nmap", Aliases: []string{"!scan"}, Usage: "!nmap <target>", Description: "Port scan"},
+	}}
+	message := &aiscancommand.CommandProtocolMessage{
+		Message: &aiscancommand.CommandProtocolMessage_Catalog{Catalog: catalog},
+	}
+	return envelope("catalog-1", message, "", "")
+}
+
+func envCommandCatalogG3() proto.Message {
+	catalog := &cybercommand.CommandCatalog{Commands: []*cybercommand.CommandSpec{
+		{Name: "/status", Usage: "/status", Description: "Show LLM and tool health"},
+	}}
+	message := &cybercommand.CommandProtocolMessage{
+		Message: &cybercommand.CommandProtocolMessage_Catalog{Catalog: catalog},
+	}
+	return envelope("catalog-2", message, "", "")
+}
+
+func envCommandRequest() proto.Message {
+	request := &aiscancommand.CommandRequest{SessionId: sessionID, Line: "/compact keep the findings"}
+	message := &aiscancommand.CommandProtocolMessage{
+		Message: &aiscancommand.CommandProtocolMessage_Request{Request: request},
+	}
+	return envelope("task-1", message, "", "")
+}
+
+func envCommandResult() proto.Message {
+	result := &aiscancommand.CommandResult{
+		Command:      "/status",
+		Presentation: "preformatted",
+		Content:      []*aop.Content{text("LLM: openai/gpt-test\nTools: 6 ready")},
+	}
+	message := &aiscancommand.CommandProtocolMessage{
+		Message: &aiscancommand.CommandProtocolMessage_Result{Result: result},
+	}
+	return envelope("result-1", message, "task-1", "")
+}
+
+func envReloadRequest() proto.Message {
+	images := false
+	provider := &aiscanconfig.LLMProviderConfig{
+		Id:            "default",
+		Name:          "Default",
+		Provider:      "openai",
+		BaseUrl:       "https://llm.example/v1",
+		ApiKey:        "sk-test",
+		Model:         "gpt-test",
+		Proxy:         "http://proxy.example:3128",
+		MaxTokens:     4096,
+		ContextWindow: 128000,
+		Timeout:       120,
+		Images:        &images,
+	}
+	config := &aiscanconfig.DistributeConfig{Llm: &aiscanconfig.LLMConfig{
+		ActiveProfile: "default",
+		Providers:     []*aiscanconfig.LLMProviderConfig{provider},
+	}}
+	message := &aiscanreload.ReloadProtocolMessage{
+		Message: &aiscanreload.ReloadProtocolMessage_Request{Request: &aiscanreload.ReloadRequest{Config: config}},
+	}
+	return envelope("reload-1", message, "", "")
+}
+
+func envReloadResult() proto.Message {
+	result := &aiscanreload.ReloadResult{Ok: true, Provider: "openai", Model: "gpt-test", Error: ""}
+	message := &aiscanreload.ReloadProtocolMessage{
+		Message: &aiscanreload.ReloadProtocolMessage_Result{Result: result},
+	}
+	return envelope("reload-ack-1", message, "reload-1", "")
 }
 
 // ---------------------------------------------------------------------------

@@ -28,7 +28,8 @@ const (
 // Command is one entry of a command catalog (slash commands in a chat UI).
 type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Name without the leading slash, e.g. "reset".
+	// Name without the leading slash, e.g. "reset"; a node's shell
+	// pseudo-command keeps its "!", e.g. "!nmap" (AOP-nodes 9.7.8).
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// What the command does.
 	Description string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`

@@ -25,7 +25,8 @@ export const file_aophub_v1_agent: GenFile = /*@__PURE__*/
  */
 export type Command = Message<"aophub.v1.Command"> & {
   /**
-   * Name without the leading slash, e.g. "reset".
+   * Name without the leading slash, e.g. "reset"; a node's shell
+   * pseudo-command keeps its "!", e.g. "!nmap" (AOP-nodes 9.7.8).
    *
    * @generated from field: string name = 1;
    */

@@ -61,7 +61,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object name_ = "";
   /**
    * <pre>
-   * Name without the leading slash, e.g. "reset".
+   * Name without the leading slash, e.g. "reset"; a node's shell
+   * pseudo-command keeps its "!", e.g. "!nmap" (AOP-nodes 9.7.8).
    * </pre>
    *
    * <code>string name = 1 [json_name = "name"];</code>
@@ -82,7 +83,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Name without the leading slash, e.g. "reset".
+   * Name without the leading slash, e.g. "reset"; a node's shell
+   * pseudo-command keeps its "!", e.g. "!nmap" (AOP-nodes 9.7.8).
    * </pre>
    *
    * <code>string name = 1 [json_name = "name"];</code>
@@ -619,7 +621,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object name_ = "";
     /**
      * <pre>
-     * Name without the leading slash, e.g. "reset".
+     * Name without the leading slash, e.g. "reset"; a node's shell
+     * pseudo-command keeps its "!", e.g. "!nmap" (AOP-nodes 9.7.8).
      * </pre>
      *
      * <code>string name = 1 [json_name = "name"];</code>
@@ -639,7 +642,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Name without the leading slash, e.g. "reset".
+     * Name without the leading slash, e.g. "reset"; a node's shell
+     * pseudo-command keeps its "!", e.g. "!nmap" (AOP-nodes 9.7.8).
      * </pre>
      *
      * <code>string name = 1 [json_name = "name"];</code>
@@ -660,7 +664,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Name without the leading slash, e.g. "reset".
+     * Name without the leading slash, e.g. "reset"; a node's shell
+     * pseudo-command keeps its "!", e.g. "!nmap" (AOP-nodes 9.7.8).
      * </pre>
      *
      * <code>string name = 1 [json_name = "name"];</code>
@@ -677,7 +682,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Name without the leading slash, e.g. "reset".
+     * Name without the leading slash, e.g. "reset"; a node's shell
+     * pseudo-command keeps its "!", e.g. "!nmap" (AOP-nodes 9.7.8).
      * </pre>
      *
      * <code>string name = 1 [json_name = "name"];</code>
@@ -691,7 +697,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Name without the leading slash, e.g. "reset".
+     * Name without the leading slash, e.g. "reset"; a node's shell
+     * pseudo-command keeps its "!", e.g. "!nmap" (AOP-nodes 9.7.8).
      * </pre>
      *
      * <code>string name = 1 [json_name = "name"];</code>

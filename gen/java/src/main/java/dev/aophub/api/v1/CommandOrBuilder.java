@@ -12,7 +12,8 @@ public interface CommandOrBuilder extends
 
   /**
    * <pre>
-   * Name without the leading slash, e.g. "reset".
+   * Name without the leading slash, e.g. "reset"; a node's shell
+   * pseudo-command keeps its "!", e.g. "!nmap" (AOP-nodes 9.7.8).
    * </pre>
    *
    * <code>string name = 1 [json_name = "name"];</code>
@@ -21,7 +22,8 @@ public interface CommandOrBuilder extends
   java.lang.String getName();
   /**
    * <pre>
-   * Name without the leading slash, e.g. "reset".
+   * Name without the leading slash, e.g. "reset"; a node's shell
+   * pseudo-command keeps its "!", e.g. "!nmap" (AOP-nodes 9.7.8).
    * </pre>
    *
    * <code>string name = 1 [json_name = "name"];</code>
