@@ -30,7 +30,7 @@ from websockets.exceptions import ConnectionClosed
 from aop import chat_pb2, content_pb2, event_pb2, protocol_pb2
 from aophub.protocol.codec import core_message
 
-from .raw_node import IGNORE, Received, RawNode
+from .raw_node import IGNORE, RawNode, Received
 
 __all__ = ["NodeProcess", "ReferenceAgentNode", "not_open"]
 
@@ -76,6 +76,9 @@ class ReferenceAgentNode(RawNode):
             await node.close()
             raise
         return node
+
+    async def __aenter__(self) -> ReferenceAgentNode:
+        return self
 
     async def reconnect(self, url: str) -> ReferenceAgentNode:
         """Drop this connection and dial again from the same process: its sessions are kept."""

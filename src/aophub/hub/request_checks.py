@@ -9,7 +9,15 @@ from aop import chat_pb2
 from aophub.protocol.errors import Code, HubError
 from aophub.v1 import extensions_pb2
 
-__all__ = ["MAX_ID_BYTES", "RESERVED_NODE_SESSION_IDS", "check_id", "check_node_session_id", "check_ids", "check_run_turn", "parse_cursor"]
+__all__ = [
+    "MAX_ID_BYTES",
+    "RESERVED_NODE_SESSION_IDS",
+    "check_id",
+    "check_ids",
+    "check_node_session_id",
+    "check_run_turn",
+    "parse_cursor",
+]
 
 _MAX_CURSOR = 2**63 - 1  # SQLite INTEGER
 # The longest id a client may choose (envelope, watch, session, turn, node and request ids), in
