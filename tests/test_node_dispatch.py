@@ -8,12 +8,17 @@ its own ``turn_started`` and the echo of the input before its ``run_turn_respons
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from aop import chat_pb2, content_pb2, event_pb2
+from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aophub.hub.node_requests import NodeRequests
+from aophub.hub.nodes import NodeHandle
+from aophub.ids import new_id
+from aophub.protocol.codec import core_message
 
 from .support.lifecycle import checked_hub
 from .support.raw_node import REJECT
@@ -188,7 +193,8 @@ async def test_a_turn_on_a_reference_node_stores_one_turn_started_and_one_user_m
             receipt = await run(app, session.id, text)
             assert (await ended(app, watch, receipt.turn_id)).stop_reason == "completed"
             events = await turn_events(app, session.id, receipt.turn_id)
-            assert payloads(events) == ["message", "turn_started", "message", "turn_ended"]
+            # The hub's user message and turn_started; the node's status (sent before its answer), reply and end.
+            assert payloads(events) == ["message", "turn_started", "status", "message", "turn_ended"]
             user = [event.message for event in events if event.HasField("message") and event.message.role == "user"]
             assert len(user) == 1
             assert user[0].content[0].text.text == text
@@ -196,7 +202,6 @@ async def test_a_turn_on_a_reference_node_stores_one_turn_started_and_one_user_m
             dispatched = node.sent("run_turn_request")[-1]
             assert dispatched.envelope.id == receipt.turn_id == dispatched.message.run_turn_request.turn_id
             assert dispatched.message.run_turn_request.input.id == user[0].id
-            # The events the node sent before answering were taken: the reply is in the store.
             assert [event.message.role for event in events if event.HasField("message")] == ["user", "assistant"]
 
 
@@ -254,3 +259,38 @@ async def test_a_run_the_node_rejects_as_not_open_fails_the_turn_with_its_reason
             "agent_run_failed",
             f"node {NODE}: {not_open(session.id)}",
         )
+
+
+# -- the open itself, without a network --------------------------------------------------------
+
+
+class RecordingLink:
+    """A node link that keeps what the hub sends."""
+
+    def __init__(self) -> None:
+        self.sent: list[envelope_pb2.Envelope] = []
+        self.arrived = asyncio.Event()
+
+    async def send(self, envelope: envelope_pb2.Envelope) -> None:
+        self.sent.append(envelope)
+        self.arrived.set()
+
+    async def close(self, reason: str) -> None:
+        pass
+
+
+async def test_callers_opening_a_session_at_once_share_one_implicit_open() -> None:
+    link = RecordingLink()
+    node = NodeHandle(protocol_pb2.AgentHello(node_id=NODE), link, connected_at=0.0)
+    requests = NodeRequests(ids=new_id, timeout=10.0)
+    request = chat_pb2.OpenSessionRequest(session_id="s1", node_id=NODE)
+    first = asyncio.create_task(requests.ensure_open(node, request))
+    second = asyncio.create_task(requests.ensure_open(node, request))
+    await link.arrived.wait()
+    assert [envelope.id for envelope in link.sent] == ["open:s1"]
+    accepted = chat_pb2.OpenSessionResponse(accepted=chat_pb2.Session(id="s1-node", state="open"))
+    assert node.resolve("open:s1", core_message(open_session_response=accepted))
+    assert [await first, await second] == [None, None]
+    assert await requests.ensure_open(node, request) is None  # open on this connection: nothing is sent
+    assert len(link.sent) == 1
+    assert (node.open_sessions, node.node_session_ids, node.opening) == ({"s1"}, {"s1": "s1-node"}, {})

@@ -10,8 +10,9 @@ turn requests the way a reference agent node does:
   ``accepted`` with its current id for the session (9.3.3);
 - a run, a close or a cancel for a session it does not have is rejected
   ``FAILED_PRECONDITION`` ``session "<id>" is not open`` (``NOT_FOUND`` for the cancel) (9.3.4);
-- an accepted run emits ``turn_started`` and the echo of the input (``message{role: "user"}``
-  with ``input.id``, else ``m-<n>``) *before* the ``run_turn_response`` (9.4.3, 9.5.2, 9.5.7),
+- an accepted run emits ``turn_started``, the echo of the input (``message{role: "user"}``
+  with ``input.id``, else ``m-<n>``) and ``status{llm_request}`` *before* the
+  ``run_turn_response`` (9.4.3, 9.5.2, 9.5.7),
   then, while :attr:`ReferenceAgentNode.finish_turns` is set, an assistant message and
   ``turn_ended{completed}``.
 
@@ -151,6 +152,7 @@ class ReferenceAgentNode(RawNode):
         echo.role = echo.role or "user"
         echo.id = request.input.id or f"m-{self.process.messages}"
         await self.node_event(session_id, turn_id, message=echo)
+        await self.node_event(session_id, turn_id, status=event_pb2.Status(state="llm_request"))
         response.accepted.CopyFrom(chat_pb2.TurnReceipt(session_id=session_id, turn_id=turn_id, state="running"))
         await self.send(answer, reply_to=envelope_id)
         if self.finish_turns:
