@@ -67,17 +67,34 @@ class NodeRequests:
         session_id = request.session_id
         if session_id in node.open_sessions:
             return None
-        pending = node.opening.get(session_id)
-        if pending is None:
-            pending = asyncio.ensure_future(self._open(node, f"open:{session_id}", request))
-            node.opening[session_id] = pending
-            pending.add_done_callback(lambda done: _opened(node, session_id, done))
         try:
-            return await asyncio.shield(pending)
+            pending = node.opening.get(session_id)
+            if pending is not None:
+                return await asyncio.shield(pending)  # another caller's open: its outcome
+            return await self._open_once(node, request)
         except TimeoutError:
             raise HubError(
                 Code.UNAVAILABLE, f"node {node.node_id} did not answer the open in time", retryable=True
             ) from None
+
+    async def _open_once(self, node: NodeHandle, request: chat_pb2.OpenSessionRequest) -> str | None:
+        """Send the implicit open; callers that come meanwhile wait for its outcome in ``node.opening``."""
+        session_id = request.session_id
+        outcome: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        outcome.add_done_callback(_read_outcome)
+        node.opening[session_id] = outcome
+        try:
+            refusal = await self._open(node, f"open:{session_id}", request)
+        except asyncio.CancelledError:
+            outcome.cancel()
+            raise
+        except BaseException as error:
+            outcome.set_exception(error)
+            raise
+        finally:
+            node.opening.pop(session_id, None)
+        outcome.set_result(refusal)
+        return refusal
 
     async def _open(self, node: NodeHandle, envelope_id: str, request: chat_pb2.OpenSessionRequest) -> str | None:
         """Send an open and wait for the answer: ``None`` once accepted (recorded on ``node``), else the refusal."""
@@ -128,11 +145,10 @@ class NodeRequests:
             node.node_session_ids.pop(session_id, None)
 
 
-def _opened(node: NodeHandle, session_id: str, done: asyncio.Future[str | None]) -> None:
-    """An implicit open finished: the next one is a new request (its outcome is read even if nobody waits)."""
-    node.opening.pop(session_id, None)
-    if not done.cancelled():
-        done.exception()
+def _read_outcome(outcome: asyncio.Future[str | None]) -> None:
+    """Read a shared open's failure, so that none is reported as never retrieved when nobody else waited."""
+    if not outcome.cancelled():
+        outcome.exception()
 
 
 def is_not_open(rejection: chat_pb2.Rejection, session_id: str) -> bool:
