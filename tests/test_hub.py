@@ -841,7 +841,9 @@ async def test_node_reconnect_replaces_the_old_connection(hub: Hub, scripted: Sc
         await scripted.closed.wait()
     assert scripted.closed_because == "replaced by a new connection"
     await close(hub, session.id)
-    assert replacement.messages("close_session_request") == []  # the session was never open on it
+    # Never opened on the new connection, but the node process may still have it (AOP-nodes 9.3.1).
+    closes = replacement.messages("close_session_request")
+    assert [message.close_session_request.session_id for message in closes] == [session.id]
     await replacement.stop()
     await check_invariants(store, session.id)
 

@@ -117,3 +117,75 @@ async def test_a_session_between_turns_keeps_no_worker_and_its_next_turn_sees_ho
         assert runtime.sessions == 0
     finally:
         await runtime.stop()
+
+
+def foreign_envelope(envelope_id: str, type_url: str, value: bytes) -> envelope_pb2.Envelope:
+    return envelope_pb2.Envelope(id=envelope_id, payload=any_pb2.Any(type_url=type_url, value=value))
+
+
+async def test_payloads_the_node_does_not_serve_are_answered_with_a_protocol_error_and_never_misread() -> None:
+    """AOP-nodes 9.9.1: the type URL decides how a payload is read. A foreign namespace whose bytes
+    would decode as an open is refused UNSUPPORTED_NAMESPACE, not served; a non-canonical type URL
+    or an undecodable payload INVALID_PAYLOAD; each reply_to the envelope's id, the node serving on."""
+    sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
+
+    async def send(envelope: envelope_pb2.Envelope) -> None:
+        sent.put_nowait(envelope)
+
+    runtime = NodeRuntime(protocol_pb2.AgentHello(node_id="node"), RecordingAgent(), send)
+    try:
+        # The same field numbers as an aop.ProtocolMessage{open_session_request}.
+        looks_like_an_open = core_message(
+            open_session_request=chat_pb2.OpenSessionRequest(session_id=SESSION, node_id="node")
+        ).SerializeToString()
+        cases = [
+            (
+                "foreign",
+                "type.googleapis.com/aiscan.command.CommandProtocolMessage",
+                looks_like_an_open,
+                "UNSUPPORTED_NAMESPACE",
+            ),
+            ("non-canonical", "example.com/aop.ProtocolMessage", looks_like_an_open, "INVALID_PAYLOAD"),
+            ("garbage", "type.googleapis.com/aop.ProtocolMessage", b"\xff\xff\xff", "INVALID_PAYLOAD"),
+        ]
+        for envelope_id, type_url, value, code in cases:
+            await runtime.receive(foreign_envelope(envelope_id, type_url, value))
+            reply_to, message = await next_message(sent)
+            assert (reply_to, message.WhichOneof("message"), message.protocol_error.code) == (
+                envelope_id,
+                "protocol_error",
+                code,
+            )
+        assert runtime.sessions == 0  # nothing was served as an open
+        # The node serves on: a real open is answered.
+        await runtime.receive(foreign_envelope("open", "type.googleapis.com/aop.ProtocolMessage", looks_like_an_open))
+        reply_to, message = await next_message(sent)
+        assert (reply_to, message.WhichOneof("message")) == ("open", "open_session_response")
+        assert runtime.sessions == 1
+    finally:
+        await runtime.stop()
+
+
+async def test_a_protocol_error_from_the_hub_is_never_answered() -> None:
+    """AOP-nodes 9.1.7: answering one could start an error exchange."""
+    sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
+
+    async def send(envelope: envelope_pb2.Envelope) -> None:
+        sent.put_nowait(envelope)
+
+    runtime = NodeRuntime(protocol_pb2.AgentHello(node_id="node"), RecordingAgent(), send)
+    try:
+        error = protocol_pb2.ProtocolMessage()
+        error.protocol_error.code = "INVALID_PAYLOAD"
+        error.protocol_error.message = "the hub did not understand"
+        await runtime.receive(envelope_pb2.Envelope(id="error", reply_to="x", payload=pack(error)))
+        close = chat_pb2.CloseSessionRequest(session_id=SESSION)
+        await runtime.receive(
+            envelope_pb2.Envelope(id="close", payload=pack(core_message(close_session_request=close)))
+        )
+        # The envelopes are handled in order: the first thing sent answers the close.
+        reply_to, message = await next_message(sent)
+        assert (reply_to, message.WhichOneof("message")) == ("close", "close_session_response")
+        assert sent.empty()
+    finally:
+        await runtime.stop()

@@ -39,7 +39,7 @@ from aophub.hub.live_session import HUB_EMITTER, LiveSession, LiveSessions
 from aophub.hub.node_requests import NODE_REQUEST_TIMEOUT, NodeRequests
 from aophub.hub.node_routing import NodeRouter
 from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
-from aophub.hub.request_checks import check_ids, parse_cursor
+from aophub.hub.request_checks import check_ids, check_node_session_id, parse_cursor
 from aophub.hub.session_admin import SessionAdmin
 from aophub.hub.turn_lifecycle import TurnKey, TurnLifecycle
 from aophub.hub.turns import SessionState, Turn
@@ -279,6 +279,7 @@ class Hub:
     async def _open(self, key: str, request: chat_pb2.OpenSessionRequest, claim: Claim) -> chat_pb2.OpenSessionResponse:
         if not request.node_id:
             raise HubError(Code.INVALID_ARGUMENT, "node_id is required")
+        check_node_session_id(request.session_id, built_in=self.nodes.is_built_in(request.node_id))
         existing = await self.session(request.session_id) if request.session_id else None
         if existing is not None:
             if existing.record.node_id != request.node_id:
@@ -350,7 +351,7 @@ class Hub:
         for turn in reversed(session.turns.active()):
             await self._turn_lifecycle.cancel_locked(session, turn, f"session closed: {reason}", start_next=False)
         node = self.nodes.get(session.record.node_id)
-        if node is not None and session.id in node.open_sessions:
+        if node is not None:  # opened on this connection or not: a node that reconnected still has it
             await self._node_requests.close_session(node, session.id, reason)
         await self._turn_lifecycle.save_endings_locked(session)  # session_ended comes last
         change = self._sessions.touch(session, state=SessionState.CLOSED, close_reason=reason)

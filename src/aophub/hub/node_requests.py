@@ -5,10 +5,15 @@ that is gone (:class:`NodeGone`) or too slow (``TimeoutError``) is judged here
 per request: opening a session then fails with ``UNAVAILABLE``, closing one or
 canceling a turn is only logged (the hub has ended them on its side already),
 and running a turn leaves the judgement to the caller.
+
+A session is opened on every node connection before its first use there
+(:meth:`NodeRequests.ensure_open`, AOP-nodes 9.3.2): each connection keeps its
+own set of open sessions, so a node that restarted gets the open again.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from aop import chat_pb2, protocol_pb2
@@ -17,7 +22,7 @@ from aophub.ids import IdGenerator
 from aophub.protocol.codec import core_message
 from aophub.protocol.errors import Code, HubError
 
-__all__ = ["NODE_REQUEST_TIMEOUT", "NodeRequests"]
+__all__ = ["NODE_REQUEST_TIMEOUT", "NodeRequests", "is_not_open"]
 
 log = logging.getLogger(__name__)
 
@@ -41,16 +46,66 @@ class NodeRequests:
         ``FAILED_PRECONDITION`` if it refuses.
         """
         try:
-            answer = await node.request(envelope_id, core_message(open_session_request=request), timeout=self.timeout)
+            refusal = await self._open(node, envelope_id, request)
         except (NodeGone, TimeoutError):
             raise HubError(
                 Code.UNAVAILABLE, f"node {node.node_id} did not answer the open in time", retryable=True
             ) from None
+        if refusal is not None:
+            raise HubError(Code.FAILED_PRECONDITION, f"node {node.node_id}: {refusal}")
+
+    async def ensure_open(self, node: NodeHandle, request: chat_pb2.OpenSessionRequest) -> str | None:
+        """Open the session on this connection of the node unless it is open there (AOP-nodes 9.3.2).
+
+        Sessions are opened again on every connection before their first use: a node that
+        restarted has lost them. The implicit open has the envelope id ``open:<session_id>``
+        and is awaited (bounded): nothing else is sent for the session before the node accepts
+        it. Callers opening the same session at once share one open. Returns ``None`` once the
+        session is open, else the node's reason for refusing it. Raises :class:`NodeGone` if the
+        node leaves first, :class:`HubError` ``UNAVAILABLE`` if it does not answer in time.
+        """
+        session_id = request.session_id
+        if session_id in node.open_sessions:
+            return None
+        try:
+            pending = node.opening.get(session_id)
+            if pending is not None:
+                return await asyncio.shield(pending)  # another caller's open: its outcome
+            return await self._open_once(node, request)
+        except TimeoutError:
+            raise HubError(
+                Code.UNAVAILABLE, f"node {node.node_id} did not answer the open in time", retryable=True
+            ) from None
+
+    async def _open_once(self, node: NodeHandle, request: chat_pb2.OpenSessionRequest) -> str | None:
+        """Send the implicit open; callers that come meanwhile wait for its outcome in ``node.opening``."""
+        session_id = request.session_id
+        outcome: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        outcome.add_done_callback(_read_outcome)
+        node.opening[session_id] = outcome
+        try:
+            refusal = await self._open(node, f"open:{session_id}", request)
+        except asyncio.CancelledError:
+            outcome.cancel()
+            raise
+        except BaseException as error:
+            outcome.set_exception(error)
+            raise
+        finally:
+            node.opening.pop(session_id, None)
+        outcome.set_result(refusal)
+        return refusal
+
+    async def _open(self, node: NodeHandle, envelope_id: str, request: chat_pb2.OpenSessionRequest) -> str | None:
+        """Send an open and wait for the answer: ``None`` once accepted (recorded on ``node``), else the refusal."""
+        answer = await node.request(envelope_id, core_message(open_session_request=request), timeout=self.timeout)
         response = answer.open_session_response
         if answer.WhichOneof("message") != "open_session_response" or response.WhichOneof("outcome") != "accepted":
-            reason = response.rejected.message or "the node refused to open the session"
-            raise HubError(Code.FAILED_PRECONDITION, f"node {node.node_id}: {reason}")
+            return response.rejected.message or "the node refused to open the session"
         node.open_sessions.add(request.session_id)
+        # The node's id for the session; not assumed equal to the hub's (a rotation, 9.3.3).
+        node.node_session_ids[request.session_id] = response.accepted.id or request.session_id
+        return None
 
     async def run_turn(self, node: NodeHandle, request: chat_pb2.RunTurnRequest) -> protocol_pb2.ProtocolMessage:
         """Hand the node a turn (the envelope id is the turn id); raises ``NodeGone`` or ``TimeoutError``."""
@@ -63,11 +118,39 @@ class NodeRequests:
         except (NodeGone, TimeoutError):
             log.info("node %s did not confirm %s", node.node_id, message.WhichOneof("message"))
 
-    async def close_session(self, node: NodeHandle, session_id: str, reason: str) -> None:
-        """Close the session on the node (waiting for its confirmation, bounded), then forget it was open there."""
+    async def close_session(
+        self, node: NodeHandle, session_id: str, reason: str, *, envelope_id: str | None = None
+    ) -> None:
+        """Close the session on the node (waiting for its confirmation, bounded), then forget it was open there.
+
+        Sent whether or not the session was opened on this connection: a node that reconnected
+        still has it (AOP-nodes 9.3.1). A node that answers the session is not open (it
+        restarted) has it closed: that counts as a successful close (9.3.5); any other refusal
+        is logged, and the hub closes the session on its side all the same.
+        """
         close = chat_pb2.CloseSessionRequest(session_id=session_id, reason=reason)
+        envelope_id = envelope_id or self._ids("close")
         try:
-            await node.request(self._ids("close"), core_message(close_session_request=close), self.timeout)
+            answer = await node.request(envelope_id, core_message(close_session_request=close), self.timeout)
         except (NodeGone, TimeoutError):
             log.info("node %s did not confirm closing %s", node.node_id, session_id)
-        node.open_sessions.discard(session_id)
+        else:
+            response = answer.close_session_response
+            refused = answer.WhichOneof("message") != "close_session_response" or response.HasField("rejected")
+            if refused and not is_not_open(response.rejected, session_id):
+                why = response.rejected.message or f"it answered {answer.WhichOneof('message')}"
+                log.warning("node %s refused to close %s: %s", node.node_id, session_id, why)
+        finally:
+            node.open_sessions.discard(session_id)
+            node.node_session_ids.pop(session_id, None)
+
+
+def _read_outcome(outcome: asyncio.Future[str | None]) -> None:
+    """Read a shared open's failure, so that none is reported as never retrieved when nobody else waited."""
+    if not outcome.cancelled():
+        outcome.exception()
+
+
+def is_not_open(rejection: chat_pb2.Rejection, session_id: str) -> bool:
+    """Whether a node refused a request because it does not have the session (AOP-nodes 9.3.4)."""
+    return rejection.code == Code.FAILED_PRECONDITION and rejection.message == f'session "{session_id}" is not open'

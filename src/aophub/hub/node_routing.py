@@ -9,8 +9,9 @@ both peers' addresses. It takes every envelope a node sends:
 answers to the hub's requests, status and counters, interactions, its command
 catalog (as an event, or in the reference nodes' command namespace, see
 :mod:`aophub.hub.node_commands`), and session events. An event goes to the session and active turn it
-belongs to, or is dropped (AOP 7.5): ``session_started``/``session_ended`` and
-``turn_started`` come from the hub only, and nothing is taken from a node after
+belongs to, or is dropped (AOP 7.5): ``session_started``/``session_ended``,
+``turn_started`` and the user message of a turn come from the hub only (the
+node's echo of the input is dropped, AOP-nodes 9.5.7), and nothing is taken from a node after
 its turn has ended. A ``turn_ended`` ends the turn; a tool call is tracked until
 its one ``tool_result``. A turn whose events the store refused ends
 ``store_failed`` and its node is told to stop it.
@@ -259,6 +260,8 @@ class NodeRouter:
                 return None  # another node's turn, or late output after the turn ended
             if kind == "turn_started":
                 return None  # the hub emitted it at dispatch
+            if kind == "message" and turn.echoes_input(event.message):
+                return None  # the node's echo of the input: the hub stored the user message at dispatch
             if named_turn != turn.turn_id:
                 event.turn_id = turn.turn_id
             return session, turn

@@ -71,7 +71,13 @@ class NodeHandle:
         self.contested_at: float | None = None
         self.status = protocol_pb2.AgentStatus()
         self.stats = protocol_pb2.AgentStats()
+        # Sessions opened on this connection (AOP-nodes 9.3.2: a node's sessions are opened again
+        # on every connection before their first use), and the node's own id for each (the
+        # ``accepted.id`` of its open: it differs from the hub's after a rotation, 9.3.3).
         self.open_sessions: set[str] = set()
+        self.node_session_ids: dict[str, str] = {}
+        # Implicit opens on their way (session id -> the node's refusal, or None once it is open).
+        self.opening: dict[str, asyncio.Future[str | None]] = {}
         # The latest command catalog the node sent (either form), each entry with the node as source.
         self.commands: list[agent_pb2.Command] = []
         # The package generation of the first command-namespace message it sent (AOP-nodes 9.0.5.2);
@@ -165,6 +171,10 @@ class NodeRegistry:
 
     def all(self) -> list[NodeHandle]:
         return sorted(self._nodes.values(), key=lambda handle: handle.node_id)
+
+    def is_built_in(self, node_id: str) -> bool:
+        """Whether ``node_id`` is (or was) a built-in node's id."""
+        return node_id in self._reserved
 
     def admission(self, node_id: str, *, now: float, built_in: bool = False) -> Admission:
         """What a hello for ``node_id`` at time ``now`` may do.

@@ -9,7 +9,15 @@ from aop import chat_pb2
 from aophub.protocol.errors import Code, HubError
 from aophub.v1 import extensions_pb2
 
-__all__ = ["MAX_ID_BYTES", "check_id", "check_ids", "check_run_turn", "parse_cursor"]
+__all__ = [
+    "MAX_ID_BYTES",
+    "RESERVED_NODE_SESSION_IDS",
+    "check_id",
+    "check_ids",
+    "check_node_session_id",
+    "check_run_turn",
+    "parse_cursor",
+]
 
 _MAX_CURSOR = 2**63 - 1  # SQLite INTEGER
 # The longest id a client may choose (envelope, watch, session, turn, node and request ids), in
@@ -23,6 +31,21 @@ def check_id(name: str, value: str) -> None:
     """Refuse an id longer than :data:`MAX_ID_BYTES` UTF-8 bytes (``INVALID_ARGUMENT``; the id is not echoed)."""
     if len(value) > MAX_ID_BYTES // 4 and (size := len(value.encode())) > MAX_ID_BYTES:
         raise HubError(Code.INVALID_ARGUMENT, f"{name} is {size} bytes long; ids are at most {MAX_ID_BYTES} bytes")
+
+
+# Session ids an agent node of the reference implementation holds for itself: its console and its
+# startup task (AOP-nodes 9.3.6). A hub session with one of them would share that node session's
+# context, so they are refused on every remote node; the hub's own ids never take this form.
+RESERVED_NODE_SESSION_IDS = frozenset({"main-repl", "startup"})
+
+
+def check_node_session_id(session_id: str, *, built_in: bool) -> None:
+    """Refuse a session id a remote node reserves for itself (``INVALID_ARGUMENT``); the built-in node has none."""
+    if not built_in and session_id in RESERVED_NODE_SESSION_IDS:
+        raise HubError(
+            Code.INVALID_ARGUMENT,
+            f"session id {session_id!r} is reserved on agent nodes (their own {session_id} session); choose another",
+        )
 
 
 def check_ids(request: Message) -> None:

@@ -17,7 +17,6 @@ from aophub.hub.node_requests import NodeRequests
 from aophub.hub.nodes import NodeRegistry
 from aophub.hub.request_checks import check_ids, parse_cursor
 from aophub.hub.turn_lifecycle import TurnLifecycle
-from aophub.protocol.codec import core_message
 from aophub.protocol.errors import Code, HubError
 from aophub.settings import DEFAULT_MAX_PAGE_BYTES
 from aophub.store.base import DeleteSession, Store
@@ -73,10 +72,11 @@ class SessionAdmin:
         async with self._sessions.locked(session_id) as session:
             self._turns.forget_locked(session, "deleted")
             node = self._nodes.get(session.record.node_id)
-            if node is not None and session.id in node.open_sessions:
+            if node is not None:  # opened on this connection or not: a node that reconnected still has it
                 node.open_sessions.discard(session.id)
-                close = chat_pb2.CloseSessionRequest(session_id=session.id, reason="deleted")
-                self._spawn(self._node_requests.tell(node, core_message(close_session_request=close)))
+                self._spawn(
+                    self._node_requests.close_session(node, session.id, "deleted", envelope_id=f"close:{session.id}")
+                )
             (deleted,) = await self._store.submit([DeleteSession(session.id)])
             session.unsaved_endings.clear()  # the turns went with the session
             session.log.close()

@@ -214,6 +214,8 @@ class TurnLifecycle:
             message.CopyFrom(turn.request.input)
             message.role = message.role or "user"
             message.id = message.id or self._ids("msg")
+            # The node learns the stored message's id, so its echo of the input can be dropped (AOP-nodes 9.5.7).
+            turn.request.input.id = message.id
             events.append(self._sessions.event(session, turn.turn_id, message=message))
         events.append(self._sessions.event(session, turn.turn_id, turn_started=event_pb2.TurnStarted()))
         session.turns.begin(turn)
@@ -241,12 +243,19 @@ class TurnLifecycle:
             await self.end(session.id, turn.turn_id, "error", code=code, message=message)
 
     async def _send_turn(self, session: LiveSession, turn: Turn) -> tuple[str, str] | None:
-        """Open the session on the node if needed and hand it the turn; a refusal is returned."""
+        """Open the session on this connection of the node if needed, then hand it the turn; a refusal is returned.
+
+        The run's envelope id is the turn id (AOP-nodes 9.4.2). The turn is in ``dispatched``
+        before the run goes out: the node's events can overtake its answer (9.4.3).
+        """
         node = self._nodes.get(session.record.node_id)
         if node is None:
             return (TurnErrorCode.DISPATCH_FAILED, f"node {session.record.node_id} is offline")
-        if session.id not in node.open_sessions:
-            await self._node_requests.open_session(node, self._ids("open"), session.reopen_request())
+        refusal = await self._node_requests.ensure_open(node, session.reopen_request())
+        if refusal is not None:
+            return (TurnErrorCode.AGENT_RUN_FAILED, f"node {node.node_id}: {refusal}")
+        if turn.state is TurnState.ENDED:
+            return None  # canceled while its session was being opened: nothing to run
         self.dispatched[(session.id, turn.turn_id)] = node
         answer = await self._node_requests.run_turn(node, turn.request)
         outcome = answer.run_turn_response

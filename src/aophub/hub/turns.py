@@ -74,6 +74,15 @@ class Turn:
         self.state = TurnState.ENDED
         self.stop_reason = stop_reason
 
+    def echoes_input(self, message: content_pb2.Message) -> bool:
+        """Whether ``message`` is the node's copy of this turn's input (AOP-nodes 9.5.7).
+
+        The hub stored the user message itself and sent its id as ``input.id``; a node repeats
+        the input as ``message{role: "user"}`` with that id. Other user-role messages of a node
+        (evaluator feedback, mailbox input) are not echoes.
+        """
+        return bool(self.request.input.id) and message.role == "user" and message.id == self.request.input.id
+
     def __repr__(self) -> str:
         return f"<Turn {self.session_id}/{self.turn_id} {self.state.value}>"
 

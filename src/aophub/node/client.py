@@ -23,7 +23,8 @@ from websockets.frames import CloseCode
 from aop import envelope_pb2, protocol_pb2
 from aophub.ids import new_id
 from aophub.node.runtime import INTERACTIONS_CAPABILITY, Agent, NodeRuntime, runtime_info
-from aophub.protocol.codec import core_message, pack
+from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, unpack
+from aophub.protocol.errors import HubError
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES
 
 __all__ = ["BACKOFF_INITIAL", "BACKOFF_MAX", "NodeRefused", "node_url", "serve_agent"]
@@ -35,6 +36,7 @@ BACKOFF_MAX = 10.0
 PING_INTERVAL = 30.0
 PING_TIMEOUT = 60.0  # with the interval: a silent hub is dropped after at most 90 s
 ACCEPT_TIMEOUT = 10.0
+_CORE_URL = TYPE_URL_PREFIX + protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
 
 
 class NodeRefused(Exception):
@@ -161,7 +163,12 @@ async def _handshake(socket: ClientConnection, hello: protocol_pb2.AgentHello, a
             if not isinstance(frame, bytes):
                 continue
             envelope = envelope_pb2.Envelope.FromString(frame)
-            message = protocol_pb2.ProtocolMessage.FromString(envelope.payload.value)
+            if envelope.reply_to != hello_id or envelope.payload.type_url != _CORE_URL:
+                continue  # only the answer to the hello counts, and it is an aop.ProtocolMessage
+            try:
+                message = unpack(envelope, protocol_pb2.ProtocolMessage)
+            except HubError:
+                continue  # undecodable: no answer; the accept timeout ends the wait
             if envelope.reply_to == hello_id and message.WhichOneof("message") == "agent_accepted":
                 break
             if envelope.reply_to == hello_id and message.WhichOneof("message") == "protocol_error":

@@ -24,9 +24,9 @@ from typing import Protocol
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aophub.ids import new_id
 from aophub.node.turn import EmitEvent, Turn, TurnFailed
-from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, unpack
+from aophub.protocol.codec import core_message, pack, payload_name, unpack
 from aophub.protocol.error_mapping import to_rejection
-from aophub.protocol.errors import HubError
+from aophub.protocol.errors import Code, HubError
 from aophub.protocol.extensions import turn_options
 from aophub.v1 import interaction_pb2
 
@@ -35,7 +35,8 @@ __all__ = ["INTERACTIONS_CAPABILITY", "Agent", "NodeRuntime", "Send", "counted_t
 log = logging.getLogger(__name__)
 
 Send = Callable[[envelope_pb2.Envelope], Awaitable[None]]
-_INTERACTION_URL = TYPE_URL_PREFIX + interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
+_INTERACTION_NAME = interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
+_CORE_NAME = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
 # Announced in AgentHello and echoed in AgentAccepted when both sides speak
 # aophub.v1.InteractionProtocolMessage on the node channel.
 INTERACTIONS_CAPABILITY = "aophub.interactions"
@@ -159,14 +160,31 @@ class NodeRuntime:
             self._asked.pop(interaction.id, None)
 
     async def receive(self, envelope: envelope_pb2.Envelope) -> None:
-        """Handle one envelope from the hub."""
-        if envelope.payload.type_url == _INTERACTION_URL:
-            resolved = unpack(envelope, interaction_pb2.InteractionProtocolMessage).resolved
-            future = self._asked.get(resolved.id)
-            if future is not None and not future.done():
-                future.set_result(resolved)
+        """Handle one envelope from the hub.
+
+        The payload's type URL decides how it is read: ``aop.ProtocolMessage``, or
+        ``aophub.v1.InteractionProtocolMessage``. Anything else is answered in-band with a
+        ``protocol_error`` whose ``reply_to`` is the envelope's id (AOP-nodes 9.9.1): another
+        namespace with ``UNSUPPORTED_NAMESPACE``, a type URL that is not canonical or a payload
+        that does not decode with ``INVALID_PAYLOAD``. A ``protocol_error`` from the hub is never
+        answered (9.1.7).
+        """
+        try:
+            name = payload_name(envelope)
+            if name == _INTERACTION_NAME:
+                resolved = unpack(envelope, interaction_pb2.InteractionProtocolMessage).resolved
+                future = self._asked.get(resolved.id)
+                if future is not None and not future.done():
+                    future.set_result(resolved)
+                return
+            if name != _CORE_NAME:
+                raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken by this node")
+            message = unpack(envelope, protocol_pb2.ProtocolMessage)
+        except HubError as error:
+            log.info("node %s refuses envelope %s: %s", self.hello.node_id, envelope.id, error.message)
+            refusal = event_pb2.ProtocolError(code=error.code, message=error.message)
+            await self._reply(envelope.id, core_message(protocol_error=refusal))
             return
-        message = unpack(envelope, protocol_pb2.ProtocolMessage)
         case = message.WhichOneof("message")
         if case == "open_session_request":
             request = message.open_session_request
@@ -191,6 +209,9 @@ class NodeRuntime:
             )
         elif case == "cancel_operation":
             pass  # this node runs no long operations besides turns
+        elif case == "protocol_error":
+            # Never answered: an answer could start an error exchange (AOP-nodes 9.1.7).
+            log.info("node %s: the hub reports %s", self.hello.node_id, message.protocol_error.message)
         else:
             log.info("node %s ignores %s", self.hello.node_id, case)
 
