@@ -17,8 +17,6 @@ from google.protobuf import any_pb2
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aop.tool import protocol_pb2 as tool_pb2
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack
-from aophub.store.base import PutTurn, WriteOp
-from aophub.store.sqlite import SQLiteStore
 from aophub.v1 import artifact_pb2, interaction_pb2
 
 from .support.lifecycle import checked_hub
@@ -217,55 +215,6 @@ async def test_a_protocol_error_answering_an_open_refuses_the_open_at_once(hub: 
         response = reply.open_session_response
         assert response.WhichOneof("outcome") == "rejected", reply
         assert response.rejected.code == "FAILED_PRECONDITION"
-
-
-# -- 9.1.3 / 9.10.2: nothing before agent_accepted ------------------------------------------------
-
-
-class EndingGate:
-    """The store's ``submit``, holding back the batch that ends ``turn_id`` until :meth:`release`."""
-
-    def __init__(self, store: SQLiteStore, monkeypatch: pytest.MonkeyPatch, turn_id: str) -> None:
-        self._submit = store.submit
-        self._turn_id = turn_id
-        self.reached = asyncio.Event()
-        self._released = asyncio.Event()
-        monkeypatch.setattr(store, "submit", self.submit)
-
-    async def submit(self, ops: Sequence[WriteOp]) -> list[int | None]:
-        if any(
-            isinstance(op, PutTurn) and op.record.turn_id == self._turn_id and op.record.state == "ended" for op in ops
-        ):
-            self.reached.set()
-            await self._released.wait()
-        return await self._submit(ops)
-
-    def release(self) -> None:
-        self._released.set()
-
-
-async def test_agent_accepted_is_the_first_thing_a_node_receives(
-    hub: RunningHub, app: AppSocket, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """9.1.3: a turn started while a reconnecting node is being attached (the old connection's turn
-    still ending) cannot send the node its open or run before agent_accepted."""
-    async with await RawNode.connect(hub.node_url, "reference") as old:
-        _held_session, held_watch, held_turn = await turn_on(app, old)
-        other = await app.open_session("reference")
-        gate = EndingGate(hub.runtime.store, monkeypatch, held_turn)
-        async with await ReferenceNode.dial(hub.node_url, "reference") as node:
-            hello = protocol_pb2.AgentHello(node_id="reference", name="reference", capabilities=["chat"])
-            hello_id = await node.send(core_message(agent_hello=hello))
-            async with asyncio.timeout(10):
-                await gate.reached.wait()  # the new connection is taking over, ending the old one's turn
-            turn_id = await run(app, node, other.id, "meanwhile")
-            gate.release()
-            await node.wait_for(lambda item: item.case == "agent_accepted")
-            first = node.received[0]
-            assert (first.case, first.envelope.reply_to) == ("agent_accepted", hello_id)
-            assert [item.case for item in node.received[1:3]] == ["open_session_request", "run_turn_request"]
-            await node.finish(other.id, turn_id)
-            assert (await app.turn_ended(held_watch, held_turn)).event.turn_ended.error.code == "agent_disconnected"
 
 
 # -- 9.1.5 / 9.10.3: pings ---------------------------------------------------------------------------
