@@ -120,8 +120,8 @@ class ReferenceNode(RawNode):
                 session_id = item.message.close_session_request.session_id
                 await self.send_event(self.runtime_event(session_id, session_ended=event_pb2.SessionEnded()))
             elif item.case == "cancel_turn_request" and self.answers[item.case] == ACCEPT:
-                request = item.message.cancel_turn_request
-                await self.finish(request.session_id, request.turn_id, "canceled", CONTEXT_CANCELED)
+                cancel = item.message.cancel_turn_request
+                await self.finish(cancel.session_id, cancel.turn_id, "canceled", CONTEXT_CANCELED)
 
     async def _reply_error(self, item: Received, code: str, message: str) -> None:
         self.error_replies.append(item.envelope.id)
