@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Self
 
 from google.protobuf.message import Message
 from websockets.asyncio.client import ClientConnection, connect
@@ -67,7 +68,7 @@ class RawNode:
         return f"<RawNode {self.node_id} received={len(self.received)}>"
 
     @classmethod
-    async def dial(cls, url: str, node_id: str, *, token: str = TOKEN) -> RawNode:
+    async def dial(cls, url: str, node_id: str, *, token: str = TOKEN) -> Self:
         """Open the WebSocket without saying anything yet."""
         socket = await connect(url, additional_headers={"Authorization": f"Bearer {token}"})
         return cls(socket, node_id)
@@ -75,7 +76,7 @@ class RawNode:
     @classmethod
     async def connect(
         cls, url: str, node_id: str, *, capabilities: Iterable[str] = ("chat",), token: str = TOKEN
-    ) -> RawNode:
+    ) -> Self:
         """Dial, say hello and wait for ``agent_accepted``."""
         node = await cls.dial(url, node_id, token=token)
         try:
@@ -94,7 +95,7 @@ class RawNode:
         self.accepted = accepted.message.agent_accepted
         return self.accepted
 
-    async def __aenter__(self) -> RawNode:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(

@@ -426,13 +426,19 @@ class Hub:
     # -- nodes ------------------------------------------------------------------
 
     async def attach_node(
-        self, hello: protocol_pb2.AgentHello, link: NodeLink, *, built_in: bool = False, peer: str = ""
+        self,
+        hello: protocol_pb2.AgentHello,
+        link: NodeLink,
+        *,
+        built_in: bool = False,
+        peer: str = "",
+        acceptance: envelope_pb2.Envelope | None = None,
     ) -> NodeHandle:
-        """Register a node that said hello; a node with the same id is replaced and its turns end.
+        """Register a node that said hello (``acceptance`` sent first); a node with the same id is replaced.
 
-        Raises :class:`HubError` when the id is refused (see :meth:`NodeRouter.attach`).
+        Its turns end. Raises :class:`HubError` when the id is refused (see :meth:`NodeRouter.attach`).
         """
-        return await self._node_router.attach(hello, link, built_in=built_in, peer=peer)
+        return await self._node_router.attach(hello, link, built_in=built_in, peer=peer, acceptance=acceptance)
 
     async def detach_node(self, handle: NodeHandle) -> None:
         """Forget a node whose connection ended; its running turns end with ``agent_disconnected``."""

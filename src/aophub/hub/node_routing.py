@@ -19,6 +19,7 @@ its one ``tool_result``. A turn whose events the store refused ends
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -28,12 +29,13 @@ from aophub.hub import node_commands
 from aophub.hub.interactions import Interactions
 from aophub.hub.live_session import LiveSession, LiveSessions
 from aophub.hub.node_requests import NodeRequests
-from aophub.hub.nodes import Admission, NodeHandle, NodeLink, NodeRegistry
+from aophub.hub.nodes import Admission, NodeGone, NodeHandle, NodeLink, NodeRegistry
 from aophub.hub.request_checks import check_id
 from aophub.hub.turn_lifecycle import TurnKey, TurnLifecycle
 from aophub.hub.turns import Turn, TurnState
 from aophub.ids import IdGenerator
-from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, payload_name, unpack
+from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, payload_name, unpack
+from aophub.protocol.error_mapping import to_protocol_error
 from aophub.protocol.errors import Code, HubError, TurnErrorCode
 from aophub.protocol.extensions import command_catalog
 from aophub.store.base import AppendArtifact, Store, StoreError
@@ -98,9 +100,19 @@ class NodeRouter:
     # -- nodes coming and going -----------------------------------------------------
 
     async def attach(
-        self, hello: protocol_pb2.AgentHello, link: NodeLink, *, built_in: bool = False, peer: str = ""
+        self,
+        hello: protocol_pb2.AgentHello,
+        link: NodeLink,
+        *,
+        built_in: bool = False,
+        peer: str = "",
+        acceptance: envelope_pb2.Envelope | None = None,
     ) -> NodeHandle:
         """Register a node that said hello (from ``peer``, ``host:port``); a node with the same id is replaced.
+
+        ``acceptance`` (the ``agent_accepted``) goes on the link before the node is registered:
+        nothing the hub sends it (an open, a run of a turn started meanwhile) can overtake it
+        (AOP-nodes 9.1.3). Raises :class:`NodeGone` if the link closed before it could be sent.
 
         Raises :class:`HubError` ``ALREADY_EXISTS`` when the id is refused: the built-in node's
         (not retryable), or contested by a live connection (retryable: once that one leaves).
@@ -117,6 +129,8 @@ class NodeRouter:
             raise HubError(Code.ALREADY_EXISTS, f"node id {node_id!r} is reserved for the hub's built-in node")
         if admission is Admission.CONTESTED:
             self._refuse_rival(node_id, peer)
+        if acceptance is not None:
+            await link.send(acceptance)
         handle = NodeHandle(hello, link, connected_at=self._clock(), built_in=built_in, peer=peer)
         self.known_nodes[node_id] = handle
         previous = self._nodes.register(handle)
@@ -173,27 +187,43 @@ class NodeRouter:
     async def receive(self, handle: NodeHandle, envelope: envelope_pb2.Envelope) -> None:
         """Handle one envelope from a node: core messages (answers, status, stats, events) and interactions.
 
-        Raises :class:`HubError` when the payload does not decode (``INVALID_PAYLOAD``), belongs
-        to a namespace nodes do not speak (``UNSUPPORTED_NAMESPACE``) or the envelope id (which may
-        become a stored key, e.g. an interaction's) is longer than ids may be (``INVALID_ARGUMENT``);
-        the transport then drops the node. ``reply_to`` only looks up what the hub sent.
+        A payload in a namespace nodes do not speak, or one that does not decode, is answered
+        in-band with a ``protocol_error`` (``UNSUPPORTED_NAMESPACE`` or ``INVALID_PAYLOAD``,
+        reply_to = the node's envelope id) and the node stays (AOP-nodes 9.1.6). A message of a
+        known namespace with an unknown or empty case is ignored. Raises :class:`HubError`
+        ``INVALID_ARGUMENT`` only when the envelope id (which may become a stored key, e.g. an
+        interaction's) is longer than ids may be; the transport then drops the node.
         """
         check_id("the envelope id", envelope.id)
-        name = payload_name(envelope)
-        if name == _INTERACTION_NAMESPACE:
-            interaction = unpack(envelope, interaction_pb2.InteractionProtocolMessage)
-            if interaction.WhichOneof("message") == "requested":
-                await self._interactions.request(handle, envelope.id, interaction.requested)
+        try:
+            name = payload_name(envelope)
+            if name == _INTERACTION_NAMESPACE:
+                interaction = unpack(envelope, interaction_pb2.InteractionProtocolMessage)
+                if interaction.WhichOneof("message") == "requested":
+                    await self._interactions.request(handle, envelope.id, interaction.requested)
+                return
+            if node_commands.speaks(name):
+                node_commands.receive(handle, envelope, name)
+                return
+            if name != _CORE_NAMESPACE:
+                raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken on the node channel")
+            message = unpack(envelope, protocol_pb2.ProtocolMessage)
+        except HubError as error:
+            await self._refuse(handle, envelope.id, error)
             return
-        if node_commands.speaks(name):
-            node_commands.receive(handle, envelope, name)
-            return
-        if name != _CORE_NAMESPACE:
-            raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken on the node channel")
-        message = unpack(envelope, protocol_pb2.ProtocolMessage)
         case = message.WhichOneof("message")
         if case in _NODE_RESPONSES:
             handle.resolve(envelope.reply_to, message)
+        elif case == "protocol_error":
+            # AOP-nodes 9.1.7: it fails the hub's request it answers; any other one is dropped
+            # and never answered (an answer would start an error exchange with no end).
+            if not handle.resolve(envelope.reply_to, message):
+                log.debug(
+                    "node %s: protocol_error %s (%s) answers nothing pending; dropped",
+                    handle.node_id,
+                    message.protocol_error.code,
+                    message.protocol_error.message,
+                )
         elif case == "agent_status":
             # Keep the received message; copying into the handle's own would grow its upb arena
             # by every copy for as long as the node stays connected (see aophub.node.runtime.counted_turn).
@@ -201,9 +231,29 @@ class NodeRouter:
         elif case == "agent_stats":
             handle.stats = message.agent_stats
         elif case == "event":
-            await self.event(handle, envelope.reply_to, message.event)
+            await self._event_or_refuse(handle, envelope, message.event)
         else:
             log.info("node %s sent %s, which nodes do not send; ignored", handle.node_id, case)
+
+    async def _refuse(self, handle: NodeHandle, envelope_id: str, error: HubError) -> None:
+        """Answer a node's envelope the hub cannot read with a ``protocol_error``; the node stays."""
+        log.info("node %s: envelope %r refused: %s", handle.node_id, envelope_id, error.message)
+        refusal = core_message(protocol_error=to_protocol_error(error))
+        with contextlib.suppress(NodeGone):  # gone meanwhile: nobody to tell
+            await handle.link.send(
+                envelope_pb2.Envelope(id=self._ids("hub"), reply_to=envelope_id, payload=pack(refusal))
+            )
+
+    async def _event_or_refuse(
+        self, handle: NodeHandle, envelope: envelope_pb2.Envelope, event: event_pb2.Event
+    ) -> None:
+        """:meth:`event`, with an extension that does not decode answered in-band (AOP-nodes 9.1.6)."""
+        try:
+            await self.event(handle, envelope.reply_to, event)
+        except HubError as error:
+            if error.code is not Code.INVALID_PAYLOAD:
+                raise
+            await self._refuse(handle, envelope.id, error)
 
     async def event(self, handle: NodeHandle, reply_to: str, event: event_pb2.Event) -> None:
         """Handle one event a node sent (``reply_to``: the envelope's, naming the turn when the event does not)."""
@@ -278,12 +328,13 @@ class NodeRouter:
         """Publish a routed node event in its session (ending the turn on its ``turn_ended``)."""
         if not event.emitter:
             event.emitter = handle.node_id
-        if not event.id:
-            event.id = self._ids("evt")
+        # A node's event ids repeat across sessions and connections (AOP-nodes 9.5.5: ``runtime-<seq>``,
+        # ``e-<n>``): every node event the hub keeps gets the hub's own id, so nothing is keyed by them.
+        event.id = self._ids("evt")
         if not event.HasField("emitted_at"):
             event.emitted_at.FromNanoseconds(int(self._clock() * 1e9))
         if kind == "extension" and event.extension.type_url == _ARTIFACT_URL:
-            # Artifacts agents emit land in the artifact archive too (by event id, once).
+            # Artifacts agents emit land in the artifact archive too (by the hub's event id, once).
             await session.log.publish(event)
             await self._store.submit([AppendArtifact(event.id, session.id, event.SerializeToString())])
             return

@@ -5,9 +5,11 @@ The first envelope must be ``agent_hello`` with a ``node_id``; the hub answers
 replaces the old connection). A hello the hub refuses (the built-in node's id,
 or an id another live connection holds, see :mod:`aophub.hub.nodes`) is
 answered with a ``protocol_error`` (reply_to = the hello's id, as AOP-nodes
-9.1.3 expects) and the connection is closed with 1008 and the same reason. After that, an undecodable envelope, a text
-frame or an unknown namespace drops the node; its running turns end with
-``agent_disconnected``. Keepalive pings come from the server
+9.1.3 expects) and the connection is closed with 1008 and the same reason. ``agent_accepted`` is the first
+thing an accepted node receives (AOP-nodes 9.1.3). After that, a frame that is not a
+decodable envelope, or a text frame, drops the node (1008; its running turns end with
+``agent_disconnected``); a payload the hub cannot read is answered in-band and the node
+stays (AOP-nodes 9.1.6, see :meth:`aophub.hub.node_routing.NodeRouter.receive`). Keepalive pings come from the server
 (``ws_ping_interval``/``ws_ping_timeout``): a node that stops answering them is
 dropped.
 """
@@ -25,7 +27,7 @@ from aophub.hub.hub import Hub
 from aophub.hub.nodes import NodeGone, NodeHandle
 from aophub.hub.request_checks import check_id
 from aophub.node.runtime import INTERACTIONS_CAPABILITY
-from aophub.protocol.codec import core_message, decode_envelope, encode_envelope, payload_name, unpack
+from aophub.protocol.codec import core_message, decode_envelope, encode_envelope, pack, payload_name, unpack
 from aophub.protocol.error_mapping import to_protocol_error
 from aophub.protocol.errors import Code, HubError
 from aophub.settings import DEFAULT_MAX_OUTBOUND_BYTES, DEFAULT_OUTBOUND_STALL_SECONDS
@@ -182,8 +184,12 @@ async def serve_node(
     hello_envelope, hello = greeting
     link = WebSocketNodeLink(websocket, max_bytes=max_outbound_bytes)
     peer = peer_address(websocket)
+    accepted = protocol_pb2.AgentAccepted(
+        node_id=hello.node_id, capabilities=[c for c in hello.capabilities if c in HUB_CAPABILITIES]
+    )
+    acceptance = envelope_pb2.Envelope(reply_to=hello_envelope.id, payload=pack(core_message(agent_accepted=accepted)))
     try:
-        handle = await hub.attach_node(hello, link, peer=peer)
+        handle = await hub.attach_node(hello, link, peer=peer, acceptance=acceptance)
     except HubError as refusal:
         await link.stop()  # nothing was queued on it; the refusal goes straight out
         refused = core_message(protocol_error=to_protocol_error(refusal))
@@ -191,15 +197,10 @@ async def serve_node(
             await websocket.send_bytes(encode_envelope(refused, reply_to=hello_envelope.id))
         await _close(websocket, 1008, refusal.message)
         return
+    except NodeGone:  # the connection broke before the acceptance went out
+        await link.stop()
+        return
     log.info("node %s connected from %s", hello.node_id, peer or "an unknown address")
-    accepted = protocol_pb2.AgentAccepted(
-        node_id=hello.node_id, capabilities=[c for c in hello.capabilities if c in HUB_CAPABILITIES]
-    )
-    await link.send(
-        envelope_pb2.Envelope.FromString(
-            encode_envelope(core_message(agent_accepted=accepted), reply_to=hello_envelope.id)
-        )
-    )
     code, reason = 1008, ""
     pump = asyncio.create_task(_pump(websocket, hub, handle))
     stalled = asyncio.create_task(link.stalled(outbound_stall_seconds))

@@ -1,0 +1,129 @@
+"""A raw node that behaves as the other AOP project's agent node does (AOP-nodes section 9), no SDK.
+
+It is a :class:`~tests.support.raw_node.RawNode` (real WebSocket, raw envelopes) that adds what
+section 9 says a reference agent node does and a hub must cope with:
+
+- its event ids repeat: ``runtime-<seq>`` for session and turn edges, ``e-<n>`` (counted per
+  session) for agent-loop events (9.5.5);
+- ``seq`` is numbered per session from 1 and restarts with the node (a new
+  :class:`ReferenceNode` is a restarted node) (9.5.4);
+- it emits ``session_started`` each time it creates a session, i.e. on every open, and
+  ``session_ended`` on every close (9.5.10);
+- it sends a tool-call task's ``tool_result`` twice, same event id and seq (9.9.4);
+- after a cancel it still ends the turn ``canceled`` with ``error{message: "context canceled"}``
+  (9.4.7);
+- it answers the hub's core ``protocol_error`` with one ``protocol_error{INVALID_PAYLOAD,
+  "unsupported AOP core message"}`` (reply_to = the hub's envelope id) and a namespace it does not
+  register with ``protocol_error{UNSUPPORTED_NAMESPACE}`` (9.1.6, 9.9.1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from google.protobuf.message import Message
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
+
+from aop import content_pb2, event_pb2
+from aophub.protocol.codec import core_message
+
+from .raw_node import _CORE_URL, ACCEPT, RawNode, Received
+
+__all__ = ["CONTEXT_CANCELED", "UNSUPPORTED_CORE", "ReferenceNode"]
+
+UNSUPPORTED_CORE = "unsupported AOP core message"
+CONTEXT_CANCELED = "context canceled"
+
+
+class ReferenceNode(RawNode):
+    """A reference-style agent node; see the module docstring. Counters start afresh per instance."""
+
+    def __init__(self, socket: ClientConnection, node_id: str) -> None:
+        super().__init__(socket, node_id)
+        self._seqs: dict[str, int] = {}
+        self._agent_events: dict[str, int] = {}
+        # What the node answered to the hub's protocol errors and foreign namespaces.
+        self.error_replies: list[str] = []
+
+    def _next_seq(self, session_id: str) -> int:
+        self._seqs[session_id] = self._seqs.get(session_id, 0) + 1
+        return self._seqs[session_id]
+
+    def runtime_event(self, session_id: str, turn_id: str = "", **payload: Message) -> event_pb2.Event:
+        """A runtime event (session and turn edges, command output): id ``runtime-<seq>``."""
+        seq = self._next_seq(session_id)
+        return self._event(f"runtime-{seq}", seq, session_id, turn_id, payload)
+
+    def agent_event(self, session_id: str, turn_id: str = "", **payload: Message) -> event_pb2.Event:
+        """An agent-loop event: id ``e-<n>``, ``n`` counted per session agent."""
+        self._agent_events[session_id] = self._agent_events.get(session_id, 0) + 1
+        return self._event(
+            f"e-{self._agent_events[session_id]}", self._next_seq(session_id), session_id, turn_id, payload
+        )
+
+    def _event(
+        self, event_id: str, seq: int, session_id: str, turn_id: str, payload: dict[str, Message]
+    ) -> event_pb2.Event:
+        event = event_pb2.Event(id=event_id, seq=seq, session_id=session_id, turn_id=turn_id, emitter=self.node_id)
+        for name, value in payload.items():
+            getattr(event, name).CopyFrom(value)
+        return event
+
+    async def say(self, session_id: str, turn_id: str, text: str) -> event_pb2.Event:
+        """An assistant message of the turn (an agent-loop event); the event as sent."""
+        message = content_pb2.Message(
+            role="assistant", content=[content_pb2.Content(text=content_pb2.TextContent(text=text))]
+        )
+        event = self.agent_event(session_id, turn_id, message=message)
+        await self.send_event(event)
+        return event
+
+    async def finish(self, session_id: str, turn_id: str, stop_reason: str = "completed", error: str = "") -> None:
+        """The node's ``turn_ended`` (a runtime event)."""
+        ended = event_pb2.TurnEnded(stop_reason=stop_reason)
+        if error:
+            ended.error.message = error
+        await self.send_event(self.runtime_event(session_id, turn_id, turn_ended=ended))
+
+    async def tool_task(self, session_id: str, turn_id: str, call_id: str, output: str) -> None:
+        """A tool call and its result, the result sent twice (event stream, then direct) as 9.9.4 says."""
+        call = content_pb2.ToolCall(id=call_id, name="bash")
+        await self.send_event(self.agent_event(session_id, turn_id, tool_call=call))
+        result = content_pb2.ToolResult(call_id=call_id, name="bash")
+        result.output.add(text=content_pb2.TextContent(text=output))
+        event = self.runtime_event(session_id, turn_id, tool_result=result)
+        event.emitter = "aiscan.agent"
+        await self.send_event(event, reply_to=call_id)
+        await self.send_event(event, reply_to=call_id)
+
+    async def _answer(self, item: Received) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            if item.envelope.payload.type_url != _CORE_URL:
+                await self._reply_error(
+                    item, "UNSUPPORTED_NAMESPACE", f"unsupported namespace {item.envelope.payload.type_url}"
+                )
+                return
+            if item.case == "protocol_error":
+                await self._reply_error(item, "INVALID_PAYLOAD", UNSUPPORTED_CORE)
+                return
+            await super()._answer(item)
+            if item.case == "open_session_request" and self.answers[item.case] == ACCEPT:
+                session_id = item.message.open_session_request.session_id
+                await self.send_event(self.runtime_event(session_id, session_started=event_pb2.SessionStarted()))
+            elif item.case == "run_turn_request" and self.answers[item.case] == ACCEPT:
+                request = item.message.run_turn_request
+                await self.send_event(
+                    self.runtime_event(request.session_id, request.turn_id, turn_started=event_pb2.TurnStarted())
+                )
+            elif item.case == "close_session_request" and self.answers[item.case] == ACCEPT:
+                session_id = item.message.close_session_request.session_id
+                await self.send_event(self.runtime_event(session_id, session_ended=event_pb2.SessionEnded()))
+            elif item.case == "cancel_turn_request" and self.answers[item.case] == ACCEPT:
+                cancel = item.message.cancel_turn_request
+                await self.finish(cancel.session_id, cancel.turn_id, "canceled", CONTEXT_CANCELED)
+
+    async def _reply_error(self, item: Received, code: str, message: str) -> None:
+        self.error_replies.append(item.envelope.id)
+        error = event_pb2.ProtocolError(code=code, message=message)
+        await self.send(core_message(protocol_error=error), reply_to=item.envelope.id)
