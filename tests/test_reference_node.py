@@ -19,7 +19,7 @@ from aop.tool import protocol_pb2 as tool_pb2
 from aophub.hub.interactions import Interactions
 from aophub.hub.live_session import LiveSession
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack
-from aophub.v1 import artifact_pb2, interaction_pb2
+from aophub.v1 import agent_pb2, artifact_pb2, interaction_pb2
 
 from .support.lifecycle import checked_hub
 from .support.raw_node import IGNORE, RawNode, Received
@@ -117,6 +117,21 @@ UNREADABLE: dict[str, tuple[envelope_pb2.Envelope, str]] = {
     ),
     "core does not decode": (
         envelope_pb2.Envelope(id="v1", payload=any_pb2.Any(type_url=_CORE_URL, value=b"\xff\xff")),
+        "INVALID_PAYLOAD",
+    ),
+    "command catalog does not decode": (
+        envelope_pb2.Envelope(
+            id="v1",
+            payload=pack(
+                core_message(
+                    event=event_pb2.Event(
+                        extension=any_pb2.Any(
+                            type_url=TYPE_URL_PREFIX + agent_pb2.CommandCatalog.DESCRIPTOR.full_name, value=b"\xff\xff"
+                        )
+                    )
+                )
+            ),
+        ),
         "INVALID_PAYLOAD",
     ),
     "interaction does not decode": (

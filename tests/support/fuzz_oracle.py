@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from aop import chat_pb2, envelope_pb2, protocol_pb2
 from aophub.protocol.codec import TYPE_URL_PREFIX
-from aophub.v1 import agent_pb2, extensions_pb2, interaction_pb2, scan_pb2
+from aophub.v1 import extensions_pb2, interaction_pb2, scan_pb2
 
-from .fuzz_frames import CATALOG_URL, CORE, INTERACTION, MAX_CURSOR, ONLINE_NODE, SCAN, TURN_OPTIONS_URL, decodes
+from .fuzz_frames import CORE, INTERACTION, MAX_CURSOR, ONLINE_NODE, SCAN, TURN_OPTIONS_URL, decodes
 
 __all__ = [
     "Expect",
@@ -305,24 +305,10 @@ def expected_replies(expects: Iterable[Expect]) -> int:
 
 
 def node_keeps(frame: bytes) -> bool:
-    """Whether a node that sent ``frame`` after its hello stays connected (AOP 7.6).
+    """Whether a node that sent ``frame`` after its hello stays connected (AOP-nodes 9.1.6).
 
-    Dropped: a frame that is no envelope, a payload without the exact type URL, a namespace nodes
-    do not speak, a payload that does not decode, a command catalog that does not decode.
+    Dropped: only a frame that is no envelope. A payload the hub cannot read (no or an inexact
+    type URL, a namespace nodes do not speak, a payload or command catalog that does not decode)
+    is answered in-band and the node stays.
     """
-    envelope = decodes(envelope_pb2.Envelope, frame)
-    if envelope is None or not envelope.HasField("payload"):
-        return False
-    url = envelope.payload.type_url
-    name = url.removeprefix(TYPE_URL_PREFIX) if url.startswith(TYPE_URL_PREFIX) else ""
-    if name == INTERACTION:
-        return decodes(interaction_pb2.InteractionProtocolMessage, envelope.payload.value) is not None
-    if name != CORE:
-        return False
-    message = decodes(protocol_pb2.ProtocolMessage, envelope.payload.value)
-    if message is None:
-        return False
-    event = message.event
-    if message.HasField("event") and not event.session_id and event.extension.type_url == CATALOG_URL:
-        return decodes(agent_pb2.CommandCatalog, event.extension.value) is not None
-    return True
+    return decodes(envelope_pb2.Envelope, frame) is not None

@@ -11,7 +11,8 @@ catalog, and session events. An event goes to the session and active turn it
 belongs to, or is dropped (AOP 7.5): ``session_started``/``session_ended`` and
 ``turn_started`` come from the hub only, and nothing is taken from a node after
 its turn has ended. A ``turn_ended`` ends the turn; a tool call is tracked until
-its one ``tool_result``. A turn whose events the store refused ends
+its one ``tool_result``. A payload it cannot read is answered in-band (AOP-nodes 9.1.6); a
+node's ``protocol_error`` is never answered (9.1.7); node event ids are replaced (9.5.5). A turn whose events the store refused ends
 ``store_failed`` and its node is told to stop it.
 """
 
@@ -225,7 +226,10 @@ class NodeRouter:
         elif case == "agent_stats":
             handle.stats = message.agent_stats
         elif case == "event":
-            await self.event(handle, envelope.reply_to, message.event)
+            try:
+                await self.event(handle, envelope.reply_to, message.event)
+            except HubError as error:  # an extension that does not decode (a command catalog)
+                await self._refuse(handle, envelope.id, error)
         else:
             log.info("node %s sent %s, which nodes do not send; ignored", handle.node_id, case)
 
