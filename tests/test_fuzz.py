@@ -389,7 +389,7 @@ async def fuzz_node(wired: Wired, frames: list[Frame]) -> None:
 @settings(FUZZ_SETTINGS, max_examples=40)
 @given(frames=st.lists(node_frames, min_size=1, max_size=6))
 async def test_node_endpoint_drops_only_the_offending_node(over_the_wire: Wired, frames: list[Frame]) -> None:
-    """Random frames from a node after its hello: a bad one drops that node (1008); nothing else is affected."""
+    """Random frames from a node after its hello: one that is no envelope drops that node (1008); nothing else is."""
     await asyncio.gather(fuzz_node(over_the_wire, frames), over_the_wire.sentinel.turn())
 
 

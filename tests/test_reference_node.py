@@ -16,8 +16,10 @@ from google.protobuf import any_pb2
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aop.tool import protocol_pb2 as tool_pb2
+from aophub.hub.interactions import Interactions
+from aophub.hub.live_session import LiveSession
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack
-from aophub.v1 import artifact_pb2, interaction_pb2
+from aophub.v1 import agent_pb2, artifact_pb2, interaction_pb2
 
 from .support.lifecycle import checked_hub
 from .support.raw_node import IGNORE, RawNode, Received
@@ -115,6 +117,21 @@ UNREADABLE: dict[str, tuple[envelope_pb2.Envelope, str]] = {
     ),
     "core does not decode": (
         envelope_pb2.Envelope(id="v1", payload=any_pb2.Any(type_url=_CORE_URL, value=b"\xff\xff")),
+        "INVALID_PAYLOAD",
+    ),
+    "command catalog does not decode": (
+        envelope_pb2.Envelope(
+            id="v1",
+            payload=pack(
+                core_message(
+                    event=event_pb2.Event(
+                        extension=any_pb2.Any(
+                            type_url=TYPE_URL_PREFIX + agent_pb2.CommandCatalog.DESCRIPTOR.full_name, value=b"\xff\xff"
+                        )
+                    )
+                )
+            ),
+        ),
         "INVALID_PAYLOAD",
     ),
     "interaction does not decode": (
@@ -215,6 +232,56 @@ async def test_a_protocol_error_answering_an_open_refuses_the_open_at_once(hub: 
         response = reply.open_session_response
         assert response.WhichOneof("outcome") == "rejected", reply
         assert response.rejected.code == "FAILED_PRECONDITION"
+
+
+# -- 9.1.3 / 9.10.2: nothing before agent_accepted ------------------------------------------------
+
+
+class EndingGate:
+    """The hub's interactions, holding back the ending of ``turn_id`` (nothing of it stored yet) until released."""
+
+    def __init__(self, interactions: Interactions, monkeypatch: pytest.MonkeyPatch, turn_id: str) -> None:
+        self._end_turn_locked = interactions.end_turn_locked
+        self._turn_id = turn_id
+        self.reached = asyncio.Event()
+        self._released = asyncio.Event()
+        monkeypatch.setattr(interactions, "end_turn_locked", self.end_turn_locked)
+
+    async def end_turn_locked(self, session: LiveSession, turn_id: str) -> None:
+        if turn_id == self._turn_id:
+            self.reached.set()
+            await self._released.wait()
+        await self._end_turn_locked(session, turn_id)
+
+    def release(self) -> None:
+        self._released.set()
+
+
+async def test_agent_accepted_is_the_first_thing_a_node_receives(
+    hub: RunningHub, app: AppSocket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """9.1.3: a turn started while a reconnecting node is being attached (the old connection's turn
+    still ending) cannot send the node its open before agent_accepted."""
+    async with await RawNode.connect(hub.node_url, "reference") as old:
+        _held_session, held_watch, held_turn = await turn_on(app, old)
+        other = await app.open_session("reference")
+        gate = EndingGate(hub.runtime.hub.interactions, monkeypatch, held_turn)
+        async with await ReferenceNode.dial(hub.node_url, "reference") as node:
+            hello = protocol_pb2.AgentHello(node_id="reference", name="reference", capabilities=["chat"])
+            hello_id = await node.send(core_message(agent_hello=hello))
+            async with asyncio.timeout(10):
+                await gate.reached.wait()  # the new connection is taking over, ending the old one's turn
+            response = await app.run_turn(other.id, "meanwhile")
+            turn_id = response.accepted.turn_id
+            # The node's answers are read once it is attached: only the open can be out before then.
+            await node.wait_for(lambda item: item.case in ("agent_accepted", "open_session_request"))
+            gate.release()
+            await node.wait_for(lambda item: item.case == "run_turn_request" and item.envelope.id == turn_id)
+            first = node.received[0]
+            assert (first.case, first.envelope.reply_to) == ("agent_accepted", hello_id)
+            assert [item.case for item in node.received[1:3]] == ["open_session_request", "run_turn_request"]
+            await node.finish(other.id, turn_id)
+            assert (await app.turn_ended(held_watch, held_turn)).event.turn_ended.error.code == "agent_disconnected"
 
 
 # -- 9.1.5 / 9.10.3: pings ---------------------------------------------------------------------------

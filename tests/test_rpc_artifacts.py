@@ -186,7 +186,7 @@ async def test_an_invalid_event_refuses_the_whole_call(rpc: Rpc, make: object, p
 
 
 async def test_artifacts_a_node_emits_land_in_the_archive(hub: RunningHub, rpc: Rpc) -> None:
-    """An Event.extension aop.tool.Artifact from a node is in the session's history and in the same archive."""
+    """An Event.extension aop.tool.Artifact from a node is in the session's history and in the same archive (hub id)."""
     async with await AppSocket.open(hub.app_url) as app, await RawNode.connect(hub.node_url, "remote") as node:
         session = await app.open_session("remote")
         turn_id = (await app.run_turn(session.id)).accepted.turn_id
@@ -199,11 +199,14 @@ async def test_artifacts_a_node_emits_land_in_the_archive(hub: RunningHub, rpc: 
         await node.end_turn(session.id, turn_id)
         await app.turn_ended(watch, turn_id)
         history = await rpc.sessions.list_events(chat_pb2.ListEventsRequest(session_id=session.id))
-    from_node = [delivery.event for delivery in history.events if delivery.event.id == "from-node"]
-    assert len(from_node) == 1
-    assert from_node[0].extension == produced.extension
+    from_node = [delivery.event for delivery in history.events if delivery.event.emitter == "remote"]
+    artifacts = [event for event in from_node if event.HasField("extension")]
+    assert len(artifacts) == 1
+    assert artifacts[0].extension == produced.extension
+    # Stored (and archived) under the hub's own id: node event ids repeat across sessions (AOP-nodes 9.5.5).
+    assert artifacts[0].id != "from-node"
     archive = await sync(rpc, session_id=session.id)
-    assert ids(archive) == ["synced-first", "from-node"]
+    assert ids(archive) == ["synced-first", artifacts[0].id]
     assert archive.artifacts[1].event.extension == produced.extension
     assert archive.artifacts[1].event.emitter == "remote"
     again = await sync(rpc, archive.artifacts[1].event)

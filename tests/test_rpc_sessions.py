@@ -441,14 +441,14 @@ async def test_list_events_equals_the_application_channel(hub: RunningHub, app: 
     assert everything.next_cursor == everything.events[-1].cursor
 
 
-async def test_a_catalog_that_does_not_decode_drops_the_node(hub: RunningHub, rpc: Rpc) -> None:
-    """A CommandCatalog payload that does not decode is a protocol error: the node is dropped, the hub serves on."""
+async def test_a_catalog_that_does_not_decode_is_answered_in_band(hub: RunningHub, rpc: Rpc) -> None:
+    """A CommandCatalog payload that does not decode gets INVALID_PAYLOAD in-band; the node stays (AOP-nodes 9.1.6)."""
     async with await RawNode.connect(hub.node_url, "broken") as broken:
         garbage = any_pb2.Any(type_url=pack(agent_pb2.CommandCatalog()).type_url, value=b"\xff\xff\xff")
         await broken.send_event(event_pb2.Event(id="catalog-1", extension=garbage))
-        code, reason = await broken.closed()
-    assert code == 1008
-    assert reason is not None
-    assert "CommandCatalog" in reason
+        refused = await broken.wait_for(lambda item: item.case == "protocol_error")
+        assert refused.message.protocol_error.code == "INVALID_PAYLOAD"
+        assert "CommandCatalog" in refused.message.protocol_error.message
+        assert hub.runtime.hub.nodes.get("broken") is not None
     response = await rpc.sessions.list_commands(session_pb2.ListCommandsRequest())
     assert list(response.commands) == list(HUB_COMMANDS)

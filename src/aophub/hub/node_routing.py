@@ -13,8 +13,9 @@ belongs to, or is dropped (AOP 7.5): ``session_started``/``session_ended``,
 ``turn_started`` and the user message of a turn come from the hub only (the
 node's echo of the input is dropped, AOP-nodes 9.5.7), and nothing is taken from a node after
 its turn has ended. A ``turn_ended`` ends the turn; a tool call is tracked until
-its one ``tool_result``. A turn whose events the store refused ends
-``store_failed`` and its node is told to stop it.
+its one ``tool_result``. A payload it cannot read is answered in-band (AOP-nodes 9.1.6); a
+node's ``protocol_error`` is never answered (9.1.7); node event ids are replaced (9.5.5).
+A turn whose events the store refused ends ``store_failed`` and its node is told to stop it.
 """
 
 from __future__ import annotations
