@@ -102,8 +102,8 @@ class NodeRequests:
         response = answer.open_session_response
         if answer.WhichOneof("message") != "open_session_response" or response.WhichOneof("outcome") != "accepted":
             return response.rejected.message or "the node refused to open the session"
-        node.open_sessions.add(request.session_id)
-        # The node's id for the session; not assumed equal to the hub's (a rotation, 9.3.3).
+        # Open on this connection, under the node's id for it: not assumed equal to the hub's (a
+        # rotation, 9.3.3).
         node.node_session_ids[request.session_id] = response.accepted.id or request.session_id
         return None
 
@@ -141,7 +141,6 @@ class NodeRequests:
                 why = response.rejected.message or f"it answered {answer.WhichOneof('message')}"
                 log.warning("node %s refused to close %s: %s", node.node_id, session_id, why)
         finally:
-            node.open_sessions.discard(session_id)
             node.node_session_ids.pop(session_id, None)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from collections.abc import Set as AbstractSet
 from typing import Protocol
 
 from aop import envelope_pb2, protocol_pb2
@@ -72,9 +73,8 @@ class NodeHandle:
         self.status = protocol_pb2.AgentStatus()
         self.stats = protocol_pb2.AgentStats()
         # Sessions opened on this connection (AOP-nodes 9.3.2: a node's sessions are opened again
-        # on every connection before their first use), and the node's own id for each (the
+        # on every connection before their first use), each with the node's own id for it (the
         # ``accepted.id`` of its open: it differs from the hub's after a rotation, 9.3.3).
-        self.open_sessions: set[str] = set()
         self.node_session_ids: dict[str, str] = {}
         # Implicit opens on their way (session id -> the node's refusal, or None once it is open).
         self.opening: dict[str, asyncio.Future[str | None]] = {}
@@ -86,6 +86,11 @@ class NodeHandle:
         self.gone = False
         self._left = asyncio.Event()
         self._pending: dict[str, asyncio.Future[protocol_pb2.ProtocolMessage]] = {}
+
+    @property
+    def open_sessions(self) -> AbstractSet[str]:
+        """The hub's ids of the sessions opened on this connection."""
+        return self.node_session_ids.keys()
 
     def __repr__(self) -> str:
         return (
