@@ -256,7 +256,7 @@ def add_network_options(serve: argparse.ArgumentParser) -> None:
     )
     network.add_argument(
         "--max-auth-failures",
-        type=_positive_int,
+        type=_at_least_one(int),
         default=Settings.max_auth_failures,
         metavar="N",
         help="wrong access keys one client address may present per minute (login, WebSocket and RPC "
@@ -272,7 +272,7 @@ def add_network_options(serve: argparse.ArgumentParser) -> None:
     )
     network.add_argument(
         "--max-connections",
-        type=_positive_int,
+        type=_at_least_one(int),
         default=0,
         metavar="N",
         help="open connections at most; one above it gets 503 (default: as many as the open-file limit "
@@ -281,7 +281,7 @@ def add_network_options(serve: argparse.ArgumentParser) -> None:
     )
     network.add_argument(
         "--max-pending-heads",
-        type=_positive_int,
+        type=_at_least_one(int),
         default=Settings.max_pending_heads,
         metavar="N",
         help="connections from one client address (IPv6: one /64) that may be sending their request head at "
@@ -294,16 +294,6 @@ def _trusted_proxies(text: str) -> tuple[str, ...]:
         return trusted_proxies(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
 
 
 def _positive_float(text: str) -> float:

@@ -33,7 +33,7 @@ from aophub.rpc.scans import ScanServiceImpl, ScanWatches
 from aophub.rpc.sessions import SessionServiceImpl
 from aophub.settings import Settings
 from aophub.store.sqlite import SQLiteStore
-from aophub.transport.application_ws import ConnectionLimits, serve_application
+from aophub.transport.application_ws import PerConnectionBounds, serve_application
 from aophub.transport.auth import Authenticator, AuthThrottle, auth_routes
 from aophub.transport.node_ws import serve_node
 from aophub.v1 import (
@@ -124,7 +124,7 @@ def create_app(settings: Settings) -> Starlette:
             await store.close()
             log.info("hub stopped; store closed")
 
-    limits = ConnectionLimits(
+    limits = PerConnectionBounds(
         max_outbound_bytes=settings.max_outbound_bytes,
         outbound_stall_seconds=settings.outbound_stall_seconds,
         max_watches=settings.max_watches_per_connection,

@@ -25,10 +25,10 @@ from aophub.settings import (
     DEFAULT_MAX_WATCHES_PER_CONNECTION,
     DEFAULT_OUTBOUND_STALL_SECONDS,
 )
-from aophub.transport.auth import Authenticator, authorize_websocket
+from aophub.transport.auth import Authenticator, authorize_websocket, peer_address
 from aophub.transport.outbound import OutboundFrames
 
-__all__ = ["OUTBOUND_QUEUE", "ConnectionLimits", "serve_application"]
+__all__ = ["OUTBOUND_QUEUE", "PerConnectionBounds", "serve_application"]
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ CLOSE_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
-class ConnectionLimits:
+class PerConnectionBounds:
     """What one application connection may hold (see ``Settings``)."""
 
     max_outbound_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES
@@ -52,7 +52,7 @@ async def serve_application(
     hub: Hub,
     authenticator: Authenticator,
     namespaces: NamespaceRouter[NamespaceHandler],
-    limits: ConnectionLimits = ConnectionLimits(),
+    limits: PerConnectionBounds = PerConnectionBounds(),
 ) -> None:
     """Serve one application WebSocket until either side closes it, or the client stops reading.
 
@@ -81,7 +81,7 @@ async def serve_application(
             log.warning(
                 "closing application connection %s with 1013: it read nothing for %.1f s with %d bytes waiting"
                 " (bound %d bytes, %d frames)",
-                _peer(websocket),
+                peer_address(websocket) or "?",
                 limits.outbound_stall_seconds,
                 waiting,
                 limits.max_outbound_bytes,
@@ -107,11 +107,6 @@ async def serve_application(
 def _stall_reason(seconds: float, pending: int) -> str:
     """The close reason for a client that stopped reading (well under the 123 bytes a close frame holds)."""
     return f"not reading for {seconds:g} s ({pending} bytes waiting); reconnect and resume from your last cursor"
-
-
-def _peer(websocket: WebSocket) -> str:
-    client = websocket.client
-    return f"{client.host}:{client.port}" if client is not None else "?"
 
 
 async def _read(websocket: WebSocket, connection: ApplicationConnection) -> tuple[int, str] | None:

@@ -61,6 +61,7 @@ __all__ = [
     "authorize_websocket",
     "client_address",
     "client_key",
+    "peer_address",
     "read_token_file",
     "resolve_access_key",
     "trusted_proxies",
@@ -527,6 +528,15 @@ def _too_many_failures(retry_after: float) -> JSONResponse:
 def retry_after_header(seconds: float) -> str:
     """A ``Retry-After`` value: whole seconds, at least 1."""
     return str(max(1, math.ceil(seconds)))
+
+
+def peer_address(connection: HTTPConnection) -> str:
+    """``host:port`` of the other end (``[v6]:port`` for IPv6), or "" when the server does not know it."""
+    client = connection.client
+    if client is None:
+        return ""
+    host, port = client
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def client_address(connection: HTTPConnection) -> str:

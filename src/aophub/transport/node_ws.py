@@ -31,7 +31,7 @@ from aophub.protocol.codec import core_message, decode_envelope, encode_envelope
 from aophub.protocol.error_mapping import to_protocol_error
 from aophub.protocol.errors import Code, HubError
 from aophub.settings import DEFAULT_MAX_OUTBOUND_BYTES, DEFAULT_OUTBOUND_STALL_SECONDS
-from aophub.transport.auth import Authenticator, authorize_websocket
+from aophub.transport.auth import Authenticator, authorize_websocket, peer_address
 from aophub.transport.outbound import OutboundFrames
 
 __all__ = ["HELLO_TIMEOUT", "WebSocketNodeLink", "serve_node"]
@@ -149,15 +149,6 @@ async def _hello(websocket: WebSocket) -> tuple[envelope_pb2.Envelope, protocol_
     except HubError as error:
         return error.message
     return envelope, message.agent_hello
-
-
-def peer_address(websocket: WebSocket) -> str:
-    """``host:port`` of the other end (``[v6]:port`` for IPv6), or "" when the server does not know it."""
-    client = websocket.client
-    if client is None:
-        return ""
-    host, port = client
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 async def serve_node(
