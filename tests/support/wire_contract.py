@@ -143,6 +143,17 @@ def _parse_items(items: list[str], package: str, oneof: str, fields: set[Field],
             fields.add(Field(int(number), name, _normalize_type(type_.replace(" ", ""), package), oneof))
 
 
+def _message_line(line: str, package: str) -> MessageSpec | None:
+    """The message a listing line such as ``- `Name` { 1 id: string; ... }`` defines, else None."""
+    message = re.match(r"- `(\w+)` \{(.*)\}\s*$", line)
+    if message is None:
+        return None
+    fields: set[Field] = set()
+    reserved: set[int] = set()
+    _parse_items(_split_top_level(message.group(2)), package, "", fields, reserved)
+    return MessageSpec(package, message.group(1), frozenset(fields), frozenset(reserved))
+
+
 def parse_spec(text: str) -> Contract:
     """The messages, enums and ``{proto file: package}`` of the spec's schema section."""
     section = text.split("## 3. Schema", 1)[1].split("## 4.", 1)[0]
@@ -160,12 +171,9 @@ def parse_spec(text: str) -> Contract:
             values = tuple((name, int(number)) for name, number in re.findall(r"(\w+)=(\d+)", enum.group(2)))
             enums.append(EnumSpec(package, enum.group(1), values))
             continue
-        message = re.match(r"- `(\w+)` \{(.*)\}\s*$", line)
-        if message:
-            fields: set[Field] = set()
-            reserved: set[int] = set()
-            _parse_items(_split_top_level(message.group(2)), package, "", fields, reserved)
-            messages.append(MessageSpec(package, message.group(1), frozenset(fields), frozenset(reserved)))
+        message = _message_line(line, package)
+        if message is not None:
+            messages.append(message)
     return Contract(tuple(messages), tuple(enums), files)
 
 
@@ -204,12 +212,9 @@ def parse_nodes_spec(text: str) -> Contract:
         if header:
             package = header.group(1)
             continue
-        message = re.match(r"- `(\w+)` \{(.*)\}\s*$", line)
-        if message:
-            fields: set[Field] = set()
-            reserved: set[int] = set()
-            _parse_items(_split_top_level(message.group(2)), package, "", fields, reserved)
-            listed.append(MessageSpec(package, message.group(1), frozenset(fields), frozenset(reserved)))
+        message = _message_line(line, package)
+        if message is not None:
+            listed.append(message)
     names = {f"{m.package}.{m.name}" for m in listed}
     second = [_subset(m, names) for m in listed]
     messages = second + [_renamed(m, old, new) for old, new in GENERATIONS.items() for m in second]
