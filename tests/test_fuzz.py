@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,10 +56,10 @@ from .support.fuzz_oracle import (
     Expect,
     Oracle,
     assert_replies,
-    expected_replies,
     node_keeps,
     outcome,
     outcomes,
+    required_replies,
     superseded,
 )
 from .support.lifecycle import assert_lifecycle, close_everything
@@ -181,17 +181,19 @@ class Collector:
 
     def __init__(self) -> None:
         self.frames: list[bytes] = []
-        self._replies = 0
+        self._replies: Counter[str] = Counter()
         self._arrived = asyncio.Event()
 
     async def __call__(self, frame: bytes) -> None:
         self.frames.append(frame)
-        self._replies += outcome(frame) is not None
+        reply = outcome(frame)
+        if reply is not None:
+            self._replies[reply[0]] += 1
         self._arrived.set()
 
-    async def replies(self, count: int) -> None:
-        """Wait until at least ``count`` frames other than event deliveries arrived."""
-        while self._replies < count:
+    async def replies(self, required: Counter[str]) -> None:
+        """Wait until at least ``required[id]`` replies (frames other than event deliveries) to each id arrived."""
+        while not required <= self._replies:
             self._arrived.clear()
             await self._arrived.wait()
 
@@ -260,7 +262,7 @@ async def exchange(
             break
     expects = superseded(expects)
     async with asyncio.timeout(TIMEOUT):
-        await collector.replies(expected_replies(expects))
+        await collector.replies(required_replies(expects))
         # Every request has finished: a reply arriving later would be a second one.
         while pending := set(connection._tasks):
             await asyncio.wait(pending)
@@ -342,7 +344,7 @@ async def exchange_over_the_wire(wired: Wired, frames: list[Frame]) -> None:
                 break
         expects = superseded(expects)
         async with asyncio.timeout(TIMEOUT):
-            await collector.replies(expected_replies(expects))
+            await collector.replies(required_replies(expects))
         if not expects[-1].closes:
             # A ListEvents behind everything else: by its reply, any second reply would have shown up too.
             barrier = f"barrier-{unique()}"
@@ -350,7 +352,7 @@ async def exchange_over_the_wire(wired: Wired, frames: list[Frame]) -> None:
             await socket.send(envelope_bytes(protocol_pb2.ProtocolMessage(list_events_request=request), barrier))
             expects.append(outcomes(barrier, "list_events_response", ""))
             async with asyncio.timeout(TIMEOUT):
-                await collector.replies(expected_replies(expects))
+                await collector.replies(required_replies(expects))
         assert_replies(expects, collector.frames)
     finally:
         await socket.close()
@@ -420,3 +422,11 @@ async def test_node_endpoint_refuses_every_fuzzed_first_frame(over_the_wire: Wir
             assert code == 1008, (code, reason)
             assert reason
     await over_the_wire.sentinel.turn()
+
+
+async def test_the_barrier_waits_for_its_own_reply_after_optional_replies(over_the_wire: Wired) -> None:
+    """Replies the oracle allows but does not require (a watch refused for a cursor with leading zeros) do not
+    count towards the barrier's: the exchange checks the replies only once the barrier's has arrived."""
+    watch = chat_pb2.WatchEventsRequest(session_id=FUZZ_SESSION, after_cursor="0" * 19 + "1")
+    refused = Frame(envelope_bytes(protocol_pb2.ProtocolMessage(watch_events_request=watch)))
+    await asyncio.gather(exchange_over_the_wire(over_the_wire, [refused, refused]), over_the_wire.sentinel.turn())
