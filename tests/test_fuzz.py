@@ -113,12 +113,15 @@ class Sentinel:
     Tests run :meth:`turn` alongside whatever they do to the hub. Each turn is checked whole:
     accepted, then exactly its user message, turn_started, the deltas of "echo: <input>", the
     complete message, usage and turn_ended "completed", with dense cursors and increasing seq
-    across the whole watch.
+    across the whole watch. Turns run one at a time: one that a failed example left running
+    (hypothesis runs a failing example again, on the same fixture) ends before the next starts, so
+    two turns never take each other's deliveries from the one inbox.
     """
 
     def __init__(self) -> None:
         self.inbox = Inbox("sentinel-watch")
         self.completed = 0
+        self._one_at_a_time = asyncio.Lock()
         self._send: Callable[[bytes], Awaitable[None]] | None = None
         self._cursor = 0
         self._seq = 0
@@ -135,9 +138,9 @@ class Sentinel:
     async def turn(self) -> None:
         """Run the next turn and check everything it delivered."""
         assert self._send is not None
-        async with asyncio.timeout(TIMEOUT):
+        async with asyncio.timeout(TIMEOUT), self._one_at_a_time:
             await self._turn(self._send, self.completed)
-        self.completed += 1
+            self.completed += 1
 
     async def _turn(self, send: Callable[[bytes], Awaitable[None]], number: int) -> None:
         turn_id, text = f"sentinel-{number}", f"sentinel turn {number} of many"
@@ -430,3 +433,10 @@ async def test_the_barrier_waits_for_its_own_reply_after_optional_replies(over_t
     watch = chat_pb2.WatchEventsRequest(session_id=FUZZ_SESSION, after_cursor="0" * 19 + "1")
     refused = Frame(envelope_bytes(protocol_pb2.ProtocolMessage(watch_events_request=watch)))
     await asyncio.gather(exchange_over_the_wire(over_the_wire, [refused, refused]), over_the_wire.sentinel.turn())
+
+
+async def test_sentinel_turns_asked_for_together_run_one_after_another(in_process: Fuzzed) -> None:
+    """A turn an example left running when it failed (hypothesis then runs the example again, on the same
+    fixture) does not share the sentinel's deliveries with the next turn: each is checked whole, in turn."""
+    await asyncio.gather(in_process.sentinel.turn(), in_process.sentinel.turn())
+    assert in_process.sentinel.completed == 2
