@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,10 +56,10 @@ from .support.fuzz_oracle import (
     Expect,
     Oracle,
     assert_replies,
-    expected_replies,
     node_keeps,
     outcome,
     outcomes,
+    required_replies,
     superseded,
 )
 from .support.lifecycle import assert_lifecycle, close_everything
@@ -113,12 +113,15 @@ class Sentinel:
     Tests run :meth:`turn` alongside whatever they do to the hub. Each turn is checked whole:
     accepted, then exactly its user message, turn_started, the deltas of "echo: <input>", the
     complete message, usage and turn_ended "completed", with dense cursors and increasing seq
-    across the whole watch.
+    across the whole watch. Turns run one at a time: one that a failed example left running
+    (hypothesis runs a failing example again, on the same fixture) ends before the next starts, so
+    two turns never take each other's deliveries from the one inbox.
     """
 
     def __init__(self) -> None:
         self.inbox = Inbox("sentinel-watch")
         self.completed = 0
+        self._one_at_a_time = asyncio.Lock()
         self._send: Callable[[bytes], Awaitable[None]] | None = None
         self._cursor = 0
         self._seq = 0
@@ -135,9 +138,9 @@ class Sentinel:
     async def turn(self) -> None:
         """Run the next turn and check everything it delivered."""
         assert self._send is not None
-        async with asyncio.timeout(TIMEOUT):
+        async with asyncio.timeout(TIMEOUT), self._one_at_a_time:
             await self._turn(self._send, self.completed)
-        self.completed += 1
+            self.completed += 1
 
     async def _turn(self, send: Callable[[bytes], Awaitable[None]], number: int) -> None:
         turn_id, text = f"sentinel-{number}", f"sentinel turn {number} of many"
@@ -181,17 +184,19 @@ class Collector:
 
     def __init__(self) -> None:
         self.frames: list[bytes] = []
-        self._replies = 0
+        self._replies: Counter[str] = Counter()
         self._arrived = asyncio.Event()
 
     async def __call__(self, frame: bytes) -> None:
         self.frames.append(frame)
-        self._replies += outcome(frame) is not None
+        reply = outcome(frame)
+        if reply is not None:
+            self._replies[reply[0]] += 1
         self._arrived.set()
 
-    async def replies(self, count: int) -> None:
-        """Wait until at least ``count`` frames other than event deliveries arrived."""
-        while self._replies < count:
+    async def replies(self, required: Counter[str]) -> None:
+        """Wait until at least ``required[id]`` replies (frames other than event deliveries) to each id arrived."""
+        while not required <= self._replies:
             self._arrived.clear()
             await self._arrived.wait()
 
@@ -260,7 +265,7 @@ async def exchange(
             break
     expects = superseded(expects)
     async with asyncio.timeout(TIMEOUT):
-        await collector.replies(expected_replies(expects))
+        await collector.replies(required_replies(expects))
         # Every request has finished: a reply arriving later would be a second one.
         while pending := set(connection._tasks):
             await asyncio.wait(pending)
@@ -342,7 +347,7 @@ async def exchange_over_the_wire(wired: Wired, frames: list[Frame]) -> None:
                 break
         expects = superseded(expects)
         async with asyncio.timeout(TIMEOUT):
-            await collector.replies(expected_replies(expects))
+            await collector.replies(required_replies(expects))
         if not expects[-1].closes:
             # A ListEvents behind everything else: by its reply, any second reply would have shown up too.
             barrier = f"barrier-{unique()}"
@@ -350,7 +355,7 @@ async def exchange_over_the_wire(wired: Wired, frames: list[Frame]) -> None:
             await socket.send(envelope_bytes(protocol_pb2.ProtocolMessage(list_events_request=request), barrier))
             expects.append(outcomes(barrier, "list_events_response", ""))
             async with asyncio.timeout(TIMEOUT):
-                await collector.replies(expected_replies(expects))
+                await collector.replies(required_replies(expects))
         assert_replies(expects, collector.frames)
     finally:
         await socket.close()
@@ -420,3 +425,18 @@ async def test_node_endpoint_refuses_every_fuzzed_first_frame(over_the_wire: Wir
             assert code == 1008, (code, reason)
             assert reason
     await over_the_wire.sentinel.turn()
+
+
+async def test_the_barrier_waits_for_its_own_reply_after_optional_replies(over_the_wire: Wired) -> None:
+    """Replies the oracle allows but does not require (a watch refused for a cursor with leading zeros) do not
+    count towards the barrier's: the exchange checks the replies only once the barrier's has arrived."""
+    watch = chat_pb2.WatchEventsRequest(session_id=FUZZ_SESSION, after_cursor="0" * 19 + "1")
+    refused = Frame(envelope_bytes(protocol_pb2.ProtocolMessage(watch_events_request=watch)))
+    await asyncio.gather(exchange_over_the_wire(over_the_wire, [refused, refused]), over_the_wire.sentinel.turn())
+
+
+async def test_sentinel_turns_asked_for_together_run_one_after_another(in_process: Fuzzed) -> None:
+    """A turn an example left running when it failed (hypothesis then runs the example again, on the same
+    fixture) does not share the sentinel's deliveries with the next turn: each is checked whole, in turn."""
+    await asyncio.gather(in_process.sentinel.turn(), in_process.sentinel.turn())
+    assert in_process.sentinel.completed == 2

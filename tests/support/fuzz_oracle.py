@@ -9,6 +9,7 @@ are written from the spec, not from the hub's code.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -23,10 +24,10 @@ __all__ = [
     "Expect",
     "Oracle",
     "assert_replies",
-    "expected_replies",
     "node_keeps",
     "outcome",
     "outcomes",
+    "required_replies",
     "superseded",
 ]
 
@@ -300,9 +301,13 @@ def superseded(expects: list[Expect]) -> list[Expect]:
     ]
 
 
-def expected_replies(expects: Iterable[Expect]) -> int:
-    """How many replies must come."""
-    return sum(expect.reply_to is not None and not expect.optional for expect in expects)
+def required_replies(expects: Iterable[Expect]) -> Counter[str]:
+    """How many replies must come to each envelope id.
+
+    Per id, not in all: an optional reply that came (a watch refused rather than served) must not
+    stand in for a required one to another id that has not come yet.
+    """
+    return Counter(expect.reply_to for expect in expects if expect.reply_to is not None and not expect.optional)
 
 
 def node_keeps(frame: bytes) -> bool:
