@@ -461,6 +461,42 @@ async def test_the_api_key_is_never_logged_nor_shown(
             assert secret.encode() not in shown.SerializeToString()
 
 
+def key_traces(key: str) -> list[str]:
+    """How (a part of) ``key`` would show in a log: as text, or as the hex of its bytes (frame dumps)."""
+    data = key.encode()
+    parts = [data[i : i + 4] for i in range(len(data) - 3)]
+    return [key] + [part.hex(" ") for part in parts] + [part.hex() for part in parts]
+
+
+async def test_the_api_key_is_not_in_the_websocket_frames_debug_log(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """9.6.6: even with the server's own loggers at DEBUG, no frame dump shows (a part of) the pushed key.
+
+    The profile is minimal, so that the key is near the end of the push frame, where a dump that
+    shows a frame's beginning and end would reach it.
+    """
+    minimal = config_pb2.LlmProfile(
+        id="main",
+        provider=config_pb2.PROVIDER_KIND_OPENAI_COMPATIBLE,
+        base_url="http://h/v1",
+        api_key=SECRET,
+        model="m",
+    )
+    ConfigStore(tmp_path, environ={}).save(config_pb2.Config(profiles=[minimal], active_profile_id="main"))
+    async with running_hub(tmp_path, llm_push_nodes=("scanner-1",)) as hub:
+        caplog.set_level(logging.DEBUG)
+        logging.getLogger("uvicorn.error").setLevel(logging.DEBUG)  # as `aophub serve --log-level debug`
+        async with await reference_node(hub, "scanner-1") as node:
+            (push,) = await pushes(node, 1)
+            assert node.reload_request(push).config.llm.providers[0].api_key == SECRET
+            await barrier(node)
+    # What the hub logged (the test's own client logs what it receives, as a node would).
+    logged = "\n".join(r.getMessage() for r in caplog.records if not r.name.startswith("websockets.client"))
+    leaked = [trace for trace in key_traces(SECRET) if trace in logged]
+    assert leaked == []
+
+
 # -- the operator setting -----------------------------------------------------------------------------
 
 
