@@ -8,7 +8,8 @@ from aiscan.command import protocol_pb2 as aiscan_command_pb2
 from aiscan.config import config_pb2 as aiscan_config_pb2
 from aop import envelope_pb2, protocol_pb2
 from aophub.hub import node_commands
-from aophub.hub.nodes import NodeHandle
+from aophub.hub.llm_push import LlmPusher
+from aophub.hub.nodes import NodeHandle, NodeRegistry
 from aophub.protocol.codec import TYPE_URL_PREFIX, pack
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.node_namespaces import COMMAND, NAMESPACES, RELOAD, Generation
@@ -25,6 +26,15 @@ class _Link:
 
 def handle() -> NodeHandle:
     return NodeHandle(protocol_pb2.AgentHello(node_id="ref"), _Link(), connected_at=0.0)
+
+
+def no_pushes() -> LlmPusher:
+    """The LLM push of a hub whose operator listed no node: nothing is ever pushed."""
+
+    def spawn(coroutine: object) -> None:
+        raise AssertionError("nothing is pushed")
+
+    return LlmPusher(NodeRegistry(), None, spawn=spawn, clock=lambda: 0.0, ids=lambda prefix: f"{prefix}-1")
 
 
 def test_each_pair_of_names_is_one_namespace() -> None:
@@ -65,7 +75,7 @@ def test_an_undecodable_command_payload_is_invalid() -> None:
     envelope.payload.type_url = TYPE_URL_PREFIX + name
     envelope.payload.value = b"\xff\xff\xff"
     with pytest.raises(HubError) as raised:
-        node_commands.receive(node, envelope, name)
+        node_commands.receive(node, envelope, name, no_pushes())
     assert raised.value.code == Code.INVALID_PAYLOAD
     assert node.generation is None
 
@@ -75,7 +85,7 @@ def test_a_reload_message_sets_no_generation() -> None:
     node = handle()
     name = "cyber.reload.ReloadProtocolMessage"
     envelope = envelope_pb2.Envelope(id="e1", payload=pack(NAMESPACES[name].message()))
-    node_commands.receive(node, envelope, name)
+    node_commands.receive(node, envelope, name, no_pushes())
     assert node.generation is None
 
 

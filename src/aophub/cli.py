@@ -128,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also serve HTTP/2 cleartext (prior knowledge) on the same port, for gRPC clients",
     )
     _add_lifecycle_options(serve)
+    add_llm_push_option(serve)
     add_network_options(serve)
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
@@ -242,6 +243,20 @@ def _lock(data_dir: Path, command: str) -> DataDirLock | None:
     return None
 
 
+def add_llm_push_option(serve: argparse.ArgumentParser) -> None:
+    """``--llm-push-node``: the opt-in LLM configuration push to reference agent nodes (AOP-nodes 9.6.6)."""
+    serve.add_argument(
+        "--llm-push-node",
+        action="append",
+        default=[],
+        metavar="NODE_ID",
+        help="push the active LLM profile, API key included, to the node with this id whenever it connects"
+        " and whenever the profile changes (repeat for more nodes; config.yaml's llm_push.node_ids adds"
+        " more). Default: no push at all. A node id is only claimed by the node: with one shared access"
+        " key, anyone holding the access key can connect as a listed id and so receive the API key",
+    )
+
+
 def add_network_options(serve: argparse.ArgumentParser) -> None:
     """``aophub serve``'s network defenses (README "Network defenses")."""
     network = serve.add_argument_group("network defenses")
@@ -347,6 +362,7 @@ def serve(args: argparse.Namespace) -> int:
         max_outbound_bytes=args.max_outbound_bytes,
         outbound_stall_seconds=args.outbound_stall_seconds,
         max_watches_per_connection=args.max_watches,
+        llm_push_nodes=tuple(args.llm_push_node),
     )
     settings = with_network_options(settings, args)
     if key.source in ("generated", "file"):

@@ -60,6 +60,8 @@ ENV_PROFILE_ID = "env"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 _PROFILE_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+# As aophub.hub.request_checks.MAX_ID_BYTES (a node id longer than that is refused at hello).
+_MAX_NODE_ID_BYTES = 256
 
 DEFAULT_SCAN_MODES = (
     config_pb2.ScanMode(
@@ -169,9 +171,27 @@ def _sandbox_problems(config: config_pb2.Config) -> Violations:
     return problems
 
 
+def _llm_push_problems(config: config_pb2.Config) -> Violations:
+    """The push list's entries are node ids: non-empty, at most 256 UTF-8 bytes (as ids are), each once."""
+    problems: Violations = []
+    seen: set[str] = set()
+    for index, node_id in enumerate(config.llm_push.node_ids):
+        where = f"llm_push.node_ids[{index}]"
+        if not node_id:
+            problems.append(_violation(where, "must be a node id, not empty"))
+        elif len(node_id.encode()) > _MAX_NODE_ID_BYTES:
+            problems.append(_violation(where, f"must be at most {_MAX_NODE_ID_BYTES} bytes, as node ids are"))
+        elif node_id in seen:
+            problems.append(_violation(where, f"duplicate node id {node_id!r}"))
+        seen.add(node_id)
+    return problems
+
+
 def validate(config: config_pb2.Config) -> Violations:
     """Every invalid field of ``config``, with what is wrong with it."""
-    problems = _profile_problems(config) + _scan_problems(config) + _sandbox_problems(config)
+    problems = (
+        _profile_problems(config) + _scan_problems(config) + _sandbox_problems(config) + _llm_push_problems(config)
+    )
     if config.agent.max_turns > 1000:
         problems.append(_violation("agent.max_turns", "must be at most 1000"))
     return problems
@@ -203,6 +223,7 @@ def _merge_defaults(config: config_pb2.Config) -> config_pb2.Config:
                 merged.scans.modes.extend(config.scans.modes)
     merged.profiles.extend(config.profiles)
     merged.active_profile_id = config.active_profile_id
+    merged.llm_push.CopyFrom(config.llm_push)
     return merged
 
 
@@ -442,6 +463,10 @@ class ConfigStore:
             if profile.id == config.active_profile_id and profile.provider != config_pb2.PROVIDER_KIND_ECHO:
                 return _copy(profile)
         return None
+
+    def llm_push_node_ids(self) -> frozenset[str]:
+        """The node ids the file lists to receive the active LLM profile (AOP-nodes 9.6.6)."""
+        return frozenset(self._effective_config().llm_push.node_ids)
 
     def agent_settings(self) -> config_pb2.AgentSettings:
         return _copy(self._effective_config().agent)

@@ -75,6 +75,10 @@ class Settings:
     max_connections: int = 0
     # Connections from one client address (IPv6: one /64) still sending their request head.
     max_pending_heads: int = 256
+    # Node ids that receive the active LLM profile, API key included (AOP-nodes 9.6.6), besides
+    # those config.yaml lists under llm_push.node_ids. Empty (and none in the file): no push at all.
+    # A node id is only claimed: anyone holding the access key can connect as a listed id.
+    llm_push_nodes: tuple[str, ...] = ()
 
     @property
     def database(self) -> Path:

@@ -14,37 +14,95 @@ section 9 says a reference agent node does and a hub must cope with:
   (9.4.7);
 - it answers the hub's core ``protocol_error`` with one ``protocol_error{INVALID_PAYLOAD,
   "unsupported AOP core message"}`` (reply_to = the hub's envelope id) and a namespace it does not
-  register with ``protocol_error{UNSUPPORTED_NAMESPACE}`` (9.1.6, 9.9.1).
+  register with ``protocol_error{UNSUPPORTED_NAMESPACE}`` (9.1.6, 9.9.1);
+- it registers the command and reload namespaces of one schema generation (``aiscan``, G2, or
+  ``cyber``, G3, 9.0.5): :meth:`ReferenceNode.send_catalog` sends its catalog in that
+  generation's command namespace, and a reload push in that generation's reload namespace is kept
+  in :attr:`ReferenceNode.reload_pushes` and answered as :attr:`ReferenceNode.reload_answer` says
+  (by default as 9.6.3 and 9.6.4 do: ``result{ok, provider, model}`` for a config whose active
+  provider has an API key, ``result{ok: false, error: "no API key: ..."}`` otherwise, and
+  ``protocol_error{OPERATION_FAILED}`` for a push without a config). A reload push in the other
+  generation's namespace is a namespace the node does not register (``UNSUPPORTED_NAMESPACE``).
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
 from google.protobuf.message import Message
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from aiscan.command import protocol_pb2 as aiscan_command_pb2
+from aiscan.reload import protocol_pb2 as aiscan_reload_pb2
 from aop import content_pb2, event_pb2
-from aophub.protocol.codec import core_message
+from aophub.protocol.codec import TYPE_URL_PREFIX, core_message
+from cyber.command import protocol_pb2 as cyber_command_pb2
+from cyber.reload import protocol_pb2 as cyber_reload_pb2
 
 from .raw_node import _CORE_URL, ACCEPT, RawNode, Received
 
-__all__ = ["CONTEXT_CANCELED", "UNSUPPORTED_CORE", "ReferenceNode"]
+__all__ = ["CONTEXT_CANCELED", "RELOAD_UNAVAILABLE", "UNSUPPORTED_CORE", "ReferenceNode", "applied"]
 
 UNSUPPORTED_CORE = "unsupported AOP core message"
 CONTEXT_CANCELED = "context canceled"
+RELOAD_UNAVAILABLE = "config reload request is unavailable"
+# Each generation's command and reload listings (9.0.5).
+_COMMAND: dict[str, Any] = {"aiscan": aiscan_command_pb2, "cyber": cyber_command_pb2}
+_RELOAD: dict[str, Any] = {"aiscan": aiscan_reload_pb2, "cyber": cyber_reload_pb2}
+# A reload answer: a ReloadResult, the code of a protocol_error, or None for no answer at all.
+ReloadAnswer = Callable[[Any], Any]
+
+
+def applied(request: Any) -> Any:
+    """The reference node's answer to a reload ``request`` (9.6.2 to 9.6.4): a ``ReloadResult``, or
+    ``"OPERATION_FAILED"`` for a request without a config."""
+    if not request.HasField("config"):
+        return "OPERATION_FAILED"
+    llm = request.config.llm
+    active = next((p for p in llm.providers if p.id == llm.active_profile), llm.providers[0] if llm.providers else None)
+    module = _RELOAD["cyber" if "cyber." in request.DESCRIPTOR.full_name else "aiscan"]
+    if active is None or not active.api_key:
+        return module.ReloadResult(ok=False, error="no API key: set one in the hub's LLM profile")
+    return module.ReloadResult(ok=True, provider=active.provider.lower() or "openai", model=active.model)
 
 
 class ReferenceNode(RawNode):
     """A reference-style agent node; see the module docstring. Counters start afresh per instance."""
 
-    def __init__(self, socket: ClientConnection, node_id: str) -> None:
+    def __init__(self, socket: ClientConnection, node_id: str, generation: str = "aiscan") -> None:
         super().__init__(socket, node_id)
+        # The schema generation whose product namespaces the node registers: "aiscan" or "cyber".
+        self.generation = generation
+        # Every reload push in the node's own reload namespace, as received, and how to answer one.
+        self.reload_pushes: list[Received] = []
+        self.reload_answer: ReloadAnswer = applied
         self._seqs: dict[str, int] = {}
         self._agent_events: dict[str, int] = {}
         # What the node answered to the hub's protocol errors and foreign namespaces.
         self.error_replies: list[str] = []
+
+    @property
+    def reload_url(self) -> str:
+        """The type URL of the node's own reload namespace."""
+        name: str = _RELOAD[self.generation].ReloadProtocolMessage.DESCRIPTOR.full_name
+        return TYPE_URL_PREFIX + name
+
+    async def send_catalog(self, *names: str) -> str:
+        """Send the command catalog (9.2.2) in the node's generation; its envelope id."""
+        module = _COMMAND[self.generation]
+        specs = [
+            module.CommandSpec(name=name, usage=name, description=f"does {name}") for name in names or ("/status",)
+        ]
+        return await self.send(module.CommandProtocolMessage(catalog=module.CommandCatalog(commands=specs)))
+
+    def reload_request(self, push: Received) -> Any:
+        """The ``ReloadRequest`` of one push, decoded with the node's own listing."""
+        message = _RELOAD[self.generation].ReloadProtocolMessage.FromString(push.envelope.payload.value)
+        assert message.WhichOneof("message") == "request", message
+        return message.request
 
     def _next_seq(self, session_id: str) -> int:
         self._seqs[session_id] = self._seqs.get(session_id, 0) + 1
@@ -99,6 +157,9 @@ class ReferenceNode(RawNode):
 
     async def _answer(self, item: Received) -> None:
         with contextlib.suppress(ConnectionClosed):
+            if item.envelope.payload.type_url == self.reload_url:
+                await self._reload(item)
+                return
             if item.envelope.payload.type_url != _CORE_URL:
                 await self._reply_error(
                     item, "UNSUPPORTED_NAMESPACE", f"unsupported namespace {item.envelope.payload.type_url}"
@@ -122,6 +183,22 @@ class ReferenceNode(RawNode):
             elif item.case == "cancel_turn_request" and self.answers[item.case] == ACCEPT:
                 cancel = item.message.cancel_turn_request
                 await self.finish(cancel.session_id, cancel.turn_id, "canceled", CONTEXT_CANCELED)
+
+    async def _reload(self, item: Received) -> None:
+        """A reload push: kept, then answered by :attr:`reload_answer` (reply_to = the push's id)."""
+        self.reload_pushes.append(item)
+        module = _RELOAD[self.generation]
+        message = module.ReloadProtocolMessage.FromString(item.envelope.payload.value)
+        if message.WhichOneof("message") != "request":
+            await self._reply_error(item, "OPERATION_FAILED", RELOAD_UNAVAILABLE)
+            return
+        answer = self.reload_answer(message.request)
+        if answer is None:  # a node that stays silent
+            return
+        if isinstance(answer, str):
+            await self._reply_error(item, answer, RELOAD_UNAVAILABLE)
+            return
+        await self.send(module.ReloadProtocolMessage(result=answer), reply_to=item.envelope.id)
 
     async def _reply_error(self, item: Received, code: str, message: str) -> None:
         self.error_replies.append(item.envelope.id)

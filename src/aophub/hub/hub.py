@@ -18,6 +18,7 @@ rest, each in its own module:
 - :mod:`aophub.hub.turn_lifecycle`: turns from acceptance to their one ``turn_ended``;
 - :mod:`aophub.hub.node_routing`: nodes coming and going, and what they send;
 - :mod:`aophub.hub.node_requests`: what the hub asks of nodes, bounded in time;
+- :mod:`aophub.hub.llm_push`: the operator's opt-in push of the LLM profile to reference nodes;
 - :mod:`aophub.hub.session_admin`: renaming, archiving and deleting sessions, paging their events.
 """
 
@@ -36,6 +37,7 @@ from aophub.hub.event_log import EventLog
 from aophub.hub.interactions import InteractionPolicy, Interactions
 from aophub.hub.journal import Claim, Journal
 from aophub.hub.live_session import HUB_EMITTER, LiveSession, LiveSessions
+from aophub.hub.llm_push import LlmPusher, LlmPushSource
 from aophub.hub.node_requests import NODE_REQUEST_TIMEOUT, NodeRequests
 from aophub.hub.node_routing import NodeRouter
 from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
@@ -75,6 +77,7 @@ class Hub:
         interaction_policy: Callable[[], InteractionPolicy] = InteractionPolicy,
         page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
         session_idle: float = SESSION_IDLE,
+        llm_push: LlmPushSource | None = None,
     ) -> None:
         self.store = store
         # Seconds an open session stays in memory unused (closed ones leave as soon as they can).
@@ -100,6 +103,8 @@ class Hub:
             clock=clock,
             ids=ids,
         )
+        # The opt-in LLM configuration push (AOP-nodes 9.6.6); without ``llm_push``, none at all.
+        self.llm_pusher = LlmPusher(self.nodes, llm_push, spawn=self._spawn, clock=clock, ids=ids)
         self._node_router = NodeRouter(
             store,
             self.nodes,
@@ -107,6 +112,7 @@ class Hub:
             turns=self._turn_lifecycle,
             node_requests=self._node_requests,
             interactions=self.interactions,
+            pushes=self.llm_pusher,
             spawn=self._spawn,
             clock=clock,
             ids=ids,
@@ -447,6 +453,10 @@ class Hub:
     async def node_message(self, handle: NodeHandle, envelope: envelope_pb2.Envelope) -> None:
         """Handle one envelope from a node (see :meth:`NodeRouter.receive`; raises :class:`HubError`)."""
         await self._node_router.receive(handle, envelope)
+
+    def configuration_changed(self) -> None:
+        """The configuration changed: push a changed LLM profile to the nodes listed for it (AOP-nodes 9.6.6)."""
+        self.llm_pusher.config_changed()
 
     async def node_event(self, handle: NodeHandle, event: event_pb2.Event) -> None:
         """Handle one event from an in-process node, as if it came in an ``event`` envelope replying to its turn."""

@@ -8,11 +8,14 @@ the reload namespace, on the node channel. Here:
 - the first command-namespace message fixes the node's generation (9.0.5.2);
 - a ``catalog`` replaces the node's command list, which feeds the agent listing
   and the session's command menu (9.2.2, 9.7.8), each entry with the node as source;
+- a reload ``result`` goes to the LLM configuration push it answers
+  (:mod:`aophub.hub.llm_push`, which ignores one that answers no push);
 - every other case (a ``result`` of a command the hub did not send, a ``request``
-  or ``receipt`` from a node, an empty message) and every reload message (the
-  hub pushes no configuration yet, so a ``result`` answers nothing) is ignored.
+  or ``receipt`` from a node, an empty message) is ignored.
 
-Without I/O: the caller decodes nothing and sends nothing on the node's behalf.
+Without I/O: the caller decodes nothing and sends nothing on the node's behalf; when the
+message fixed the node's generation, :func:`receive` says so, and the caller pushes the
+node's LLM configuration if that is due (9.0.5.2: the push goes in the node's generation).
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ import logging
 from typing import Any
 
 from aop import envelope_pb2
+from aophub.hub.llm_push import LlmPusher
 from aophub.hub.nodes import NodeHandle
 from aophub.protocol.codec import decode_into
 from aophub.protocol.errors import Code
-from aophub.protocol.node_namespaces import COMMAND, NAMESPACES
+from aophub.protocol.node_namespaces import COMMAND, NAMESPACES, RELOAD
 from aophub.v1 import agent_pb2
 
 __all__ = ["catalog_commands", "receive", "speaks"]
@@ -37,23 +41,34 @@ def speaks(name: str) -> bool:
     return name in NAMESPACES
 
 
-def receive(handle: NodeHandle, envelope: envelope_pb2.Envelope, name: str) -> None:
+def receive(handle: NodeHandle, envelope: envelope_pb2.Envelope, name: str, pushes: LlmPusher) -> bool:
     """Handle one envelope of a command or reload namespace (``name``, see :func:`speaks`) from a node.
 
-    Raises :class:`~aophub.protocol.errors.HubError` ``INVALID_PAYLOAD`` when the payload does not decode.
+    Returns True when it fixed the node's generation (its first command-namespace message).
+    A reload ``result`` is handed to ``pushes``. Raises :class:`~aophub.protocol.errors.HubError`
+    ``INVALID_PAYLOAD`` when the payload does not decode.
     """
     spoken = NAMESPACES[name]
     message: Any = decode_into(
         spoken.message(), envelope.payload.value, Code.INVALID_PAYLOAD, f"payload is not a valid {name}: {{error}}"
     )
     case = message.WhichOneof("message")
+    fixed = False
     if spoken.namespace is COMMAND:
         if handle.generation is None:
             handle.generation = spoken.generation
+            fixed = True
         if case == "catalog":
             handle.commands = catalog_commands(message.catalog, handle.node_id)
-            return
+            return fixed
+    elif spoken.namespace is RELOAD and case == "result":
+        result = message.result
+        pushes.answered(
+            handle, envelope.reply_to, ok=result.ok, provider=result.provider, model=result.model, error=result.error
+        )
+        return fixed
     log.debug("node %s sent %s %s; ignored", handle.node_id, name, case or "without a case")
+    return fixed
 
 
 def catalog_commands(catalog: Any, node_id: str) -> list[agent_pb2.Command]:

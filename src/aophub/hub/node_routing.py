@@ -8,9 +8,10 @@ seconds to turn out gone; replacements and refusals are logged at WARNING with
 both peers' addresses. It takes every envelope a node sends:
 answers to the hub's requests, status and counters, interactions, its command
 catalog (as an event, or in the reference nodes' command namespace, see
-:mod:`aophub.hub.node_commands`), and session events. An event goes to the session and active turn it
-belongs to, or is dropped (AOP 7.5): ``session_started``/``session_ended``,
-``turn_started`` and the user message of a turn come from the hub only (the
+:mod:`aophub.hub.node_commands`; the first message there also triggers the opt-in LLM
+configuration push, :mod:`aophub.hub.llm_push`, whose answers are recorded), and session
+events. An event goes to the session and active turn it belongs to, or is dropped (AOP 7.5):
+``session_started``/``session_ended``, ``turn_started`` and the user message of a turn come from the hub only (the
 node's echo of the input is dropped, AOP-nodes 9.5.7), and nothing is taken from a node after
 its turn has ended. A ``turn_ended`` ends the turn; a tool call is tracked until
 its one ``tool_result``. A payload it cannot read is answered in-band (AOP-nodes 9.1.6); a
@@ -29,6 +30,7 @@ from aop.tool import protocol_pb2 as tool_pb2
 from aophub.hub import node_commands
 from aophub.hub.interactions import Interactions
 from aophub.hub.live_session import LiveSession, LiveSessions
+from aophub.hub.llm_push import LlmPusher
 from aophub.hub.node_requests import NodeRequests
 from aophub.hub.nodes import Admission, NodeGone, NodeHandle, NodeLink, NodeRegistry
 from aophub.hub.request_checks import check_id
@@ -72,11 +74,13 @@ class NodeRouter:
         turns: TurnLifecycle,
         node_requests: NodeRequests,
         interactions: Interactions,
+        pushes: LlmPusher,
         spawn: Callable[[Awaitable[None]], None],
         clock: Callable[[], float],
         ids: IdGenerator,
     ) -> None:
         self._store = store
+        self._pushes = pushes
         self._nodes = nodes
         self._sessions = sessions
         self._turns = turns
@@ -204,7 +208,8 @@ class NodeRouter:
                     await self._interactions.request(handle, envelope.id, interaction.requested)
                 return
             if node_commands.speaks(name):
-                node_commands.receive(handle, envelope, name)
+                if node_commands.receive(handle, envelope, name, self._pushes):
+                    await self._pushes.node_ready(handle)  # its generation is known now (9.0.5.2)
                 return
             if name != _CORE_NAMESPACE:
                 raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken on the node channel")
@@ -216,15 +221,7 @@ class NodeRouter:
         if case in _NODE_RESPONSES:
             handle.resolve(envelope.reply_to, message)
         elif case == "protocol_error":
-            # AOP-nodes 9.1.7: it fails the hub's request it answers; any other one is dropped
-            # and never answered (an answer would start an error exchange with no end).
-            if not handle.resolve(envelope.reply_to, message):
-                log.debug(
-                    "node %s: protocol_error %s (%s) answers nothing pending; dropped",
-                    handle.node_id,
-                    message.protocol_error.code,
-                    message.protocol_error.message,
-                )
+            self._protocol_error(handle, envelope.reply_to, message)
         elif case == "agent_status":
             # Keep the received message; copying into the handle's own would grow its upb arena
             # by every copy for as long as the node stays connected (see aophub.node.runtime.counted_turn).
@@ -235,6 +232,19 @@ class NodeRouter:
             await self._event_or_refuse(handle, envelope, message.event)
         else:
             log.info("node %s sent %s, which nodes do not send; ignored", handle.node_id, case)
+
+    def _protocol_error(self, handle: NodeHandle, reply_to: str, message: protocol_pb2.ProtocolMessage) -> None:
+        """A node's ``protocol_error`` fails the hub's request (or LLM push) it answers; any other one
+        is dropped and never answered (AOP-nodes 9.1.7: an answer would start an error exchange with no end)."""
+        error = message.protocol_error
+        if handle.resolve(reply_to, message) or self._pushes.refused(handle, reply_to, error):
+            return
+        log.debug(
+            "node %s: protocol_error %s (%s) answers nothing pending; dropped",
+            handle.node_id,
+            error.code,
+            error.message,
+        )
 
     async def _refuse(self, handle: NodeHandle, envelope_id: str, error: HubError) -> None:
         """Answer a node's envelope the hub cannot read with a ``protocol_error``; the node stays."""

@@ -19,12 +19,15 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Set as AbstractSet
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from aop import envelope_pb2, protocol_pb2
 from aophub.protocol.codec import pack
 from aophub.protocol.node_namespaces import Generation
 from aophub.v1 import agent_pb2
+
+if TYPE_CHECKING:
+    from aophub.hub.llm_push import LlmPushRecord
 
 __all__ = ["DEFAULT_TAKEOVER_WINDOW", "Admission", "NodeGone", "NodeHandle", "NodeLink", "NodeRegistry"]
 
@@ -83,6 +86,9 @@ class NodeHandle:
         # The package generation of the first command-namespace message it sent (AOP-nodes 9.0.5.2);
         # None until it sends one. What the hub sends it in those namespaces uses this generation.
         self.generation: Generation | None = None
+        # The latest LLM configuration push to this connection and its outcome (AOP-nodes 9.6.6);
+        # None while none was sent (see aophub.hub.llm_push).
+        self.llm_push: LlmPushRecord | None = None
         self.gone = False
         self._left = asyncio.Event()
         self._pending: dict[str, asyncio.Future[protocol_pb2.ProtocolMessage]] = {}

@@ -22,7 +22,7 @@ from aiscan.reload import protocol_pb2 as aiscan_reload_pb2
 from cyber.command import protocol_pb2 as cyber_command_pb2
 from cyber.reload import protocol_pb2 as cyber_reload_pb2
 
-__all__ = ["COMMAND", "NAMESPACES", "RELOAD", "Generation", "Namespace", "NamespaceName"]
+__all__ = ["COMMAND", "NAMESPACES", "RELOAD", "Generation", "Namespace", "NamespaceName", "message_class"]
 
 
 class Generation(enum.Enum):
@@ -64,3 +64,8 @@ NAMESPACES: dict[str, NamespaceName] = {
     message.DESCRIPTOR.full_name: NamespaceName(namespace, generation, message)
     for (namespace, generation), message in _MESSAGES.items()
 }
+
+
+def message_class(namespace: Namespace, generation: Generation) -> type[Message]:
+    """The generated ``...ProtocolMessage`` class of ``namespace`` in ``generation`` (what the hub sends in it)."""
+    return _MESSAGES[(namespace, generation)]

@@ -8,6 +8,7 @@ from typing import Any
 
 from aophub.config import ConfigStore
 from aophub.hub.hub import Hub
+from aophub.hub.llm_push import LlmPushRecord, PushState
 from aophub.hub.nodes import NodeHandle
 from aophub.rpc.timestamps import to_timestamp
 from aophub.v1 import agent_pb2, config_pb2, system_pb2
@@ -16,6 +17,29 @@ from aophub.version import VERSION
 __all__ = ["AgentServiceImpl", "SystemServiceImpl"]
 
 Ctx = Any
+
+
+_PUSH_STATES = {
+    PushState.PENDING: agent_pb2.LLM_PUSH_STATE_PENDING,
+    PushState.OK: agent_pb2.LLM_PUSH_STATE_OK,
+    PushState.FAILED: agent_pb2.LLM_PUSH_STATE_FAILED,
+}
+
+
+def llm_push_view(record: LlmPushRecord | None, now: float) -> agent_pb2.LlmPush:
+    """The LLM configuration push to a connection as the listing shows it: never the key itself."""
+    if record is None:
+        return agent_pb2.LlmPush()
+    state, error = record.state_at(now)
+    return agent_pb2.LlmPush(
+        state=_PUSH_STATES[state],
+        profile_id=record.profile_id,
+        provider=record.provider,
+        model=record.model,
+        error=error,
+        pushed_at=to_timestamp(record.sent_at),
+        api_key_configured=record.api_key_configured,
+    )
 
 
 def agent_view(hub: Hub, handle: NodeHandle, online: bool) -> agent_pb2.Agent:
@@ -34,6 +58,7 @@ def agent_view(hub: Hub, handle: NodeHandle, online: bool) -> agent_pb2.Agent:
         open_sessions=len(sessions),
         running_turns=running,
         last_seen_at=to_timestamp(handle.last_seen_at if not online else time.time()),
+        llm_push=llm_push_view(handle.llm_push, time.time()),
     )
     return agent
 

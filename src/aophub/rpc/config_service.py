@@ -68,6 +68,7 @@ class ConfigServiceImpl:
             sandbox=config.sandbox,
             interactions=config.interactions,
             revision=self.config.revision,
+            llm_push=config.llm_push,
         )
         if self.config.updated_at:
             view.updated_at.CopyFrom(to_timestamp(self.config.updated_at))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
@@ -20,6 +20,7 @@ from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
 from aophub.hub.interactions import InteractionPolicy
+from aophub.hub.llm_push import LlmPushSource
 from aophub.hub.scans import Scans
 from aophub.node.local import LocalNode
 from aophub.protocol.errors import Code, HubError
@@ -70,6 +71,25 @@ def interaction_policy(config: ConfigStore) -> InteractionPolicy:
     return InteractionPolicy(timeout=float(settings.timeout_seconds or 600), on_expiry=settings.expiry_policy)
 
 
+def llm_push_source(settings: Settings, config: ConfigStore) -> LlmPushSource:
+    """The opt-in LLM push (AOP-nodes 9.6.6): the active profile, to the nodes --llm-push-node and config.yaml list."""
+    return LlmPushSource(
+        node_ids=lambda: frozenset(settings.llm_push_nodes) | config.llm_push_node_ids(),
+        profile=config.active_profile,
+    )
+
+
+def on_configuration_change(hub: Hub, local_node: LocalNode) -> Callable[[], Awaitable[None]]:
+    """What runs after every applied configuration change (UpdateConfig, ActivateProfile, a hand edit)."""
+
+    async def configuration_changed() -> None:
+        # The built-in node announces its new status; listed nodes get a changed LLM profile.
+        await local_node.announce()
+        hub.configuration_changed()
+
+    return configuration_changed
+
+
 async def health(_request: Request) -> JSONResponse:
     """Liveness probe: no auth, ``{"status": "ok"}`` while serving."""
     return JSONResponse({"status": "ok"})
@@ -92,9 +112,11 @@ def create_app(settings: Settings) -> Starlette:
         interaction_policy=lambda: interaction_policy(config),
         page_bytes=settings.max_page_bytes,
         session_idle=idle,
+        llm_push=llm_push_source(settings, config),
     )
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
     local_node = LocalNode(hub, agent)
+
     scans = Scans(hub, lambda: config.config.scans)
     runtime = Runtime(hub, store, local_node, config, scans)
 
@@ -110,8 +132,10 @@ def create_app(settings: Settings) -> Starlette:
             await store.close()
             raise
         app.state.runtime = runtime
-        # Hand edits of config.yaml apply while running; the built-in node announces its new status.
-        watch = asyncio.create_task(config.watch(local_node.announce, interval=settings.config_poll_interval))
+        # Hand edits of config.yaml apply while running (see on_configuration_change).
+        watch = asyncio.create_task(
+            config.watch(on_configuration_change(hub, local_node), interval=settings.config_poll_interval)
+        )
         try:
             yield
         finally:
@@ -156,7 +180,10 @@ def create_app(settings: Settings) -> Starlette:
 
     services: list[tuple[AppFactory, object]] = [
         (session_connect.SessionServiceASGIApplication, SessionServiceImpl(hub)),
-        (config_connect.ConfigServiceASGIApplication, ConfigServiceImpl(hub, config, on_change=local_node.announce)),
+        (
+            config_connect.ConfigServiceASGIApplication,
+            ConfigServiceImpl(hub, config, on_change=on_configuration_change(hub, local_node)),
+        ),
         (agent_connect.AgentServiceASGIApplication, AgentServiceImpl(hub)),
         (system_connect.SystemServiceASGIApplication, SystemServiceImpl(hub, config)),
         (artifact_connect.ArtifactServiceASGIApplication, ArtifactServiceImpl(hub)),

@@ -163,12 +163,21 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 class DenialCompletesHandshake(WebSocketsSansIOProtocol):
-    """uvicorn's default WebSocket protocol, without its false ERROR after a denial response.
+    """uvicorn's default WebSocket protocol, without its false ERROR after a denial response, and
+    without frame dumps in the log.
 
     uvicorn 0.54 does not count a complete ``websocket.http.response`` (our JSON 401 on a refused
     upgrade) as the end of the handshake, and logs "ASGI callable returned without completing
     handshake" for every ordinary refusal.
+
+    At ``--log-level debug`` the websockets library would log the beginning and end of every
+    frame. Frames carry secrets (the API key of an LLM configuration push, AOP-nodes 9.6.6;
+    prompts and tool output), so its frame-level debug log is off.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn.debug = False
 
     async def send(self, message: Any) -> None:
         await super().send(message)

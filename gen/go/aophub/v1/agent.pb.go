@@ -25,6 +25,66 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// LlmPushState is where the LLM configuration push to one connection stands.
+type LlmPushState int32
+
+const (
+	// Not pushed on this connection: the node is not on the operator's push
+	// list, no LLM profile is active, or the node has not yet sent the command
+	// catalog that tells its schema generation (AOP-nodes 9.0.5.2).
+	LlmPushState_LLM_PUSH_STATE_UNSPECIFIED LlmPushState = 0
+	// Sent; the node has not answered yet (its provider probe takes up to 5 s).
+	LlmPushState_LLM_PUSH_STATE_PENDING LlmPushState = 1
+	// The node applied the profile: provider and model say what it now uses.
+	LlmPushState_LLM_PUSH_STATE_OK LlmPushState = 2
+	// The node did not apply it (error says why), or did not answer in time.
+	// It is not pushed again on this connection until the active profile changes.
+	LlmPushState_LLM_PUSH_STATE_FAILED LlmPushState = 3
+)
+
+// Enum value maps for LlmPushState.
+var (
+	LlmPushState_name = map[int32]string{
+		0: "LLM_PUSH_STATE_UNSPECIFIED",
+		1: "LLM_PUSH_STATE_PENDING",
+		2: "LLM_PUSH_STATE_OK",
+		3: "LLM_PUSH_STATE_FAILED",
+	}
+	LlmPushState_value = map[string]int32{
+		"LLM_PUSH_STATE_UNSPECIFIED": 0,
+		"LLM_PUSH_STATE_PENDING":     1,
+		"LLM_PUSH_STATE_OK":          2,
+		"LLM_PUSH_STATE_FAILED":      3,
+	}
+)
+
+func (x LlmPushState) Enum() *LlmPushState {
+	p := new(LlmPushState)
+	*p = x
+	return p
+}
+
+func (x LlmPushState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (LlmPushState) Descriptor() protoreflect.EnumDescriptor {
+	return file_aophub_v1_agent_proto_enumTypes[0].Descriptor()
+}
+
+func (LlmPushState) Type() protoreflect.EnumType {
+	return &file_aophub_v1_agent_proto_enumTypes[0]
+}
+
+func (x LlmPushState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use LlmPushState.Descriptor instead.
+func (LlmPushState) EnumDescriptor() ([]byte, []int) {
+	return file_aophub_v1_agent_proto_rawDescGZIP(), []int{0}
+}
+
 // Command is one entry of a command catalog (slash commands in a chat UI).
 type Command struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -172,7 +232,10 @@ type Agent struct {
 	// Turns running on the node.
 	RunningTurns uint32 `protobuf:"varint,11,opt,name=running_turns,json=runningTurns,proto3" json:"running_turns,omitempty"`
 	// When the node was last heard from.
-	LastSeenAt    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=last_seen_at,json=lastSeenAt,proto3" json:"last_seen_at,omitempty"`
+	LastSeenAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=last_seen_at,json=lastSeenAt,proto3" json:"last_seen_at,omitempty"`
+	// The LLM configuration push to the node's current (or last) connection
+	// (AOP-nodes 9.6.6).
+	LlmPush       *LlmPush `protobuf:"bytes,13,opt,name=llm_push,json=llmPush,proto3" json:"llm_push,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -291,6 +354,114 @@ func (x *Agent) GetLastSeenAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Agent) GetLlmPush() *LlmPush {
+	if x != nil {
+		return x.LlmPush
+	}
+	return nil
+}
+
+// LlmPush is the hub's push of the active LLM profile to a node. The API key
+// itself is never shown.
+type LlmPush struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Where the push stands.
+	State LlmPushState `protobuf:"varint,1,opt,name=state,proto3,enum=aophub.v1.LlmPushState" json:"state,omitempty"`
+	// The id of the pushed profile.
+	ProfileId string `protobuf:"bytes,2,opt,name=profile_id,json=profileId,proto3" json:"profile_id,omitempty"`
+	// The provider the node reports using (OK), or the one pushed.
+	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	// The model the node reports using (OK), or the one pushed.
+	Model string `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	// Why the node did not apply it (FAILED).
+	Error string `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	// When the push was sent.
+	PushedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=pushed_at,json=pushedAt,proto3" json:"pushed_at,omitempty"`
+	// True when the pushed profile had an API key (the key itself is never shown).
+	ApiKeyConfigured bool `protobuf:"varint,7,opt,name=api_key_configured,json=apiKeyConfigured,proto3" json:"api_key_configured,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *LlmPush) Reset() {
+	*x = LlmPush{}
+	mi := &file_aophub_v1_agent_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LlmPush) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LlmPush) ProtoMessage() {}
+
+func (x *LlmPush) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_agent_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LlmPush.ProtoReflect.Descriptor instead.
+func (*LlmPush) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_agent_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *LlmPush) GetState() LlmPushState {
+	if x != nil {
+		return x.State
+	}
+	return LlmPushState_LLM_PUSH_STATE_UNSPECIFIED
+}
+
+func (x *LlmPush) GetProfileId() string {
+	if x != nil {
+		return x.ProfileId
+	}
+	return ""
+}
+
+func (x *LlmPush) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *LlmPush) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *LlmPush) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *LlmPush) GetPushedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PushedAt
+	}
+	return nil
+}
+
+func (x *LlmPush) GetApiKeyConfigured() bool {
+	if x != nil {
+		return x.ApiKeyConfigured
+	}
+	return false
+}
+
 // ListAgentsRequest asks for the node list.
 type ListAgentsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -302,7 +473,7 @@ type ListAgentsRequest struct {
 
 func (x *ListAgentsRequest) Reset() {
 	*x = ListAgentsRequest{}
-	mi := &file_aophub_v1_agent_proto_msgTypes[3]
+	mi := &file_aophub_v1_agent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +485,7 @@ func (x *ListAgentsRequest) String() string {
 func (*ListAgentsRequest) ProtoMessage() {}
 
 func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_agent_proto_msgTypes[3]
+	mi := &file_aophub_v1_agent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +498,7 @@ func (x *ListAgentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsRequest.ProtoReflect.Descriptor instead.
 func (*ListAgentsRequest) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_aophub_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListAgentsRequest) GetIncludeOffline() bool {
@@ -348,7 +519,7 @@ type ListAgentsResponse struct {
 
 func (x *ListAgentsResponse) Reset() {
 	*x = ListAgentsResponse{}
-	mi := &file_aophub_v1_agent_proto_msgTypes[4]
+	mi := &file_aophub_v1_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -360,7 +531,7 @@ func (x *ListAgentsResponse) String() string {
 func (*ListAgentsResponse) ProtoMessage() {}
 
 func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_agent_proto_msgTypes[4]
+	mi := &file_aophub_v1_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -373,7 +544,7 @@ func (x *ListAgentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAgentsResponse.ProtoReflect.Descriptor instead.
 func (*ListAgentsResponse) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_aophub_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListAgentsResponse) GetAgents() []*Agent {
@@ -394,7 +565,7 @@ const file_aophub_v1_agent_proto_rawDesc = "" +
 	"\x05usage\x18\x03 \x01(\tR\x05usage\x12\x16\n" +
 	"\x06source\x18\x04 \x01(\tR\x06source\"@\n" +
 	"\x0eCommandCatalog\x12.\n" +
-	"\bcommands\x18\x01 \x03(\v2\x12.aophub.v1.CommandR\bcommands\"\xd6\x03\n" +
+	"\bcommands\x18\x01 \x03(\v2\x12.aophub.v1.CommandR\bcommands\"\x85\x04\n" +
 	"\x05Agent\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12%\n" +
 	"\x05hello\x18\x02 \x01(\v2\x0f.aop.AgentHelloR\x05hello\x12(\n" +
@@ -409,11 +580,26 @@ const file_aophub_v1_agent_proto_rawDesc = "" +
 	" \x01(\rR\fopenSessions\x12#\n" +
 	"\rrunning_turns\x18\v \x01(\rR\frunningTurns\x12<\n" +
 	"\flast_seen_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"lastSeenAt\"<\n" +
+	"lastSeenAt\x12-\n" +
+	"\bllm_push\x18\r \x01(\v2\x12.aophub.v1.LlmPushR\allmPush\"\x86\x02\n" +
+	"\aLlmPush\x12-\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x17.aophub.v1.LlmPushStateR\x05state\x12\x1d\n" +
+	"\n" +
+	"profile_id\x18\x02 \x01(\tR\tprofileId\x12\x1a\n" +
+	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\x127\n" +
+	"\tpushed_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bpushedAt\x12,\n" +
+	"\x12api_key_configured\x18\a \x01(\bR\x10apiKeyConfigured\"<\n" +
 	"\x11ListAgentsRequest\x12'\n" +
 	"\x0finclude_offline\x18\x01 \x01(\bR\x0eincludeOffline\">\n" +
 	"\x12ListAgentsResponse\x12(\n" +
-	"\x06agents\x18\x01 \x03(\v2\x10.aophub.v1.AgentR\x06agents2^\n" +
+	"\x06agents\x18\x01 \x03(\v2\x10.aophub.v1.AgentR\x06agents*|\n" +
+	"\fLlmPushState\x12\x1e\n" +
+	"\x1aLLM_PUSH_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16LLM_PUSH_STATE_PENDING\x10\x01\x12\x15\n" +
+	"\x11LLM_PUSH_STATE_OK\x10\x02\x12\x19\n" +
+	"\x15LLM_PUSH_STATE_FAILED\x10\x032^\n" +
 	"\fAgentService\x12N\n" +
 	"\n" +
 	"ListAgents\x12\x1c.aophub.v1.ListAgentsRequest\x1a\x1d.aophub.v1.ListAgentsResponse\"\x03\x90\x02\x01BI\n" +
@@ -431,34 +617,40 @@ func file_aophub_v1_agent_proto_rawDescGZIP() []byte {
 	return file_aophub_v1_agent_proto_rawDescData
 }
 
-var file_aophub_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_aophub_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_aophub_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_aophub_v1_agent_proto_goTypes = []any{
-	(*Command)(nil),               // 0: aophub.v1.Command
-	(*CommandCatalog)(nil),        // 1: aophub.v1.CommandCatalog
-	(*Agent)(nil),                 // 2: aophub.v1.Agent
-	(*ListAgentsRequest)(nil),     // 3: aophub.v1.ListAgentsRequest
-	(*ListAgentsResponse)(nil),    // 4: aophub.v1.ListAgentsResponse
-	(*aop.AgentHello)(nil),        // 5: aop.AgentHello
-	(*aop.AgentStatus)(nil),       // 6: aop.AgentStatus
-	(*aop.AgentStats)(nil),        // 7: aop.AgentStats
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
+	(LlmPushState)(0),             // 0: aophub.v1.LlmPushState
+	(*Command)(nil),               // 1: aophub.v1.Command
+	(*CommandCatalog)(nil),        // 2: aophub.v1.CommandCatalog
+	(*Agent)(nil),                 // 3: aophub.v1.Agent
+	(*LlmPush)(nil),               // 4: aophub.v1.LlmPush
+	(*ListAgentsRequest)(nil),     // 5: aophub.v1.ListAgentsRequest
+	(*ListAgentsResponse)(nil),    // 6: aophub.v1.ListAgentsResponse
+	(*aop.AgentHello)(nil),        // 7: aop.AgentHello
+	(*aop.AgentStatus)(nil),       // 8: aop.AgentStatus
+	(*aop.AgentStats)(nil),        // 9: aop.AgentStats
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
 }
 var file_aophub_v1_agent_proto_depIdxs = []int32{
-	0, // 0: aophub.v1.CommandCatalog.commands:type_name -> aophub.v1.Command
-	5, // 1: aophub.v1.Agent.hello:type_name -> aop.AgentHello
-	6, // 2: aophub.v1.Agent.status:type_name -> aop.AgentStatus
-	7, // 3: aophub.v1.Agent.stats:type_name -> aop.AgentStats
-	8, // 4: aophub.v1.Agent.connected_at:type_name -> google.protobuf.Timestamp
-	0, // 5: aophub.v1.Agent.commands:type_name -> aophub.v1.Command
-	8, // 6: aophub.v1.Agent.last_seen_at:type_name -> google.protobuf.Timestamp
-	2, // 7: aophub.v1.ListAgentsResponse.agents:type_name -> aophub.v1.Agent
-	3, // 8: aophub.v1.AgentService.ListAgents:input_type -> aophub.v1.ListAgentsRequest
-	4, // 9: aophub.v1.AgentService.ListAgents:output_type -> aophub.v1.ListAgentsResponse
-	9, // [9:10] is the sub-list for method output_type
-	8, // [8:9] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	1,  // 0: aophub.v1.CommandCatalog.commands:type_name -> aophub.v1.Command
+	7,  // 1: aophub.v1.Agent.hello:type_name -> aop.AgentHello
+	8,  // 2: aophub.v1.Agent.status:type_name -> aop.AgentStatus
+	9,  // 3: aophub.v1.Agent.stats:type_name -> aop.AgentStats
+	10, // 4: aophub.v1.Agent.connected_at:type_name -> google.protobuf.Timestamp
+	1,  // 5: aophub.v1.Agent.commands:type_name -> aophub.v1.Command
+	10, // 6: aophub.v1.Agent.last_seen_at:type_name -> google.protobuf.Timestamp
+	4,  // 7: aophub.v1.Agent.llm_push:type_name -> aophub.v1.LlmPush
+	0,  // 8: aophub.v1.LlmPush.state:type_name -> aophub.v1.LlmPushState
+	10, // 9: aophub.v1.LlmPush.pushed_at:type_name -> google.protobuf.Timestamp
+	3,  // 10: aophub.v1.ListAgentsResponse.agents:type_name -> aophub.v1.Agent
+	5,  // 11: aophub.v1.AgentService.ListAgents:input_type -> aophub.v1.ListAgentsRequest
+	6,  // 12: aophub.v1.AgentService.ListAgents:output_type -> aophub.v1.ListAgentsResponse
+	12, // [12:13] is the sub-list for method output_type
+	11, // [11:12] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_aophub_v1_agent_proto_init() }
@@ -471,13 +663,14 @@ func file_aophub_v1_agent_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_aophub_v1_agent_proto_rawDesc), len(file_aophub_v1_agent_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   5,
+			NumEnums:      1,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_aophub_v1_agent_proto_goTypes,
 		DependencyIndexes: file_aophub_v1_agent_proto_depIdxs,
+		EnumInfos:         file_aophub_v1_agent_proto_enumTypes,
 		MessageInfos:      file_aophub_v1_agent_proto_msgTypes,
 	}.Build()
 	File_aophub_v1_agent_proto = out.File

@@ -130,23 +130,31 @@ class InteractionSettings(_message.Message):
     def __init__(self, timeout_seconds: _Optional[int] = ..., expiry_policy: _Optional[_Union[_interaction_pb2.ExpiryPolicy, str]] = ...) -> None: ...
 
 class Config(_message.Message):
-    __slots__ = ("profiles", "active_profile_id", "agent", "scans", "sandbox", "interactions")
+    __slots__ = ("profiles", "active_profile_id", "agent", "scans", "sandbox", "interactions", "llm_push")
     PROFILES_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_PROFILE_ID_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     SCANS_FIELD_NUMBER: _ClassVar[int]
     SANDBOX_FIELD_NUMBER: _ClassVar[int]
     INTERACTIONS_FIELD_NUMBER: _ClassVar[int]
+    LLM_PUSH_FIELD_NUMBER: _ClassVar[int]
     profiles: _containers.RepeatedCompositeFieldContainer[LlmProfile]
     active_profile_id: str
     agent: AgentSettings
     scans: ScanSettings
     sandbox: SandboxSettings
     interactions: InteractionSettings
-    def __init__(self, profiles: _Optional[_Iterable[_Union[LlmProfile, _Mapping]]] = ..., active_profile_id: _Optional[str] = ..., agent: _Optional[_Union[AgentSettings, _Mapping]] = ..., scans: _Optional[_Union[ScanSettings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., interactions: _Optional[_Union[InteractionSettings, _Mapping]] = ...) -> None: ...
+    llm_push: LlmPushSettings
+    def __init__(self, profiles: _Optional[_Iterable[_Union[LlmProfile, _Mapping]]] = ..., active_profile_id: _Optional[str] = ..., agent: _Optional[_Union[AgentSettings, _Mapping]] = ..., scans: _Optional[_Union[ScanSettings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., interactions: _Optional[_Union[InteractionSettings, _Mapping]] = ..., llm_push: _Optional[_Union[LlmPushSettings, _Mapping]] = ...) -> None: ...
+
+class LlmPushSettings(_message.Message):
+    __slots__ = ("node_ids",)
+    NODE_IDS_FIELD_NUMBER: _ClassVar[int]
+    node_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ConfigView(_message.Message):
-    __slots__ = ("profiles", "active_profile_id", "agent", "scans", "sandbox", "interactions", "revision", "updated_at")
+    __slots__ = ("profiles", "active_profile_id", "agent", "scans", "sandbox", "interactions", "revision", "updated_at", "llm_push")
     PROFILES_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_PROFILE_ID_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
@@ -155,6 +163,7 @@ class ConfigView(_message.Message):
     INTERACTIONS_FIELD_NUMBER: _ClassVar[int]
     REVISION_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    LLM_PUSH_FIELD_NUMBER: _ClassVar[int]
     profiles: _containers.RepeatedCompositeFieldContainer[LlmProfileView]
     active_profile_id: str
     agent: AgentSettings
@@ -163,7 +172,8 @@ class ConfigView(_message.Message):
     interactions: InteractionSettings
     revision: int
     updated_at: _timestamp_pb2.Timestamp
-    def __init__(self, profiles: _Optional[_Iterable[_Union[LlmProfileView, _Mapping]]] = ..., active_profile_id: _Optional[str] = ..., agent: _Optional[_Union[AgentSettings, _Mapping]] = ..., scans: _Optional[_Union[ScanSettings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., interactions: _Optional[_Union[InteractionSettings, _Mapping]] = ..., revision: _Optional[int] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    llm_push: LlmPushSettings
+    def __init__(self, profiles: _Optional[_Iterable[_Union[LlmProfileView, _Mapping]]] = ..., active_profile_id: _Optional[str] = ..., agent: _Optional[_Union[AgentSettings, _Mapping]] = ..., scans: _Optional[_Union[ScanSettings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., interactions: _Optional[_Union[InteractionSettings, _Mapping]] = ..., revision: _Optional[int] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., llm_push: _Optional[_Union[LlmPushSettings, _Mapping]] = ...) -> None: ...
 
 class FieldViolation(_message.Message):
     __slots__ = ("field", "description")

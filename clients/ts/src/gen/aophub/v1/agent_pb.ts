@@ -4,8 +4,8 @@
 // @generated from file aophub/v1/agent.proto (package aophub.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { AgentHello, AgentStats, AgentStatus } from "../../aop/protocol_pb.js";
 import { file_aop_protocol } from "../../aop/protocol_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/agent.proto.
  */
 export const file_aophub_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChVhb3BodWIvdjEvYWdlbnQucHJvdG8SCWFvcGh1Yi52MSJLCgdDb21tYW5kEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSDQoFdXNhZ2UYAyABKAkSDgoGc291cmNlGAQgASgJIjYKDkNvbW1hbmRDYXRhbG9nEiQKCGNvbW1hbmRzGAEgAygLMhIuYW9waHViLnYxLkNvbW1hbmQi4gIKBUFnZW50Eg8KB25vZGVfaWQYASABKAkSHgoFaGVsbG8YAiABKAsyDy5hb3AuQWdlbnRIZWxsbxIgCgZzdGF0dXMYAyABKAsyEC5hb3AuQWdlbnRTdGF0dXMSHgoFc3RhdHMYBCABKAsyDy5hb3AuQWdlbnRTdGF0cxIwCgxjb25uZWN0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKCGNvbW1hbmRzGAYgAygLMhIuYW9waHViLnYxLkNvbW1hbmQSDAoEYnVzeRgHIAEoCBIOCgZvbmxpbmUYCCABKAgSEAoIYnVpbHRfaW4YCSABKAgSFQoNb3Blbl9zZXNzaW9ucxgKIAEoDRIVCg1ydW5uaW5nX3R1cm5zGAsgASgNEjAKDGxhc3Rfc2Vlbl9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiLAoRTGlzdEFnZW50c1JlcXVlc3QSFwoPaW5jbHVkZV9vZmZsaW5lGAEgASgIIjYKEkxpc3RBZ2VudHNSZXNwb25zZRIgCgZhZ2VudHMYASADKAsyEC5hb3BodWIudjEuQWdlbnQyXgoMQWdlbnRTZXJ2aWNlEk4KCkxpc3RBZ2VudHMSHC5hb3BodWIudjEuTGlzdEFnZW50c1JlcXVlc3QaHS5hb3BodWIudjEuTGlzdEFnZW50c1Jlc3BvbnNlIgOQAgFCSQoRZGV2LmFvcGh1Yi5hcGkudjFQAVoyZ2l0aHViLmNvbS9hb3BodWIvYW9waHViL2dlbi9nby9hb3BodWIvdjE7YW9waHVidjFiBnByb3RvMw", [file_aop_protocol, file_google_protobuf_timestamp]);
+  fileDesc("ChVhb3BodWIvdjEvYWdlbnQucHJvdG8SCWFvcGh1Yi52MSJLCgdDb21tYW5kEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSDQoFdXNhZ2UYAyABKAkSDgoGc291cmNlGAQgASgJIjYKDkNvbW1hbmRDYXRhbG9nEiQKCGNvbW1hbmRzGAEgAygLMhIuYW9waHViLnYxLkNvbW1hbmQiiAMKBUFnZW50Eg8KB25vZGVfaWQYASABKAkSHgoFaGVsbG8YAiABKAsyDy5hb3AuQWdlbnRIZWxsbxIgCgZzdGF0dXMYAyABKAsyEC5hb3AuQWdlbnRTdGF0dXMSHgoFc3RhdHMYBCABKAsyDy5hb3AuQWdlbnRTdGF0cxIwCgxjb25uZWN0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKCGNvbW1hbmRzGAYgAygLMhIuYW9waHViLnYxLkNvbW1hbmQSDAoEYnVzeRgHIAEoCBIOCgZvbmxpbmUYCCABKAgSEAoIYnVpbHRfaW4YCSABKAgSFQoNb3Blbl9zZXNzaW9ucxgKIAEoDRIVCg1ydW5uaW5nX3R1cm5zGAsgASgNEjAKDGxhc3Rfc2Vlbl9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJAoIbGxtX3B1c2gYDSABKAsyEi5hb3BodWIudjEuTGxtUHVzaCLAAQoHTGxtUHVzaBImCgVzdGF0ZRgBIAEoDjIXLmFvcGh1Yi52MS5MbG1QdXNoU3RhdGUSEgoKcHJvZmlsZV9pZBgCIAEoCRIQCghwcm92aWRlchgDIAEoCRINCgVtb2RlbBgEIAEoCRINCgVlcnJvchgFIAEoCRItCglwdXNoZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhoKEmFwaV9rZXlfY29uZmlndXJlZBgHIAEoCCIsChFMaXN0QWdlbnRzUmVxdWVzdBIXCg9pbmNsdWRlX29mZmxpbmUYASABKAgiNgoSTGlzdEFnZW50c1Jlc3BvbnNlEiAKBmFnZW50cxgBIAMoCzIQLmFvcGh1Yi52MS5BZ2VudCp8CgxMbG1QdXNoU3RhdGUSHgoaTExNX1BVU0hfU1RBVEVfVU5TUEVDSUZJRUQQABIaChZMTE1fUFVTSF9TVEFURV9QRU5ESU5HEAESFQoRTExNX1BVU0hfU1RBVEVfT0sQAhIZChVMTE1fUFVTSF9TVEFURV9GQUlMRUQQAzJeCgxBZ2VudFNlcnZpY2USTgoKTGlzdEFnZW50cxIcLmFvcGh1Yi52MS5MaXN0QWdlbnRzUmVxdWVzdBodLmFvcGh1Yi52MS5MaXN0QWdlbnRzUmVzcG9uc2UiA5ACAUJJChFkZXYuYW9waHViLmFwaS52MVABWjJnaXRodWIuY29tL2FvcGh1Yi9hb3BodWIvZ2VuL2dvL2FvcGh1Yi92MTthb3BodWJ2MWIGcHJvdG8z", [file_aop_protocol, file_google_protobuf_timestamp]);
 
 /**
  * Command is one entry of a command catalog (slash commands in a chat UI).
@@ -172,6 +172,14 @@ export type Agent = Message<"aophub.v1.Agent"> & {
    * @generated from field: google.protobuf.Timestamp last_seen_at = 12;
    */
   lastSeenAt?: Timestamp | undefined;
+
+  /**
+   * The LLM configuration push to the node's current (or last) connection
+   * (AOP-nodes 9.6.6).
+   *
+   * @generated from field: aophub.v1.LlmPush llm_push = 13;
+   */
+  llmPush?: LlmPush | undefined;
 };
 
 /**
@@ -180,6 +188,70 @@ export type Agent = Message<"aophub.v1.Agent"> & {
  */
 export const AgentSchema: GenMessage<Agent> = /*@__PURE__*/
   messageDesc(file_aophub_v1_agent, 2);
+
+/**
+ * LlmPush is the hub's push of the active LLM profile to a node. The API key
+ * itself is never shown.
+ *
+ * @generated from message aophub.v1.LlmPush
+ */
+export type LlmPush = Message<"aophub.v1.LlmPush"> & {
+  /**
+   * Where the push stands.
+   *
+   * @generated from field: aophub.v1.LlmPushState state = 1;
+   */
+  state: LlmPushState;
+
+  /**
+   * The id of the pushed profile.
+   *
+   * @generated from field: string profile_id = 2;
+   */
+  profileId: string;
+
+  /**
+   * The provider the node reports using (OK), or the one pushed.
+   *
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+
+  /**
+   * The model the node reports using (OK), or the one pushed.
+   *
+   * @generated from field: string model = 4;
+   */
+  model: string;
+
+  /**
+   * Why the node did not apply it (FAILED).
+   *
+   * @generated from field: string error = 5;
+   */
+  error: string;
+
+  /**
+   * When the push was sent.
+   *
+   * @generated from field: google.protobuf.Timestamp pushed_at = 6;
+   */
+  pushedAt?: Timestamp | undefined;
+
+  /**
+   * True when the pushed profile had an API key (the key itself is never shown).
+   *
+   * @generated from field: bool api_key_configured = 7;
+   */
+  apiKeyConfigured: boolean;
+};
+
+/**
+ * Describes the message aophub.v1.LlmPush.
+ * Use `create(LlmPushSchema)` to create a new message.
+ */
+export const LlmPushSchema: GenMessage<LlmPush> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_agent, 3);
 
 /**
  * ListAgentsRequest asks for the node list.
@@ -200,7 +272,7 @@ export type ListAgentsRequest = Message<"aophub.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_agent, 3);
+  messageDesc(file_aophub_v1_agent, 4);
 
 /**
  * ListAgentsResponse is the node list, ordered by node id.
@@ -221,7 +293,51 @@ export type ListAgentsResponse = Message<"aophub.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_agent, 4);
+  messageDesc(file_aophub_v1_agent, 5);
+
+/**
+ * LlmPushState is where the LLM configuration push to one connection stands.
+ *
+ * @generated from enum aophub.v1.LlmPushState
+ */
+export enum LlmPushState {
+  /**
+   * Not pushed on this connection: the node is not on the operator's push
+   * list, no LLM profile is active, or the node has not yet sent the command
+   * catalog that tells its schema generation (AOP-nodes 9.0.5.2).
+   *
+   * @generated from enum value: LLM_PUSH_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Sent; the node has not answered yet (its provider probe takes up to 5 s).
+   *
+   * @generated from enum value: LLM_PUSH_STATE_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * The node applied the profile: provider and model say what it now uses.
+   *
+   * @generated from enum value: LLM_PUSH_STATE_OK = 2;
+   */
+  OK = 2,
+
+  /**
+   * The node did not apply it (error says why), or did not answer in time.
+   * It is not pushed again on this connection until the active profile changes.
+   *
+   * @generated from enum value: LLM_PUSH_STATE_FAILED = 3;
+   */
+  FAILED = 3,
+}
+
+/**
+ * Describes the enum aophub.v1.LlmPushState.
+ */
+export const LlmPushStateSchema: GenEnum<LlmPushState> = /*@__PURE__*/
+  enumDesc(file_aophub_v1_agent, 0);
 
 /**
  * AgentService lists the agent nodes known to the hub.

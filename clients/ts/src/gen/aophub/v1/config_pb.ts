@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/config.proto.
  */
 export const file_aophub_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChZhb3BodWIvdjEvY29uZmlnLnByb3RvEglhb3BodWIudjEi6QEKCkxsbVByb2ZpbGUSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIpCghwcm92aWRlchgDIAEoDjIXLmFvcGh1Yi52MS5Qcm92aWRlcktpbmQSEAoIYmFzZV91cmwYBCABKAkSFAoHYXBpX2tleRgFIAEoCUgAiAEBEg0KBW1vZGVsGAYgASgJEhIKCm1heF90b2tlbnMYByABKA0SFgoOY29udGV4dF93aW5kb3cYCCABKA0SFwoPdGltZW91dF9zZWNvbmRzGAkgASgNEg4KBmltYWdlcxgKIAEoCEIKCghfYXBpX2tleSLnAQoOTGxtUHJvZmlsZVZpZXcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIpCghwcm92aWRlchgDIAEoDjIXLmFvcGh1Yi52MS5Qcm92aWRlcktpbmQSEAoIYmFzZV91cmwYBCABKAkSGgoSYXBpX2tleV9jb25maWd1cmVkGAUgASgIEg0KBW1vZGVsGAYgASgJEhIKCm1heF90b2tlbnMYByABKA0SFgoOY29udGV4dF93aW5kb3cYCCABKA0SFwoPdGltZW91dF9zZWNvbmRzGAkgASgNEg4KBmltYWdlcxgKIAEoCCLaAQoNQWdlbnRTZXR0aW5ncxIaCg10b29sc19lbmFibGVkGAEgASgISACIAQESHQoQYXNrX2JlZm9yZV90b29scxgCIAEoCEgBiAEBEhEKCW1heF90dXJucxgDIAEoDRIcChR0dXJuX3RpbWVvdXRfc2Vjb25kcxgEIAEoDRIVCg1zeXN0ZW1fcHJvbXB0GAUgASgJEh8KF2lubGluZV9hdHRhY2htZW50X2J5dGVzGAYgASgNQhAKDl90b29sc19lbmFibGVkQhMKEV9hc2tfYmVmb3JlX3Rvb2xzIlcKCFNjYW5Nb2RlEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFQoNdGFza190ZW1wbGF0ZRgDIAEoCRIRCgltYXhfdHVybnMYBCABKA0iYAoMU2NhblNldHRpbmdzEhMKC2NvbmN1cnJlbmN5GAEgASgNEhcKD3RpbWVvdXRfc2Vjb25kcxgCIAEoDRIiCgVtb2RlcxgDIAMoCzITLmFvcGh1Yi52MS5TY2FuTW9kZSKLAQoPU2FuZGJveFNldHRpbmdzEhEKCXdvcmtzcGFjZRgBIAEoCRIVCg1kZW55X3BhdHRlcm5zGAIgAygJEhYKDmFsbG93X3BhdHRlcm5zGAMgAygJEhwKFGV4ZWNfdGltZW91dF9zZWNvbmRzGAQgASgNEhgKEG91dHB1dF9jYXBfYnl0ZXMYBSABKA0iXgoTSW50ZXJhY3Rpb25TZXR0aW5ncxIXCg90aW1lb3V0X3NlY29uZHMYASABKA0SLgoNZXhwaXJ5X3BvbGljeRgCIAEoDjIXLmFvcGh1Yi52MS5FeHBpcnlQb2xpY3kigAIKBkNvbmZpZxInCghwcm9maWxlcxgBIAMoCzIVLmFvcGh1Yi52MS5MbG1Qcm9maWxlEhkKEWFjdGl2ZV9wcm9maWxlX2lkGAIgASgJEicKBWFnZW50GAMgASgLMhguYW9waHViLnYxLkFnZW50U2V0dGluZ3MSJgoFc2NhbnMYBCABKAsyFy5hb3BodWIudjEuU2NhblNldHRpbmdzEisKB3NhbmRib3gYBSABKAsyGi5hb3BodWIudjEuU2FuZGJveFNldHRpbmdzEjQKDGludGVyYWN0aW9ucxgGIAEoCzIeLmFvcGh1Yi52MS5JbnRlcmFjdGlvblNldHRpbmdzIsoCCgpDb25maWdWaWV3EisKCHByb2ZpbGVzGAEgAygLMhkuYW9waHViLnYxLkxsbVByb2ZpbGVWaWV3EhkKEWFjdGl2ZV9wcm9maWxlX2lkGAIgASgJEicKBWFnZW50GAMgASgLMhguYW9waHViLnYxLkFnZW50U2V0dGluZ3MSJgoFc2NhbnMYBCABKAsyFy5hb3BodWIudjEuU2NhblNldHRpbmdzEisKB3NhbmRib3gYBSABKAsyGi5hb3BodWIudjEuU2FuZGJveFNldHRpbmdzEjQKDGludGVyYWN0aW9ucxgGIAEoCzIeLmFvcGh1Yi52MS5JbnRlcmFjdGlvblNldHRpbmdzEhAKCHJldmlzaW9uGAcgASgEEi4KCnVwZGF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjQKDkZpZWxkVmlvbGF0aW9uEg0KBWZpZWxkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJIhIKEEdldENvbmZpZ1JlcXVlc3QiOgoRR2V0Q29uZmlnUmVzcG9uc2USJQoGY29uZmlnGAEgASgLMhUuYW9waHViLnYxLkNvbmZpZ1ZpZXciZwoTVXBkYXRlQ29uZmlnUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEiEKBmNvbmZpZxgCIAEoCzIRLmFvcGh1Yi52MS5Db25maWcSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAQipQEKFFVwZGF0ZUNvbmZpZ1Jlc3BvbnNlEjMKEGZpZWxkX3Zpb2xhdGlvbnMYASADKAsyGS5hb3BodWIudjEuRmllbGRWaW9sYXRpb24SKQoIYWNjZXB0ZWQYAiABKAsyFS5hb3BodWIudjEuQ29uZmlnVmlld0gAEiIKCHJlamVjdGVkGAMgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiQAoWQWN0aXZhdGVQcm9maWxlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnByb2ZpbGVfaWQYAiABKAkicwoXQWN0aXZhdGVQcm9maWxlUmVzcG9uc2USKQoIYWNjZXB0ZWQYASABKAsyFS5hb3BodWIudjEuQ29uZmlnVmlld0gAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiXAoOVGVzdExMTVJlcXVlc3QSEgoKcHJvZmlsZV9pZBgBIAEoCRImCgdwcm9maWxlGAIgASgLMhUuYW9waHViLnYxLkxsbVByb2ZpbGUSDgoGcHJvbXB0GAMgASgJIl4KD1Rlc3RMTE1SZXNwb25zZRIKCgJvaxgBIAEoCBISCgpsYXRlbmN5X21zGAIgASgEEg0KBXJlcGx5GAMgASgJEg0KBWVycm9yGAQgASgJEg0KBW1vZGVsGAUgASgJIk8KEUxpc3RNb2RlbHNSZXF1ZXN0EhIKCnByb2ZpbGVfaWQYASABKAkSJgoHcHJvZmlsZRgCIAEoCzIVLmFvcGh1Yi52MS5MbG1Qcm9maWxlIikKCU1vZGVsSW5mbxIKCgJpZBgBIAEoCRIQCghvd25lZF9ieRgCIAEoCSJpChJMaXN0TW9kZWxzUmVzcG9uc2USCgoCb2sYASABKAgSJAoGbW9kZWxzGAIgAygLMhQuYW9waHViLnYxLk1vZGVsSW5mbxINCgVlcnJvchgDIAEoCRISCgpsYXRlbmN5X21zGAQgASgEIhcKFVRlc3RDb25uZWN0aW9uUmVxdWVzdCJmChZUZXN0Q29ubmVjdGlvblJlc3BvbnNlEgoKAm9rGAEgASgIEg8KB3ZlcnNpb24YAiABKAkSLwoLc2VydmVyX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKmoKDFByb3ZpZGVyS2luZBIdChlQUk9WSURFUl9LSU5EX1VOU1BFQ0lGSUVEEAASIwofUFJPVklERVJfS0lORF9PUEVOQUlfQ09NUEFUSUJMRRABEhYKElBST1ZJREVSX0tJTkRfRUNITxACMvADCg1Db25maWdTZXJ2aWNlEksKCUdldENvbmZpZxIbLmFvcGh1Yi52MS5HZXRDb25maWdSZXF1ZXN0GhwuYW9waHViLnYxLkdldENvbmZpZ1Jlc3BvbnNlIgOQAgESTwoMVXBkYXRlQ29uZmlnEh4uYW9waHViLnYxLlVwZGF0ZUNvbmZpZ1JlcXVlc3QaHy5hb3BodWIudjEuVXBkYXRlQ29uZmlnUmVzcG9uc2USWAoPQWN0aXZhdGVQcm9maWxlEiEuYW9waHViLnYxLkFjdGl2YXRlUHJvZmlsZVJlcXVlc3QaIi5hb3BodWIudjEuQWN0aXZhdGVQcm9maWxlUmVzcG9uc2USQAoHVGVzdExMTRIZLmFvcGh1Yi52MS5UZXN0TExNUmVxdWVzdBoaLmFvcGh1Yi52MS5UZXN0TExNUmVzcG9uc2USSQoKTGlzdE1vZGVscxIcLmFvcGh1Yi52MS5MaXN0TW9kZWxzUmVxdWVzdBodLmFvcGh1Yi52MS5MaXN0TW9kZWxzUmVzcG9uc2USWgoOVGVzdENvbm5lY3Rpb24SIC5hb3BodWIudjEuVGVzdENvbm5lY3Rpb25SZXF1ZXN0GiEuYW9waHViLnYxLlRlc3RDb25uZWN0aW9uUmVzcG9uc2UiA5ACAUJJChFkZXYuYW9waHViLmFwaS52MVABWjJnaXRodWIuY29tL2FvcGh1Yi9hb3BodWIvZ2VuL2dvL2FvcGh1Yi92MTthb3BodWJ2MWIGcHJvdG8z", [file_aop_chat, file_aophub_v1_interaction, file_google_protobuf_timestamp]);
+  fileDesc("ChZhb3BodWIvdjEvY29uZmlnLnByb3RvEglhb3BodWIudjEi6QEKCkxsbVByb2ZpbGUSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIpCghwcm92aWRlchgDIAEoDjIXLmFvcGh1Yi52MS5Qcm92aWRlcktpbmQSEAoIYmFzZV91cmwYBCABKAkSFAoHYXBpX2tleRgFIAEoCUgAiAEBEg0KBW1vZGVsGAYgASgJEhIKCm1heF90b2tlbnMYByABKA0SFgoOY29udGV4dF93aW5kb3cYCCABKA0SFwoPdGltZW91dF9zZWNvbmRzGAkgASgNEg4KBmltYWdlcxgKIAEoCEIKCghfYXBpX2tleSLnAQoOTGxtUHJvZmlsZVZpZXcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIpCghwcm92aWRlchgDIAEoDjIXLmFvcGh1Yi52MS5Qcm92aWRlcktpbmQSEAoIYmFzZV91cmwYBCABKAkSGgoSYXBpX2tleV9jb25maWd1cmVkGAUgASgIEg0KBW1vZGVsGAYgASgJEhIKCm1heF90b2tlbnMYByABKA0SFgoOY29udGV4dF93aW5kb3cYCCABKA0SFwoPdGltZW91dF9zZWNvbmRzGAkgASgNEg4KBmltYWdlcxgKIAEoCCLaAQoNQWdlbnRTZXR0aW5ncxIaCg10b29sc19lbmFibGVkGAEgASgISACIAQESHQoQYXNrX2JlZm9yZV90b29scxgCIAEoCEgBiAEBEhEKCW1heF90dXJucxgDIAEoDRIcChR0dXJuX3RpbWVvdXRfc2Vjb25kcxgEIAEoDRIVCg1zeXN0ZW1fcHJvbXB0GAUgASgJEh8KF2lubGluZV9hdHRhY2htZW50X2J5dGVzGAYgASgNQhAKDl90b29sc19lbmFibGVkQhMKEV9hc2tfYmVmb3JlX3Rvb2xzIlcKCFNjYW5Nb2RlEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFQoNdGFza190ZW1wbGF0ZRgDIAEoCRIRCgltYXhfdHVybnMYBCABKA0iYAoMU2NhblNldHRpbmdzEhMKC2NvbmN1cnJlbmN5GAEgASgNEhcKD3RpbWVvdXRfc2Vjb25kcxgCIAEoDRIiCgVtb2RlcxgDIAMoCzITLmFvcGh1Yi52MS5TY2FuTW9kZSKLAQoPU2FuZGJveFNldHRpbmdzEhEKCXdvcmtzcGFjZRgBIAEoCRIVCg1kZW55X3BhdHRlcm5zGAIgAygJEhYKDmFsbG93X3BhdHRlcm5zGAMgAygJEhwKFGV4ZWNfdGltZW91dF9zZWNvbmRzGAQgASgNEhgKEG91dHB1dF9jYXBfYnl0ZXMYBSABKA0iXgoTSW50ZXJhY3Rpb25TZXR0aW5ncxIXCg90aW1lb3V0X3NlY29uZHMYASABKA0SLgoNZXhwaXJ5X3BvbGljeRgCIAEoDjIXLmFvcGh1Yi52MS5FeHBpcnlQb2xpY3kirgIKBkNvbmZpZxInCghwcm9maWxlcxgBIAMoCzIVLmFvcGh1Yi52MS5MbG1Qcm9maWxlEhkKEWFjdGl2ZV9wcm9maWxlX2lkGAIgASgJEicKBWFnZW50GAMgASgLMhguYW9waHViLnYxLkFnZW50U2V0dGluZ3MSJgoFc2NhbnMYBCABKAsyFy5hb3BodWIudjEuU2NhblNldHRpbmdzEisKB3NhbmRib3gYBSABKAsyGi5hb3BodWIudjEuU2FuZGJveFNldHRpbmdzEjQKDGludGVyYWN0aW9ucxgGIAEoCzIeLmFvcGh1Yi52MS5JbnRlcmFjdGlvblNldHRpbmdzEiwKCGxsbV9wdXNoGAcgASgLMhouYW9waHViLnYxLkxsbVB1c2hTZXR0aW5ncyIjCg9MbG1QdXNoU2V0dGluZ3MSEAoIbm9kZV9pZHMYASADKAki+AIKCkNvbmZpZ1ZpZXcSKwoIcHJvZmlsZXMYASADKAsyGS5hb3BodWIudjEuTGxtUHJvZmlsZVZpZXcSGQoRYWN0aXZlX3Byb2ZpbGVfaWQYAiABKAkSJwoFYWdlbnQYAyABKAsyGC5hb3BodWIudjEuQWdlbnRTZXR0aW5ncxImCgVzY2FucxgEIAEoCzIXLmFvcGh1Yi52MS5TY2FuU2V0dGluZ3MSKwoHc2FuZGJveBgFIAEoCzIaLmFvcGh1Yi52MS5TYW5kYm94U2V0dGluZ3MSNAoMaW50ZXJhY3Rpb25zGAYgASgLMh4uYW9waHViLnYxLkludGVyYWN0aW9uU2V0dGluZ3MSEAoIcmV2aXNpb24YByABKAQSLgoKdXBkYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIbGxtX3B1c2gYCSABKAsyGi5hb3BodWIudjEuTGxtUHVzaFNldHRpbmdzIjQKDkZpZWxkVmlvbGF0aW9uEg0KBWZpZWxkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJIhIKEEdldENvbmZpZ1JlcXVlc3QiOgoRR2V0Q29uZmlnUmVzcG9uc2USJQoGY29uZmlnGAEgASgLMhUuYW9waHViLnYxLkNvbmZpZ1ZpZXciZwoTVXBkYXRlQ29uZmlnUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEiEKBmNvbmZpZxgCIAEoCzIRLmFvcGh1Yi52MS5Db25maWcSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAQipQEKFFVwZGF0ZUNvbmZpZ1Jlc3BvbnNlEjMKEGZpZWxkX3Zpb2xhdGlvbnMYASADKAsyGS5hb3BodWIudjEuRmllbGRWaW9sYXRpb24SKQoIYWNjZXB0ZWQYAiABKAsyFS5hb3BodWIudjEuQ29uZmlnVmlld0gAEiIKCHJlamVjdGVkGAMgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiQAoWQWN0aXZhdGVQcm9maWxlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnByb2ZpbGVfaWQYAiABKAkicwoXQWN0aXZhdGVQcm9maWxlUmVzcG9uc2USKQoIYWNjZXB0ZWQYASABKAsyFS5hb3BodWIudjEuQ29uZmlnVmlld0gAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiXAoOVGVzdExMTVJlcXVlc3QSEgoKcHJvZmlsZV9pZBgBIAEoCRImCgdwcm9maWxlGAIgASgLMhUuYW9waHViLnYxLkxsbVByb2ZpbGUSDgoGcHJvbXB0GAMgASgJIl4KD1Rlc3RMTE1SZXNwb25zZRIKCgJvaxgBIAEoCBISCgpsYXRlbmN5X21zGAIgASgEEg0KBXJlcGx5GAMgASgJEg0KBWVycm9yGAQgASgJEg0KBW1vZGVsGAUgASgJIk8KEUxpc3RNb2RlbHNSZXF1ZXN0EhIKCnByb2ZpbGVfaWQYASABKAkSJgoHcHJvZmlsZRgCIAEoCzIVLmFvcGh1Yi52MS5MbG1Qcm9maWxlIikKCU1vZGVsSW5mbxIKCgJpZBgBIAEoCRIQCghvd25lZF9ieRgCIAEoCSJpChJMaXN0TW9kZWxzUmVzcG9uc2USCgoCb2sYASABKAgSJAoGbW9kZWxzGAIgAygLMhQuYW9waHViLnYxLk1vZGVsSW5mbxINCgVlcnJvchgDIAEoCRISCgpsYXRlbmN5X21zGAQgASgEIhcKFVRlc3RDb25uZWN0aW9uUmVxdWVzdCJmChZUZXN0Q29ubmVjdGlvblJlc3BvbnNlEgoKAm9rGAEgASgIEg8KB3ZlcnNpb24YAiABKAkSLwoLc2VydmVyX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKmoKDFByb3ZpZGVyS2luZBIdChlQUk9WSURFUl9LSU5EX1VOU1BFQ0lGSUVEEAASIwofUFJPVklERVJfS0lORF9PUEVOQUlfQ09NUEFUSUJMRRABEhYKElBST1ZJREVSX0tJTkRfRUNITxACMvADCg1Db25maWdTZXJ2aWNlEksKCUdldENvbmZpZxIbLmFvcGh1Yi52MS5HZXRDb25maWdSZXF1ZXN0GhwuYW9waHViLnYxLkdldENvbmZpZ1Jlc3BvbnNlIgOQAgESTwoMVXBkYXRlQ29uZmlnEh4uYW9waHViLnYxLlVwZGF0ZUNvbmZpZ1JlcXVlc3QaHy5hb3BodWIudjEuVXBkYXRlQ29uZmlnUmVzcG9uc2USWAoPQWN0aXZhdGVQcm9maWxlEiEuYW9waHViLnYxLkFjdGl2YXRlUHJvZmlsZVJlcXVlc3QaIi5hb3BodWIudjEuQWN0aXZhdGVQcm9maWxlUmVzcG9uc2USQAoHVGVzdExMTRIZLmFvcGh1Yi52MS5UZXN0TExNUmVxdWVzdBoaLmFvcGh1Yi52MS5UZXN0TExNUmVzcG9uc2USSQoKTGlzdE1vZGVscxIcLmFvcGh1Yi52MS5MaXN0TW9kZWxzUmVxdWVzdBodLmFvcGh1Yi52MS5MaXN0TW9kZWxzUmVzcG9uc2USWgoOVGVzdENvbm5lY3Rpb24SIC5hb3BodWIudjEuVGVzdENvbm5lY3Rpb25SZXF1ZXN0GiEuYW9waHViLnYxLlRlc3RDb25uZWN0aW9uUmVzcG9uc2UiA5ACAUJJChFkZXYuYW9waHViLmFwaS52MVABWjJnaXRodWIuY29tL2FvcGh1Yi9hb3BodWIvZ2VuL2dvL2FvcGh1Yi92MTthb3BodWJ2MWIGcHJvdG8z", [file_aop_chat, file_aophub_v1_interaction, file_google_protobuf_timestamp]);
 
 /**
  * LlmProfile is a stored LLM provider profile, including its secret.
@@ -451,6 +451,14 @@ export type Config = Message<"aophub.v1.Config"> & {
    * @generated from field: aophub.v1.InteractionSettings interactions = 6;
    */
   interactions?: InteractionSettings | undefined;
+
+  /**
+   * Which remote nodes receive the active LLM profile, API key included
+   * (AOP-nodes 9.6.6). Empty: no node does.
+   *
+   * @generated from field: aophub.v1.LlmPushSettings llm_push = 7;
+   */
+  llmPush?: LlmPushSettings | undefined;
 };
 
 /**
@@ -459,6 +467,31 @@ export type Config = Message<"aophub.v1.Config"> & {
  */
 export const ConfigSchema: GenMessage<Config> = /*@__PURE__*/
   messageDesc(file_aophub_v1_config, 7);
+
+/**
+ * LlmPushSettings opt remote nodes in to the LLM configuration push: the hub
+ * sends the active LLM profile, API key included, to the listed node ids
+ * (AOP-nodes 9.6.6). A node id is only claimed by the node: with one shared
+ * access key, anyone holding the key can connect as a listed id and so
+ * receive the API key.
+ *
+ * @generated from message aophub.v1.LlmPushSettings
+ */
+export type LlmPushSettings = Message<"aophub.v1.LlmPushSettings"> & {
+  /**
+   * Node ids that receive the push. Empty: no push at all.
+   *
+   * @generated from field: repeated string node_ids = 1;
+   */
+  nodeIds: string[];
+};
+
+/**
+ * Describes the message aophub.v1.LlmPushSettings.
+ * Use `create(LlmPushSettingsSchema)` to create a new message.
+ */
+export const LlmPushSettingsSchema: GenMessage<LlmPushSettings> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_config, 8);
 
 /**
  * ConfigView is the configuration as returned to clients: no secrets.
@@ -521,6 +554,14 @@ export type ConfigView = Message<"aophub.v1.ConfigView"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 8;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * Which remote nodes receive the active LLM profile (the file's list; the
+   * hub's --llm-push-node options add to it).
+   *
+   * @generated from field: aophub.v1.LlmPushSettings llm_push = 9;
+   */
+  llmPush?: LlmPushSettings | undefined;
 };
 
 /**
@@ -528,7 +569,7 @@ export type ConfigView = Message<"aophub.v1.ConfigView"> & {
  * Use `create(ConfigViewSchema)` to create a new message.
  */
 export const ConfigViewSchema: GenMessage<ConfigView> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 8);
+  messageDesc(file_aophub_v1_config, 9);
 
 /**
  * FieldViolation names one invalid field.
@@ -556,7 +597,7 @@ export type FieldViolation = Message<"aophub.v1.FieldViolation"> & {
  * Use `create(FieldViolationSchema)` to create a new message.
  */
 export const FieldViolationSchema: GenMessage<FieldViolation> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 9);
+  messageDesc(file_aophub_v1_config, 10);
 
 /**
  * GetConfigRequest asks for the configuration.
@@ -571,7 +612,7 @@ export type GetConfigRequest = Message<"aophub.v1.GetConfigRequest"> & {
  * Use `create(GetConfigRequestSchema)` to create a new message.
  */
 export const GetConfigRequestSchema: GenMessage<GetConfigRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 10);
+  messageDesc(file_aophub_v1_config, 11);
 
 /**
  * GetConfigResponse is the configuration.
@@ -592,7 +633,7 @@ export type GetConfigResponse = Message<"aophub.v1.GetConfigResponse"> & {
  * Use `create(GetConfigResponseSchema)` to create a new message.
  */
 export const GetConfigResponseSchema: GenMessage<GetConfigResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 11);
+  messageDesc(file_aophub_v1_config, 12);
 
 /**
  * UpdateConfigRequest replaces the configuration.
@@ -628,7 +669,7 @@ export type UpdateConfigRequest = Message<"aophub.v1.UpdateConfigRequest"> & {
  * Use `create(UpdateConfigRequestSchema)` to create a new message.
  */
 export const UpdateConfigRequestSchema: GenMessage<UpdateConfigRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 12);
+  messageDesc(file_aophub_v1_config, 13);
 
 /**
  * UpdateConfigResponse is the outcome of UpdateConfig.
@@ -673,7 +714,7 @@ export type UpdateConfigResponse = Message<"aophub.v1.UpdateConfigResponse"> & {
  * Use `create(UpdateConfigResponseSchema)` to create a new message.
  */
 export const UpdateConfigResponseSchema: GenMessage<UpdateConfigResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 13);
+  messageDesc(file_aophub_v1_config, 14);
 
 /**
  * ActivateProfileRequest names the profile to activate.
@@ -701,7 +742,7 @@ export type ActivateProfileRequest = Message<"aophub.v1.ActivateProfileRequest">
  * Use `create(ActivateProfileRequestSchema)` to create a new message.
  */
 export const ActivateProfileRequestSchema: GenMessage<ActivateProfileRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 14);
+  messageDesc(file_aophub_v1_config, 15);
 
 /**
  * ActivateProfileResponse is the outcome of ActivateProfile.
@@ -738,7 +779,7 @@ export type ActivateProfileResponse = Message<"aophub.v1.ActivateProfileResponse
  * Use `create(ActivateProfileResponseSchema)` to create a new message.
  */
 export const ActivateProfileResponseSchema: GenMessage<ActivateProfileResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 15);
+  messageDesc(file_aophub_v1_config, 16);
 
 /**
  * TestLLMRequest names the profile to test.
@@ -774,7 +815,7 @@ export type TestLLMRequest = Message<"aophub.v1.TestLLMRequest"> & {
  * Use `create(TestLLMRequestSchema)` to create a new message.
  */
 export const TestLLMRequestSchema: GenMessage<TestLLMRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 16);
+  messageDesc(file_aophub_v1_config, 17);
 
 /**
  * TestLLMResponse is the result of a real model call.
@@ -823,7 +864,7 @@ export type TestLLMResponse = Message<"aophub.v1.TestLLMResponse"> & {
  * Use `create(TestLLMResponseSchema)` to create a new message.
  */
 export const TestLLMResponseSchema: GenMessage<TestLLMResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 17);
+  messageDesc(file_aophub_v1_config, 18);
 
 /**
  * ListModelsRequest names the profile whose endpoint to ask.
@@ -851,7 +892,7 @@ export type ListModelsRequest = Message<"aophub.v1.ListModelsRequest"> & {
  * Use `create(ListModelsRequestSchema)` to create a new message.
  */
 export const ListModelsRequestSchema: GenMessage<ListModelsRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 18);
+  messageDesc(file_aophub_v1_config, 19);
 
 /**
  * ModelInfo is one model an endpoint offers.
@@ -879,7 +920,7 @@ export type ModelInfo = Message<"aophub.v1.ModelInfo"> & {
  * Use `create(ModelInfoSchema)` to create a new message.
  */
 export const ModelInfoSchema: GenMessage<ModelInfo> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 19);
+  messageDesc(file_aophub_v1_config, 20);
 
 /**
  * ListModelsResponse is an endpoint's model list.
@@ -921,7 +962,7 @@ export type ListModelsResponse = Message<"aophub.v1.ListModelsResponse"> & {
  * Use `create(ListModelsResponseSchema)` to create a new message.
  */
 export const ListModelsResponseSchema: GenMessage<ListModelsResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 20);
+  messageDesc(file_aophub_v1_config, 21);
 
 /**
  * TestConnectionRequest is empty: reaching the hub and passing auth is the test.
@@ -936,7 +977,7 @@ export type TestConnectionRequest = Message<"aophub.v1.TestConnectionRequest"> &
  * Use `create(TestConnectionRequestSchema)` to create a new message.
  */
 export const TestConnectionRequestSchema: GenMessage<TestConnectionRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 21);
+  messageDesc(file_aophub_v1_config, 22);
 
 /**
  * TestConnectionResponse proves the caller reached the hub.
@@ -971,7 +1012,7 @@ export type TestConnectionResponse = Message<"aophub.v1.TestConnectionResponse">
  * Use `create(TestConnectionResponseSchema)` to create a new message.
  */
 export const TestConnectionResponseSchema: GenMessage<TestConnectionResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 22);
+  messageDesc(file_aophub_v1_config, 23);
 
 /**
  * ProviderKind is the API an LLM profile speaks.

@@ -428,6 +428,47 @@ private static final long serialVersionUID = 0L;
     return lastSeenAt_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : lastSeenAt_;
   }
 
+  public static final int LLM_PUSH_FIELD_NUMBER = 13;
+  private dev.aophub.api.v1.LlmPush llmPush_;
+  /**
+   * <pre>
+   * The LLM configuration push to the node's current (or last) connection
+   * (AOP-nodes 9.6.6).
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+   * @return Whether the llmPush field is set.
+   */
+  @java.lang.Override
+  public boolean hasLlmPush() {
+    return ((bitField0_ & 0x00000020) != 0);
+  }
+  /**
+   * <pre>
+   * The LLM configuration push to the node's current (or last) connection
+   * (AOP-nodes 9.6.6).
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+   * @return The llmPush.
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.LlmPush getLlmPush() {
+    return llmPush_ == null ? dev.aophub.api.v1.LlmPush.getDefaultInstance() : llmPush_;
+  }
+  /**
+   * <pre>
+   * The LLM configuration push to the node's current (or last) connection
+   * (AOP-nodes 9.6.6).
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.LlmPushOrBuilder getLlmPushOrBuilder() {
+    return llmPush_ == null ? dev.aophub.api.v1.LlmPush.getDefaultInstance() : llmPush_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -477,6 +518,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000010) != 0)) {
       output.writeMessage(12, getLastSeenAt());
+    }
+    if (((bitField0_ & 0x00000020) != 0)) {
+      output.writeMessage(13, getLlmPush());
     }
     getUnknownFields().writeTo(output);
   }
@@ -533,6 +577,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000010) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(12, getLastSeenAt());
+    }
+    if (((bitField0_ & 0x00000020) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(13, getLlmPush());
     }
     return size;
   }
@@ -597,6 +645,11 @@ private static final long serialVersionUID = 0L;
       if (!getLastSeenAt()
           .equals(other.getLastSeenAt())) return false;
     }
+    if (hasLlmPush() != other.hasLlmPush()) return false;
+    if (hasLlmPush()) {
+      if (!getLlmPush()
+          .equals(other.getLlmPush())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -646,6 +699,10 @@ private static final long serialVersionUID = 0L;
     if (hasLastSeenAt()) {
       hash = (37 * hash) + LAST_SEEN_AT_FIELD_NUMBER;
       hash = (53 * hash) + getLastSeenAt().hashCode();
+    }
+    if (hasLlmPush()) {
+      hash = (37 * hash) + LLM_PUSH_FIELD_NUMBER;
+      hash = (53 * hash) + getLlmPush().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -787,6 +844,7 @@ private static final long serialVersionUID = 0L;
         internalGetConnectedAtFieldBuilder();
         internalGetCommandsFieldBuilder();
         internalGetLastSeenAtFieldBuilder();
+        internalGetLlmPushFieldBuilder();
       }
     }
     @java.lang.Override
@@ -830,6 +888,11 @@ private static final long serialVersionUID = 0L;
       if (lastSeenAtBuilder_ != null) {
         lastSeenAtBuilder_.dispose();
         lastSeenAtBuilder_ = null;
+      }
+      llmPush_ = null;
+      if (llmPushBuilder_ != null) {
+        llmPushBuilder_.dispose();
+        llmPushBuilder_ = null;
       }
       return this;
     }
@@ -926,6 +989,12 @@ private static final long serialVersionUID = 0L;
             : lastSeenAtBuilder_.build();
         to_bitField0_ |= 0x00000010;
       }
+      if (((from_bitField0_ & 0x00001000) != 0)) {
+        result.llmPush_ = llmPushBuilder_ == null
+            ? llmPush_
+            : llmPushBuilder_.build();
+        to_bitField0_ |= 0x00000020;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1001,6 +1070,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasLastSeenAt()) {
         mergeLastSeenAt(other.getLastSeenAt());
+      }
+      if (other.hasLlmPush()) {
+        mergeLlmPush(other.getLlmPush());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1104,6 +1176,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000800;
               break;
             } // case 98
+            case 106: {
+              input.readMessage(
+                  internalGetLlmPushFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00001000;
+              break;
+            } // case 106
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2512,6 +2591,170 @@ private static final long serialVersionUID = 0L;
         lastSeenAt_ = null;
       }
       return lastSeenAtBuilder_;
+    }
+
+    private dev.aophub.api.v1.LlmPush llmPush_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.LlmPush, dev.aophub.api.v1.LlmPush.Builder, dev.aophub.api.v1.LlmPushOrBuilder> llmPushBuilder_;
+    /**
+     * <pre>
+     * The LLM configuration push to the node's current (or last) connection
+     * (AOP-nodes 9.6.6).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+     * @return Whether the llmPush field is set.
+     */
+    public boolean hasLlmPush() {
+      return ((bitField0_ & 0x00001000) != 0);
+    }
+    /**
+     * <pre>
+     * The LLM configuration push to the node's current (or last) connection
+     * (AOP-nodes 9.6.6).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+     * @return The llmPush.
+     */
+    public dev.aophub.api.v1.LlmPush getLlmPush() {
+      if (llmPushBuilder_ == null) {
+        return llmPush_ == null ? dev.aophub.api.v1.LlmPush.getDefaultInstance() : llmPush_;
+      } else {
+        return llmPushBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * The LLM configuration push to the node's current (or last) connection
+     * (AOP-nodes 9.6.6).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+     */
+    public Builder setLlmPush(dev.aophub.api.v1.LlmPush value) {
+      if (llmPushBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        llmPush_ = value;
+      } else {
+        llmPushBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The LLM configuration push to the node's current (or last) connection
+     * (AOP-nodes 9.6.6).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+     */
+    public Builder setLlmPush(
+        dev.aophub.api.v1.LlmPush.Builder builderForValue) {
+      if (llmPushBuilder_ == null) {
+        llmPush_ = builderForValue.build();
+      } else {
+        llmPushBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The LLM configuration push to the node's current (or last) connection
+     * (AOP-nodes 9.6.6).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+     */
+    public Builder mergeLlmPush(dev.aophub.api.v1.LlmPush value) {
+      if (llmPushBuilder_ == null) {
+        if (((bitField0_ & 0x00001000) != 0) &&
+          llmPush_ != null &&
+          llmPush_ != dev.aophub.api.v1.LlmPush.getDefaultInstance()) {
+          getLlmPushBuilder().mergeFrom(value);
+        } else {
+          llmPush_ = value;
+        }
+      } else {
+        llmPushBuilder_.mergeFrom(value);
+      }
+      if (llmPush_ != null) {
+        bitField0_ |= 0x00001000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The LLM configuration push to the node's current (or last) connection
+     * (AOP-nodes 9.6.6).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+     */
+    public Builder clearLlmPush() {
+      bitField0_ = (bitField0_ & ~0x00001000);
+      llmPush_ = null;
+      if (llmPushBuilder_ != null) {
+        llmPushBuilder_.dispose();
+        llmPushBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The LLM configuration push to the node's current (or last) connection
+     * (AOP-nodes 9.6.6).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+     */
+    public dev.aophub.api.v1.LlmPush.Builder getLlmPushBuilder() {
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return internalGetLlmPushFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * The LLM configuration push to the node's current (or last) connection
+     * (AOP-nodes 9.6.6).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+     */
+    public dev.aophub.api.v1.LlmPushOrBuilder getLlmPushOrBuilder() {
+      if (llmPushBuilder_ != null) {
+        return llmPushBuilder_.getMessageOrBuilder();
+      } else {
+        return llmPush_ == null ?
+            dev.aophub.api.v1.LlmPush.getDefaultInstance() : llmPush_;
+      }
+    }
+    /**
+     * <pre>
+     * The LLM configuration push to the node's current (or last) connection
+     * (AOP-nodes 9.6.6).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.LlmPush, dev.aophub.api.v1.LlmPush.Builder, dev.aophub.api.v1.LlmPushOrBuilder> 
+        internalGetLlmPushFieldBuilder() {
+      if (llmPushBuilder_ == null) {
+        llmPushBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.aophub.api.v1.LlmPush, dev.aophub.api.v1.LlmPush.Builder, dev.aophub.api.v1.LlmPushOrBuilder>(
+                getLlmPush(),
+                getParentForChildren(),
+                isClean());
+        llmPush_ = null;
+      }
+      return llmPushBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:aophub.v1.Agent)

@@ -258,4 +258,34 @@ public interface AgentOrBuilder extends
    * <code>.google.protobuf.Timestamp last_seen_at = 12 [json_name = "lastSeenAt"];</code>
    */
   com.google.protobuf.TimestampOrBuilder getLastSeenAtOrBuilder();
+
+  /**
+   * <pre>
+   * The LLM configuration push to the node's current (or last) connection
+   * (AOP-nodes 9.6.6).
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+   * @return Whether the llmPush field is set.
+   */
+  boolean hasLlmPush();
+  /**
+   * <pre>
+   * The LLM configuration push to the node's current (or last) connection
+   * (AOP-nodes 9.6.6).
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+   * @return The llmPush.
+   */
+  dev.aophub.api.v1.LlmPush getLlmPush();
+  /**
+   * <pre>
+   * The LLM configuration push to the node's current (or last) connection
+   * (AOP-nodes 9.6.6).
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
+   */
+  dev.aophub.api.v1.LlmPushOrBuilder getLlmPushOrBuilder();
 }

@@ -315,6 +315,47 @@ private static final long serialVersionUID = 0L;
     return interactions_ == null ? dev.aophub.api.v1.InteractionSettings.getDefaultInstance() : interactions_;
   }
 
+  public static final int LLM_PUSH_FIELD_NUMBER = 7;
+  private dev.aophub.api.v1.LlmPushSettings llmPush_;
+  /**
+   * <pre>
+   * Which remote nodes receive the active LLM profile, API key included
+   * (AOP-nodes 9.6.6). Empty: no node does.
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+   * @return Whether the llmPush field is set.
+   */
+  @java.lang.Override
+  public boolean hasLlmPush() {
+    return ((bitField0_ & 0x00000010) != 0);
+  }
+  /**
+   * <pre>
+   * Which remote nodes receive the active LLM profile, API key included
+   * (AOP-nodes 9.6.6). Empty: no node does.
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+   * @return The llmPush.
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.LlmPushSettings getLlmPush() {
+    return llmPush_ == null ? dev.aophub.api.v1.LlmPushSettings.getDefaultInstance() : llmPush_;
+  }
+  /**
+   * <pre>
+   * Which remote nodes receive the active LLM profile, API key included
+   * (AOP-nodes 9.6.6). Empty: no node does.
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.LlmPushSettingsOrBuilder getLlmPushOrBuilder() {
+    return llmPush_ == null ? dev.aophub.api.v1.LlmPushSettings.getDefaultInstance() : llmPush_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -347,6 +388,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000008) != 0)) {
       output.writeMessage(6, getInteractions());
     }
+    if (((bitField0_ & 0x00000010) != 0)) {
+      output.writeMessage(7, getLlmPush());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -378,6 +422,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000008) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(6, getInteractions());
+    }
+    if (((bitField0_ & 0x00000010) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(7, getLlmPush());
     }
     return size;
   }
@@ -427,6 +475,11 @@ private static final long serialVersionUID = 0L;
       if (!getInteractions()
           .equals(other.getInteractions())) return false;
     }
+    if (hasLlmPush() != other.hasLlmPush()) return false;
+    if (hasLlmPush()) {
+      if (!getLlmPush()
+          .equals(other.getLlmPush())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -459,6 +512,10 @@ private static final long serialVersionUID = 0L;
     if (hasInteractions()) {
       hash = (37 * hash) + INTERACTIONS_FIELD_NUMBER;
       hash = (53 * hash) + getInteractions().hashCode();
+    }
+    if (hasLlmPush()) {
+      hash = (37 * hash) + LLM_PUSH_FIELD_NUMBER;
+      hash = (53 * hash) + getLlmPush().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -599,6 +656,7 @@ private static final long serialVersionUID = 0L;
         internalGetScansFieldBuilder();
         internalGetSandboxFieldBuilder();
         internalGetInteractionsFieldBuilder();
+        internalGetLlmPushFieldBuilder();
       }
     }
     @java.lang.Override
@@ -632,6 +690,11 @@ private static final long serialVersionUID = 0L;
       if (interactionsBuilder_ != null) {
         interactionsBuilder_.dispose();
         interactionsBuilder_ = null;
+      }
+      llmPush_ = null;
+      if (llmPushBuilder_ != null) {
+        llmPushBuilder_.dispose();
+        llmPushBuilder_ = null;
       }
       return this;
     }
@@ -707,6 +770,12 @@ private static final long serialVersionUID = 0L;
             : interactionsBuilder_.build();
         to_bitField0_ |= 0x00000008;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.llmPush_ = llmPushBuilder_ == null
+            ? llmPush_
+            : llmPushBuilder_.build();
+        to_bitField0_ |= 0x00000010;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -764,6 +833,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasInteractions()) {
         mergeInteractions(other.getInteractions());
+      }
+      if (other.hasLlmPush()) {
+        mergeLlmPush(other.getLlmPush());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -835,6 +907,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 50
+            case 58: {
+              input.readMessage(
+                  internalGetLlmPushFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 58
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1868,6 +1947,170 @@ private static final long serialVersionUID = 0L;
         interactions_ = null;
       }
       return interactionsBuilder_;
+    }
+
+    private dev.aophub.api.v1.LlmPushSettings llmPush_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.LlmPushSettings, dev.aophub.api.v1.LlmPushSettings.Builder, dev.aophub.api.v1.LlmPushSettingsOrBuilder> llmPushBuilder_;
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile, API key included
+     * (AOP-nodes 9.6.6). Empty: no node does.
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+     * @return Whether the llmPush field is set.
+     */
+    public boolean hasLlmPush() {
+      return ((bitField0_ & 0x00000040) != 0);
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile, API key included
+     * (AOP-nodes 9.6.6). Empty: no node does.
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+     * @return The llmPush.
+     */
+    public dev.aophub.api.v1.LlmPushSettings getLlmPush() {
+      if (llmPushBuilder_ == null) {
+        return llmPush_ == null ? dev.aophub.api.v1.LlmPushSettings.getDefaultInstance() : llmPush_;
+      } else {
+        return llmPushBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile, API key included
+     * (AOP-nodes 9.6.6). Empty: no node does.
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+     */
+    public Builder setLlmPush(dev.aophub.api.v1.LlmPushSettings value) {
+      if (llmPushBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        llmPush_ = value;
+      } else {
+        llmPushBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile, API key included
+     * (AOP-nodes 9.6.6). Empty: no node does.
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+     */
+    public Builder setLlmPush(
+        dev.aophub.api.v1.LlmPushSettings.Builder builderForValue) {
+      if (llmPushBuilder_ == null) {
+        llmPush_ = builderForValue.build();
+      } else {
+        llmPushBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile, API key included
+     * (AOP-nodes 9.6.6). Empty: no node does.
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+     */
+    public Builder mergeLlmPush(dev.aophub.api.v1.LlmPushSettings value) {
+      if (llmPushBuilder_ == null) {
+        if (((bitField0_ & 0x00000040) != 0) &&
+          llmPush_ != null &&
+          llmPush_ != dev.aophub.api.v1.LlmPushSettings.getDefaultInstance()) {
+          getLlmPushBuilder().mergeFrom(value);
+        } else {
+          llmPush_ = value;
+        }
+      } else {
+        llmPushBuilder_.mergeFrom(value);
+      }
+      if (llmPush_ != null) {
+        bitField0_ |= 0x00000040;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile, API key included
+     * (AOP-nodes 9.6.6). Empty: no node does.
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+     */
+    public Builder clearLlmPush() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      llmPush_ = null;
+      if (llmPushBuilder_ != null) {
+        llmPushBuilder_.dispose();
+        llmPushBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile, API key included
+     * (AOP-nodes 9.6.6). Empty: no node does.
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+     */
+    public dev.aophub.api.v1.LlmPushSettings.Builder getLlmPushBuilder() {
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return internalGetLlmPushFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile, API key included
+     * (AOP-nodes 9.6.6). Empty: no node does.
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+     */
+    public dev.aophub.api.v1.LlmPushSettingsOrBuilder getLlmPushOrBuilder() {
+      if (llmPushBuilder_ != null) {
+        return llmPushBuilder_.getMessageOrBuilder();
+      } else {
+        return llmPush_ == null ?
+            dev.aophub.api.v1.LlmPushSettings.getDefaultInstance() : llmPush_;
+      }
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile, API key included
+     * (AOP-nodes 9.6.6). Empty: no node does.
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.LlmPushSettings, dev.aophub.api.v1.LlmPushSettings.Builder, dev.aophub.api.v1.LlmPushSettingsOrBuilder> 
+        internalGetLlmPushFieldBuilder() {
+      if (llmPushBuilder_ == null) {
+        llmPushBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.aophub.api.v1.LlmPushSettings, dev.aophub.api.v1.LlmPushSettings.Builder, dev.aophub.api.v1.LlmPushSettingsOrBuilder>(
+                getLlmPush(),
+                getParentForChildren(),
+                isClean());
+        llmPush_ = null;
+      }
+      return llmPushBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:aophub.v1.Config)

@@ -181,4 +181,34 @@ public interface ConfigOrBuilder extends
    * <code>.aophub.v1.InteractionSettings interactions = 6 [json_name = "interactions"];</code>
    */
   dev.aophub.api.v1.InteractionSettingsOrBuilder getInteractionsOrBuilder();
+
+  /**
+   * <pre>
+   * Which remote nodes receive the active LLM profile, API key included
+   * (AOP-nodes 9.6.6). Empty: no node does.
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+   * @return Whether the llmPush field is set.
+   */
+  boolean hasLlmPush();
+  /**
+   * <pre>
+   * Which remote nodes receive the active LLM profile, API key included
+   * (AOP-nodes 9.6.6). Empty: no node does.
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+   * @return The llmPush.
+   */
+  dev.aophub.api.v1.LlmPushSettings getLlmPush();
+  /**
+   * <pre>
+   * Which remote nodes receive the active LLM profile, API key included
+   * (AOP-nodes 9.6.6). Empty: no node does.
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
+   */
+  dev.aophub.api.v1.LlmPushSettingsOrBuilder getLlmPushOrBuilder();
 }

@@ -368,6 +368,47 @@ private static final long serialVersionUID = 0L;
     return updatedAt_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : updatedAt_;
   }
 
+  public static final int LLM_PUSH_FIELD_NUMBER = 9;
+  private dev.aophub.api.v1.LlmPushSettings llmPush_;
+  /**
+   * <pre>
+   * Which remote nodes receive the active LLM profile (the file's list; the
+   * hub's --llm-push-node options add to it).
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+   * @return Whether the llmPush field is set.
+   */
+  @java.lang.Override
+  public boolean hasLlmPush() {
+    return ((bitField0_ & 0x00000020) != 0);
+  }
+  /**
+   * <pre>
+   * Which remote nodes receive the active LLM profile (the file's list; the
+   * hub's --llm-push-node options add to it).
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+   * @return The llmPush.
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.LlmPushSettings getLlmPush() {
+    return llmPush_ == null ? dev.aophub.api.v1.LlmPushSettings.getDefaultInstance() : llmPush_;
+  }
+  /**
+   * <pre>
+   * Which remote nodes receive the active LLM profile (the file's list; the
+   * hub's --llm-push-node options add to it).
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.LlmPushSettingsOrBuilder getLlmPushOrBuilder() {
+    return llmPush_ == null ? dev.aophub.api.v1.LlmPushSettings.getDefaultInstance() : llmPush_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -405,6 +446,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000010) != 0)) {
       output.writeMessage(8, getUpdatedAt());
+    }
+    if (((bitField0_ & 0x00000020) != 0)) {
+      output.writeMessage(9, getLlmPush());
     }
     getUnknownFields().writeTo(output);
   }
@@ -445,6 +489,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000010) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(8, getUpdatedAt());
+    }
+    if (((bitField0_ & 0x00000020) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(9, getLlmPush());
     }
     return size;
   }
@@ -501,6 +549,11 @@ private static final long serialVersionUID = 0L;
       if (!getUpdatedAt()
           .equals(other.getUpdatedAt())) return false;
     }
+    if (hasLlmPush() != other.hasLlmPush()) return false;
+    if (hasLlmPush()) {
+      if (!getLlmPush()
+          .equals(other.getLlmPush())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -540,6 +593,10 @@ private static final long serialVersionUID = 0L;
     if (hasUpdatedAt()) {
       hash = (37 * hash) + UPDATED_AT_FIELD_NUMBER;
       hash = (53 * hash) + getUpdatedAt().hashCode();
+    }
+    if (hasLlmPush()) {
+      hash = (37 * hash) + LLM_PUSH_FIELD_NUMBER;
+      hash = (53 * hash) + getLlmPush().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -681,6 +738,7 @@ private static final long serialVersionUID = 0L;
         internalGetSandboxFieldBuilder();
         internalGetInteractionsFieldBuilder();
         internalGetUpdatedAtFieldBuilder();
+        internalGetLlmPushFieldBuilder();
       }
     }
     @java.lang.Override
@@ -720,6 +778,11 @@ private static final long serialVersionUID = 0L;
       if (updatedAtBuilder_ != null) {
         updatedAtBuilder_.dispose();
         updatedAtBuilder_ = null;
+      }
+      llmPush_ = null;
+      if (llmPushBuilder_ != null) {
+        llmPushBuilder_.dispose();
+        llmPushBuilder_ = null;
       }
       return this;
     }
@@ -804,6 +867,12 @@ private static final long serialVersionUID = 0L;
             : updatedAtBuilder_.build();
         to_bitField0_ |= 0x00000010;
       }
+      if (((from_bitField0_ & 0x00000100) != 0)) {
+        result.llmPush_ = llmPushBuilder_ == null
+            ? llmPush_
+            : llmPushBuilder_.build();
+        to_bitField0_ |= 0x00000020;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -867,6 +936,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasUpdatedAt()) {
         mergeUpdatedAt(other.getUpdatedAt());
+      }
+      if (other.hasLlmPush()) {
+        mergeLlmPush(other.getLlmPush());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -950,6 +1022,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000080;
               break;
             } // case 66
+            case 74: {
+              input.readMessage(
+                  internalGetLlmPushFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000100;
+              break;
+            } // case 74
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2182,6 +2261,170 @@ private static final long serialVersionUID = 0L;
         updatedAt_ = null;
       }
       return updatedAtBuilder_;
+    }
+
+    private dev.aophub.api.v1.LlmPushSettings llmPush_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.LlmPushSettings, dev.aophub.api.v1.LlmPushSettings.Builder, dev.aophub.api.v1.LlmPushSettingsOrBuilder> llmPushBuilder_;
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile (the file's list; the
+     * hub's --llm-push-node options add to it).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+     * @return Whether the llmPush field is set.
+     */
+    public boolean hasLlmPush() {
+      return ((bitField0_ & 0x00000100) != 0);
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile (the file's list; the
+     * hub's --llm-push-node options add to it).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+     * @return The llmPush.
+     */
+    public dev.aophub.api.v1.LlmPushSettings getLlmPush() {
+      if (llmPushBuilder_ == null) {
+        return llmPush_ == null ? dev.aophub.api.v1.LlmPushSettings.getDefaultInstance() : llmPush_;
+      } else {
+        return llmPushBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile (the file's list; the
+     * hub's --llm-push-node options add to it).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+     */
+    public Builder setLlmPush(dev.aophub.api.v1.LlmPushSettings value) {
+      if (llmPushBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        llmPush_ = value;
+      } else {
+        llmPushBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile (the file's list; the
+     * hub's --llm-push-node options add to it).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+     */
+    public Builder setLlmPush(
+        dev.aophub.api.v1.LlmPushSettings.Builder builderForValue) {
+      if (llmPushBuilder_ == null) {
+        llmPush_ = builderForValue.build();
+      } else {
+        llmPushBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile (the file's list; the
+     * hub's --llm-push-node options add to it).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+     */
+    public Builder mergeLlmPush(dev.aophub.api.v1.LlmPushSettings value) {
+      if (llmPushBuilder_ == null) {
+        if (((bitField0_ & 0x00000100) != 0) &&
+          llmPush_ != null &&
+          llmPush_ != dev.aophub.api.v1.LlmPushSettings.getDefaultInstance()) {
+          getLlmPushBuilder().mergeFrom(value);
+        } else {
+          llmPush_ = value;
+        }
+      } else {
+        llmPushBuilder_.mergeFrom(value);
+      }
+      if (llmPush_ != null) {
+        bitField0_ |= 0x00000100;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile (the file's list; the
+     * hub's --llm-push-node options add to it).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+     */
+    public Builder clearLlmPush() {
+      bitField0_ = (bitField0_ & ~0x00000100);
+      llmPush_ = null;
+      if (llmPushBuilder_ != null) {
+        llmPushBuilder_.dispose();
+        llmPushBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile (the file's list; the
+     * hub's --llm-push-node options add to it).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+     */
+    public dev.aophub.api.v1.LlmPushSettings.Builder getLlmPushBuilder() {
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return internalGetLlmPushFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile (the file's list; the
+     * hub's --llm-push-node options add to it).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+     */
+    public dev.aophub.api.v1.LlmPushSettingsOrBuilder getLlmPushOrBuilder() {
+      if (llmPushBuilder_ != null) {
+        return llmPushBuilder_.getMessageOrBuilder();
+      } else {
+        return llmPush_ == null ?
+            dev.aophub.api.v1.LlmPushSettings.getDefaultInstance() : llmPush_;
+      }
+    }
+    /**
+     * <pre>
+     * Which remote nodes receive the active LLM profile (the file's list; the
+     * hub's --llm-push-node options add to it).
+     * </pre>
+     *
+     * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.LlmPushSettings, dev.aophub.api.v1.LlmPushSettings.Builder, dev.aophub.api.v1.LlmPushSettingsOrBuilder> 
+        internalGetLlmPushFieldBuilder() {
+      if (llmPushBuilder_ == null) {
+        llmPushBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.aophub.api.v1.LlmPushSettings, dev.aophub.api.v1.LlmPushSettings.Builder, dev.aophub.api.v1.LlmPushSettingsOrBuilder>(
+                getLlmPush(),
+                getParentForChildren(),
+                isClean());
+        llmPush_ = null;
+      }
+      return llmPushBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:aophub.v1.ConfigView)

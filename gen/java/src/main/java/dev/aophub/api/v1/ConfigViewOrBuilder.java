@@ -218,4 +218,34 @@ public interface ConfigViewOrBuilder extends
    * <code>.google.protobuf.Timestamp updated_at = 8 [json_name = "updatedAt"];</code>
    */
   com.google.protobuf.TimestampOrBuilder getUpdatedAtOrBuilder();
+
+  /**
+   * <pre>
+   * Which remote nodes receive the active LLM profile (the file's list; the
+   * hub's --llm-push-node options add to it).
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+   * @return Whether the llmPush field is set.
+   */
+  boolean hasLlmPush();
+  /**
+   * <pre>
+   * Which remote nodes receive the active LLM profile (the file's list; the
+   * hub's --llm-push-node options add to it).
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+   * @return The llmPush.
+   */
+  dev.aophub.api.v1.LlmPushSettings getLlmPush();
+  /**
+   * <pre>
+   * Which remote nodes receive the active LLM profile (the file's list; the
+   * hub's --llm-push-node options add to it).
+   * </pre>
+   *
+   * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
+   */
+  dev.aophub.api.v1.LlmPushSettingsOrBuilder getLlmPushOrBuilder();
 }
