@@ -75,6 +75,10 @@ class Settings:
     max_connections: int = 0
     # Connections from one client address (IPv6: one /64) still sending their request head.
     max_pending_heads: int = 256
+    # Turns a node may start by itself per session (AOP-nodes 9.5.8): in any minute, and since an app
+    # last ran a turn there. Past either, the hub drops them and closes the session on the node.
+    node_turns_per_minute: int = 10
+    node_turns_per_session: int = 100
 
     @property
     def database(self) -> Path:

@@ -36,6 +36,7 @@ from aophub.hub.event_log import EventLog
 from aophub.hub.interactions import InteractionPolicy, Interactions
 from aophub.hub.journal import Claim, Journal
 from aophub.hub.live_session import HUB_EMITTER, LiveSession, LiveSessions
+from aophub.hub.node_initiated import NodeInitiatedTurns, NodeTurnLimits
 from aophub.hub.node_requests import NODE_REQUEST_TIMEOUT, NodeRequests
 from aophub.hub.node_routing import NodeRouter
 from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
@@ -75,6 +76,7 @@ class Hub:
         interaction_policy: Callable[[], InteractionPolicy] = InteractionPolicy,
         page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
         session_idle: float = SESSION_IDLE,
+        node_turn_limits: NodeTurnLimits | None = None,
     ) -> None:
         self.store = store
         # Seconds an open session stays in memory unused (closed ones leave as soon as they can).
@@ -107,6 +109,7 @@ class Hub:
             turns=self._turn_lifecycle,
             node_requests=self._node_requests,
             interactions=self.interactions,
+            node_turns=NodeInitiatedTurns(node_turn_limits or NodeTurnLimits(), clock=clock),
             spawn=self._spawn,
             clock=clock,
             ids=ids,

@@ -20,6 +20,7 @@ from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
 from aophub.hub.interactions import InteractionPolicy
+from aophub.hub.node_initiated import NodeTurnLimits
 from aophub.hub.scans import Scans
 from aophub.node.local import LocalNode
 from aophub.protocol.errors import Code, HubError
@@ -92,6 +93,7 @@ def create_app(settings: Settings) -> Starlette:
         interaction_policy=lambda: interaction_policy(config),
         page_bytes=settings.max_page_bytes,
         session_idle=idle,
+        node_turn_limits=NodeTurnLimits(settings.node_turns_per_minute, settings.node_turns_per_session),
     )
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
     local_node = LocalNode(hub, agent)
