@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from aop import event_pb2
+from aop import chat_pb2, event_pb2
 
 from .support.lifecycle import checked_hub
 from .support.reference_node import NO_PROVIDER, ReferenceNode
@@ -233,3 +233,41 @@ async def test_a_turn_queued_behind_the_no_llm_failure_runs_in_the_session_opene
             "open_session_request",
             "run_turn_request",
         ]
+
+
+async def test_a_node_turn_is_canceled_under_the_nodes_id_and_ends_when_the_node_leaves(
+    hub: RunningHub, app: AppSocket
+) -> None:
+    """9.5.8: an app cancels a node-initiated turn by the hub's turn id; the node is told under its own
+    (``turn-<n>``), and its late ``turn_ended{canceled}`` is dropped. One still running when the node leaves
+    ends ``agent_disconnected`` (9.4.8)."""
+    async with await ReferenceNode.connect(hub.node_url, "reference") as node:
+        session_id, watch, first = await turn_on(app, node)
+        await node.finish(session_id, first)
+        await app.turn_ended(watch, first)
+        node_turn = await node.start_node_turn(session_id)
+        started = await app.wait_for(
+            lambda e, m: e.reply_to == watch and m.event.HasField("turn_started") and m.event.turn_id != first
+        )
+        adopted = started[1].event.turn_id
+        reply = await app.call(cancel_turn_request=chat_pb2.CancelTurnRequest(session_id=session_id, turn_id=adopted))
+        assert reply.cancel_turn_response.accepted.state == "canceled", reply
+        cancel = await node.request("cancel_turn_request")
+        assert (cancel.message.cancel_turn_request.session_id, cancel.message.cancel_turn_request.turn_id) == (
+            session_id,
+            node_turn,
+        )
+        assert (await app.turn_ended(watch, adopted)).event.emitter == "hub"
+        await barrier(node)  # the node's turn_ended{canceled} for turn-<n> has been handled
+        await node.start_node_turn(session_id)
+        started = await app.wait_for(
+            lambda e, m: (
+                e.reply_to == watch and m.event.HasField("turn_started") and m.event.turn_id not in (first, adopted)
+            )
+        )
+        leaving = started[1].event.turn_id
+    ended = (await app.turn_ended(watch, leaving)).event.turn_ended
+    assert ended.error.code == "agent_disconnected"
+    events = await stored(app, session_id)
+    assert [event.turn_id for event in events if event.HasField("turn_ended")] == [first, adopted, leaving]
+    assert not hub.runtime.hub._turns

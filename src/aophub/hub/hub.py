@@ -17,6 +17,7 @@ rest, each in its own module:
 - :mod:`aophub.hub.live_session`: sessions loaded in memory, and the hub's own events in them;
 - :mod:`aophub.hub.turn_lifecycle`: turns from acceptance to their one ``turn_ended``;
 - :mod:`aophub.hub.node_routing`: nodes coming and going, and what they send;
+- :mod:`aophub.hub.node_initiated`: the bound on turns nodes start by themselves;
 - :mod:`aophub.hub.node_requests`: what the hub asks of nodes, bounded in time;
 - :mod:`aophub.hub.session_admin`: renaming, archiving and deleting sessions, paging their events.
 """
