@@ -130,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lifecycle_options(serve)
     add_llm_push_option(serve)
     add_network_options(serve)
+    add_node_turn_options(serve)
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
@@ -304,6 +305,35 @@ def add_network_options(serve: argparse.ArgumentParser) -> None:
     )
 
 
+def add_node_turn_options(serve: argparse.ArgumentParser) -> None:
+    """``aophub serve``'s bound on turns nodes start by themselves (README "Protocol notes", AOP-nodes 9.5.8)."""
+    nodes = serve.add_argument_group("turns nodes start by themselves")
+    nodes.add_argument(
+        "--node-turns-per-minute",
+        type=_at_least_one(int),
+        default=Settings.node_turns_per_minute,
+        metavar="N",
+        help="turns a node may start by itself (scheduled prompts, finished sub-agents) per session in any "
+        "minute; each is stored as a turn of the session. One more is dropped, the session is closed on the "
+        "node and gets an error event saying why, and the next turn opens it again (default %(default)s)",
+    )
+    nodes.add_argument(
+        "--node-turns-per-session",
+        type=_at_least_one(int),
+        default=Settings.node_turns_per_session,
+        metavar="N",
+        help="turns a node may start by itself in a session since an app last ran a turn there; one more is "
+        "handled as one past --node-turns-per-minute (default %(default)s)",
+    )
+
+
+def with_node_turn_options(settings: Settings, args: argparse.Namespace) -> Settings:
+    """``settings`` with what :func:`add_node_turn_options` parsed."""
+    return dataclasses.replace(
+        settings, node_turns_per_minute=args.node_turns_per_minute, node_turns_per_session=args.node_turns_per_session
+    )
+
+
 def _trusted_proxies(text: str) -> tuple[str, ...]:
     try:
         return trusted_proxies(text)
@@ -365,6 +395,7 @@ def serve(args: argparse.Namespace) -> int:
         llm_push_nodes=tuple(args.llm_push_node),
     )
     settings = with_network_options(settings, args)
+    settings = with_node_turn_options(settings, args)
     if key.source in ("generated", "file"):
         where = args.data_dir / "access_key"
         shown = f"  access key: {key.value}  ({'new, ' if key.source == 'generated' else ''}stored in {where})"

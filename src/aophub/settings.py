@@ -79,6 +79,10 @@ class Settings:
     # those config.yaml lists under llm_push.node_ids. Empty (and none in the file): no push at all.
     # A node id is only claimed: anyone holding the access key can connect as a listed id.
     llm_push_nodes: tuple[str, ...] = ()
+    # Turns a node may start by itself per session (AOP-nodes 9.5.8): in any minute, and since an app
+    # last ran a turn there. Past either, the hub drops them and closes the session on the node.
+    node_turns_per_minute: int = 10
+    node_turns_per_session: int = 100
 
     @property
     def database(self) -> Path:

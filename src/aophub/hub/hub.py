@@ -17,6 +17,7 @@ rest, each in its own module:
 - :mod:`aophub.hub.live_session`: sessions loaded in memory, and the hub's own events in them;
 - :mod:`aophub.hub.turn_lifecycle`: turns from acceptance to their one ``turn_ended``;
 - :mod:`aophub.hub.node_routing`: nodes coming and going, and what they send;
+- :mod:`aophub.hub.node_initiated`: the bound on turns nodes start by themselves;
 - :mod:`aophub.hub.node_requests`: what the hub asks of nodes, bounded in time;
 - :mod:`aophub.hub.llm_push`: the operator's opt-in push of the LLM profile to reference nodes;
 - :mod:`aophub.hub.session_admin`: renaming, archiving and deleting sessions, paging their events.
@@ -38,6 +39,7 @@ from aophub.hub.interactions import InteractionPolicy, Interactions
 from aophub.hub.journal import Claim, Journal
 from aophub.hub.live_session import HUB_EMITTER, LiveSession, LiveSessions
 from aophub.hub.llm_push import LlmPusher, LlmPushSource
+from aophub.hub.node_initiated import NodeInitiatedTurns, NodeTurnLimits
 from aophub.hub.node_requests import NODE_REQUEST_TIMEOUT, NodeRequests
 from aophub.hub.node_routing import NodeRouter
 from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
@@ -78,6 +80,7 @@ class Hub:
         page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
         session_idle: float = SESSION_IDLE,
         llm_push: LlmPushSource | None = None,
+        node_turn_limits: NodeTurnLimits | None = None,
     ) -> None:
         self.store = store
         # Seconds an open session stays in memory unused (closed ones leave as soon as they can).
@@ -113,6 +116,7 @@ class Hub:
             node_requests=self._node_requests,
             interactions=self.interactions,
             pushes=self.llm_pusher,
+            node_turns=NodeInitiatedTurns(node_turn_limits or NodeTurnLimits(), clock=clock),
             spawn=self._spawn,
             clock=clock,
             ids=ids,

@@ -17,6 +17,9 @@ its turn has ended. A ``turn_ended`` ends the turn; a tool call is tracked until
 its one ``tool_result``. A payload it cannot read is answered in-band (AOP-nodes 9.1.6); a
 node's ``protocol_error`` is never answered (9.1.7); node event ids are replaced (9.5.5).
 A turn whose events the store refused ends ``store_failed`` and its node is told to stop it.
+A turn the node starts by itself (AOP-nodes 9.5.8) is relayed whole as a turn of its session
+within the bound :mod:`aophub.hub.node_initiated` keeps, or dropped whole; past the bound, and when
+a turn fails for want of an LLM (9.4.9), the session is closed on the node and told why.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aop.tool import protocol_pb2 as tool_pb2
@@ -31,6 +35,7 @@ from aophub.hub import node_commands
 from aophub.hub.interactions import Interactions
 from aophub.hub.live_session import LiveSession, LiveSessions
 from aophub.hub.llm_push import LlmPusher
+from aophub.hub.node_initiated import NodeInitiatedTurns, StopReason, lacks_provider
 from aophub.hub.node_requests import NodeRequests
 from aophub.hub.nodes import Admission, NodeGone, NodeHandle, NodeLink, NodeRegistry
 from aophub.hub.request_checks import check_id
@@ -62,6 +67,14 @@ _ARTIFACT_URL = TYPE_URL_PREFIX + tool_pb2.Artifact.DESCRIPTOR.full_name
 HOLDER_GRACE = 2.0
 
 
+class _Closed(NamedTuple):
+    """A session closed on its node by the bound on node turns: why, and the node turn it was relaying."""
+
+    code: str
+    message: str
+    relayed_turn: str | None
+
+
 class NodeRouter:
     """Nodes' connections and everything they send; see the module docstring."""
 
@@ -75,12 +88,15 @@ class NodeRouter:
         node_requests: NodeRequests,
         interactions: Interactions,
         pushes: LlmPusher,
+        node_turns: NodeInitiatedTurns,
         spawn: Callable[[Awaitable[None]], None],
         clock: Callable[[], float],
         ids: IdGenerator,
     ) -> None:
         self._store = store
         self._pushes = pushes
+        # The bound on turns nodes start by themselves (AOP-nodes 9.5.8).
+        self._node_turns = node_turns
         self._nodes = nodes
         self._sessions = sessions
         self._turns = turns
@@ -175,6 +191,7 @@ class NodeRouter:
         await self._lost(handle, "disconnected")
 
     async def _lost(self, handle: NodeHandle, why: str) -> None:
+        self._node_turns.forget(handle)
         if self._stopping:
             return  # the node leaves because the hub stops: start() ends its turns hub_restarted
         lost = [key for key, node in self._turns.dispatched.items() if node is handle]
@@ -275,6 +292,9 @@ class NodeRouter:
                 command.source = handle.node_id  # a node speaks for itself, never for the hub
             handle.commands = list(catalog.commands)
             return
+        if await self._node_started_turn(handle, event, kind):
+            return  # a turn the node started by itself: started as a turn of its session, or dropped
+        no_llm = self._close_if_no_llm(handle, event, kind)
         routed = self._route(handle, reply_to, event, kind)
         if routed is None:
             return
@@ -298,6 +318,8 @@ class NodeRouter:
             )
             if turn is not None:
                 await self._end_unstorable_turn(session, turn, failure)
+        if no_llm is not None:
+            await self._say_why(session, no_llm)
 
     def _route(
         self, handle: NodeHandle, reply_to: str, event: event_pb2.Event, kind: str | None
@@ -337,13 +359,7 @@ class NodeRouter:
         self, handle: NodeHandle, session: LiveSession, turn: Turn | None, event: event_pb2.Event, kind: str | None
     ) -> None:
         """Publish a routed node event in its session (ending the turn on its ``turn_ended``)."""
-        if not event.emitter:
-            event.emitter = handle.node_id
-        # A node's event ids repeat across sessions and connections (AOP-nodes 9.5.5: ``runtime-<seq>``,
-        # ``e-<n>``): every node event the hub keeps gets the hub's own id, so nothing is keyed by them.
-        event.id = self._ids("evt")
-        if not event.HasField("emitted_at"):
-            event.emitted_at.FromNanoseconds(int(self._clock() * 1e9))
+        self._stamp(handle, event)
         if kind == "extension" and event.extension.type_url == _ARTIFACT_URL:
             # Artifacts agents emit land in the artifact archive too (by the hub's event id, once).
             await session.log.publish(event)
@@ -376,6 +392,99 @@ class NodeRouter:
         # Not awaiting each commit lets a turn's events share them; the turn_ended (above) waits.
         await session.log.stream(event, lambda failure: self._stream_failed(session, turn, failure))
 
+    def _stamp(self, handle: NodeHandle, event: event_pb2.Event) -> None:
+        """Make a node's event one the hub keeps: its emitter, time and the hub's own id."""
+        if not event.emitter:
+            event.emitter = handle.node_id
+        # A node's event ids repeat across sessions and connections (AOP-nodes 9.5.5: ``runtime-<seq>``,
+        # ``e-<n>``): every node event the hub keeps gets the hub's own id, so nothing is keyed by them.
+        event.id = self._ids("evt")
+        if not event.HasField("emitted_at"):
+            event.emitted_at.FromNanoseconds(int(self._clock() * 1e9))
+
+    # -- turns a node starts by itself (AOP-nodes 9.5.8, 9.4.9) ------------------------
+
+    async def _node_started_turn(self, handle: NodeHandle, event: event_pb2.Event, kind: str | None) -> bool:
+        """Whether ``event`` is the start of a turn the node started by itself, now dealt with.
+
+        That is a ``turn_started`` naming a turn the hub did not dispatch, in a session open on this
+        connection. Within the bound it becomes a running turn of the session under the hub's own
+        turn id, and its later events are renamed to that id here and routed as any turn's. Else it
+        is dropped whole: its later events name no active turn, and routing drops those. Past the
+        bound the session is closed on the node (:meth:`_close_on_node`).
+        """
+        session_id, turn_id = event.session_id, event.turn_id
+        if not turn_id or session_id not in handle.open_sessions:
+            return False
+        if (session_id, turn_id) in self._turns.active:
+            if kind == "turn_started":
+                self._node_turns.app_turn(handle, session_id)
+            return False
+        relayed_as = self._node_turns.hub_turn_id(handle, session_id, turn_id)
+        if relayed_as is not None:
+            event.turn_id = relayed_as
+            return False
+        if kind != "turn_started":
+            return False
+        session = await self._sessions.get(session_id)
+        if session is None or session.turns.active():
+            return True  # the node runs one turn at a time: one beside the hub's is dropped whole
+        past = self._node_turns.admit(handle, session_id)
+        if await self._store.get_turn(session_id, turn_id) is not None:
+            return True  # the late turn_started of a turn the hub dispatched and ended (a canceled one)
+        if past is not None:
+            closed = self._close_on_node(handle, session_id, past)
+            if closed is not None:
+                await self._say_why(session, closed)
+            return True
+        self._stamp(handle, event)
+        try:
+            turn = await self._turns.adopt(session, handle, event)
+        except StoreError as failure:
+            log.warning("session %s: a turn node %s started not stored: %s", session.id, handle.node_id, failure)
+            return True
+        if turn is not None:
+            open_sessions = handle.open_sessions
+            self._node_turns.relayed(handle, session_id, turn.id_on_node, turn.turn_id, open_sessions=open_sessions)
+        return True
+
+    def _close_if_no_llm(self, handle: NodeHandle, event: event_pb2.Event, kind: str | None) -> _Closed | None:
+        """A turn of the session failed ``agent provider is nil``: close the session on the node (AOP-nodes 9.4.9).
+
+        Called before the turn's end is relayed: the close then goes out before the open of a turn
+        that was queued behind it.
+        """
+        if kind != "turn_ended" or not lacks_provider(event.turn_ended.error.message):
+            return None
+        if (event.session_id, event.turn_id) not in self._turns.active:
+            return None  # not the end of a turn of the session: routing drops it
+        return self._close_on_node(handle, event.session_id, StopReason.NO_LLM)
+
+    def _close_on_node(self, handle: NodeHandle, session_id: str, reason: StopReason) -> _Closed | None:
+        """Close the session on the node so that it starts no more turns there, and log why (once).
+
+        The session leaves the connection's open ones at once: what the node sends of it until the
+        close is answered is dropped, and the next app turn opens it again (AOP-nodes 9.3.2) after
+        the close. ``None`` if it was not open on this connection (any more).
+        """
+        if handle.node_session_ids.pop(session_id, None) is None:
+            return None
+        relayed = self._node_turns.stop(handle, session_id)
+        code, message = reason.notice(handle.node_id, self._node_turns.limits)
+        log.warning("session %s: %s", session_id, message)
+        self._spawn(self._node_requests.close_session(handle, session_id, message))
+        return _Closed(code, message, relayed)
+
+    async def _say_why(self, session: LiveSession, closed: _Closed) -> None:
+        """Tell the session why it was closed on its node (one ``error`` event); end the node turn it relayed."""
+        if closed.relayed_turn is not None:  # its turn_ended, if the node sends one, is no longer routed
+            await self._turns.end(session.id, closed.relayed_turn, "canceled")
+        error = event_pb2.ProtocolError(code=closed.code, message=closed.message)
+        try:
+            await session.log.publish(self._sessions.event(session, error=error))
+        except StoreError as failure:
+            log.warning("session %s: the error event %s not stored: %s", session.id, closed.code, failure)
+
     # -- events the store refused ---------------------------------------------------
 
     def _stream_failed(self, session: LiveSession, turn: Turn, failure: StoreError) -> None:
@@ -400,5 +509,7 @@ class NodeRouter:
             ended = await self._turns.finish_locked(session, turn, "error", error=error)
             self._unstored.pop((session.id, turn.turn_id), None)  # kept until now: the turn_ended path checks it
             if ended and node is not None:
-                cancel = chat_pb2.CancelTurnRequest(session_id=session.id, turn_id=turn.turn_id, reason=error.message)
+                cancel = chat_pb2.CancelTurnRequest(
+                    session_id=session.id, turn_id=turn.id_on_node, reason=error.message
+                )
                 self._spawn(self._node_requests.tell(node, core_message(cancel_turn_request=cancel)))

@@ -264,6 +264,39 @@ class TurnLifecycle:
         reason = outcome.rejected.message or "the node refused the turn"
         return (TurnErrorCode.AGENT_RUN_FAILED, f"node {node.node_id}: {reason}")
 
+    # -- turns a node starts by itself ----------------------------------------------
+
+    async def adopt(self, session: LiveSession, node: NodeHandle, started: event_pb2.Event) -> Turn | None:
+        """Make a turn ``node`` started by itself a running turn of the session (AOP-nodes 9.5.8).
+
+        ``started`` is the node's ``turn_started``, its id and emitter already the hub's to store.
+        The turn gets the hub's own id (the node's ``turn-<n>`` ids repeat) and is stored as
+        running, with ``started`` as its one ``turn_started``; it ends like a dispatched turn: by
+        the node's ``turn_ended``, a cancel (sent under the node's id), or the node leaving.
+        ``None`` when the session is closed or has a turn already: the node runs one turn at a
+        time per session, so such a start is dropped. Raises StoreError if it cannot be stored.
+        """
+        async with session.lock:
+            if session.closed or session.turns.active():
+                return None
+            turn_id = self._ids("turn")
+            request = chat_pb2.RunTurnRequest(session_id=session.id, turn_id=turn_id)
+            turn = Turn(session.id, turn_id, request, self._clock(), node_turn_id=started.turn_id)
+            await self.save_endings_locked(session)
+            started.session_id, started.turn_id = session.id, turn_id
+            session.turns.begin(turn)
+            try:
+                await session.log.publish_many([started], [self._turn_write(turn)])
+            except BaseException:
+                session.turns.running = None
+                raise
+            self.active[(session.id, turn_id)] = (session, turn)
+            self.dispatched[(session.id, turn_id)] = node
+        log.info(
+            "session %s: node %s started turn %s by itself (%s)", session.id, node.node_id, turn_id, turn.id_on_node
+        )
+        return turn
+
     # -- ending turns ---------------------------------------------------------------
 
     async def end(self, session_id: str, turn_id: str, stop_reason: str, *, code: str = "", message: str = "") -> bool:
@@ -429,7 +462,7 @@ class TurnLifecycle:
     def _tell_cancel(self, session: LiveSession, turn: Turn, reason: str) -> None:
         node = self.dispatched.get((session.id, turn.turn_id))
         if node is not None:
-            cancel = chat_pb2.CancelTurnRequest(session_id=session.id, turn_id=turn.turn_id, reason=reason)
+            cancel = chat_pb2.CancelTurnRequest(session_id=session.id, turn_id=turn.id_on_node, reason=reason)
             self._spawn(self._node_requests.tell(node, core_message(cancel_turn_request=cancel)))
 
 

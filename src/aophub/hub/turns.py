@@ -60,6 +60,13 @@ class Turn:
     # Tool calls announced by the node and not yet answered by a tool_result.
     open_calls: dict[str, content_pb2.ToolCall] = field(default_factory=dict)
     closed_calls: set[str] = field(default_factory=set)
+    # A turn its node started by itself (AOP-nodes 9.5.8) has the hub's own id; this is the node's.
+    node_turn_id: str = ""
+
+    @property
+    def id_on_node(self) -> str:
+        """The id the turn's node knows it by (in a cancel)."""
+        return self.node_turn_id or self.turn_id
 
     def start(self) -> None:
         """QUEUED -> RUNNING."""

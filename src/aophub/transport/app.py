@@ -21,6 +21,7 @@ from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
 from aophub.hub.interactions import InteractionPolicy
 from aophub.hub.llm_push import LlmPushSource
+from aophub.hub.node_initiated import NodeTurnLimits
 from aophub.hub.scans import Scans
 from aophub.node.local import LocalNode
 from aophub.protocol.errors import Code, HubError
@@ -113,6 +114,7 @@ def create_app(settings: Settings) -> Starlette:
         page_bytes=settings.max_page_bytes,
         session_idle=idle,
         llm_push=llm_push_source(settings, config),
+        node_turn_limits=NodeTurnLimits(settings.node_turns_per_minute, settings.node_turns_per_session),
     )
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
     local_node = LocalNode(hub, agent)
