@@ -75,6 +75,9 @@ class Settings:
     max_connections: int = 0
     # Connections from one client address (IPv6: one /64) still sending their request head.
     max_pending_heads: int = 256
+    # Seconds a turn a node accepted may wait for its first event before it fails agent_run_failed
+    # (a dead session continuation, AOP-nodes 9.8.5), unless the node is still busy with the session.
+    turn_start_timeout: float = 60.0
 
     @property
     def database(self) -> Path:

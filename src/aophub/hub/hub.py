@@ -41,7 +41,7 @@ from aophub.hub.node_routing import NodeRouter
 from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
 from aophub.hub.request_checks import check_ids, check_node_session_id, parse_cursor
 from aophub.hub.session_admin import SessionAdmin
-from aophub.hub.turn_lifecycle import TurnKey, TurnLifecycle
+from aophub.hub.turn_lifecycle import TURN_START_TIMEOUT, TurnKey, TurnLifecycle
 from aophub.hub.turns import SessionState, Turn
 from aophub.ids import IdGenerator, new_id
 from aophub.protocol.error_mapping import to_rejection
@@ -75,6 +75,7 @@ class Hub:
         interaction_policy: Callable[[], InteractionPolicy] = InteractionPolicy,
         page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
         session_idle: float = SESSION_IDLE,
+        turn_start_timeout: float = TURN_START_TIMEOUT,
     ) -> None:
         self.store = store
         # Seconds an open session stays in memory unused (closed ones leave as soon as they can).
@@ -99,6 +100,7 @@ class Hub:
             spawn=self._spawn,
             clock=clock,
             ids=ids,
+            turn_start_timeout=turn_start_timeout,
         )
         self._node_router = NodeRouter(
             store,

@@ -92,6 +92,7 @@ def create_app(settings: Settings) -> Starlette:
         interaction_policy=lambda: interaction_policy(config),
         page_bytes=settings.max_page_bytes,
         session_idle=idle,
+        turn_start_timeout=settings.turn_start_timeout,
     )
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
     local_node = LocalNode(hub, agent)
