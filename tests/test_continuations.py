@@ -25,10 +25,12 @@ from .test_node_dispatch import RecordingLink
     ],
 )
 def test_a_continuation_id_has_the_form_of_9_8_1(node_session_id: str, expected: bool) -> None:
+    """<session id>-session-<digits>-<n>, and nothing else."""
     assert is_continuation_of(node_session_id, "s1") is expected
 
 
 def test_a_second_rotation_replaces_the_sessions_alias() -> None:
+    """One alias per session: the latest; a close forgets it."""
     continuations = Continuations()
     continuations.record("s1", "s1-session-1-1")
     continuations.record("s1", "s1-session-2-2")
@@ -39,6 +41,7 @@ def test_a_second_rotation_replaces_the_sessions_alias() -> None:
 
 
 def test_the_next_connection_resets_every_aliased_session_and_keeps_the_bound() -> None:
+    """Aliases die with their connection; their sessions are reset on the next (oldest mark dropped past the bound)."""
     earlier = Continuations(max_resets=2)
     earlier.record("s1", "s1-session-1-1")
     earlier.mark_for_reset("s2")
@@ -59,6 +62,7 @@ def handle() -> NodeHandle:
 
 
 def test_a_continuations_session_started_records_an_alias_and_a_sub_agents_does_not() -> None:
+    """Parent open here and no parent tool call: a continuation; with one: a sub-agent (9.5.9)."""
     node = handle()
     node.session_started("sub-1", event_pb2.SessionStarted(parent_session_id="s1", parent_tool_call_id="call-1"))
     node.session_started("other", event_pb2.SessionStarted(parent_session_id="unknown"))
@@ -78,12 +82,14 @@ def test_a_continuations_session_started_records_an_alias_and_a_sub_agents_does_
 
 
 def test_an_open_under_another_id_records_an_alias() -> None:
+    """accepted.id differing from the requested id is an alias (9.3.3)."""
     node = handle()
     node.opened("s2", "s2-session-1-1")
     assert node.hub_session_id("s2-session-1-1") == "s2"
 
 
 def test_operations_running_on_the_node_are_tracked_per_session_and_bounded() -> None:
+    """Started and ended operations per session, at most MAX_NODE_OPERATIONS_PER_SESSION, forgotten on close."""
     node = handle()
     node.operation_on_node("s1", "turn-1", running=True)
     assert node.busy_with("s1")

@@ -97,6 +97,7 @@ async def test_after_a_compact_the_next_turn_ends_once_under_the_hub_session_id(
 async def test_replayed_messages_and_the_command_output_land_in_the_hub_session(
     hub: RunningHub, app: AppSocket
 ) -> None:
+    """The kept messages and the command output, sent under the continuation id, are stored under the hub's."""
     async with await RotatingNode.started(hub.node_url, NODE) as node:
         session = await app.open_session(NODE)
         watch = await app.watch(session.id)
@@ -159,6 +160,7 @@ async def test_turn_events_under_a_continuation_id_the_hub_missed_are_routed_by_
 
 
 async def test_a_second_rotation_replaces_the_alias(hub: RunningHub, app: AppSocket) -> None:
+    """One alias per session and connection: the latest continuation's."""
     async with await RotatingNode.started(hub.node_url, NODE) as node:
         session = await app.open_session(NODE)
         watch = await app.watch(session.id)
@@ -177,6 +179,7 @@ async def test_a_second_rotation_replaces_the_alias(hub: RunningHub, app: AppSoc
 async def test_after_a_reconnect_a_rotated_session_is_closed_and_opened_again_before_the_next_turn(
     hub: RunningHub, app: AppSocket
 ) -> None:
+    """The continuation died with its connection (9.8.3): close, open, then run; once."""
     node = await RotatingNode.started(hub.node_url, NODE)
     session = await app.open_session(NODE)
     watch = await app.watch(session.id)
@@ -234,6 +237,7 @@ async def test_a_turn_waiting_behind_a_running_node_turn_is_not_failed(hub: Runn
 
 
 async def test_events_of_sub_agent_and_helper_sessions_stay_dropped(hub: RunningHub, app: AppSocket) -> None:
+    """A sub-agent's session_started names a parent tool call: no alias, and nothing of it or of a helper is stored."""
     async with await RotatingNode.started(hub.node_url, NODE) as node:
         session = await app.open_session(NODE)
         watch = await app.watch(session.id)
