@@ -239,3 +239,13 @@ def test_a_connection_bound_below_one_is_refused_before_start() -> None:
     )
     assert refused.returncode == 2
     assert "--outbound-stall-seconds: must be at least 1, not 0" in refused.stderr
+
+
+def test_the_turn_start_timeout_is_an_option_of_serve(capsys: pytest.CaptureFixture[str]) -> None:
+    """--turn-start-timeout (AOP-nodes 9.8.5) takes positive seconds; 60 by default."""
+    parser = build_parser()
+    assert parser.parse_args(["serve"]).turn_start_timeout == 60.0
+    assert parser.parse_args(["serve", "--turn-start-timeout", "2.5"]).turn_start_timeout == 2.5
+    with pytest.raises(SystemExit):
+        parser.parse_args(["serve", "--turn-start-timeout", "0"])
+    assert "expected a positive number of seconds, got '0'" in capsys.readouterr().err

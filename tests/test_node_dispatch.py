@@ -112,21 +112,24 @@ async def test_a_rejected_implicit_open_fails_the_turn_with_the_nodes_reason(hub
         assert restarted.sent("run_turn_request") == []  # never run on a session the node did not open
 
 
-async def test_the_nodes_id_for_an_opened_session_is_recorded_on_its_connection(
-    hub: RunningHub, app: AppSocket
-) -> None:
-    """``accepted.id`` may differ from the requested id after a rotation (9.3.3): kept, not assumed equal."""
+async def test_an_implicit_open_answering_a_continuation_id_resets_the_session(hub: RunningHub, app: AppSocket) -> None:
+    """``accepted.id`` may differ from the requested id (9.3.3). On a new connection that is a continuation
+    of an earlier one, which is dead (9.8.3): the hub closes the session on the node and opens it again."""
     node = await ReferenceAgentNode.start(hub.node_url, NODE)
     session = await app.open_session(NODE)
-    restarted = await node.restart(hub.node_url)
-    async with restarted:
-        restarted.sessions[session.id] = "rotated-1"  # the node rotated the session meanwhile
+    again = await node.reconnect(hub.node_url)
+    async with again:
+        # The node rotated the session on the earlier connection.
+        again.sessions[session.id] = f"{session.id}-session-1764547200123-1"
         watch = await app.watch(session.id)
         receipt = await run(app, session.id)
-        await ended(app, watch, receipt.turn_id)
+        assert (await ended(app, watch, receipt.turn_id)).stop_reason == "completed"
+        cases = [item.case for item in again.received if item.case.endswith("_request")]
+        assert cases == ["open_session_request", "close_session_request", "open_session_request", "run_turn_request"]
         handle = hub.runtime.hub.nodes.get(NODE)
         assert handle is not None
-        assert handle.node_session_ids == {session.id: "rotated-1"}
+        assert handle.node_session_ids == {session.id: session.id}
+        assert handle.continuations.aliases() == {}
 
 
 # -- 9.3.6: reserved session ids -----------------------------------------------------------------

@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_llm_push_option(serve)
     add_network_options(serve)
     add_node_turn_options(serve)
+    add_turn_start_option(serve)
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
@@ -334,6 +335,19 @@ def with_node_turn_options(settings: Settings, args: argparse.Namespace) -> Sett
     )
 
 
+def add_turn_start_option(serve: argparse.ArgumentParser) -> None:
+    """``aophub serve --turn-start-timeout`` (AOP-nodes 9.8.5)."""
+    serve.add_argument(
+        "--turn-start-timeout",
+        type=_positive_float,
+        default=Settings.turn_start_timeout,
+        metavar="SECONDS",
+        help="a turn a node accepted and has not started after this long, while the node runs nothing else "
+        "of the session, ends agent_run_failed, and the session is closed and opened again on the node "
+        "before its next turn (a dead session continuation after /compact; default %(default)s)",
+    )
+
+
 def _trusted_proxies(text: str) -> tuple[str, ...]:
     try:
         return trusted_proxies(text)
@@ -396,6 +410,7 @@ def serve(args: argparse.Namespace) -> int:
     )
     settings = with_network_options(settings, args)
     settings = with_node_turn_options(settings, args)
+    settings = dataclasses.replace(settings, turn_start_timeout=args.turn_start_timeout)
     if key.source in ("generated", "file"):
         where = args.data_dir / "access_key"
         shown = f"  access key: {key.value}  ({'new, ' if key.source == 'generated' else ''}stored in {where})"

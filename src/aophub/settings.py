@@ -83,6 +83,9 @@ class Settings:
     # last ran a turn there. Past either, the hub drops them and closes the session on the node.
     node_turns_per_minute: int = 10
     node_turns_per_session: int = 100
+    # Seconds a turn a node accepted may wait for its first event before it fails agent_run_failed
+    # (a dead session continuation, AOP-nodes 9.8.5), unless the node is still busy with the session.
+    turn_start_timeout: float = 60.0
 
     @property
     def database(self) -> Path:

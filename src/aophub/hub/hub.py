@@ -45,7 +45,7 @@ from aophub.hub.node_routing import NodeRouter
 from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
 from aophub.hub.request_checks import check_ids, check_node_session_id, parse_cursor
 from aophub.hub.session_admin import SessionAdmin
-from aophub.hub.turn_lifecycle import TurnKey, TurnLifecycle
+from aophub.hub.turn_lifecycle import TURN_START_TIMEOUT, TurnKey, TurnLifecycle
 from aophub.hub.turns import SessionState, Turn
 from aophub.ids import IdGenerator, new_id
 from aophub.protocol.error_mapping import to_rejection
@@ -81,6 +81,7 @@ class Hub:
         session_idle: float = SESSION_IDLE,
         llm_push: LlmPushSource | None = None,
         node_turn_limits: NodeTurnLimits | None = None,
+        turn_start_timeout: float = TURN_START_TIMEOUT,
     ) -> None:
         self.store = store
         # Seconds an open session stays in memory unused (closed ones leave as soon as they can).
@@ -105,6 +106,7 @@ class Hub:
             spawn=self._spawn,
             clock=clock,
             ids=ids,
+            turn_start_timeout=turn_start_timeout,
         )
         # The opt-in LLM configuration push (AOP-nodes 9.6.6); without ``llm_push``, none at all.
         self.llm_pusher = LlmPusher(self.nodes, llm_push, spawn=self._spawn, clock=clock, ids=ids)

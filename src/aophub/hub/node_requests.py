@@ -8,7 +8,9 @@ and running a turn leaves the judgement to the caller.
 
 A session is opened on every node connection before its first use there
 (:meth:`NodeRequests.ensure_open`, AOP-nodes 9.3.2): each connection keeps its
-own set of open sessions, so a node that restarted gets the open again.
+own set of open sessions, so a node that restarted gets the open again. A
+session whose continuation died with an earlier connection (AOP-nodes 9.8.3)
+is closed on the node and opened again instead.
 """
 
 from __future__ import annotations
@@ -17,16 +19,19 @@ import asyncio
 import logging
 
 from aop import chat_pb2, protocol_pb2
+from aophub.hub.continuations import is_continuation_of
 from aophub.hub.nodes import NodeGone, NodeHandle
 from aophub.ids import IdGenerator
 from aophub.protocol.codec import core_message
 from aophub.protocol.errors import Code, HubError
 
-__all__ = ["NODE_REQUEST_TIMEOUT", "NodeRequests", "is_not_open"]
+__all__ = ["CONTINUATION_RESET", "NODE_REQUEST_TIMEOUT", "NodeRequests", "is_not_open"]
 
 log = logging.getLogger(__name__)
 
 NODE_REQUEST_TIMEOUT = 10.0
+# The reason of the close that resets a session whose continuation died (AOP-nodes 9.8.4).
+CONTINUATION_RESET = "continuation reset"
 
 
 class NodeRequests:
@@ -63,9 +68,13 @@ class NodeRequests:
         it. Callers opening the same session at once share one open. Returns ``None`` once the
         session is open, else the node's reason for refusing it. Raises :class:`NodeGone` if the
         node leaves first, :class:`HubError` ``UNAVAILABLE`` if it does not answer in time.
+
+        A session whose continuation is dead (AOP-nodes 9.8.3, 9.8.5: marked to be reset, or an
+        implicit open answering a continuation's id, which a continuation of an earlier connection
+        does) is closed on the node and opened again (9.8.4): the node's context for it starts empty.
         """
         session_id = request.session_id
-        if session_id in node.open_sessions:
+        if session_id in node.open_sessions and not node.continuations.needs_reset(session_id):
             return None
         try:
             pending = node.opening.get(session_id)
@@ -84,7 +93,7 @@ class NodeRequests:
         outcome.add_done_callback(_read_outcome)
         node.opening[session_id] = outcome
         try:
-            refusal = await self._open(node, f"open:{session_id}", request)
+            refusal = await self._open_alive(node, request)
         except asyncio.CancelledError:
             outcome.cancel()
             raise
@@ -96,6 +105,27 @@ class NodeRequests:
         outcome.set_result(refusal)
         return refusal
 
+    async def _open_alive(self, node: NodeHandle, request: chat_pb2.OpenSessionRequest) -> str | None:
+        """The implicit open, with a dead continuation reset first (or once the open reveals one)."""
+        session_id = request.session_id
+        envelope_id = f"open:{session_id}"
+        if node.continuations.needs_reset(session_id):
+            await self._reset(node, session_id)
+            return await self._open(node, envelope_id, request)
+        refusal = await self._open(node, envelope_id, request)
+        if refusal is None and is_continuation_of(node.node_session_ids.get(session_id, ""), session_id):
+            # Not open on this connection, yet the node names it by a continuation's id: one that died
+            # with an earlier connection, which this hub may not have seen (a hub restart, say).
+            await self._reset(node, session_id)
+            return await self._open(node, envelope_id, request)
+        return refusal
+
+    async def _reset(self, node: NodeHandle, session_id: str) -> None:
+        log.info(
+            "node %s: closing %s to open it again (its continuation died, AOP-nodes 9.8.3)", node.node_id, session_id
+        )
+        await self.close_session(node, session_id, CONTINUATION_RESET)
+
     async def _open(self, node: NodeHandle, envelope_id: str, request: chat_pb2.OpenSessionRequest) -> str | None:
         """Send an open and wait for the answer: ``None`` once accepted (recorded on ``node``), else the refusal."""
         answer = await node.request(envelope_id, core_message(open_session_request=request), timeout=self.timeout)
@@ -104,7 +134,7 @@ class NodeRequests:
             return response.rejected.message or "the node refused to open the session"
         # Open on this connection, under the node's id for it: not assumed equal to the hub's (a
         # rotation, 9.3.3).
-        node.node_session_ids[request.session_id] = response.accepted.id or request.session_id
+        node.opened(request.session_id, response.accepted.id)
         return None
 
     async def run_turn(self, node: NodeHandle, request: chat_pb2.RunTurnRequest) -> protocol_pb2.ProtocolMessage:
@@ -141,7 +171,7 @@ class NodeRequests:
                 why = response.rejected.message or f"it answered {answer.WhichOneof('message')}"
                 log.warning("node %s refused to close %s: %s", node.node_id, session_id, why)
         finally:
-            node.node_session_ids.pop(session_id, None)
+            node.closed(session_id)
 
 
 def _read_outcome(outcome: asyncio.Future[str | None]) -> None:

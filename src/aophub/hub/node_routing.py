@@ -32,6 +32,7 @@ from typing import NamedTuple
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aop.tool import protocol_pb2 as tool_pb2
 from aophub.hub import node_commands
+from aophub.hub.continuations import is_continuation_of
 from aophub.hub.interactions import Interactions
 from aophub.hub.live_session import LiveSession, LiveSessions
 from aophub.hub.llm_push import LlmPusher
@@ -58,6 +59,8 @@ _NODE_RESPONSES = frozenset(
 )
 _SESSION_EVENTS = frozenset({"session_started", "session_ended"})
 _TURN_EDGES = frozenset({"turn_started", "turn_ended"})
+# In every continuation id (``<session id>-session-<digits>-<n>``, AOP-nodes 9.8.1): a cheap test first.
+_CONTINUATION_MARK = "-session-"
 _CORE_NAMESPACE = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
 _INTERACTION_NAMESPACE = interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
 _CATALOG_URL = TYPE_URL_PREFIX + agent_pb2.CommandCatalog.DESCRIPTOR.full_name
@@ -153,6 +156,10 @@ class NodeRouter:
         if acceptance is not None:
             await link.send(acceptance)
         handle = NodeHandle(hello, link, connected_at=self._clock(), built_in=built_in, peer=peer)
+        earlier = self.known_nodes.get(node_id)
+        if earlier is not None:
+            # Continuations die with their connection: their sessions are reset before their next use (AOP-nodes 9.8.4).
+            handle.continuations.inherit(earlier.continuations)
         self.known_nodes[node_id] = handle
         previous = self._nodes.register(handle)
         if previous is not None:
@@ -327,33 +334,68 @@ class NodeRouter:
         """The session (and active turn) a node's event (of payload ``kind``) belongs to, or ``None`` to drop it.
 
         AOP 7.5. Session-level output of a session that is not in memory gives its id: load it.
+        An event under a continuation alias belongs to the aliased session, and takes its id
+        (AOP-nodes 9.8.4); an event of any other session the hub did not open is dropped (9.5.9).
         """
         if kind in _SESSION_EVENTS:
+            if kind == "session_started":
+                handle.session_started(event.session_id, event.session_started)  # a rotation's continuation?
             return None  # the hub emits exactly one of each itself
         named_turn = event.turn_id
         turn_id = named_turn or reply_to
-        session_id = event.session_id
-        active = self._turns.active
-        entry = active.get((session_id, turn_id)) if turn_id else None
-        if entry is None and turn_id and not session_id:
-            entry = next((e for (_, t), e in active.items() if t == turn_id), None)
+        session_id = handle.hub_session_id(event.session_id)
+        entry = self._active_turn(handle, session_id or event.session_id, turn_id)
+        if kind in _TURN_EDGES and named_turn:
+            self._track_node_turn(handle, entry[0].id if entry else session_id, named_turn, kind)
         if entry is not None:
             session, turn = entry
             if session.record.node_id != handle.node_id or turn.state is TurnState.ENDED:
                 return None  # another node's turn, or late output after the turn ended
+            self._turns.node_started(session.id, turn.turn_id)
             if kind == "turn_started":
                 return None  # the hub emitted it at dispatch
             if kind == "message" and turn.echoes_input(event.message):
                 return None  # the node's echo of the input: the hub stored the user message at dispatch
             if named_turn != turn.turn_id:
                 event.turn_id = turn.turn_id
+            event.session_id = session.id
             return session, turn
-        if not named_turn and session_id in handle.open_sessions and kind not in _TURN_EDGES:
+        if not named_turn and session_id is not None and kind not in _TURN_EDGES:
             # Session-level output only: an event naming a turn that is not
             # active (late output after a cancel) is dropped.
+            event.session_id = session_id
             loaded = self._sessions.loaded(session_id)
             return session_id if loaded is None else (loaded, None)
         return None
+
+    def _active_turn(self, handle: NodeHandle, session_id: str, turn_id: str) -> tuple[LiveSession, Turn] | None:
+        """The active turn an event names: by session and turn id; else a turn dispatched to this node by
+        its turn id when the event's session id is a continuation's of that turn's session (AOP-nodes
+        9.8.4; a helper's session, 9.5.9, is not); else, for an event naming no session, any active
+        turn with that id."""
+        if not turn_id:
+            return None
+        active = self._turns.active
+        entry = active.get((session_id, turn_id))
+        if entry is None and _CONTINUATION_MARK in session_id:
+            key = next(
+                (
+                    key
+                    for key, node in self._turns.dispatched.items()
+                    if key[1] == turn_id and node is handle and is_continuation_of(session_id, key[0])
+                ),
+                None,
+            )
+            entry = active.get(key) if key is not None else None
+        if entry is None and not session_id:
+            entry = next((e for (_, t), e in active.items() if t == turn_id), None)
+        return entry
+
+    @staticmethod
+    def _track_node_turn(handle: NodeHandle, session_id: str | None, turn_id: str, kind: str | None) -> None:
+        """Note a turn edge of a session open on this connection: the node runs one turn at a time per session."""
+        if session_id is not None and session_id in handle.open_sessions:
+            handle.operation_on_node(session_id, turn_id, running=kind == "turn_started")
 
     async def _relay(
         self, handle: NodeHandle, session: LiveSession, turn: Turn | None, event: event_pb2.Event, kind: str | None
@@ -413,9 +455,9 @@ class NodeRouter:
         is dropped whole: its later events name no active turn, and routing drops those. Past the
         bound the session is closed on the node (:meth:`_close_on_node`).
         """
-        session_id, turn_id = event.session_id, event.turn_id
-        if not turn_id or session_id not in handle.open_sessions:
-            return False
+        session_id, turn_id = handle.hub_session_id(event.session_id), event.turn_id
+        if not turn_id or session_id is None:
+            return False  # no turn, or not a session open on this connection (nor a continuation of one)
         if (session_id, turn_id) in self._turns.active:
             if kind == "turn_started":
                 self._node_turns.app_turn(handle, session_id)
@@ -444,6 +486,7 @@ class NodeRouter:
             log.warning("session %s: a turn node %s started not stored: %s", session.id, handle.node_id, failure)
             return True
         if turn is not None:
+            handle.operation_on_node(session_id, turn.turn_id, running=True)  # its turn_ended comes under this id
             open_sessions = handle.open_sessions
             self._node_turns.relayed(handle, session_id, turn.id_on_node, turn.turn_id, open_sessions=open_sessions)
         return True
@@ -456,9 +499,10 @@ class NodeRouter:
         """
         if kind != "turn_ended" or not lacks_provider(event.turn_ended.error.message):
             return None
-        if (event.session_id, event.turn_id) not in self._turns.active:
+        session_id = handle.hub_session_id(event.session_id)
+        if session_id is None or (session_id, event.turn_id) not in self._turns.active:
             return None  # not the end of a turn of the session: routing drops it
-        return self._close_on_node(handle, event.session_id, StopReason.NO_LLM)
+        return self._close_on_node(handle, session_id, StopReason.NO_LLM)
 
     def _close_on_node(self, handle: NodeHandle, session_id: str, reason: StopReason) -> _Closed | None:
         """Close the session on the node so that it starts no more turns there, and log why (once).
@@ -467,8 +511,9 @@ class NodeRouter:
         close is answered is dropped, and the next app turn opens it again (AOP-nodes 9.3.2) after
         the close. ``None`` if it was not open on this connection (any more).
         """
-        if handle.node_session_ids.pop(session_id, None) is None:
+        if session_id not in handle.open_sessions:
             return None
+        handle.closed(session_id)
         relayed = self._node_turns.stop(handle, session_id)
         code, message = reason.notice(handle.node_id, self._node_turns.limits)
         log.warning("session %s: %s", session_id, message)

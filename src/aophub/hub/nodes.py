@@ -21,7 +21,8 @@ import enum
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Protocol
 
-from aop import envelope_pb2, protocol_pb2
+from aop import envelope_pb2, event_pb2, protocol_pb2
+from aophub.hub.continuations import Continuations
 from aophub.protocol.codec import pack
 from aophub.protocol.node_namespaces import Generation
 from aophub.v1 import agent_pb2
@@ -29,10 +30,21 @@ from aophub.v1 import agent_pb2
 if TYPE_CHECKING:
     from aophub.hub.llm_push import LlmPushRecord
 
-__all__ = ["DEFAULT_TAKEOVER_WINDOW", "Admission", "NodeGone", "NodeHandle", "NodeLink", "NodeRegistry"]
+__all__ = [
+    "DEFAULT_TAKEOVER_WINDOW",
+    "MAX_NODE_OPERATIONS_PER_SESSION",
+    "Admission",
+    "NodeGone",
+    "NodeHandle",
+    "NodeLink",
+    "NodeRegistry",
+]
 
 # How long after a takeover (or a refused one) a node id counts as contested.
 DEFAULT_TAKEOVER_WINDOW = 30.0
+# Operations (turns, commands) running on a node in one session, as the hub tracks them (a reference
+# node admits 64 per session, AOP-nodes 9.4.4); past it the oldest is forgotten.
+MAX_NODE_OPERATIONS_PER_SESSION = 64
 
 
 class NodeGone(Exception):
@@ -79,6 +91,11 @@ class NodeHandle:
         # on every connection before their first use), each with the node's own id for it (the
         # ``accepted.id`` of its open: it differs from the hub's after a rotation, 9.3.3).
         self.node_session_ids: dict[str, str] = {}
+        # Continuation aliases of sessions the node rotated (AOP-nodes 9.8), and sessions to reset.
+        self.continuations = Continuations()
+        # Turns the node started and has not ended, per hub session (hub-dispatched or its own):
+        # while one runs, the session's next turn waits in the node's queue (9.4.4, 9.8.5).
+        self.node_operations: dict[str, dict[str, None]] = {}
         # Implicit opens on their way (session id -> the node's refusal, or None once it is open).
         self.opening: dict[str, asyncio.Future[str | None]] = {}
         # The latest command catalog the node sent (either form), each entry with the node as source.
@@ -97,6 +114,57 @@ class NodeHandle:
     def open_sessions(self) -> AbstractSet[str]:
         """The hub's ids of the sessions opened on this connection."""
         return self.node_session_ids.keys()
+
+    def opened(self, session_id: str, node_session_id: str) -> None:
+        """The node accepted an open of ``session_id`` under its id ``node_session_id`` (``accepted.id``).
+
+        An id that differs from the hub's is a continuation alias (AOP-nodes 9.3.3, 9.8.4).
+        """
+        self.node_session_ids[session_id] = node_session_id or session_id
+        if node_session_id and node_session_id != session_id:
+            self.continuations.record(session_id, node_session_id)
+
+    def closed(self, session_id: str) -> None:
+        """The session was closed on the node (or is to be forgotten there): not open, no alias, nothing running."""
+        self.node_session_ids.pop(session_id, None)
+        self.continuations.forget(session_id)
+        self.node_operations.pop(session_id, None)
+
+    def hub_session_id(self, node_session_id: str) -> str | None:
+        """The hub session the node means by ``node_session_id`` on this connection: one open here, or the
+        one a continuation alias stands for; ``None`` for any other (sub-agents, helpers: AOP-nodes 9.5.9)."""
+        if node_session_id in self.node_session_ids:
+            return node_session_id
+        return self.continuations.session_of(node_session_id)
+
+    def session_started(self, node_session_id: str, started: event_pb2.SessionStarted) -> None:
+        """A ``session_started`` the node sent: a rotation's continuation is recorded as an alias (AOP-nodes 9.8.4).
+
+        A continuation names a session open on this connection (or its earlier alias) as its parent,
+        no parent tool call (a sub-agent has one, 9.5.9), and an id the hub does not know.
+        """
+        parent = self.hub_session_id(started.parent_session_id) if started.parent_session_id else None
+        if parent is None or started.parent_tool_call_id or self.hub_session_id(node_session_id) is not None:
+            return
+        self.continuations.record(parent, node_session_id)
+        self.node_session_ids[parent] = node_session_id
+
+    def operation_on_node(self, session_id: str, operation_id: str, *, running: bool) -> None:
+        """The node started (``running``) or finished an operation of hub session ``session_id``: a turn
+        (hub-dispatched or its own, by turn id) or a command (by task id)."""
+        operations = self.node_operations.setdefault(session_id, {})
+        if running:
+            operations[operation_id] = None
+            if len(operations) > MAX_NODE_OPERATIONS_PER_SESSION:
+                del operations[next(iter(operations))]
+        else:
+            operations.pop(operation_id, None)
+        if not operations:
+            del self.node_operations[session_id]
+
+    def busy_with(self, session_id: str) -> bool:
+        """Whether an operation of the session is still running on the node (its next turn waits behind it)."""
+        return session_id in self.node_operations
 
     def __repr__(self) -> str:
         return (

@@ -73,7 +73,7 @@ class SessionAdmin:
             self._turns.forget_locked(session, "deleted")
             node = self._nodes.get(session.record.node_id)
             if node is not None:  # opened on this connection or not: a node that reconnected still has it
-                node.node_session_ids.pop(session.id, None)
+                node.closed(session.id)
                 self._spawn(
                     self._node_requests.close_session(node, session.id, "deleted", envelope_id=f"close:{session.id}")
                 )

@@ -7,6 +7,11 @@ hub's side: an accepted turn gets exactly one ``turn_started`` and one
 whoever ends it: its node, a cancel, node loss, a dispatch failure or a restart.
 Turn endings the store refused are kept in their session, stored before
 anything else of it, and retried in the background until the store works.
+
+A turn the node accepted must start: if nothing of it arrives within
+``turn_start_timeout`` seconds while the node runs nothing else of the session,
+it ends ``agent_run_failed`` and the session is reset on the node before its
+next use (a dead session continuation, AOP-nodes 9.8.5).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from aophub.protocol.errors import Code, HubError, TurnErrorCode
 from aophub.protocol.extensions import turn_options
 from aophub.store.base import PutSession, PutTurn, Store, StoreError, TurnRecord, WriteOp
 
-__all__ = ["ENDING_RETRY_FIRST", "ENDING_RETRY_MAX", "TITLE_LENGTH", "TurnKey", "TurnLifecycle"]
+__all__ = ["ENDING_RETRY_FIRST", "ENDING_RETRY_MAX", "TITLE_LENGTH", "TURN_START_TIMEOUT", "TurnKey", "TurnLifecycle"]
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +43,8 @@ TITLE_LENGTH = 60
 # Backoff of the retries that store turn endings the store refused (seconds).
 ENDING_RETRY_FIRST = 0.05
 ENDING_RETRY_MAX = 2.0
+# Seconds a turn the node accepted may take to start (AOP-nodes 9.8.5).
+TURN_START_TIMEOUT = 60.0
 
 TurnKey = tuple[str, str]  # (session id, turn id)
 
@@ -63,6 +70,7 @@ class TurnLifecycle:
         spawn: Callable[[Awaitable[None]], None],
         clock: Callable[[], float],
         ids: IdGenerator,
+        turn_start_timeout: float = TURN_START_TIMEOUT,
     ) -> None:
         self._store = store
         self._nodes = nodes
@@ -72,9 +80,12 @@ class TurnLifecycle:
         self._spawn = spawn
         self._clock = clock
         self._ids = ids
+        self.turn_start_timeout = turn_start_timeout
         # Running and queued turns, and the node each running turn was handed to.
         self.active: dict[TurnKey, tuple[LiveSession, Turn]] = {}
         self.dispatched: dict[TurnKey, NodeHandle] = {}
+        # Dispatched turns: set once the node has sent something of the turn (it started there).
+        self._node_started: dict[TurnKey, asyncio.Event] = {}
 
     def __repr__(self) -> str:
         return f"<TurnLifecycle active={len(self.active)} dispatched={len(self.dispatched)}>"
@@ -256,11 +267,13 @@ class TurnLifecycle:
             return (TurnErrorCode.AGENT_RUN_FAILED, f"node {node.node_id}: {refusal}")
         if turn.state is TurnState.ENDED:
             return None  # canceled while its session was being opened: nothing to run
-        self.dispatched[(session.id, turn.turn_id)] = node
+        key = (session.id, turn.turn_id)
+        self.dispatched[key] = node
+        self._node_started[key] = asyncio.Event()
         answer = await self._node_requests.run_turn(node, turn.request)
         outcome = answer.run_turn_response
         if answer.WhichOneof("message") == "run_turn_response" and outcome.WhichOneof("outcome") == "accepted":
-            return None
+            return await self._await_node_start(session, turn, node)
         reason = outcome.rejected.message or "the node refused the turn"
         return (TurnErrorCode.AGENT_RUN_FAILED, f"node {node.node_id}: {reason}")
 
@@ -296,6 +309,45 @@ class TurnLifecycle:
             "session %s: node %s started turn %s by itself (%s)", session.id, node.node_id, turn_id, turn.id_on_node
         )
         return turn
+
+    def node_started(self, session_id: str, turn_id: str) -> None:
+        """The node sent something of a turn dispatched to it: the turn started there."""
+        started = self._node_started.get((session_id, turn_id))
+        if started is not None:
+            started.set()
+
+    def _stop_awaiting_start(self, session_id: str, turn_id: str) -> None:
+        """The turn ended: whoever waits for it to start on its node stops waiting."""
+        started = self._node_started.pop((session_id, turn_id), None)
+        if started is not None:
+            started.set()
+
+    async def _await_node_start(self, session: LiveSession, turn: Turn, node: NodeHandle) -> tuple[str, str] | None:
+        """Wait for the accepted turn to start on the node; a failure if it does not (AOP-nodes 9.8.5).
+
+        A turn on a dead session continuation is accepted and never starts (9.8.3). The wait
+        restarts while the node still runs an earlier turn of the session: the turn waits in the
+        node's queue behind it (9.4.4). A turn that does not start is canceled on the node, and the
+        session is reset there before its next use.
+        """
+        started = self._node_started.get((session.id, turn.turn_id))
+        while started is not None and not started.is_set():
+            try:
+                async with asyncio.timeout(self.turn_start_timeout):
+                    await started.wait()
+            except TimeoutError:
+                if started.is_set() or turn.state is TurnState.ENDED or node.gone:
+                    return None  # started or ended meanwhile: nothing to do
+                if node.busy_with(session.id):
+                    continue
+                node.continuations.mark_for_reset(session.id)
+                self._tell_cancel(session, turn, "the turn did not start")
+                return (
+                    TurnErrorCode.AGENT_RUN_FAILED,
+                    f"node {node.node_id} accepted the turn but did not start it within "
+                    f"{self.turn_start_timeout:g} s (its session is reset on the node before the next turn)",
+                )
+        return None
 
     # -- ending turns ---------------------------------------------------------------
 
@@ -339,6 +391,7 @@ class TurnLifecycle:
         session.turns.finish(turn, stop_reason)
         self.active.pop((session.id, turn.turn_id), None)
         self.dispatched.pop((session.id, turn.turn_id), None)
+        self._stop_awaiting_start(session.id, turn.turn_id)
         if node_event is not None:
             ended = node_event
         else:
@@ -458,6 +511,7 @@ class TurnLifecycle:
             session.turns.finish(turn, "canceled")
             self.active.pop((session.id, turn.turn_id), None)
             self.dispatched.pop((session.id, turn.turn_id), None)
+            self._stop_awaiting_start(session.id, turn.turn_id)
 
     def _tell_cancel(self, session: LiveSession, turn: Turn, reason: str) -> None:
         node = self.dispatched.get((session.id, turn.turn_id))

@@ -115,6 +115,7 @@ def create_app(settings: Settings) -> Starlette:
         session_idle=idle,
         llm_push=llm_push_source(settings, config),
         node_turn_limits=NodeTurnLimits(settings.node_turns_per_minute, settings.node_turns_per_session),
+        turn_start_timeout=settings.turn_start_timeout,
     )
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
     local_node = LocalNode(hub, agent)
