@@ -8,6 +8,8 @@ the reload namespace, on the node channel. Here:
 - the first command-namespace message fixes the node's generation (9.0.5.2);
 - a ``catalog`` replaces the node's command list, which feeds the agent listing
   and the session's command menu (9.2.2, 9.7.8), each entry with the node as source;
+- a ``result`` answering a command the hub forwarded (reply_to = its task id) completes it
+  (:mod:`aophub.hub.commands`);
 - every other case (a ``result`` of a command the hub did not send, a ``request``
   or ``receipt`` from a node, an empty message) and every reload message (the
   hub pushes no configuration yet, so a ``result`` answers nothing) is ignored.
@@ -53,6 +55,8 @@ def receive(handle: NodeHandle, envelope: envelope_pb2.Envelope, name: str) -> N
         if case == "catalog":
             handle.commands = catalog_commands(message.catalog, handle.node_id)
             return
+        if case == "result" and handle.resolve(envelope.reply_to, message):
+            return  # completes the command the hub forwarded (reply_to = its task id, 9.7.5)
     log.debug("node %s sent %s %s; ignored", handle.node_id, name, case or "without a case")
 
 

@@ -22,7 +22,7 @@ from aiscan.reload import protocol_pb2 as aiscan_reload_pb2
 from cyber.command import protocol_pb2 as cyber_command_pb2
 from cyber.reload import protocol_pb2 as cyber_reload_pb2
 
-__all__ = ["COMMAND", "NAMESPACES", "RELOAD", "Generation", "Namespace", "NamespaceName"]
+__all__ = ["COMMAND", "NAMESPACES", "RELOAD", "Generation", "Namespace", "NamespaceName", "command_message"]
 
 
 class Generation(enum.Enum):
@@ -64,3 +64,8 @@ NAMESPACES: dict[str, NamespaceName] = {
     message.DESCRIPTOR.full_name: NamespaceName(namespace, generation, message)
     for (namespace, generation), message in _MESSAGES.items()
 }
+
+
+def command_message(generation: Generation) -> type[Message]:
+    """The ``CommandProtocolMessage`` class of ``generation`` (what the hub sends a node of it, 9.0.5.2)."""
+    return _MESSAGES[(COMMAND, generation)]

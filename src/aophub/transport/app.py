@@ -26,6 +26,7 @@ from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
 from aophub.rpc.agents import AgentServiceImpl, SystemServiceImpl
 from aophub.rpc.artifacts import ArtifactServiceImpl
+from aophub.rpc.commands import with_command_namespaces
 from aophub.rpc.config_service import ConfigServiceImpl
 from aophub.rpc.interactions import InteractionServiceImpl
 from aophub.rpc.mount import AppFactory, connect_routes
@@ -82,7 +83,8 @@ def create_app(settings: Settings) -> Starlette:
         allowed_origins=settings.allowed_origins,
         throttle=AuthThrottle(max_failures=settings.max_auth_failures, window=60.0),
     )
-    namespaces: NamespaceRouter[NamespaceHandler] = NamespaceRouter()
+    # Slash commands in both generations' command namespace (AOP-nodes 9.7.1), then the product's.
+    namespaces: NamespaceRouter[NamespaceHandler] = with_command_namespaces(NamespaceRouter())
     # Built here without I/O (the config file aside, so a bad one fails at once); opened in the lifespan.
     config = ConfigStore(settings.data_dir)
     store = SQLiteStore(settings.database, synchronous=settings.durability)
@@ -92,6 +94,8 @@ def create_app(settings: Settings) -> Starlette:
         interaction_policy=lambda: interaction_policy(config),
         page_bytes=settings.max_page_bytes,
         session_idle=idle,
+        command_timeout=settings.command_timeout,
+        max_pending_commands=settings.max_pending_commands,
     )
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
     local_node = LocalNode(hub, agent)
