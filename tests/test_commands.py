@@ -12,17 +12,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from connectrpc.code import Code as ConnectCode
 
 from aiscan.agent import detail_pb2
-from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aop import chat_pb2
 from aophub.protocol.codec import TYPE_URL_PREFIX
 from aophub.protocol.node_namespaces import Generation
 from aophub.v1 import session_pb2
 
+from .support.command_client import protocol_error, receipt, send_command, texts, until_stored
 from .support.lifecycle import checked_hub
 from .support.reference_commands import COMMAND_MODULES, CommandNode
 from .support.reference_node import ReferenceNode
@@ -49,50 +49,6 @@ async def app(hub: RunningHub) -> AsyncIterator[AppSocket]:
 async def rpc(hub: RunningHub) -> AsyncIterator[Rpc]:
     async with rpc_clients(hub.http) as clients:
         yield clients
-
-
-async def send_command(
-    app: AppSocket, session_id: str, line: str, generation: Generation = Generation.G2
-) -> tuple[str, envelope_pb2.Envelope]:
-    """Send ``request{session_id, line}`` in ``generation``'s namespace; its envelope id and the hub's reply."""
-    module = COMMAND_MODULES[generation]
-    sent = await app.send(
-        module.CommandProtocolMessage(request=module.CommandRequest(session_id=session_id, line=line))
-    )
-    envelope, _ = await app.wait_for(lambda e, _m: e.reply_to == sent)
-    return sent, envelope
-
-
-def receipt(envelope: envelope_pb2.Envelope, generation: Generation = Generation.G2) -> Any:
-    """The ``receipt`` the reply carries (fails if it is anything else)."""
-    module = COMMAND_MODULES[generation]
-    assert envelope.payload.type_url == TYPE_URL_PREFIX + module.CommandProtocolMessage.DESCRIPTOR.full_name, envelope
-    message = module.CommandProtocolMessage.FromString(envelope.payload.value)
-    assert message.WhichOneof("message") == "receipt", message
-    return message.receipt
-
-
-def protocol_error(envelope: envelope_pb2.Envelope) -> event_pb2.ProtocolError:
-    assert envelope.payload.type_url == TYPE_URL_PREFIX + "aop.ProtocolMessage", envelope
-    message = protocol_pb2.ProtocolMessage.FromString(envelope.payload.value)
-    assert message.WhichOneof("message") == "protocol_error", message
-    return message.protocol_error
-
-
-def texts(events: list[Any], role: str) -> list[str]:
-    """The text of every stored ``message`` event of ``role``."""
-    return [
-        "".join(part.text.text for part in delivery.event.message.content)
-        for delivery in events
-        if delivery.event.HasField("message") and delivery.event.message.role == role
-    ]
-
-
-async def until_stored(app: AppSocket, session_id: str, found: Any) -> event_pb2.Event:
-    """Watch the session until an event matching ``found`` is delivered; that event."""
-    watch = await app.watch(session_id)
-    _, message = await app.wait_for(lambda e, m: e.reply_to == watch and m.HasField("event") and found(m.event))
-    return message.event
 
 
 async def test_a_case_other_than_request_is_unsupported(app: AppSocket) -> None:
@@ -209,11 +165,10 @@ async def test_command_failed_from_the_node_becomes_an_error_event(hub: RunningH
         assert (error.error.code, error.error.message) == ("", 'command "deploy" is not a Runtime command')
         _, envelope = await send_command(app, session.id, "list the files")  # plain text is forwarded too
         receipt(envelope)
-        errors = [d.event.error.message for d in await stored(app, session.id) if d.event.HasField("error")]
-        while len(errors) < 2:
-            await until_stored(app, session.id, lambda e: e.HasField("error"))
-            errors = [d.event.error.message for d in await stored(app, session.id) if d.event.HasField("error")]
-        assert errors[1] == "direct execution requires a command"
+        second = await until_stored(
+            app, session.id, lambda e: e.HasField("error") and e.error.message != error.error.message
+        )
+        assert second.error.message == "direct execution requires a command"
 
 
 async def test_a_node_that_serves_no_commands_gives_an_error_event(hub: RunningHub, app: AppSocket) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from aophub.agent.builtin import builtin_agent
+from aophub.agent.builtin import builtin_agent, builtin_commands
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
 from aophub.logs import LOG_FORMATS, logging_config
@@ -442,7 +442,13 @@ def node(args: argparse.Namespace) -> int:
         watch = asyncio.create_task(config.watch())  # edits of config.yaml apply from the next turn
         try:
             await serve_agent(
-                args.server, token, args.node_id, agent, name=args.name, max_frame_bytes=args.max_frame_bytes
+                args.server,
+                token,
+                args.node_id,
+                agent,
+                name=args.name,
+                max_frame_bytes=args.max_frame_bytes,
+                commands=builtin_commands(agent),
             )
         finally:
             watch.cancel()

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from aophub.agent.builtin import builtin_agent
+from aophub.agent.builtin import builtin_agent, builtin_commands
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
@@ -98,7 +98,7 @@ def create_app(settings: Settings) -> Starlette:
         max_pending_commands=settings.max_pending_commands,
     )
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
-    local_node = LocalNode(hub, agent)
+    local_node = LocalNode(hub, agent, commands=builtin_commands(agent))
     scans = Scans(hub, lambda: config.config.scans)
     runtime = Runtime(hub, store, local_node, config, scans)
 
