@@ -243,8 +243,8 @@ async def test_commands_waiting_for_a_node_are_bounded_per_session(tmp_path: Pat
         receipt((await send_command(app, other.id, "/status"))[1])  # another session has its own bound
         item, generation, message = node.commands[0]
         await node.answer_command(item.envelope.id, generation, message)
-        await node.barrier()  # the hub has read the answer: its slot is free
-        assert hub.runtime.hub.commands.pending(session.id) == 1
+        while hub.runtime.hub.commands.pending(session.id) != 1:  # its slot frees once the answer is handled
+            await node.barrier()
         receipt((await send_command(app, session.id, "/status"))[1])
 
 
@@ -261,6 +261,23 @@ async def test_a_node_that_does_not_answer_in_time_gives_an_error_event(tmp_path
         error = await until_stored(app, session.id, lambda e: e.HasField("error"))
         assert error.error.message == "node mute did not finish the command within 0.2 s"
         assert hub.runtime.hub.commands.pending(session.id) == 0
+
+
+async def test_an_answer_after_the_session_closed_adds_nothing(hub: RunningHub, app: AppSocket) -> None:
+    """A command still waiting when its session closes: the node's late refusal is not stored after session_ended."""
+    async with await CommandNode.serve(hub.node_url, "late") as node:
+        node.answer_commands = False
+        session = await app.open_session("late")
+        receipt((await send_command(app, session.id, "/status"))[1])
+        closed = await app.call(close_session_request=chat_pb2.CloseSessionRequest(session_id=session.id))
+        assert closed.close_session_response.HasField("accepted")
+        item, generation, message = node.commands[0]
+        await node.answer_command(item.envelope.id, generation, message)  # not open any more: COMMAND_FAILED
+        while hub.runtime.hub.commands.pending(session.id):  # its slot frees once the answer is handled
+            await node.barrier()
+        kinds = [d.event.WhichOneof("payload") for d in await stored(app, session.id)]
+        assert kinds[-1] == "session_ended"
+        assert "error" not in kinds
 
 
 async def test_run_command_rpc(hub: RunningHub, app: AppSocket, rpc: Rpc) -> None:

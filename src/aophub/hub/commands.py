@@ -229,14 +229,21 @@ class SessionCommands:
         except BaseException:
             self._release(session.id)
             raise
-        # The slot frees as soon as the answer is in (or the wait ends), before anything is published.
-        answer.add_done_callback(lambda _answered: self._release(session.id))
         log.info("session %s: command %s forwarded to node %s", session.id, task_id, node.node_id)
         self._spawn(self._outcome(session.id, node, task_id, answer))
         return CommandReceipt(task_id, session.id)
 
     async def _outcome(self, session_id: str, node: NodeHandle, task_id: str, answer: Any) -> None:
-        """Wait for the node's answer to a forwarded command; a failure becomes an ``error`` event."""
+        """Wait for the node's answer to a forwarded command; a failure becomes an ``error`` event.
+
+        The command's slot in the session's bound frees once that is done (or the hub stops).
+        """
+        try:
+            await self._settle(session_id, node, task_id, answer)
+        finally:
+            self._release(session_id)
+
+    async def _settle(self, session_id: str, node: NodeHandle, task_id: str, answer: Any) -> None:
         failure: event_pb2.ProtocolError | None
         try:
             outcome: Message = await node.answer(answer, self.timeout)
@@ -254,7 +261,7 @@ class SessionCommands:
             return
         log.info("session %s: command %s failed on node %s: %s", session_id, task_id, node.node_id, failure.message)
         session = await self._sessions.get(session_id)
-        if session is not None:
+        if session is not None and not session.closed:  # nothing follows a session's session_ended
             await session.log.publish(self._sessions.event(session, error=failure))
 
     def _release(self, session_id: str) -> None:
