@@ -90,6 +90,7 @@ async def test_help_lists_the_session_menu_after_storing_the_line(hub: RunningHu
             "  !nmap <target>  Port scan a target  (ref)",
             "  /skill:triage  Triage a finding  (ref)",
         ]
+        await node.barrier()  # whatever the hub sent the node before has arrived
         assert node.commands == []  # run by the hub, never forwarded
 
 
@@ -125,6 +126,7 @@ async def test_refused_verbs_are_command_failed_and_stored(
         error = protocol_error(envelope)
         assert (error.code, error.message) == ("COMMAND_FAILED", text)
         assert texts(await stored(app, session.id), "user") == [line]
+        await node.barrier()
         assert node.commands == []
 
 
@@ -138,7 +140,7 @@ async def test_a_forwarded_command_opens_first_then_answers_the_receipt(hub: Run
         sent, envelope = await send_command(app, session.id, "/status")
         answer = receipt(envelope)
         assert envelope.reply_to == sent
-        (forwarded, generation, message) = node.commands[0]
+        (forwarded, generation, message) = await node.command()
         assert generation is Generation.G2
         assert forwarded.envelope.id == answer.operation_id
         assert (message.request.session_id, message.request.line) == (session.id, "/status")
@@ -153,6 +155,16 @@ async def test_a_forwarded_command_opens_first_then_answers_the_receipt(hub: Run
             line="/status", presentation="preformatted"
         )
         assert texts(await stored(app, session.id), "user") == ["/status"]
+
+
+@pytest.mark.parametrize("line", ["/compact keep the plan", "/skill:triage CVE-1", "!nmap example.com", "/STATUS"])
+async def test_every_other_line_is_forwarded_as_typed(hub: RunningHub, app: AppSocket, line: str) -> None:
+    """9.7.1, 9.7.7: /compact, /skill:..., shell lines and node verbs reach the node unchanged."""
+    async with await CommandNode.serve(hub.node_url, "ref") as node:
+        session = await app.open_session("ref")
+        receipt((await send_command(app, session.id, line))[1])
+        (_, _, message) = await node.command()
+        assert message.request.line == line
 
 
 async def test_command_failed_from_the_node_becomes_an_error_event(hub: RunningHub, app: AppSocket) -> None:
@@ -204,7 +216,7 @@ async def test_a_third_generation_node_gets_cyber_command(hub: RunningHub, app: 
         session = await app.open_session("g3")
         _, envelope = await send_command(app, session.id, "/status", Generation.G3)
         answer = receipt(envelope, Generation.G3)
-        (forwarded, generation, _) = node.commands[0]
+        (forwarded, generation, _) = await node.command()
         assert generation is Generation.G3
         assert forwarded.envelope.payload.type_url == TYPE_URL_PREFIX + "cyber.command.CommandProtocolMessage"
         assert forwarded.envelope.id == answer.operation_id
@@ -219,7 +231,7 @@ async def test_a_node_that_never_spoke_the_namespace_gets_the_second_generation(
         session = await app.open_session("quiet")
         _, envelope = await send_command(app, session.id, "/status")
         receipt(envelope)
-        (forwarded, generation, _) = node.commands[0]
+        (forwarded, generation, _) = await node.command()
         assert generation is Generation.G2
         assert forwarded.envelope.payload.type_url == TYPE_URL_PREFIX + "aiscan.command.CommandProtocolMessage"
         await until_stored(app, session.id, lambda e: e.message.id == "command-1")
@@ -241,7 +253,7 @@ async def test_commands_waiting_for_a_node_are_bounded_per_session(tmp_path: Pat
         assert "already has 2 commands waiting" in error.message
         other = await app.open_session("slow")
         receipt((await send_command(app, other.id, "/status"))[1])  # another session has its own bound
-        item, generation, message = node.commands[0]
+        item, generation, message = await node.command()
         await node.answer_command(item.envelope.id, generation, message)
         while hub.runtime.hub.commands.pending(session.id) != 1:  # its slot frees once the answer is handled
             await node.barrier()
@@ -271,7 +283,7 @@ async def test_an_answer_after_the_session_closed_adds_nothing(hub: RunningHub, 
         receipt((await send_command(app, session.id, "/status"))[1])
         closed = await app.call(close_session_request=chat_pb2.CloseSessionRequest(session_id=session.id))
         assert closed.close_session_response.HasField("accepted")
-        item, generation, message = node.commands[0]
+        item, generation, message = await node.command()
         await node.answer_command(item.envelope.id, generation, message)  # not open any more: COMMAND_FAILED
         while hub.runtime.hub.commands.pending(session.id):  # its slot frees once the answer is handled
             await node.barrier()
@@ -286,7 +298,7 @@ async def test_run_command_rpc(hub: RunningHub, app: AppSocket, rpc: Rpc) -> Non
         session = await app.open_session("ref")
         response = await rpc.sessions.run_command(session_pb2.RunCommandRequest(session_id=session.id, line="/status"))
         assert (response.session_id, response.state) == (session.id, "running")
-        assert node.commands[0][0].envelope.id == response.operation_id
+        assert (await node.command())[0].envelope.id == response.operation_id
         await until_stored(app, session.id, lambda e: e.message.id == "command-1")
         help_response = await rpc.sessions.run_command(
             session_pb2.RunCommandRequest(session_id=session.id, line="/help")

@@ -151,6 +151,22 @@ class CommandNode(ReferenceAgentNode):
         error = event_pb2.ProtocolError(code=code, message=text)
         await self.send(core_message(protocol_error=error), reply_to=task_id)
 
+    async def command(self, index: int = 0) -> tuple[Received, Generation, Any]:
+        """The ``index``-th (0-based) command-namespace message the hub sent, once it has arrived."""
+        seen = 0
+
+        def nth(item: Received) -> bool:
+            nonlocal seen
+            if command_request(item) is None:
+                return False
+            seen += 1
+            return seen > index
+
+        item = await self.wait_for(nth)
+        decoded = command_request(item)
+        assert decoded is not None
+        return (item, *decoded)
+
     async def barrier(self) -> None:
         """Return once the hub has handled everything this node sent before.
 
