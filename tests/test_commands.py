@@ -317,4 +317,9 @@ async def test_run_command_rpc(hub: RunningHub, app: AppSocket, rpc: Rpc) -> Non
             rpc.sessions.run_command(session_pb2.RunCommandRequest(session_id=session.id, line="  ")),
             ConnectCode.INVALID_ARGUMENT,
         )
+        too_long = await connect_error(
+            rpc.sessions.run_command(session_pb2.RunCommandRequest(session_id=session.id, line="!" + "x" * 65536)),
+            ConnectCode.INVALID_ARGUMENT,
+        )
+        assert too_long.message == "line is 65537 bytes long; a command line is at most 65536"
         assert texts(await stored(app, session.id), "user") == ["/status", "/help", "/clear"]

@@ -49,6 +49,7 @@ from aophub.v1 import agent_pb2
 __all__ = [
     "COMMAND_TIMEOUT",
     "HUB_COMMANDS",
+    "MAX_LINE_BYTES",
     "MAX_PENDING_COMMANDS",
     "REFUSED",
     "CommandReceipt",
@@ -63,6 +64,9 @@ log = logging.getLogger(__name__)
 # commands behind its running turn, 9.4.4), and how many may wait at once per session.
 COMMAND_TIMEOUT = 600.0
 MAX_PENDING_COMMANDS = 16
+# A command line is stored as one event: bounded well below any frame, so every page of the
+# session's history stays deliverable.
+MAX_LINE_BYTES = 64 * 1024
 
 HUB_COMMANDS = (
     # The hub's own verbs come first in every menu (AOP-nodes 9.7.8).
@@ -144,7 +148,8 @@ class SessionCommands:
     async def run(self, session_id: str, line: str) -> CommandReceipt:
         """Run or forward one command line of a session (see the module docstring); its receipt.
 
-        Raises :class:`HubError`: ``INVALID_ARGUMENT`` (no session id, no line), ``NOT_FOUND``,
+        Raises :class:`HubError`: ``INVALID_ARGUMENT`` (no session id, no line, a line over
+        :data:`MAX_LINE_BYTES`), ``NOT_FOUND``,
         ``FAILED_PRECONDITION`` (a closed session, a refused verb, a node refusing the open),
         ``UNAVAILABLE`` (the node is offline or leaves), ``RESOURCE_EXHAUSTED``.
         """
@@ -153,6 +158,10 @@ class SessionCommands:
         check_id("session_id", session_id)
         if not line.strip():
             raise HubError(Code.INVALID_ARGUMENT, "line is required: a command such as /help")
+        if len(line) > MAX_LINE_BYTES // 4 and (size := len(line.encode())) > MAX_LINE_BYTES:
+            raise HubError(
+                Code.INVALID_ARGUMENT, f"line is {size} bytes long; a command line is at most {MAX_LINE_BYTES}"
+            )
         session = await self._sessions.require(session_id)
         if session.closed:
             raise HubError(Code.FAILED_PRECONDITION, f"session {session_id} is closed")
