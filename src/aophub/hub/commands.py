@@ -29,10 +29,10 @@ channel answers every one ``COMMAND_FAILED`` with the same text (9.7.1), the RPC
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from google.protobuf.message import Message
 
@@ -242,7 +242,7 @@ class SessionCommands:
         self._spawn(self._outcome(session.id, node, task_id, answer))
         return CommandReceipt(task_id, session.id)
 
-    async def _outcome(self, session_id: str, node: NodeHandle, task_id: str, answer: Any) -> None:
+    async def _outcome(self, session_id: str, node: NodeHandle, task_id: str, answer: asyncio.Future[Message]) -> None:
         """Wait for the node's answer to a forwarded command; a failure becomes an ``error`` event.
 
         The command's slot in the session's bound frees once that is done (or the hub stops).
@@ -252,7 +252,7 @@ class SessionCommands:
         finally:
             self._release(session_id)
 
-    async def _settle(self, session_id: str, node: NodeHandle, task_id: str, answer: Any) -> None:
+    async def _settle(self, session_id: str, node: NodeHandle, task_id: str, answer: asyncio.Future[Message]) -> None:
         failure: event_pb2.ProtocolError | None
         try:
             outcome: Message = await node.answer(answer, self.timeout)
