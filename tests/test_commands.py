@@ -18,6 +18,7 @@ from connectrpc.code import Code as ConnectCode
 
 from aiscan.agent import detail_pb2
 from aop import chat_pb2
+from aophub.hub.commands import verb_of
 from aophub.protocol.codec import TYPE_URL_PREFIX
 from aophub.protocol.node_namespaces import Generation
 from aophub.v1 import session_pb2
@@ -49,6 +50,18 @@ async def app(hub: RunningHub) -> AsyncIterator[AppSocket]:
 async def rpc(hub: RunningHub) -> AsyncIterator[Rpc]:
     async with rpc_clients(hub.http) as clients:
         yield clients
+
+
+def test_the_verb_is_the_word_after_a_leading_slash_lower_cased() -> None:
+    """9.7.1 (4): only a leading "/" makes a verb; shell lines and plain text have none (and are forwarded)."""
+    assert [verb_of(line) for line in ("/HELP me", "/skill:Triage x", "/", "!ls", "hello /help", "")] == [
+        "help",
+        "skill:triage",
+        "",
+        "",
+        "",
+        "",
+    ]
 
 
 async def test_a_case_other_than_request_is_unsupported(app: AppSocket) -> None:
