@@ -12,8 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from aophub.cli import build_parser
+from aophub.cli import build_parser, with_command_options
 from aophub.config import CONFIG_FILE
+from aophub.settings import Settings
 from aophub.transport.addresses import reachable_hosts
 
 from .support.server import ROOT, HubProcess
@@ -249,3 +250,18 @@ def test_the_turn_start_timeout_is_an_option_of_serve(capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit):
         parser.parse_args(["serve", "--turn-start-timeout", "0"])
     assert "expected a positive number of seconds, got '0'" in capsys.readouterr().err
+
+
+def test_slash_command_bounds_are_options_of_serve(capsys: pytest.CaptureFixture[str]) -> None:
+    """--command-timeout and --max-pending-commands reach the settings; defaults 600 s and 16; 0 is refused."""
+    parser = build_parser()
+    defaults = with_command_options(Settings(access_key="k"), parser.parse_args(["serve"]))
+    assert (defaults.command_timeout, defaults.max_pending_commands) == (600.0, 16)
+    args = parser.parse_args(["serve", "--command-timeout", "2.5", "--max-pending-commands", "3"])
+    settings = with_command_options(Settings(access_key="k"), args)
+    assert (settings.command_timeout, settings.max_pending_commands) == (2.5, 3)
+    for refused in (["--command-timeout", "0"], ["--max-pending-commands", "0"]):
+        with pytest.raises(SystemExit) as exit_status:
+            parser.parse_args(["serve", *refused])
+        assert exit_status.value.code == 2
+        assert refused[0] in capsys.readouterr().err

@@ -27,6 +27,7 @@ TABLE: dict[Code, tuple[ConnectCode, int]] = {
     Code.UNSUPPORTED_NAMESPACE: (ConnectCode.UNIMPLEMENTED, 501),
     Code.UNSUPPORTED_MESSAGE: (ConnectCode.UNIMPLEMENTED, 501),
     Code.WRONG_ENDPOINT: (ConnectCode.INVALID_ARGUMENT, 400),
+    Code.COMMAND_FAILED: (ConnectCode.FAILED_PRECONDITION, 412),
     Code.INTERNAL: (ConnectCode.INTERNAL, 500),
     Code.UNAUTHENTICATED: (ConnectCode.UNAUTHENTICATED, 401),
 }

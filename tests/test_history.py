@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from aiscan.agent import detail_pb2
 from aop import content_pb2, event_pb2, value_pb2
 from aophub.agent.history import Conversations, history_from_events
 from aophub.agent.provider import AssistantToolCall, ChatMessage
+from aophub.protocol.codec import pack
 
 
 def text_message(role: str, text: str, turn: str, calls: tuple[content_pb2.ToolCall, ...] = ()) -> event_pb2.Event:
@@ -121,3 +123,31 @@ def test_a_conversation_just_stored_can_be_read_even_with_no_idle_time() -> None
     clock.now += 1
     kept["b"] = []
     assert "a" not in kept
+
+
+def command_output(line: str) -> event_pb2.Event:
+    """A node's command output as stored: a message of no turn with its CommandDetail (AOP-nodes 9.7.6)."""
+    event = text_message("assistant", f"output of {line}", "")
+    event.extensions.append(pack(detail_pb2.CommandDetail(line=line, presentation="plain")))
+    return event
+
+
+def test_commands_are_not_part_of_the_conversation_and_reset_starts_it_afresh() -> None:
+    """Command lines and outputs (no turn) are left out; the output of /reset drops what came before."""
+    events = [
+        text_message("user", "my name is Ada", "t1"),
+        text_message("assistant", "hello Ada", "t1"),
+        text_message("user", "/status", ""),  # the hub's copy of a command line
+        command_output("/status"),
+        text_message("user", "/reset", ""),
+        command_output("/reset"),
+        text_message("user", "who am I?", "t2"),
+    ]
+    assert history_from_events(events) == [ChatMessage("user", "who am I?")]
+    assert history_from_events(events[:4]) == [
+        ChatMessage("user", "my name is Ada"),
+        ChatMessage("assistant", "hello Ada"),
+    ]
+    unreadable = command_output("/reset")
+    unreadable.extensions[0].value = b"\xff"
+    assert len(history_from_events([*events[:2], unreadable])) == 2  # not a marker it cannot read

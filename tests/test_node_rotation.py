@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from aop import chat_pb2, event_pb2
-from aophub.ids import new_id
 
+from .support.command_client import receipt, send_command
 from .support.lifecycle import checked_hub
-from .support.rotating_node import RotatingNode, command_request
+from .support.rotating_node import RotatingNode
 from .support.server import RunningHub
 from .support.wire import AppSocket, run, stored
 
@@ -42,13 +42,11 @@ async def app(hub: RunningHub) -> AsyncIterator[AppSocket]:
         yield socket
 
 
-async def compact(hub: RunningHub, node: RotatingNode, session_id: str) -> None:
-    """Send ``/compact`` to the node through the hub's link, and wait until the node has answered it."""
-    handle = hub.runtime.hub.nodes.get(NODE)
-    assert handle is not None
-    task = new_id("task")
-    await handle.link.send(command_request(session_id, "/compact", task))
-    await node.command_answered(task)
+async def compact(app: AppSocket, node: RotatingNode, session_id: str) -> None:
+    """Type ``/compact`` in the session as an app does (AOP-nodes 9.7.1): the hub forwards it to the node;
+    wait until the node has answered it."""
+    _, reply = await send_command(app, session_id, "/compact")
+    await node.command_answered(receipt(reply).operation_id)
 
 
 async def turn_events(app: AppSocket, session_id: str, turn_id: str) -> list[event_pb2.Event]:
@@ -83,7 +81,7 @@ async def test_after_a_compact_the_next_turn_ends_once_under_the_hub_session_id(
         watch = await app.watch(session.id)
         first = await run(app, session.id, "one")
         await ended(app, watch, first.turn_id)
-        await compact(hub, node, session.id)
+        await compact(app, node, session.id)
         second = await run(app, session.id, "two")
         assert (await ended(app, watch, second.turn_id)).stop_reason == "completed"
         events = await turn_events(app, session.id, second.turn_id)
@@ -101,7 +99,7 @@ async def test_a_turn_the_node_starts_by_itself_under_a_continuation_id_is_a_tur
     async with await RotatingNode.started(hub.node_url, NODE) as node:
         session = await app.open_session(NODE)
         watch = await app.watch(session.id)
-        await compact(hub, node, session.id)
+        await compact(app, node, session.id)
         continuation = node.current(session.id)
         await node.node_event(continuation, "turn-7", turn_started=event_pb2.TurnStarted())
         await node.say(session.id, "scheduled result")
@@ -123,9 +121,10 @@ async def test_replayed_messages_and_the_command_output_land_in_the_hub_session(
     async with await RotatingNode.started(hub.node_url, NODE) as node:
         session = await app.open_session(NODE)
         watch = await app.watch(session.id)
-        await compact(hub, node, session.id)
+        await compact(app, node, session.id)
         await app.wait_for(lambda e, m: e.reply_to == watch and m.event.message.id == "command-1")
         assert await session_level_texts(app, session.id) == [
+            "/compact",  # the typed line, stored by the hub first (9.7.1)
             "earlier question",
             "earlier answer",
             "Session compacted.",
@@ -138,7 +137,7 @@ async def test_the_rotations_lifecycle_events_are_dropped(hub: RunningHub, app: 
     async with await RotatingNode.started(hub.node_url, NODE) as node:
         session = await app.open_session(NODE)
         watch = await app.watch(session.id)
-        await compact(hub, node, session.id)
+        await compact(app, node, session.id)
         await app.wait_for(lambda e, m: e.reply_to == watch and m.event.message.id == "command-1")
         lifecycle = [
             delivery.event
@@ -186,8 +185,8 @@ async def test_a_second_rotation_replaces_the_alias(hub: RunningHub, app: AppSoc
     async with await RotatingNode.started(hub.node_url, NODE) as node:
         session = await app.open_session(NODE)
         watch = await app.watch(session.id)
-        await compact(hub, node, session.id)
-        await compact(hub, node, session.id)
+        await compact(app, node, session.id)
+        await compact(app, node, session.id)
         receipt = await run(app, session.id)
         assert (await ended(app, watch, receipt.turn_id)).stop_reason == "completed"
         handle = hub.runtime.hub.nodes.get(NODE)
@@ -205,7 +204,7 @@ async def test_after_a_reconnect_a_rotated_session_is_closed_and_opened_again_be
     node = await RotatingNode.started(hub.node_url, NODE)
     session = await app.open_session(NODE)
     watch = await app.watch(session.id)
-    await compact(hub, node, session.id)
+    await compact(app, node, session.id)
     again = await node.reconnect(hub.node_url)
     async with again:
         receipt = await run(app, session.id)

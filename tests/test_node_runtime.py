@@ -125,7 +125,8 @@ def foreign_envelope(envelope_id: str, type_url: str, value: bytes) -> envelope_
 
 async def test_payloads_the_node_does_not_serve_are_answered_with_a_protocol_error_and_never_misread() -> None:
     """AOP-nodes 9.9.1: the type URL decides how a payload is read. A foreign namespace whose bytes
-    would decode as an open is refused UNSUPPORTED_NAMESPACE, not served; a non-canonical type URL
+    would decode as an open is refused UNSUPPORTED_NAMESPACE, not served (in the command namespace,
+    which the node serves, INVALID_ARGUMENT: it is no command request); a non-canonical type URL
     or an undecodable payload INVALID_PAYLOAD; each reply_to the envelope's id, the node serving on."""
     sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
 
@@ -141,9 +142,16 @@ async def test_payloads_the_node_does_not_serve_are_answered_with_a_protocol_err
         cases = [
             (
                 "foreign",
-                "type.googleapis.com/aiscan.command.CommandProtocolMessage",
+                "type.googleapis.com/aiscan.reload.ReloadProtocolMessage",
                 looks_like_an_open,
                 "UNSUPPORTED_NAMESPACE",
+            ),
+            # The command namespace is served; these bytes are no request in it (9.9.1).
+            (
+                "command",
+                "type.googleapis.com/aiscan.command.CommandProtocolMessage",
+                looks_like_an_open,
+                "INVALID_ARGUMENT",
             ),
             ("non-canonical", "example.com/aop.ProtocolMessage", looks_like_an_open, "INVALID_PAYLOAD"),
             ("garbage", "type.googleapis.com/aop.ProtocolMessage", b"\xff\xff\xff", "INVALID_PAYLOAD"),

@@ -21,8 +21,9 @@ import aophub.v1
 
 # Mutating calls whose idempotency does not come from request_id:
 # SyncArtifacts deduplicates by event id; TestLLM and ListModels only probe an
-# endpoint and change nothing in the hub.
-NOT_JOURNALED = {"SyncArtifacts", "TestLLM", "ListModels"}
+# endpoint and change nothing in the hub. RunCommand is a slash command, which AOP-nodes 9.7.2
+# does not journal (a repeated request runs it again); its refusals are Connect codes.
+NOT_JOURNALED = {"SyncArtifacts", "TestLLM", "ListModels", "RunCommand"}
 READ_ONLY_PREFIXES = ("Get", "List")
 READ_ONLY_EXTRA = {"TestConnection"}
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from aophub.agent.builtin import builtin_agent
+from aophub.agent.builtin import builtin_agent, builtin_commands
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
 from aophub.logs import LOG_FORMATS, logging_config
@@ -132,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_network_options(serve)
     add_node_turn_options(serve)
     add_turn_start_option(serve)
+    _add_command_options(serve)
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
@@ -154,6 +155,36 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_log_format(node)
     return parser
+
+
+# -- slash commands forwarded to nodes (AOP-nodes 9.7; one block, kept together) -----------------
+
+
+def _add_command_options(serve: argparse.ArgumentParser) -> None:
+    commands = serve.add_argument_group("slash commands")
+    commands.add_argument(
+        "--command-timeout",
+        type=_positive_float,
+        default=Settings.command_timeout,
+        metavar="SECONDS",
+        help="how long the hub waits for a node's answer to a forwarded slash command (a node runs it "
+        "behind the session's running turn); then the session gets an error event (default %(default)s)",
+    )
+    commands.add_argument(
+        "--max-pending-commands",
+        type=_at_least_one(int),
+        default=Settings.max_pending_commands,
+        metavar="N",
+        help="forwarded slash commands of one session that may wait for their node's answer at once; "
+        "one more is refused COMMAND_FAILED (RunCommand: resource_exhausted) (default %(default)s)",
+    )
+
+
+def with_command_options(settings: Settings, args: argparse.Namespace) -> Settings:
+    """``settings`` with what :func:`_add_command_options` parsed."""
+    return dataclasses.replace(
+        settings, command_timeout=args.command_timeout, max_pending_commands=args.max_pending_commands
+    )
 
 
 # -- process lifecycle: stopping, logs, the data dir lock (one block, kept together) ------------
@@ -411,6 +442,7 @@ def serve(args: argparse.Namespace) -> int:
     settings = with_network_options(settings, args)
     settings = with_node_turn_options(settings, args)
     settings = dataclasses.replace(settings, turn_start_timeout=args.turn_start_timeout)
+    settings = with_command_options(settings, args)
     if key.source in ("generated", "file"):
         where = args.data_dir / "access_key"
         shown = f"  access key: {key.value}  ({'new, ' if key.source == 'generated' else ''}stored in {where})"
@@ -472,7 +504,13 @@ def node(args: argparse.Namespace) -> int:
         watch = asyncio.create_task(config.watch())  # edits of config.yaml apply from the next turn
         try:
             await serve_agent(
-                args.server, token, args.node_id, agent, name=args.name, max_frame_bytes=args.max_frame_bytes
+                args.server,
+                token,
+                args.node_id,
+                agent,
+                name=args.name,
+                max_frame_bytes=args.max_frame_bytes,
+                commands=builtin_commands(agent),
             )
         finally:
             watch.cancel()

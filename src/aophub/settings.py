@@ -63,6 +63,11 @@ class Settings:
     max_outbound_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES
     outbound_stall_seconds: float = DEFAULT_OUTBOUND_STALL_SECONDS
     max_watches_per_connection: int = DEFAULT_MAX_WATCHES_PER_CONNECTION
+    # Slash commands forwarded to a node (AOP-nodes 9.7): how long the hub waits for the node's
+    # answer (then the session gets an error event), and how many of a session may wait at once
+    # (more are refused).
+    command_timeout: float = 600.0
+    max_pending_commands: int = 16
     # Network defenses (README "Network defenses"). Reverse proxies (IP addresses or networks, or
     # "*") whose X-Forwarded-For/-Proto name the client; none by default, so a client cannot pose
     # as another address to the auth throttle.

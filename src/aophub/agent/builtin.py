@@ -15,18 +15,19 @@ from aop import content_pb2, event_pb2
 from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES
 from aophub.agent.audit import AuditLog
 from aophub.agent.echo import EchoAgent
-from aophub.agent.history import Conversations, history_from_events
+from aophub.agent.history import RESET_COMMAND, Conversations, history_from_events
 from aophub.agent.loop import BuiltinAgent, ToolOutcome
 from aophub.agent.provider import ChatMessage
 from aophub.agent.sandbox import ExecPolicy, Workspace
 from aophub.agent.tools import ToolBox
 from aophub.config import ConfigStore
+from aophub.node.commands import CommandCall, CommandOutput, NodeCommands
 from aophub.settings import DATABASE_FILE
 from aophub.store.base import Store
 from aophub.transport.auth import ACCESS_KEY_FILE
 from aophub.v1 import config_pb2
 
-__all__ = ["AUDIT_LOG", "CONVERSATION_IDLE", "ConfiguredTools", "builtin_agent", "hub_files"]
+__all__ = ["AUDIT_LOG", "CONVERSATION_IDLE", "ConfiguredTools", "builtin_agent", "builtin_commands", "hub_files"]
 
 AUDIT_LOG = "audit.jsonl"
 HISTORY_PAGE = 1000
@@ -137,3 +138,28 @@ def builtin_agent(
         load_history=load_history if store is not None else None,
         workspace=tools.workspace,
     )
+
+
+def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
+    """The built-in agent's slash commands: ``/reset`` (a fresh context) and ``/status``.
+
+    ``/reset`` clears the session's conversation in memory; its output, stored in the session,
+    marks where a conversation rebuilt from the stored events starts (see
+    :mod:`aophub.agent.history`), so it always has output.
+    """
+    commands = NodeCommands()
+
+    async def reset(call: CommandCall) -> str:
+        agent.reset(call.session_id)
+        return "Context cleared: the next turn starts afresh (the history stays visible)."
+
+    async def status(call: CommandCall) -> CommandOutput:
+        current = agent.status()
+        lines = [f"provider: {current.provider or '-'}", f"model: {current.model or '-'}"]
+        if current.config_error:
+            lines.append(f"problem: {current.config_error}")
+        return CommandOutput("\n".join(lines), "preformatted")
+
+    commands.add(RESET_COMMAND, reset, description="Start a fresh context in this session")
+    commands.add("/status", status, description="Show the agent's model and its configuration problems")
+    return commands

@@ -4,6 +4,10 @@ The built-in agent keeps each session's conversation in memory
 (:class:`Conversations`); after a hub restart, or once the conversation has left
 memory, it rebuilds it from the session's persisted events, so a session
 continues where it was (including ``continue_session`` and ``regenerate``).
+
+Slash commands are not part of the conversation: their lines and output are messages
+without a turn (AOP-nodes 9.7.6), which the rebuild leaves out, and the output of ``/reset``
+(:data:`RESET_COMMAND`, marked by its ``aiscan.agent.CommandDetail``) starts it afresh.
 """
 
 from __future__ import annotations
@@ -12,14 +16,34 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 
+from aiscan.agent import detail_pb2
 from aop import content_pb2, event_pb2
 from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES, attachments_of, user_message
 from aophub.agent.provider import AssistantToolCall, ChatMessage
+from aophub.protocol.codec import decode_into
+from aophub.protocol.errors import Code, HubError
 
-__all__ = ["CONVERSATIONS_KEPT", "Conversations", "history_from_events"]
+__all__ = ["CONVERSATIONS_KEPT", "RESET_COMMAND", "Conversations", "history_from_events", "is_reset"]
 
 # At most this many conversations stay in memory (the least recently used leave first).
 CONVERSATIONS_KEPT = 1000
+# The command whose output marks a fresh start of the conversation.
+RESET_COMMAND = "/reset"
+_COMMAND_DETAIL_URL = "type.googleapis.com/" + detail_pb2.CommandDetail.DESCRIPTOR.full_name
+
+
+def is_reset(event: event_pb2.Event) -> bool:
+    """Whether ``event`` is the output of a ``/reset`` command (a message whose CommandDetail names it)."""
+    for extension in event.extensions:
+        if extension.type_url != _COMMAND_DETAIL_URL:
+            continue
+        try:
+            detail = decode_into(detail_pb2.CommandDetail(), extension.value, Code.INVALID_PAYLOAD, "{error}")
+        except HubError:
+            continue  # not readable: not a marker
+        if detail.line.split()[:1] == [RESET_COMMAND]:
+            return True
+    return False
 
 
 class Conversations(MutableMapping[str, list[ChatMessage]]):
@@ -106,7 +130,8 @@ def history_from_events(
 ) -> list[ChatMessage]:
     """The conversation the events record: user and assistant messages and tool results, in order.
 
-    Events of ``exclude_turn`` (the turn being started) are left out. A tool
+    Events of ``exclude_turn`` (the turn being started) and events of no turn are left out,
+    and the history restarts at the output of a ``/reset``. A tool
     call without a stored result gets one saying so, so the history stays well formed.
     User messages read as they did when their turn ran (attached files and
     images included, with attachments inline up to ``inline_limit`` bytes).
@@ -117,6 +142,10 @@ def history_from_events(
         if exclude_turn and event.turn_id == exclude_turn:
             continue
         kind = event.WhichOneof("payload")
+        if not event.turn_id:  # a command's line or output (or the hub's own message): not said to the model
+            if kind == "message" and is_reset(event):
+                history, open_calls = [], []
+            continue
         if kind == "message" and event.message.role in ("user", "assistant"):
             history.extend(_unanswered(open_calls))
             open_calls = []

@@ -234,6 +234,10 @@ class BuiltinAgent:
         problem = profile_problem(profile)
         return protocol_pb2.AgentStatus(provider="openai", model=profile.model, bound=not problem, config_error=problem)
 
+    def reset(self, session_id: str) -> None:
+        """Start the session's conversation afresh: the next turn sees nothing said before (``/reset``)."""
+        self.history[session_id] = []
+
     async def run_turn(self, turn: Turn) -> str:
         profile = self._profile()
         if profile is None or profile.provider == config_pb2.PROVIDER_KIND_ECHO:

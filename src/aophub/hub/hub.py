@@ -20,7 +20,8 @@ rest, each in its own module:
 - :mod:`aophub.hub.node_initiated`: the bound on turns nodes start by themselves;
 - :mod:`aophub.hub.node_requests`: what the hub asks of nodes, bounded in time;
 - :mod:`aophub.hub.llm_push`: the operator's opt-in push of the LLM profile to reference nodes;
-- :mod:`aophub.hub.session_admin`: renaming, archiving and deleting sessions, paging their events.
+- :mod:`aophub.hub.session_admin`: renaming, archiving and deleting sessions, paging their events;
+- :mod:`aophub.hub.commands`: slash commands, run by the hub or forwarded to the session's node.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any, TypeVar, cast
 from google.protobuf.message import Message
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aophub.hub.commands import COMMAND_TIMEOUT, MAX_PENDING_COMMANDS, CommandReceipt, SessionCommands
 from aophub.hub.event_log import EventLog
 from aophub.hub.interactions import InteractionPolicy, Interactions
 from aophub.hub.journal import Claim, Journal
@@ -82,6 +84,8 @@ class Hub:
         llm_push: LlmPushSource | None = None,
         node_turn_limits: NodeTurnLimits | None = None,
         turn_start_timeout: float = TURN_START_TIMEOUT,
+        command_timeout: float = COMMAND_TIMEOUT,
+        max_pending_commands: int = MAX_PENDING_COMMANDS,
     ) -> None:
         self.store = store
         # Seconds an open session stays in memory unused (closed ones leave as soon as they can).
@@ -122,6 +126,15 @@ class Hub:
             spawn=self._spawn,
             clock=clock,
             ids=ids,
+        )
+        self.commands = SessionCommands(
+            self._sessions,
+            self.nodes,
+            node_requests=self._node_requests,
+            spawn=self._spawn,
+            ids=ids,
+            timeout=command_timeout,
+            max_pending=max_pending_commands,
         )
         self._session_admin = SessionAdmin(
             store,
@@ -420,6 +433,12 @@ class Hub:
 
     def running_turns(self) -> int:
         return self._turn_lifecycle.running()
+
+    # -- commands -------------------------------------------------------------------
+
+    async def run_command(self, session_id: str, line: str) -> CommandReceipt:
+        """Run or forward a slash command line of a session (AOP-nodes 9.7; see :mod:`aophub.hub.commands`)."""
+        return await self.commands.run(session_id, line)
 
     # -- management ---------------------------------------------------------------
 

@@ -8,6 +8,8 @@ the reload namespace, on the node channel. Here:
 - the first command-namespace message fixes the node's generation (9.0.5.2);
 - a ``catalog`` replaces the node's command list, which feeds the agent listing
   and the session's command menu (9.2.2, 9.7.8), each entry with the node as source;
+- a ``result`` answering a command the hub forwarded (reply_to = its task id) completes it
+  (:mod:`aophub.hub.commands`);
 - a reload ``result`` goes to the LLM configuration push it answers
   (:mod:`aophub.hub.llm_push`, which ignores one that answers no push);
 - every other case (a ``result`` of a command the hub did not send, a ``request``
@@ -61,6 +63,8 @@ def receive(handle: NodeHandle, envelope: envelope_pb2.Envelope, name: str, push
         if case == "catalog":
             handle.commands = catalog_commands(message.catalog, handle.node_id)
             return fixed
+        if case == "result" and handle.resolve(envelope.reply_to, message):
+            return fixed  # completes the command the hub forwarded (reply_to = its task id, 9.7.5)
     elif spoken.namespace is RELOAD and case == "result":
         result = message.result
         pushes.answered(

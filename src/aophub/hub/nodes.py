@@ -21,6 +21,8 @@ import enum
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Protocol
 
+from google.protobuf.message import Message
+
 from aop import envelope_pb2, event_pb2, protocol_pb2
 from aophub.hub.continuations import Continuations
 from aophub.protocol.codec import pack
@@ -108,7 +110,7 @@ class NodeHandle:
         self.llm_push: LlmPushRecord | None = None
         self.gone = False
         self._left = asyncio.Event()
-        self._pending: dict[str, asyncio.Future[protocol_pb2.ProtocolMessage]] = {}
+        self._pending: dict[str, asyncio.Future[Message]] = {}
 
     @property
     def open_sessions(self) -> AbstractSet[str]:
@@ -182,7 +184,7 @@ class NodeHandle:
                 pass
         return self.gone
 
-    async def send(self, envelope_id: str, message: protocol_pb2.ProtocolMessage) -> None:
+    async def send(self, envelope_id: str, message: Message) -> None:
         """Send without waiting for an answer."""
         if self.gone:
             raise NodeGone(self.node_id)
@@ -193,21 +195,45 @@ class NodeHandle:
     ) -> protocol_pb2.ProtocolMessage:
         """Send and wait (at most ``timeout`` seconds) for the answer whose reply_to is ``envelope_id``.
 
-        Raises :class:`NodeGone` if the node drops first and ``TimeoutError``
-        if it does not answer in time.
+        An answer in another namespace (a node answering an open with a command result) comes
+        back as an empty ``ProtocolMessage``: not the response the caller expects. Raises
+        :class:`NodeGone` if the node drops first and ``TimeoutError`` if it does not answer in time.
+        """
+        answer = await self.exchange(envelope_id, message, timeout)
+        return answer if isinstance(answer, protocol_pb2.ProtocolMessage) else protocol_pb2.ProtocolMessage()
+
+    async def exchange(self, envelope_id: str, message: Message, timeout: float) -> Message:
+        """:meth:`request` for a payload of any namespace; the answer as the node sent it (decoded)."""
+        answer = self.expect(envelope_id)
+        try:
+            await self.link.send(envelope_pb2.Envelope(id=envelope_id, payload=pack(message)))
+            return await self.answer(answer, timeout)
+        finally:
+            self.forget(envelope_id)
+
+    def expect(self, envelope_id: str) -> asyncio.Future[Message]:
+        """Register a request about to be sent: the future its answer (reply_to = ``envelope_id``) resolves.
+
+        The caller sends the request, waits with :meth:`answer` and finally calls :meth:`forget`.
+        Raises :class:`NodeGone` if the node is gone.
         """
         if self.gone:
             raise NodeGone(self.node_id)
-        future: asyncio.Future[protocol_pb2.ProtocolMessage] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[envelope_id] = future
-        try:
-            await self.link.send(envelope_pb2.Envelope(id=envelope_id, payload=pack(message)))
-            async with asyncio.timeout(timeout):
-                return await future
-        finally:
-            self._pending.pop(envelope_id, None)
+        return future
 
-    def resolve(self, reply_to: str, message: protocol_pb2.ProtocolMessage) -> bool:
+    @staticmethod
+    async def answer(future: asyncio.Future[Message], timeout: float) -> Message:
+        """Wait at most ``timeout`` seconds for an answer :meth:`expect` registered (``TimeoutError``, ``NodeGone``)."""
+        async with asyncio.timeout(timeout):
+            return await future
+
+    def forget(self, envelope_id: str) -> None:
+        """Stop waiting for the answer to ``envelope_id``."""
+        self._pending.pop(envelope_id, None)
+
+    def resolve(self, reply_to: str, message: Message) -> bool:
         """Hand an answer to the request waiting on ``reply_to``; False if none waits."""
         future = self._pending.get(reply_to)
         if future is None or future.done():

@@ -4,11 +4,26 @@ Implement :class:`Agent` (``status()`` and ``async run_turn(turn) -> stop
 reason``), then ``await serve_agent(server, token, node_id, agent)``. The
 :class:`Turn` handed to ``run_turn`` is the typed way to report work: text and
 reasoning deltas, the complete message, tool calls and results, usage, and
-durable questions to the application (:meth:`Turn.ask`).
+durable questions to the application (:meth:`Turn.ask`). Slash commands the node serves
+(``/help`` always) are added to a :class:`NodeCommands` passed as ``serve_agent(...,
+commands=...)``.
 """
 
 from aophub.node.client import NodeRefused, node_url, serve_agent
+from aophub.node.commands import CommandCall, CommandFailed, CommandOutput, NodeCommands
 from aophub.node.runtime import Agent, NodeRuntime
 from aophub.node.turn import Turn, TurnFailed
 
-__all__ = ["Agent", "NodeRefused", "NodeRuntime", "Turn", "TurnFailed", "node_url", "serve_agent"]
+__all__ = [
+    "Agent",
+    "CommandCall",
+    "CommandFailed",
+    "CommandOutput",
+    "NodeCommands",
+    "NodeRefused",
+    "NodeRuntime",
+    "Turn",
+    "TurnFailed",
+    "node_url",
+    "serve_agent",
+]

@@ -22,6 +22,7 @@ from websockets.frames import CloseCode
 
 from aop import envelope_pb2, protocol_pb2
 from aophub.ids import new_id
+from aophub.node.commands import NodeCommands
 from aophub.node.runtime import INTERACTIONS_CAPABILITY, Agent, NodeRuntime, runtime_info
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, unpack
 from aophub.protocol.errors import HubError
@@ -79,8 +80,12 @@ async def serve_agent(
     on_connected: Callable[[NodeRuntime], None] | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    commands: NodeCommands | None = None,
 ) -> None:
     """Serve ``agent`` as node ``node_id`` of the hub at ``server`` until cancelled.
+
+    ``commands`` are the slash commands the node serves besides ``/help`` (see
+    :mod:`aophub.node.commands`); the node lists them to the hub on every connection.
 
     Raises :class:`NodeRefused` when the hub rejects the access key or refuses the node id for
     good (e.g. the built-in node's), and, with ``reconnect=False``, returns when the first
@@ -102,7 +107,7 @@ async def serve_agent(
                 ping_timeout=PING_TIMEOUT,
                 max_size=max_frame_bytes,
             ) as socket:
-                runtime = await _handshake(socket, hello, agent)
+                runtime = await _handshake(socket, hello, agent, commands)
                 delay = BACKOFF_INITIAL
                 log.info("node %s connected to %s", node_id, url)
                 if on_connected is not None:
@@ -152,7 +157,9 @@ def _lost_because(error: OSError | ConnectionClosed | TimeoutError, max_frame_by
     return str(closed)
 
 
-async def _handshake(socket: ClientConnection, hello: protocol_pb2.AgentHello, agent: Agent) -> NodeRuntime:
+async def _handshake(
+    socket: ClientConnection, hello: protocol_pb2.AgentHello, agent: Agent, commands: NodeCommands | None
+) -> NodeRuntime:
     hello_id = new_id("hello")
     await socket.send(
         envelope_pb2.Envelope(id=hello_id, payload=pack(core_message(agent_hello=hello))).SerializeToString()
@@ -177,7 +184,8 @@ async def _handshake(socket: ClientConnection, hello: protocol_pb2.AgentHello, a
     async def send(envelope: envelope_pb2.Envelope) -> None:
         await socket.send(envelope.SerializeToString())
 
-    runtime = NodeRuntime(hello, agent, send)
+    runtime = NodeRuntime(hello, agent, send, commands=commands)
     runtime.interactions = INTERACTIONS_CAPABILITY in message.agent_accepted.capabilities
+    await runtime.send_catalog()  # first after the acceptance (AOP-nodes 9.2.1)
     await runtime.announce()
     return runtime

@@ -15,7 +15,9 @@ import logging
 from aop import envelope_pb2, event_pb2, protocol_pb2
 from aophub.hub.hub import Hub
 from aophub.hub.nodes import NodeGone, NodeHandle
+from aophub.node.commands import CommandCall, CommandFailed, NodeCommands
 from aophub.node.runtime import INTERACTIONS_CAPABILITY, Agent, NodeRuntime, runtime_info
+from aophub.protocol.errors import HubError
 
 __all__ = ["LOCAL_NODE_ID", "LocalNode"]
 
@@ -27,12 +29,23 @@ LOCAL_NODE_ID = "local"
 class LocalNode:
     """Runs ``agent`` as node ``node_id`` attached to ``hub`` in this process."""
 
-    def __init__(self, hub: Hub, agent: Agent, *, node_id: str = LOCAL_NODE_ID, name: str = "Built-in agent") -> None:
+    def __init__(
+        self,
+        hub: Hub,
+        agent: Agent,
+        *,
+        node_id: str = LOCAL_NODE_ID,
+        name: str = "Built-in agent",
+        commands: NodeCommands | None = None,
+    ) -> None:
+        """``commands``: the agent's slash commands; the node adds ``/title`` (it renames the hub's session)."""
         self.hub = hub
         self.hello = protocol_pb2.AgentHello(
             node_id=node_id, name=name, capabilities=["chat", INTERACTIONS_CAPABILITY], runtime=runtime_info()
         )
-        self.runtime = NodeRuntime(self.hello, agent, self._to_hub, emit=self._event_to_hub)
+        commands = commands or NodeCommands()
+        commands.add("/title", self._title, usage="<title>", description="Rename the session")
+        self.runtime = NodeRuntime(self.hello, agent, self._to_hub, emit=self._event_to_hub, commands=commands)
         self.runtime.interactions = True  # the hub in this process speaks them
         self._inbox: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
         self._handle: NodeHandle | None = None
@@ -46,6 +59,7 @@ class LocalNode:
         """Attach to the hub and announce the agent's status."""
         self._worker = asyncio.create_task(self._work())
         self._handle = await self.hub.attach_node(self.hello, self, built_in=True)
+        await self.runtime.send_catalog()
         await self.runtime.announce()
 
     async def announce(self) -> None:
@@ -60,6 +74,16 @@ class LocalNode:
             self._worker.cancel()
         if self._handle is not None:
             await self.hub.detach_node(self._handle)
+
+    async def _title(self, call: CommandCall) -> str:
+        """``/title <title>``: rename the session, as ``UpdateSession`` does."""
+        if not call.args:
+            raise CommandFailed("usage: /title <title>")
+        try:
+            await self.hub.update_session(call.session_id, title=call.args, archived=None)
+        except HubError as error:
+            raise CommandFailed(error.message) from None
+        return f"Title set to: {call.args}"
 
     # NodeLink: the hub sends to the node.
     async def send(self, envelope: envelope_pb2.Envelope) -> None:

@@ -7,6 +7,14 @@ envelopes. The runtime guarantees the turn lifecycle: it answers
 ``run_turn_response`` at once (``rejected`` ``INVALID_ARGUMENT`` if the turn's
 ``aophub.v1.TurnOptions`` do not decode), sends exactly one ``turn_started`` and
 one ``turn_ended`` per accepted turn, and runs a session's turns one after another.
+
+It serves slash commands too (AOP-nodes 9.7.4 to 9.7.6, :mod:`aophub.node.commands`):
+:meth:`NodeRuntime.send_catalog` lists them after acceptance, in ``aiscan.command``; a
+command request of either generation is answered in that generation. A command waits in its
+session's queue behind the running turn; its output is the event ``message{id: "command-<n>",
+role: "assistant"}`` with an ``aiscan.agent.CommandDetail`` extension and no ``turn_id``,
+followed by ``result`` (reply_to = the hub's task id); a refusal is
+``protocol_error{COMMAND_FAILED}`` and no event.
 """
 
 from __future__ import annotations
@@ -19,15 +27,18 @@ import socket
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aiscan.agent import detail_pb2
+from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aophub.ids import new_id
+from aophub.node.commands import CommandFailed, CommandOutput, NodeCommands, command_name
 from aophub.node.turn import EmitEvent, Turn, TurnFailed
 from aophub.protocol.codec import core_message, pack, payload_name, unpack
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.extensions import turn_options
+from aophub.protocol.node_namespaces import COMMAND, NAMESPACES, Generation, NamespaceName, message_class
 from aophub.v1 import interaction_pb2
 
 __all__ = ["INTERACTIONS_CAPABILITY", "Agent", "NodeRuntime", "Send", "counted_turn", "runtime_info"]
@@ -66,11 +77,21 @@ class Agent(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class _QueuedCommand:
+    """A command request waiting in its session's queue: the hub's task id, the generation it came in."""
+
+    task_id: str
+    generation: Generation
+    session_id: str
+    line: str
+
+
 @dataclass(eq=False)
 class _SessionWorker:
-    """Runs one session's turns in order; it exists only while the session has a turn running or queued."""
+    """Runs one session's turns and commands in order; it exists only while one of them runs or waits."""
 
-    queue: deque[Turn] = field(default_factory=deque)
+    queue: deque[Turn | _QueuedCommand] = field(default_factory=deque)
     current: Turn | None = None
     task: asyncio.Task[None] | None = None
     running: asyncio.Task[str] | None = None
@@ -97,13 +118,23 @@ class NodeRuntime:
     """Protocol logic of a node, independent of its transport."""
 
     def __init__(
-        self, hello: protocol_pb2.AgentHello, agent: Agent, send: Send, *, emit: EmitEvent | None = None
+        self,
+        hello: protocol_pb2.AgentHello,
+        agent: Agent,
+        send: Send,
+        *,
+        emit: EmitEvent | None = None,
+        commands: NodeCommands | None = None,
     ) -> None:
         """``send`` carries envelopes to the hub; ``emit`` (default: an ``event`` envelope through ``send``)
         carries the events of turns, so an in-process link can hand them over without encoding them
-        (the hub then owns the event: the node must not use it afterwards)."""
+        (the hub then owns the event: the node must not use it afterwards). ``commands``: the slash
+        commands served besides ``/help``."""
         self.hello = hello
         self.agent = agent
+        self.commands = commands or NodeCommands()
+        # Numbers the command output messages, "command-<n>" (AOP-nodes 9.7.6).
+        self._command_outputs = 0
         self._send = send
         self._emit = emit or self._emit_envelope
         # What a session keeps between turns is how it was opened; a worker only while turns run or wait.
@@ -142,6 +173,19 @@ class NodeRuntime:
         )
         await self._send(envelope)
 
+    async def send_catalog(self) -> None:
+        """List the node's commands, ``CommandProtocolMessage{catalog}`` in ``aiscan.command`` (AOP-nodes 9.2.1).
+
+        Send it right after the hub accepted the hello, before :meth:`announce`.
+        """
+        message_type = message_class(COMMAND, Generation.G2)
+        specs = [
+            {"name": name, "usage": usage, "description": description}
+            for name, usage, description in self.commands.catalog()
+        ]
+        catalog = message_type(catalog={"commands": specs})
+        await self._send(envelope_pb2.Envelope(id=new_id("node"), payload=pack(catalog)))
+
     async def announce(self) -> None:
         """Send the agent's status and counters (after the hub accepted the hello)."""
         await self._send(
@@ -162,8 +206,9 @@ class NodeRuntime:
     async def receive(self, envelope: envelope_pb2.Envelope) -> None:
         """Handle one envelope from the hub.
 
-        The payload's type URL decides how it is read: ``aop.ProtocolMessage``, or
-        ``aophub.v1.InteractionProtocolMessage``. Anything else is answered in-band with a
+        The payload's type URL decides how it is read: ``aop.ProtocolMessage``,
+        ``aophub.v1.InteractionProtocolMessage``, or the command namespace of either generation
+        (``aiscan.command`` / ``cyber.command``). Anything else is answered in-band with a
         ``protocol_error`` whose ``reply_to`` is the envelope's id (AOP-nodes 9.9.1): another
         namespace with ``UNSUPPORTED_NAMESPACE``, a type URL that is not canonical or a payload
         that does not decode with ``INVALID_PAYLOAD``. A ``protocol_error`` from the hub is never
@@ -176,6 +221,10 @@ class NodeRuntime:
                 future = self._asked.get(resolved.id)
                 if future is not None and not future.done():
                     future.set_result(resolved)
+                return
+            spoken = NAMESPACES.get(name)
+            if spoken is not None and spoken.namespace is COMMAND:
+                await self._command_request(envelope, spoken)
                 return
             if name != _CORE_NAME:
                 raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken by this node")
@@ -239,10 +288,16 @@ class NodeRuntime:
         await self._reply(envelope_id, core_message(run_turn_response=chat_pb2.RunTurnResponse(accepted=receipt)))
 
     async def _work(self, session_id: str, worker: _SessionWorker) -> None:
-        """Run the session's turns in order until none is left, then let the worker go."""
+        """Run the session's turns and commands in order until none is left, then let the worker go."""
         try:
             while worker.queue:
                 turn = worker.queue.popleft()
+                if isinstance(turn, _QueuedCommand):
+                    try:
+                        await self._run_command(turn)
+                    except Exception:
+                        log.warning("node %s: command %s could not be answered", self.hello.node_id, turn.task_id)
+                    continue
                 if turn.canceled.is_set():
                     continue
                 worker.current = turn
@@ -300,6 +355,66 @@ class NodeRuntime:
         self.stats = counted_turn(self.stats, turn.input_tokens, turn.output_tokens)
         await self._send(envelope_pb2.Envelope(id=new_id("node"), payload=pack(core_message(agent_stats=self.stats))))
 
+    # -- slash commands (AOP-nodes 9.7.4 to 9.7.6) -----------------------------------------
+
+    async def _command_request(self, envelope: envelope_pb2.Envelope, spoken: NamespaceName) -> None:
+        """Check a command-namespace message and queue its command; raises ``HubError`` when it does not decode."""
+        message: Any = unpack(envelope, spoken.message)
+        task_id = envelope.id
+        if message.WhichOneof("message") != "request":
+            await self._refuse(task_id, Code.INVALID_ARGUMENT, "this node takes only command requests")
+            return
+        request = message.request
+        line = request.line.strip()
+        if not line:
+            await self._refuse(task_id, Code.INVALID_ARGUMENT, "command request without a line")
+            return
+        if request.session_id not in self._opened:
+            await self._refuse(task_id, Code.COMMAND_FAILED, f'session "{request.session_id}" is not open')
+            return
+        name = command_name(line)
+        if not name:
+            await self._refuse(task_id, Code.COMMAND_FAILED, "direct execution requires a command")
+            return
+        if not self.commands.serves(name):
+            await self._refuse(
+                task_id, Code.COMMAND_FAILED, f"{name} is not a command of this node; /help lists its commands"
+            )
+            return
+        command = _QueuedCommand(task_id, spoken.generation, request.session_id, line)
+        self._worker(request.session_id).queue.append(command)
+
+    async def _run_command(self, command: _QueuedCommand) -> None:
+        """Run a queued command: its output event and ``result``, or ``COMMAND_FAILED``."""
+        try:
+            output = await self.commands.run(command.session_id, command.line)
+        except CommandFailed as failure:
+            await self._refuse(command.task_id, Code.COMMAND_FAILED, failure.text)
+            return
+        except Exception as error:
+            log.exception("command %r failed", command.line)
+            await self._refuse(command.task_id, Code.COMMAND_FAILED, f"{type(error).__name__}: {error}")
+            return
+        output = output or CommandOutput("")
+        content = [content_pb2.Content(text=content_pb2.TextContent(text=output.text))] if output.text else []
+        if content:
+            self._command_outputs += 1
+            event = event_pb2.Event(id=new_id("evt"), session_id=command.session_id, emitter=self.hello.node_id)
+            event.emitted_at.GetCurrentTime()
+            event.message.CopyFrom(
+                content_pb2.Message(id=f"command-{self._command_outputs}", role="assistant", content=content)
+            )
+            event.extensions.append(pack(detail_pb2.CommandDetail(line=command.line, presentation=output.presentation)))
+            await self._emit(event)
+        result = message_class(COMMAND, command.generation)(
+            result={"command": command.line, "presentation": output.presentation, "content": content}
+        )
+        await self._send(envelope_pb2.Envelope(id=new_id("node"), reply_to=command.task_id, payload=pack(result)))
+
+    async def _refuse(self, reply_to: str, code: Code, text: str) -> None:
+        """Answer with ``protocol_error{code, text}``."""
+        await self._reply(reply_to, core_message(protocol_error=event_pb2.ProtocolError(code=code, message=text)))
+
     async def _cancel_turn(self, envelope_id: str, request: chat_pb2.CancelTurnRequest) -> None:
         worker = self._sessions.get(request.session_id)
         found = False
@@ -311,7 +426,7 @@ class NodeRuntime:
                     worker.running.cancel()
             else:
                 for queued in worker.queue:
-                    if queued.turn_id == request.turn_id:
+                    if isinstance(queued, Turn) and queued.turn_id == request.turn_id:
                         queued.canceled.set()
                         found = True
         receipt = chat_pb2.TurnReceipt(session_id=request.session_id, turn_id=request.turn_id, state="canceled")

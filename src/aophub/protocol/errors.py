@@ -27,6 +27,8 @@ class Code(enum.StrEnum):
     UNSUPPORTED_NAMESPACE = "UNSUPPORTED_NAMESPACE"
     UNSUPPORTED_MESSAGE = "UNSUPPORTED_MESSAGE"
     WRONG_ENDPOINT = "WRONG_ENDPOINT"
+    # A slash command the hub or the node refused or could not run (AOP-nodes 9.7).
+    COMMAND_FAILED = "COMMAND_FAILED"
     # Anything unexpected; its details are logged, never sent.
     INTERNAL = "INTERNAL"
     UNAUTHENTICATED = "UNAUTHENTICATED"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aop import chat_pb2
+from aophub.hub.commands import HUB_COMMANDS, session_menu
 from aophub.hub.hub import Hub
 from aophub.hub.live_session import LiveSession
 from aophub.hub.turns import SessionState
@@ -12,23 +13,12 @@ from aophub.protocol.errors import Code, HubError
 from aophub.rpc.paging import decode_token, encode_token, page_size
 from aophub.rpc.timestamps import to_timestamp
 from aophub.store.base import SessionRecord
-from aophub.v1 import agent_pb2, interaction_pb2, session_pb2
+from aophub.v1 import interaction_pb2, session_pb2
 
 __all__ = ["HUB_COMMANDS", "SessionServiceImpl"]
 
 Ctx = Any
 _PENDING = (interaction_pb2.INTERACTION_STATE_PENDING,)
-
-HUB_COMMANDS = (
-    # The hub's own verbs come first in every menu (AOP-nodes 9.7.8).
-    agent_pb2.Command(name="help", description="List the commands of this session", source="hub"),
-    agent_pb2.Command(name="agents", description="List the connected nodes", source="hub"),
-    agent_pb2.Command(name="reset", description="Start a fresh session on the same node", source="hub"),
-    agent_pb2.Command(name="cancel", description="Cancel the running turn", source="hub"),
-    agent_pb2.Command(name="title", description="Rename the session", usage="<title>", source="hub"),
-    agent_pb2.Command(name="archive", description="Hide the session from the default list", source="hub"),
-    agent_pb2.Command(name="close", description="Close the session", source="hub"),
-)
 
 
 class SessionServiceImpl:
@@ -146,13 +136,21 @@ class SessionServiceImpl:
     async def list_commands(
         self, request: session_pb2.ListCommandsRequest, ctx: Ctx
     ) -> session_pb2.ListCommandsResponse:
-        response = session_pb2.ListCommandsResponse(commands=list(HUB_COMMANDS))
-        if request.session_id:
-            session = await self.hub.require_session(request.session_id)
-            node = self.hub.nodes.get(session.record.node_id)
-            if node is not None:
-                response.commands.extend(node.commands)
-        return response
+        if not request.session_id:
+            return session_pb2.ListCommandsResponse(commands=list(HUB_COMMANDS))
+        session = await self.hub.require_session(request.session_id)
+        return session_pb2.ListCommandsResponse(commands=session_menu(self.hub.nodes.get(session.record.node_id)))
+
+    async def run_command(self, request: session_pb2.RunCommandRequest, ctx: Ctx) -> session_pb2.RunCommandResponse:
+        """A slash command line, as on the application channel (AOP-nodes 9.7); not journaled (9.7.2).
+
+        Refusals are Connect codes: ``invalid_argument``, ``not_found``, ``failed_precondition`` (a
+        refused verb, a closed session), ``unavailable`` (the node is offline), ``resource_exhausted``.
+        """
+        receipt = await self.hub.run_command(request.session_id, request.line)
+        return session_pb2.RunCommandResponse(
+            operation_id=receipt.operation_id, session_id=receipt.session_id, state="running"
+        )
 
     async def list_events(self, request: chat_pb2.ListEventsRequest, ctx: Ctx) -> chat_pb2.ListEventsResponse:
         if not request.session_id:

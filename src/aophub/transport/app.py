@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from aophub.agent.builtin import builtin_agent
+from aophub.agent.builtin import builtin_agent, builtin_commands
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
@@ -28,6 +28,7 @@ from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
 from aophub.rpc.agents import AgentServiceImpl, SystemServiceImpl
 from aophub.rpc.artifacts import ArtifactServiceImpl
+from aophub.rpc.commands import with_command_namespaces
 from aophub.rpc.config_service import ConfigServiceImpl
 from aophub.rpc.interactions import InteractionServiceImpl
 from aophub.rpc.mount import AppFactory, connect_routes
@@ -103,7 +104,8 @@ def create_app(settings: Settings) -> Starlette:
         allowed_origins=settings.allowed_origins,
         throttle=AuthThrottle(max_failures=settings.max_auth_failures, window=60.0),
     )
-    namespaces: NamespaceRouter[NamespaceHandler] = NamespaceRouter()
+    # Slash commands in both generations' command namespace (AOP-nodes 9.7.1), then the product's.
+    namespaces: NamespaceRouter[NamespaceHandler] = with_command_namespaces(NamespaceRouter())
     # Built here without I/O (the config file aside, so a bad one fails at once); opened in the lifespan.
     config = ConfigStore(settings.data_dir)
     store = SQLiteStore(settings.database, synchronous=settings.durability)
@@ -116,9 +118,11 @@ def create_app(settings: Settings) -> Starlette:
         llm_push=llm_push_source(settings, config),
         node_turn_limits=NodeTurnLimits(settings.node_turns_per_minute, settings.node_turns_per_session),
         turn_start_timeout=settings.turn_start_timeout,
+        command_timeout=settings.command_timeout,
+        max_pending_commands=settings.max_pending_commands,
     )
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
-    local_node = LocalNode(hub, agent)
+    local_node = LocalNode(hub, agent, commands=builtin_commands(agent))
 
     scans = Scans(hub, lambda: config.config.scans)
     runtime = Runtime(hub, store, local_node, config, scans)

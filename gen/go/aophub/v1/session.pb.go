@@ -1116,6 +1116,126 @@ func (x *ListCommandsResponse) GetCommands() []*Command {
 	return nil
 }
 
+// RunCommandRequest is one command line for a session.
+type RunCommandRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Session the command runs in.
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The line as typed, e.g. "/help", "/title Release notes" or "!ls".
+	Line          string `protobuf:"bytes,2,opt,name=line,proto3" json:"line,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunCommandRequest) Reset() {
+	*x = RunCommandRequest{}
+	mi := &file_aophub_v1_session_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunCommandRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunCommandRequest) ProtoMessage() {}
+
+func (x *RunCommandRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_session_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunCommandRequest.ProtoReflect.Descriptor instead.
+func (*RunCommandRequest) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_session_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RunCommandRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RunCommandRequest) GetLine() string {
+	if x != nil {
+		return x.Line
+	}
+	return ""
+}
+
+// RunCommandResponse is the receipt of a command the hub ran or forwarded;
+// the command's output arrives as an event of the session.
+type RunCommandResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The hub's id for the command (the envelope id of a forwarded request).
+	OperationId string `protobuf:"bytes,1,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	// The session the command runs in.
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// "running".
+	State         string `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunCommandResponse) Reset() {
+	*x = RunCommandResponse{}
+	mi := &file_aophub_v1_session_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunCommandResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunCommandResponse) ProtoMessage() {}
+
+func (x *RunCommandResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_session_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunCommandResponse.ProtoReflect.Descriptor instead.
+func (*RunCommandResponse) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_session_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RunCommandResponse) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
+}
+
+func (x *RunCommandResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RunCommandResponse) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
 var File_aophub_v1_session_proto protoreflect.FileDescriptor
 
 const file_aophub_v1_session_proto_rawDesc = "" +
@@ -1199,11 +1319,20 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"F\n" +
 	"\x14ListCommandsResponse\x12.\n" +
-	"\bcommands\x18\x01 \x03(\v2\x12.aophub.v1.CommandR\bcommands*_\n" +
+	"\bcommands\x18\x01 \x03(\v2\x12.aophub.v1.CommandR\bcommands\"F\n" +
+	"\x11RunCommandRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04line\x18\x02 \x01(\tR\x04line\"l\n" +
+	"\x12RunCommandResponse\x12!\n" +
+	"\foperation_id\x18\x01 \x01(\tR\voperationId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state*_\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SESSION_STATE_OPEN\x10\x01\x12\x18\n" +
-	"\x14SESSION_STATE_CLOSED\x10\x022\xc9\x04\n" +
+	"\x14SESSION_STATE_CLOSED\x10\x022\x94\x05\n" +
 	"\x0eSessionService\x12T\n" +
 	"\fListSessions\x12\x1e.aophub.v1.ListSessionsRequest\x1a\x1f.aophub.v1.ListSessionsResponse\"\x03\x90\x02\x01\x12N\n" +
 	"\n" +
@@ -1211,7 +1340,9 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\rUpdateSession\x12\x1f.aophub.v1.UpdateSessionRequest\x1a .aophub.v1.UpdateSessionResponse\x12O\n" +
 	"\fResetSession\x12\x1e.aophub.v1.ResetSessionRequest\x1a\x1f.aophub.v1.ResetSessionResponse\x12R\n" +
 	"\rDeleteSession\x12\x1f.aophub.v1.DeleteSessionRequest\x1a .aophub.v1.DeleteSessionResponse\x12T\n" +
-	"\fListCommands\x12\x1e.aophub.v1.ListCommandsRequest\x1a\x1f.aophub.v1.ListCommandsResponse\"\x03\x90\x02\x01\x12B\n" +
+	"\fListCommands\x12\x1e.aophub.v1.ListCommandsRequest\x1a\x1f.aophub.v1.ListCommandsResponse\"\x03\x90\x02\x01\x12I\n" +
+	"\n" +
+	"RunCommand\x12\x1c.aophub.v1.RunCommandRequest\x1a\x1d.aophub.v1.RunCommandResponse\x12B\n" +
 	"\n" +
 	"ListEvents\x12\x16.aop.ListEventsRequest\x1a\x17.aop.ListEventsResponse\"\x03\x90\x02\x01BI\n" +
 	"\x11dev.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3"
@@ -1229,7 +1360,7 @@ func file_aophub_v1_session_proto_rawDescGZIP() []byte {
 }
 
 var file_aophub_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_aophub_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_aophub_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_aophub_v1_session_proto_goTypes = []any{
 	(SessionState)(0),              // 0: aophub.v1.SessionState
 	(*SessionInfo)(nil),            // 1: aophub.v1.SessionInfo
@@ -1247,43 +1378,47 @@ var file_aophub_v1_session_proto_goTypes = []any{
 	(*DeleteSessionResponse)(nil),  // 13: aophub.v1.DeleteSessionResponse
 	(*ListCommandsRequest)(nil),    // 14: aophub.v1.ListCommandsRequest
 	(*ListCommandsResponse)(nil),   // 15: aophub.v1.ListCommandsResponse
-	(*timestamppb.Timestamp)(nil),  // 16: google.protobuf.Timestamp
-	(*aop.Rejection)(nil),          // 17: aop.Rejection
-	(*Command)(nil),                // 18: aophub.v1.Command
-	(*aop.ListEventsRequest)(nil),  // 19: aop.ListEventsRequest
-	(*aop.ListEventsResponse)(nil), // 20: aop.ListEventsResponse
+	(*RunCommandRequest)(nil),      // 16: aophub.v1.RunCommandRequest
+	(*RunCommandResponse)(nil),     // 17: aophub.v1.RunCommandResponse
+	(*timestamppb.Timestamp)(nil),  // 18: google.protobuf.Timestamp
+	(*aop.Rejection)(nil),          // 19: aop.Rejection
+	(*Command)(nil),                // 20: aophub.v1.Command
+	(*aop.ListEventsRequest)(nil),  // 21: aop.ListEventsRequest
+	(*aop.ListEventsResponse)(nil), // 22: aop.ListEventsResponse
 }
 var file_aophub_v1_session_proto_depIdxs = []int32{
 	0,  // 0: aophub.v1.SessionInfo.state:type_name -> aophub.v1.SessionState
-	16, // 1: aophub.v1.SessionInfo.created_at:type_name -> google.protobuf.Timestamp
-	16, // 2: aophub.v1.SessionInfo.updated_at:type_name -> google.protobuf.Timestamp
+	18, // 1: aophub.v1.SessionInfo.created_at:type_name -> google.protobuf.Timestamp
+	18, // 2: aophub.v1.SessionInfo.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 3: aophub.v1.ListSessionsResponse.sessions:type_name -> aophub.v1.SessionInfo
 	1,  // 4: aophub.v1.GetSessionResponse.session:type_name -> aophub.v1.SessionInfo
 	1,  // 5: aophub.v1.UpdateSessionResponse.accepted:type_name -> aophub.v1.SessionInfo
-	17, // 6: aophub.v1.UpdateSessionResponse.rejected:type_name -> aop.Rejection
+	19, // 6: aophub.v1.UpdateSessionResponse.rejected:type_name -> aop.Rejection
 	1,  // 7: aophub.v1.SessionReset.new_session:type_name -> aophub.v1.SessionInfo
 	1,  // 8: aophub.v1.SessionReset.closed_session:type_name -> aophub.v1.SessionInfo
 	9,  // 9: aophub.v1.ResetSessionResponse.accepted:type_name -> aophub.v1.SessionReset
-	17, // 10: aophub.v1.ResetSessionResponse.rejected:type_name -> aop.Rejection
+	19, // 10: aophub.v1.ResetSessionResponse.rejected:type_name -> aop.Rejection
 	12, // 11: aophub.v1.DeleteSessionResponse.accepted:type_name -> aophub.v1.SessionDeleted
-	17, // 12: aophub.v1.DeleteSessionResponse.rejected:type_name -> aop.Rejection
-	18, // 13: aophub.v1.ListCommandsResponse.commands:type_name -> aophub.v1.Command
+	19, // 12: aophub.v1.DeleteSessionResponse.rejected:type_name -> aop.Rejection
+	20, // 13: aophub.v1.ListCommandsResponse.commands:type_name -> aophub.v1.Command
 	2,  // 14: aophub.v1.SessionService.ListSessions:input_type -> aophub.v1.ListSessionsRequest
 	4,  // 15: aophub.v1.SessionService.GetSession:input_type -> aophub.v1.GetSessionRequest
 	6,  // 16: aophub.v1.SessionService.UpdateSession:input_type -> aophub.v1.UpdateSessionRequest
 	8,  // 17: aophub.v1.SessionService.ResetSession:input_type -> aophub.v1.ResetSessionRequest
 	11, // 18: aophub.v1.SessionService.DeleteSession:input_type -> aophub.v1.DeleteSessionRequest
 	14, // 19: aophub.v1.SessionService.ListCommands:input_type -> aophub.v1.ListCommandsRequest
-	19, // 20: aophub.v1.SessionService.ListEvents:input_type -> aop.ListEventsRequest
-	3,  // 21: aophub.v1.SessionService.ListSessions:output_type -> aophub.v1.ListSessionsResponse
-	5,  // 22: aophub.v1.SessionService.GetSession:output_type -> aophub.v1.GetSessionResponse
-	7,  // 23: aophub.v1.SessionService.UpdateSession:output_type -> aophub.v1.UpdateSessionResponse
-	10, // 24: aophub.v1.SessionService.ResetSession:output_type -> aophub.v1.ResetSessionResponse
-	13, // 25: aophub.v1.SessionService.DeleteSession:output_type -> aophub.v1.DeleteSessionResponse
-	15, // 26: aophub.v1.SessionService.ListCommands:output_type -> aophub.v1.ListCommandsResponse
-	20, // 27: aophub.v1.SessionService.ListEvents:output_type -> aop.ListEventsResponse
-	21, // [21:28] is the sub-list for method output_type
-	14, // [14:21] is the sub-list for method input_type
+	16, // 20: aophub.v1.SessionService.RunCommand:input_type -> aophub.v1.RunCommandRequest
+	21, // 21: aophub.v1.SessionService.ListEvents:input_type -> aop.ListEventsRequest
+	3,  // 22: aophub.v1.SessionService.ListSessions:output_type -> aophub.v1.ListSessionsResponse
+	5,  // 23: aophub.v1.SessionService.GetSession:output_type -> aophub.v1.GetSessionResponse
+	7,  // 24: aophub.v1.SessionService.UpdateSession:output_type -> aophub.v1.UpdateSessionResponse
+	10, // 25: aophub.v1.SessionService.ResetSession:output_type -> aophub.v1.ResetSessionResponse
+	13, // 26: aophub.v1.SessionService.DeleteSession:output_type -> aophub.v1.DeleteSessionResponse
+	15, // 27: aophub.v1.SessionService.ListCommands:output_type -> aophub.v1.ListCommandsResponse
+	17, // 28: aophub.v1.SessionService.RunCommand:output_type -> aophub.v1.RunCommandResponse
+	22, // 29: aophub.v1.SessionService.ListEvents:output_type -> aop.ListEventsResponse
+	22, // [22:30] is the sub-list for method output_type
+	14, // [14:22] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name
@@ -1314,7 +1449,7 @@ func file_aophub_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_aophub_v1_session_proto_rawDesc), len(file_aophub_v1_session_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

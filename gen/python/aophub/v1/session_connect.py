@@ -22,7 +22,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .session_pb2 import DeleteSessionRequest, DeleteSessionResponse, GetSessionRequest, GetSessionResponse, ListCommandsRequest, ListCommandsResponse, ListSessionsRequest, ListSessionsResponse, ResetSessionRequest, ResetSessionResponse, UpdateSessionRequest, UpdateSessionResponse
+from .session_pb2 import DeleteSessionRequest, DeleteSessionResponse, GetSessionRequest, GetSessionResponse, ListCommandsRequest, ListCommandsResponse, ListSessionsRequest, ListSessionsResponse, ResetSessionRequest, ResetSessionResponse, RunCommandRequest, RunCommandResponse, UpdateSessionRequest, UpdateSessionResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -77,6 +77,16 @@ class SessionService(Protocol):
     async def list_commands(self, request: ListCommandsRequest, ctx: RequestContext[ListCommandsRequest, ListCommandsResponse], /) -> ListCommandsResponse:
         """
         ListCommands returns the hub's commands and those of the session's node.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def run_command(self, request: RunCommandRequest, ctx: RequestContext[RunCommandRequest, RunCommandResponse], /) -> RunCommandResponse:
+        """
+        RunCommand runs a slash command line in a session, exactly like
+        aiscan.command.CommandProtocolMessage{request} on the application channel
+        (AOP-nodes 9.7): the hub stores the line, runs /help and /agents itself,
+        refuses the verbs that have their own RPC, and forwards everything else to
+        the session's node. Not journaled: a retry runs the command again.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -166,6 +176,17 @@ class SessionServiceASGIApplication(ConnectASGIApplication[SessionService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.list_commands,
+                ),
+                "/aophub.v1.SessionService/RunCommand": Endpoint.unary(
+                    method=MethodInfo(
+                        name="RunCommand",
+                        service_name="aophub.v1.SessionService",
+                        input=RunCommandRequest,
+                        output=RunCommandResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.run_command,
                 ),
                 "/aophub.v1.SessionService/ListEvents": Endpoint.unary(
                     method=MethodInfo(
@@ -365,6 +386,33 @@ class SessionServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
             use_get=use_get,
         )
+    async def run_command(
+        self,
+        request: RunCommandRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RunCommandResponse:
+        """
+        RunCommand runs a slash command line in a session, exactly like
+        aiscan.command.CommandProtocolMessage{request} on the application channel
+        (AOP-nodes 9.7): the hub stores the line, runs /help and /agents itself,
+        refuses the verbs that have their own RPC, and forwards everything else to
+        the session's node. Not journaled: a retry runs the command again.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RunCommand",
+                service_name="aophub.v1.SessionService",
+                input=RunCommandRequest,
+                output=RunCommandResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
     async def list_events(
         self,
         request: ListEventsRequest,
@@ -431,6 +479,16 @@ class SessionServiceSync(Protocol):
     def list_commands(self, request: ListCommandsRequest, ctx: RequestContext[ListCommandsRequest, ListCommandsResponse], /) -> ListCommandsResponse:
         """
         ListCommands returns the hub's commands and those of the session's node.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def run_command(self, request: RunCommandRequest, ctx: RequestContext[RunCommandRequest, RunCommandResponse], /) -> RunCommandResponse:
+        """
+        RunCommand runs a slash command line in a session, exactly like
+        aiscan.command.CommandProtocolMessage{request} on the application channel
+        (AOP-nodes 9.7): the hub stores the line, runs /help and /agents itself,
+        refuses the verbs that have their own RPC, and forwards everything else to
+        the session's node. Not journaled: a retry runs the command again.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -518,6 +576,17 @@ class SessionServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.list_commands,
+                ),
+                "/aophub.v1.SessionService/RunCommand": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="RunCommand",
+                        service_name="aophub.v1.SessionService",
+                        input=RunCommandRequest,
+                        output=RunCommandResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.run_command,
                 ),
                 "/aophub.v1.SessionService/ListEvents": EndpointSync.unary(
                     method=MethodInfo(
@@ -716,6 +785,33 @@ class SessionServiceClientSync(ConnectClientSync):
             headers=headers,
             timeout_ms=timeout_ms,
             use_get=use_get,
+        )
+    def run_command(
+        self,
+        request: RunCommandRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> RunCommandResponse:
+        """
+        RunCommand runs a slash command line in a session, exactly like
+        aiscan.command.CommandProtocolMessage{request} on the application channel
+        (AOP-nodes 9.7): the hub stores the line, runs /help and /agents itself,
+        refuses the verbs that have their own RPC, and forwards everything else to
+        the session's node. Not journaled: a retry runs the command again.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="RunCommand",
+                service_name="aophub.v1.SessionService",
+                input=RunCommandRequest,
+                output=RunCommandResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
         )
     def list_events(
         self,

@@ -166,3 +166,21 @@ class ListCommandsResponse(_message.Message):
     COMMANDS_FIELD_NUMBER: _ClassVar[int]
     commands: _containers.RepeatedCompositeFieldContainer[_agent_pb2.Command]
     def __init__(self, commands: _Optional[_Iterable[_Union[_agent_pb2.Command, _Mapping]]] = ...) -> None: ...
+
+class RunCommandRequest(_message.Message):
+    __slots__ = ("session_id", "line")
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    line: str
+    def __init__(self, session_id: _Optional[str] = ..., line: _Optional[str] = ...) -> None: ...
+
+class RunCommandResponse(_message.Message):
+    __slots__ = ("operation_id", "session_id", "state")
+    OPERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    operation_id: str
+    session_id: str
+    state: str
+    def __init__(self, operation_id: _Optional[str] = ..., session_id: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...

@@ -54,6 +54,9 @@ const (
 	// SessionServiceListCommandsProcedure is the fully-qualified name of the SessionService's
 	// ListCommands RPC.
 	SessionServiceListCommandsProcedure = "/aophub.v1.SessionService/ListCommands"
+	// SessionServiceRunCommandProcedure is the fully-qualified name of the SessionService's RunCommand
+	// RPC.
+	SessionServiceRunCommandProcedure = "/aophub.v1.SessionService/RunCommand"
 	// SessionServiceListEventsProcedure is the fully-qualified name of the SessionService's ListEvents
 	// RPC.
 	SessionServiceListEventsProcedure = "/aophub.v1.SessionService/ListEvents"
@@ -74,6 +77,12 @@ type SessionServiceClient interface {
 	DeleteSession(context.Context, *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[v1.DeleteSessionResponse], error)
 	// ListCommands returns the hub's commands and those of the session's node.
 	ListCommands(context.Context, *connect.Request[v1.ListCommandsRequest]) (*connect.Response[v1.ListCommandsResponse], error)
+	// RunCommand runs a slash command line in a session, exactly like
+	// aiscan.command.CommandProtocolMessage{request} on the application channel
+	// (AOP-nodes 9.7): the hub stores the line, runs /help and /agents itself,
+	// refuses the verbs that have their own RPC, and forwards everything else to
+	// the session's node. Not journaled: a retry runs the command again.
+	RunCommand(context.Context, *connect.Request[v1.RunCommandRequest]) (*connect.Response[v1.RunCommandResponse], error)
 	// ListEvents pages a session's persisted events oldest-first, exactly like
 	// list_events_request on the application channel.
 	ListEvents(context.Context, *connect.Request[aop.ListEventsRequest]) (*connect.Response[aop.ListEventsResponse], error)
@@ -129,6 +138,12 @@ func NewSessionServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		runCommand: connect.NewClient[v1.RunCommandRequest, v1.RunCommandResponse](
+			httpClient,
+			baseURL+SessionServiceRunCommandProcedure,
+			connect.WithSchema(sessionServiceMethods.ByName("RunCommand")),
+			connect.WithClientOptions(opts...),
+		),
 		listEvents: connect.NewClient[aop.ListEventsRequest, aop.ListEventsResponse](
 			httpClient,
 			baseURL+SessionServiceListEventsProcedure,
@@ -147,6 +162,7 @@ type sessionServiceClient struct {
 	resetSession  *connect.Client[v1.ResetSessionRequest, v1.ResetSessionResponse]
 	deleteSession *connect.Client[v1.DeleteSessionRequest, v1.DeleteSessionResponse]
 	listCommands  *connect.Client[v1.ListCommandsRequest, v1.ListCommandsResponse]
+	runCommand    *connect.Client[v1.RunCommandRequest, v1.RunCommandResponse]
 	listEvents    *connect.Client[aop.ListEventsRequest, aop.ListEventsResponse]
 }
 
@@ -180,6 +196,11 @@ func (c *sessionServiceClient) ListCommands(ctx context.Context, req *connect.Re
 	return c.listCommands.CallUnary(ctx, req)
 }
 
+// RunCommand calls aophub.v1.SessionService.RunCommand.
+func (c *sessionServiceClient) RunCommand(ctx context.Context, req *connect.Request[v1.RunCommandRequest]) (*connect.Response[v1.RunCommandResponse], error) {
+	return c.runCommand.CallUnary(ctx, req)
+}
+
 // ListEvents calls aophub.v1.SessionService.ListEvents.
 func (c *sessionServiceClient) ListEvents(ctx context.Context, req *connect.Request[aop.ListEventsRequest]) (*connect.Response[aop.ListEventsResponse], error) {
 	return c.listEvents.CallUnary(ctx, req)
@@ -200,6 +221,12 @@ type SessionServiceHandler interface {
 	DeleteSession(context.Context, *connect.Request[v1.DeleteSessionRequest]) (*connect.Response[v1.DeleteSessionResponse], error)
 	// ListCommands returns the hub's commands and those of the session's node.
 	ListCommands(context.Context, *connect.Request[v1.ListCommandsRequest]) (*connect.Response[v1.ListCommandsResponse], error)
+	// RunCommand runs a slash command line in a session, exactly like
+	// aiscan.command.CommandProtocolMessage{request} on the application channel
+	// (AOP-nodes 9.7): the hub stores the line, runs /help and /agents itself,
+	// refuses the verbs that have their own RPC, and forwards everything else to
+	// the session's node. Not journaled: a retry runs the command again.
+	RunCommand(context.Context, *connect.Request[v1.RunCommandRequest]) (*connect.Response[v1.RunCommandResponse], error)
 	// ListEvents pages a session's persisted events oldest-first, exactly like
 	// list_events_request on the application channel.
 	ListEvents(context.Context, *connect.Request[aop.ListEventsRequest]) (*connect.Response[aop.ListEventsResponse], error)
@@ -251,6 +278,12 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	sessionServiceRunCommandHandler := connect.NewUnaryHandler(
+		SessionServiceRunCommandProcedure,
+		svc.RunCommand,
+		connect.WithSchema(sessionServiceMethods.ByName("RunCommand")),
+		connect.WithHandlerOptions(opts...),
+	)
 	sessionServiceListEventsHandler := connect.NewUnaryHandler(
 		SessionServiceListEventsProcedure,
 		svc.ListEvents,
@@ -272,6 +305,8 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 			sessionServiceDeleteSessionHandler.ServeHTTP(w, r)
 		case SessionServiceListCommandsProcedure:
 			sessionServiceListCommandsHandler.ServeHTTP(w, r)
+		case SessionServiceRunCommandProcedure:
+			sessionServiceRunCommandHandler.ServeHTTP(w, r)
 		case SessionServiceListEventsProcedure:
 			sessionServiceListEventsHandler.ServeHTTP(w, r)
 		default:
@@ -305,6 +340,10 @@ func (UnimplementedSessionServiceHandler) DeleteSession(context.Context, *connec
 
 func (UnimplementedSessionServiceHandler) ListCommands(context.Context, *connect.Request[v1.ListCommandsRequest]) (*connect.Response[v1.ListCommandsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("aophub.v1.SessionService.ListCommands is not implemented"))
+}
+
+func (UnimplementedSessionServiceHandler) RunCommand(context.Context, *connect.Request[v1.RunCommandRequest]) (*connect.Response[v1.RunCommandResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("aophub.v1.SessionService.RunCommand is not implemented"))
 }
 
 func (UnimplementedSessionServiceHandler) ListEvents(context.Context, *connect.Request[aop.ListEventsRequest]) (*connect.Response[aop.ListEventsResponse], error) {

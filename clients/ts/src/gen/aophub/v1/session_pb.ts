@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/session.proto.
  */
 export const file_aophub_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("Chdhb3BodWIvdjEvc2Vzc2lvbi5wcm90bxIJYW9waHViLnYxIvsCCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEg0KBXRpdGxlGAMgASgJEiYKBXN0YXRlGAQgASgOMhcuYW9waHViLnYxLlNlc3Npb25TdGF0ZRIQCghhcmNoaXZlZBgFIAEoCBIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtsYXN0X2N1cnNvchgIIAEoCRITCgtldmVudF9jb3VudBgJIAEoBBIXCg9ydW5uaW5nX3R1cm5faWQYCiABKAkSFAoMcXVldWVkX3R1cm5zGAsgASgNEhwKFHBlbmRpbmdfaW50ZXJhY3Rpb25zGAwgASgNEhkKEXBhcmVudF9zZXNzaW9uX2lkGA0gASgJEhQKDGNsb3NlX3JlYXNvbhgOIAEoCSJ/ChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJEhYKDmluY2x1ZGVfY2xvc2VkGAMgASgIEhgKEGluY2x1ZGVfYXJjaGl2ZWQYBCABKAgSDwoHbm9kZV9pZBgFIAEoCSJZChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIoCghzZXNzaW9ucxgBIAMoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mbxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJwoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI9ChJHZXRTZXNzaW9uUmVzcG9uc2USJwoHc2Vzc2lvbhgBIAEoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mbyKAAQoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKBXRpdGxlGAMgASgJSACIAQESFQoIYXJjaGl2ZWQYBCABKAhIAYgBAUIICgZfdGl0bGVCCwoJX2FyY2hpdmVkInIKFVVwZGF0ZVNlc3Npb25SZXNwb25zZRIqCghhY2NlcHRlZBgBIAEoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mb0gAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiPQoTUmVzZXRTZXNzaW9uUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiawoMU2Vzc2lvblJlc2V0EisKC25ld19zZXNzaW9uGAEgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvEi4KDmNsb3NlZF9zZXNzaW9uGAIgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvInIKFFJlc2V0U2Vzc2lvblJlc3BvbnNlEisKCGFjY2VwdGVkGAEgASgLMhcuYW9waHViLnYxLlNlc3Npb25SZXNldEgAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiPgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIjwKDlNlc3Npb25EZWxldGVkEhIKCnNlc3Npb25faWQYASABKAkSFgoOZXZlbnRzX2RlbGV0ZWQYAiABKAQidQoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlEi0KCGFjY2VwdGVkGAEgASgLMhkuYW9waHViLnYxLlNlc3Npb25EZWxldGVkSAASIgoIcmVqZWN0ZWQYAiABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSIpChNMaXN0Q29tbWFuZHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiPAoUTGlzdENvbW1hbmRzUmVzcG9uc2USJAoIY29tbWFuZHMYASADKAsyEi5hb3BodWIudjEuQ29tbWFuZCpfCgxTZXNzaW9uU3RhdGUSHQoZU0VTU0lPTl9TVEFURV9VTlNQRUNJRklFRBAAEhYKElNFU1NJT05fU1RBVEVfT1BFThABEhgKFFNFU1NJT05fU1RBVEVfQ0xPU0VEEAIyyQQKDlNlc3Npb25TZXJ2aWNlElQKDExpc3RTZXNzaW9ucxIeLmFvcGh1Yi52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh8uYW9waHViLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlIgOQAgESTgoKR2V0U2Vzc2lvbhIcLmFvcGh1Yi52MS5HZXRTZXNzaW9uUmVxdWVzdBodLmFvcGh1Yi52MS5HZXRTZXNzaW9uUmVzcG9uc2UiA5ACARJSCg1VcGRhdGVTZXNzaW9uEh8uYW9waHViLnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0GiAuYW9waHViLnYxLlVwZGF0ZVNlc3Npb25SZXNwb25zZRJPCgxSZXNldFNlc3Npb24SHi5hb3BodWIudjEuUmVzZXRTZXNzaW9uUmVxdWVzdBofLmFvcGh1Yi52MS5SZXNldFNlc3Npb25SZXNwb25zZRJSCg1EZWxldGVTZXNzaW9uEh8uYW9waHViLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiAuYW9waHViLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJUCgxMaXN0Q29tbWFuZHMSHi5hb3BodWIudjEuTGlzdENvbW1hbmRzUmVxdWVzdBofLmFvcGh1Yi52MS5MaXN0Q29tbWFuZHNSZXNwb25zZSIDkAIBEkIKCkxpc3RFdmVudHMSFi5hb3AuTGlzdEV2ZW50c1JlcXVlc3QaFy5hb3AuTGlzdEV2ZW50c1Jlc3BvbnNlIgOQAgFCSQoRZGV2LmFvcGh1Yi5hcGkudjFQAVoyZ2l0aHViLmNvbS9hb3BodWIvYW9waHViL2dlbi9nby9hb3BodWIvdjE7YW9waHVidjFiBnByb3RvMw", [file_aop_chat, file_aophub_v1_agent, file_google_protobuf_timestamp]);
+  fileDesc("Chdhb3BodWIvdjEvc2Vzc2lvbi5wcm90bxIJYW9waHViLnYxIvsCCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEg0KBXRpdGxlGAMgASgJEiYKBXN0YXRlGAQgASgOMhcuYW9waHViLnYxLlNlc3Npb25TdGF0ZRIQCghhcmNoaXZlZBgFIAEoCBIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtsYXN0X2N1cnNvchgIIAEoCRITCgtldmVudF9jb3VudBgJIAEoBBIXCg9ydW5uaW5nX3R1cm5faWQYCiABKAkSFAoMcXVldWVkX3R1cm5zGAsgASgNEhwKFHBlbmRpbmdfaW50ZXJhY3Rpb25zGAwgASgNEhkKEXBhcmVudF9zZXNzaW9uX2lkGA0gASgJEhQKDGNsb3NlX3JlYXNvbhgOIAEoCSJ/ChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJEhYKDmluY2x1ZGVfY2xvc2VkGAMgASgIEhgKEGluY2x1ZGVfYXJjaGl2ZWQYBCABKAgSDwoHbm9kZV9pZBgFIAEoCSJZChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIoCghzZXNzaW9ucxgBIAMoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mbxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJwoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI9ChJHZXRTZXNzaW9uUmVzcG9uc2USJwoHc2Vzc2lvbhgBIAEoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mbyKAAQoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKBXRpdGxlGAMgASgJSACIAQESFQoIYXJjaGl2ZWQYBCABKAhIAYgBAUIICgZfdGl0bGVCCwoJX2FyY2hpdmVkInIKFVVwZGF0ZVNlc3Npb25SZXNwb25zZRIqCghhY2NlcHRlZBgBIAEoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mb0gAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiPQoTUmVzZXRTZXNzaW9uUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiawoMU2Vzc2lvblJlc2V0EisKC25ld19zZXNzaW9uGAEgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvEi4KDmNsb3NlZF9zZXNzaW9uGAIgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvInIKFFJlc2V0U2Vzc2lvblJlc3BvbnNlEisKCGFjY2VwdGVkGAEgASgLMhcuYW9waHViLnYxLlNlc3Npb25SZXNldEgAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiPgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIjwKDlNlc3Npb25EZWxldGVkEhIKCnNlc3Npb25faWQYASABKAkSFgoOZXZlbnRzX2RlbGV0ZWQYAiABKAQidQoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlEi0KCGFjY2VwdGVkGAEgASgLMhkuYW9waHViLnYxLlNlc3Npb25EZWxldGVkSAASIgoIcmVqZWN0ZWQYAiABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSIpChNMaXN0Q29tbWFuZHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiPAoUTGlzdENvbW1hbmRzUmVzcG9uc2USJAoIY29tbWFuZHMYASADKAsyEi5hb3BodWIudjEuQ29tbWFuZCI1ChFSdW5Db21tYW5kUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBGxpbmUYAiABKAkiTQoSUnVuQ29tbWFuZFJlc3BvbnNlEhQKDG9wZXJhdGlvbl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg0KBXN0YXRlGAMgASgJKl8KDFNlc3Npb25TdGF0ZRIdChlTRVNTSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSU0VTU0lPTl9TVEFURV9PUEVOEAESGAoUU0VTU0lPTl9TVEFURV9DTE9TRUQQAjKUBQoOU2Vzc2lvblNlcnZpY2USVAoMTGlzdFNlc3Npb25zEh4uYW9waHViLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHy5hb3BodWIudjEuTGlzdFNlc3Npb25zUmVzcG9uc2UiA5ACARJOCgpHZXRTZXNzaW9uEhwuYW9waHViLnYxLkdldFNlc3Npb25SZXF1ZXN0Gh0uYW9waHViLnYxLkdldFNlc3Npb25SZXNwb25zZSIDkAIBElIKDVVwZGF0ZVNlc3Npb24SHy5hb3BodWIudjEuVXBkYXRlU2Vzc2lvblJlcXVlc3QaIC5hb3BodWIudjEuVXBkYXRlU2Vzc2lvblJlc3BvbnNlEk8KDFJlc2V0U2Vzc2lvbhIeLmFvcGh1Yi52MS5SZXNldFNlc3Npb25SZXF1ZXN0Gh8uYW9waHViLnYxLlJlc2V0U2Vzc2lvblJlc3BvbnNlElIKDURlbGV0ZVNlc3Npb24SHy5hb3BodWIudjEuRGVsZXRlU2Vzc2lvblJlcXVlc3QaIC5hb3BodWIudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlElQKDExpc3RDb21tYW5kcxIeLmFvcGh1Yi52MS5MaXN0Q29tbWFuZHNSZXF1ZXN0Gh8uYW9waHViLnYxLkxpc3RDb21tYW5kc1Jlc3BvbnNlIgOQAgESSQoKUnVuQ29tbWFuZBIcLmFvcGh1Yi52MS5SdW5Db21tYW5kUmVxdWVzdBodLmFvcGh1Yi52MS5SdW5Db21tYW5kUmVzcG9uc2USQgoKTGlzdEV2ZW50cxIWLmFvcC5MaXN0RXZlbnRzUmVxdWVzdBoXLmFvcC5MaXN0RXZlbnRzUmVzcG9uc2UiA5ACAUJJChFkZXYuYW9waHViLmFwaS52MVABWjJnaXRodWIuY29tL2FvcGh1Yi9hb3BodWIvZ2VuL2dvL2FvcGh1Yi92MTthb3BodWJ2MWIGcHJvdG8z", [file_aop_chat, file_aophub_v1_agent, file_google_protobuf_timestamp]);
 
 /**
  * SessionInfo is the management view of a session.
@@ -559,6 +559,70 @@ export const ListCommandsResponseSchema: GenMessage<ListCommandsResponse> = /*@_
   messageDesc(file_aophub_v1_session, 14);
 
 /**
+ * RunCommandRequest is one command line for a session.
+ *
+ * @generated from message aophub.v1.RunCommandRequest
+ */
+export type RunCommandRequest = Message<"aophub.v1.RunCommandRequest"> & {
+  /**
+   * Session the command runs in.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * The line as typed, e.g. "/help", "/title Release notes" or "!ls".
+   *
+   * @generated from field: string line = 2;
+   */
+  line: string;
+};
+
+/**
+ * Describes the message aophub.v1.RunCommandRequest.
+ * Use `create(RunCommandRequestSchema)` to create a new message.
+ */
+export const RunCommandRequestSchema: GenMessage<RunCommandRequest> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_session, 15);
+
+/**
+ * RunCommandResponse is the receipt of a command the hub ran or forwarded;
+ * the command's output arrives as an event of the session.
+ *
+ * @generated from message aophub.v1.RunCommandResponse
+ */
+export type RunCommandResponse = Message<"aophub.v1.RunCommandResponse"> & {
+  /**
+   * The hub's id for the command (the envelope id of a forwarded request).
+   *
+   * @generated from field: string operation_id = 1;
+   */
+  operationId: string;
+
+  /**
+   * The session the command runs in.
+   *
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+
+  /**
+   * "running".
+   *
+   * @generated from field: string state = 3;
+   */
+  state: string;
+};
+
+/**
+ * Describes the message aophub.v1.RunCommandResponse.
+ * Use `create(RunCommandResponseSchema)` to create a new message.
+ */
+export const RunCommandResponseSchema: GenMessage<RunCommandResponse> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_session, 16);
+
+/**
  * SessionState is the lifecycle state of a session.
  *
  * @generated from enum aophub.v1.SessionState
@@ -659,6 +723,20 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof ListCommandsRequestSchema;
     output: typeof ListCommandsResponseSchema;
+  },
+  /**
+   * RunCommand runs a slash command line in a session, exactly like
+   * aiscan.command.CommandProtocolMessage{request} on the application channel
+   * (AOP-nodes 9.7): the hub stores the line, runs /help and /agents itself,
+   * refuses the verbs that have their own RPC, and forwards everything else to
+   * the session's node. Not journaled: a retry runs the command again.
+   *
+   * @generated from rpc aophub.v1.SessionService.RunCommand
+   */
+  runCommand: {
+    methodKind: "unary";
+    input: typeof RunCommandRequestSchema;
+    output: typeof RunCommandResponseSchema;
   },
   /**
    * ListEvents pages a session's persisted events oldest-first, exactly like

@@ -101,6 +101,16 @@ public final class Session extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_aophub_v1_ListCommandsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_RunCommandRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_RunCommandRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_RunCommandResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_RunCommandResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -164,26 +174,33 @@ public final class Session extends com.google.protobuf.GeneratedFile {
       "\000R\010rejectedB\t\n\007outcome\"4\n\023ListCommandsRe" +
       "quest\022\035\n\nsession_id\030\001 \001(\tR\tsessionId\"F\n\024" +
       "ListCommandsResponse\022.\n\010commands\030\001 \003(\0132\022" +
-      ".aophub.v1.CommandR\010commands*_\n\014SessionS" +
-      "tate\022\035\n\031SESSION_STATE_UNSPECIFIED\020\000\022\026\n\022S" +
-      "ESSION_STATE_OPEN\020\001\022\030\n\024SESSION_STATE_CLO" +
-      "SED\020\0022\311\004\n\016SessionService\022T\n\014ListSessions" +
-      "\022\036.aophub.v1.ListSessionsRequest\032\037.aophu" +
-      "b.v1.ListSessionsResponse\"\003\220\002\001\022N\n\nGetSes" +
-      "sion\022\034.aophub.v1.GetSessionRequest\032\035.aop" +
-      "hub.v1.GetSessionResponse\"\003\220\002\001\022R\n\rUpdate" +
-      "Session\022\037.aophub.v1.UpdateSessionRequest" +
-      "\032 .aophub.v1.UpdateSessionResponse\022O\n\014Re" +
-      "setSession\022\036.aophub.v1.ResetSessionReque" +
-      "st\032\037.aophub.v1.ResetSessionResponse\022R\n\rD" +
-      "eleteSession\022\037.aophub.v1.DeleteSessionRe" +
-      "quest\032 .aophub.v1.DeleteSessionResponse\022" +
-      "T\n\014ListCommands\022\036.aophub.v1.ListCommands" +
-      "Request\032\037.aophub.v1.ListCommandsResponse" +
-      "\"\003\220\002\001\022B\n\nListEvents\022\026.aop.ListEventsRequ" +
-      "est\032\027.aop.ListEventsResponse\"\003\220\002\001BI\n\021dev" +
-      ".aophub.api.v1P\001Z2github.com/aophub/aoph" +
-      "ub/gen/go/aophub/v1;aophubv1b\006proto3"
+      ".aophub.v1.CommandR\010commands\"F\n\021RunComma" +
+      "ndRequest\022\035\n\nsession_id\030\001 \001(\tR\tsessionId" +
+      "\022\022\n\004line\030\002 \001(\tR\004line\"l\n\022RunCommandRespon" +
+      "se\022!\n\014operation_id\030\001 \001(\tR\013operationId\022\035\n" +
+      "\nsession_id\030\002 \001(\tR\tsessionId\022\024\n\005state\030\003 " +
+      "\001(\tR\005state*_\n\014SessionState\022\035\n\031SESSION_ST" +
+      "ATE_UNSPECIFIED\020\000\022\026\n\022SESSION_STATE_OPEN\020" +
+      "\001\022\030\n\024SESSION_STATE_CLOSED\020\0022\224\005\n\016SessionS" +
+      "ervice\022T\n\014ListSessions\022\036.aophub.v1.ListS" +
+      "essionsRequest\032\037.aophub.v1.ListSessionsR" +
+      "esponse\"\003\220\002\001\022N\n\nGetSession\022\034.aophub.v1.G" +
+      "etSessionRequest\032\035.aophub.v1.GetSessionR" +
+      "esponse\"\003\220\002\001\022R\n\rUpdateSession\022\037.aophub.v" +
+      "1.UpdateSessionRequest\032 .aophub.v1.Updat" +
+      "eSessionResponse\022O\n\014ResetSession\022\036.aophu" +
+      "b.v1.ResetSessionRequest\032\037.aophub.v1.Res" +
+      "etSessionResponse\022R\n\rDeleteSession\022\037.aop" +
+      "hub.v1.DeleteSessionRequest\032 .aophub.v1." +
+      "DeleteSessionResponse\022T\n\014ListCommands\022\036." +
+      "aophub.v1.ListCommandsRequest\032\037.aophub.v" +
+      "1.ListCommandsResponse\"\003\220\002\001\022I\n\nRunComman" +
+      "d\022\034.aophub.v1.RunCommandRequest\032\035.aophub" +
+      ".v1.RunCommandResponse\022B\n\nListEvents\022\026.a" +
+      "op.ListEventsRequest\032\027.aop.ListEventsRes" +
+      "ponse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z2githu" +
+      "b.com/aophub/aophub/gen/go/aophub/v1;aop" +
+      "hubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -282,6 +299,18 @@ public final class Session extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ListCommandsResponse_descriptor,
         new java.lang.String[] { "Commands", });
+    internal_static_aophub_v1_RunCommandRequest_descriptor =
+      getDescriptor().getMessageType(15);
+    internal_static_aophub_v1_RunCommandRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_RunCommandRequest_descriptor,
+        new java.lang.String[] { "SessionId", "Line", });
+    internal_static_aophub_v1_RunCommandResponse_descriptor =
+      getDescriptor().getMessageType(16);
+    internal_static_aophub_v1_RunCommandResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_RunCommandResponse_descriptor,
+        new java.lang.String[] { "OperationId", "SessionId", "State", });
     descriptor.resolveAllFeaturesImmutable();
     dev.aophub.aop.Chat.getDescriptor();
     dev.aophub.api.v1.AgentOuterClass.getDescriptor();
