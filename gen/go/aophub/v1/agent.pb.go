@@ -172,7 +172,10 @@ type Agent struct {
 	// Turns running on the node.
 	RunningTurns uint32 `protobuf:"varint,11,opt,name=running_turns,json=runningTurns,proto3" json:"running_turns,omitempty"`
 	// When the node was last heard from.
-	LastSeenAt    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=last_seen_at,json=lastSeenAt,proto3" json:"last_seen_at,omitempty"`
+	LastSeenAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=last_seen_at,json=lastSeenAt,proto3" json:"last_seen_at,omitempty"`
+	// The name of the token the node's connection presented ("admin" for the
+	// access key); empty for the built-in node.
+	TokenName     string `protobuf:"bytes,13,opt,name=token_name,json=tokenName,proto3" json:"token_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -291,6 +294,13 @@ func (x *Agent) GetLastSeenAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Agent) GetTokenName() string {
+	if x != nil {
+		return x.TokenName
+	}
+	return ""
+}
+
 // ListAgentsRequest asks for the node list.
 type ListAgentsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -394,7 +404,7 @@ const file_aophub_v1_agent_proto_rawDesc = "" +
 	"\x05usage\x18\x03 \x01(\tR\x05usage\x12\x16\n" +
 	"\x06source\x18\x04 \x01(\tR\x06source\"@\n" +
 	"\x0eCommandCatalog\x12.\n" +
-	"\bcommands\x18\x01 \x03(\v2\x12.aophub.v1.CommandR\bcommands\"\xd6\x03\n" +
+	"\bcommands\x18\x01 \x03(\v2\x12.aophub.v1.CommandR\bcommands\"\xf5\x03\n" +
 	"\x05Agent\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12%\n" +
 	"\x05hello\x18\x02 \x01(\v2\x0f.aop.AgentHelloR\x05hello\x12(\n" +
@@ -409,7 +419,9 @@ const file_aophub_v1_agent_proto_rawDesc = "" +
 	" \x01(\rR\fopenSessions\x12#\n" +
 	"\rrunning_turns\x18\v \x01(\rR\frunningTurns\x12<\n" +
 	"\flast_seen_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"lastSeenAt\"<\n" +
+	"lastSeenAt\x12\x1d\n" +
+	"\n" +
+	"token_name\x18\r \x01(\tR\ttokenName\"<\n" +
 	"\x11ListAgentsRequest\x12'\n" +
 	"\x0finclude_offline\x18\x01 \x01(\bR\x0eincludeOffline\">\n" +
 	"\x12ListAgentsResponse\x12(\n" +

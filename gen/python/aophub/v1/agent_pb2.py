@@ -26,7 +26,7 @@ from aop import protocol_pb2 as aop_dot_protocol__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61ophub/v1/agent.proto\x12\taophub.v1\x1a\x12\x61op/protocol.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"m\n\x07\x43ommand\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12\x14\n\x05usage\x18\x03 \x01(\tR\x05usage\x12\x16\n\x06source\x18\x04 \x01(\tR\x06source\"@\n\x0e\x43ommandCatalog\x12.\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x12.aophub.v1.CommandR\x08\x63ommands\"\xd6\x03\n\x05\x41gent\x12\x17\n\x07node_id\x18\x01 \x01(\tR\x06nodeId\x12%\n\x05hello\x18\x02 \x01(\x0b\x32\x0f.aop.AgentHelloR\x05hello\x12(\n\x06status\x18\x03 \x01(\x0b\x32\x10.aop.AgentStatusR\x06status\x12%\n\x05stats\x18\x04 \x01(\x0b\x32\x0f.aop.AgentStatsR\x05stats\x12=\n\x0c\x63onnected_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0b\x63onnectedAt\x12.\n\x08\x63ommands\x18\x06 \x03(\x0b\x32\x12.aophub.v1.CommandR\x08\x63ommands\x12\x12\n\x04\x62usy\x18\x07 \x01(\x08R\x04\x62usy\x12\x16\n\x06online\x18\x08 \x01(\x08R\x06online\x12\x19\n\x08\x62uilt_in\x18\t \x01(\x08R\x07\x62uiltIn\x12#\n\ropen_sessions\x18\n \x01(\rR\x0copenSessions\x12#\n\rrunning_turns\x18\x0b \x01(\rR\x0crunningTurns\x12<\n\x0clast_seen_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nlastSeenAt\"<\n\x11ListAgentsRequest\x12\'\n\x0finclude_offline\x18\x01 \x01(\x08R\x0eincludeOffline\">\n\x12ListAgentsResponse\x12(\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x10.aophub.v1.AgentR\x06\x61gents2^\n\x0c\x41gentService\x12N\n\nListAgents\x12\x1c.aophub.v1.ListAgentsRequest\x1a\x1d.aophub.v1.ListAgentsResponse\"\x03\x90\x02\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61ophub/v1/agent.proto\x12\taophub.v1\x1a\x12\x61op/protocol.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"m\n\x07\x43ommand\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12\x14\n\x05usage\x18\x03 \x01(\tR\x05usage\x12\x16\n\x06source\x18\x04 \x01(\tR\x06source\"@\n\x0e\x43ommandCatalog\x12.\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x12.aophub.v1.CommandR\x08\x63ommands\"\xf5\x03\n\x05\x41gent\x12\x17\n\x07node_id\x18\x01 \x01(\tR\x06nodeId\x12%\n\x05hello\x18\x02 \x01(\x0b\x32\x0f.aop.AgentHelloR\x05hello\x12(\n\x06status\x18\x03 \x01(\x0b\x32\x10.aop.AgentStatusR\x06status\x12%\n\x05stats\x18\x04 \x01(\x0b\x32\x0f.aop.AgentStatsR\x05stats\x12=\n\x0c\x63onnected_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0b\x63onnectedAt\x12.\n\x08\x63ommands\x18\x06 \x03(\x0b\x32\x12.aophub.v1.CommandR\x08\x63ommands\x12\x12\n\x04\x62usy\x18\x07 \x01(\x08R\x04\x62usy\x12\x16\n\x06online\x18\x08 \x01(\x08R\x06online\x12\x19\n\x08\x62uilt_in\x18\t \x01(\x08R\x07\x62uiltIn\x12#\n\ropen_sessions\x18\n \x01(\rR\x0copenSessions\x12#\n\rrunning_turns\x18\x0b \x01(\rR\x0crunningTurns\x12<\n\x0clast_seen_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nlastSeenAt\x12\x1d\n\ntoken_name\x18\r \x01(\tR\ttokenName\"<\n\x11ListAgentsRequest\x12\'\n\x0finclude_offline\x18\x01 \x01(\x08R\x0eincludeOffline\">\n\x12ListAgentsResponse\x12(\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x10.aophub.v1.AgentR\x06\x61gents2^\n\x0c\x41gentService\x12N\n\nListAgents\x12\x1c.aophub.v1.ListAgentsRequest\x1a\x1d.aophub.v1.ListAgentsResponse\"\x03\x90\x02\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -41,11 +41,11 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_COMMANDCATALOG']._serialized_start=200
   _globals['_COMMANDCATALOG']._serialized_end=264
   _globals['_AGENT']._serialized_start=267
-  _globals['_AGENT']._serialized_end=737
-  _globals['_LISTAGENTSREQUEST']._serialized_start=739
-  _globals['_LISTAGENTSREQUEST']._serialized_end=799
-  _globals['_LISTAGENTSRESPONSE']._serialized_start=801
-  _globals['_LISTAGENTSRESPONSE']._serialized_end=863
-  _globals['_AGENTSERVICE']._serialized_start=865
-  _globals['_AGENTSERVICE']._serialized_end=959
+  _globals['_AGENT']._serialized_end=768
+  _globals['_LISTAGENTSREQUEST']._serialized_start=770
+  _globals['_LISTAGENTSREQUEST']._serialized_end=830
+  _globals['_LISTAGENTSRESPONSE']._serialized_start=832
+  _globals['_LISTAGENTSRESPONSE']._serialized_end=894
+  _globals['_AGENTSERVICE']._serialized_start=896
+  _globals['_AGENTSERVICE']._serialized_end=990
 # @@protoc_insertion_point(module_scope)

@@ -29,7 +29,7 @@ class CommandCatalog(_message.Message):
     def __init__(self, commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ...) -> None: ...
 
 class Agent(_message.Message):
-    __slots__ = ("node_id", "hello", "status", "stats", "connected_at", "commands", "busy", "online", "built_in", "open_sessions", "running_turns", "last_seen_at")
+    __slots__ = ("node_id", "hello", "status", "stats", "connected_at", "commands", "busy", "online", "built_in", "open_sessions", "running_turns", "last_seen_at", "token_name")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     HELLO_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -42,6 +42,7 @@ class Agent(_message.Message):
     OPEN_SESSIONS_FIELD_NUMBER: _ClassVar[int]
     RUNNING_TURNS_FIELD_NUMBER: _ClassVar[int]
     LAST_SEEN_AT_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_NAME_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     hello: _protocol_pb2.AgentHello
     status: _protocol_pb2.AgentStatus
@@ -54,7 +55,8 @@ class Agent(_message.Message):
     open_sessions: int
     running_turns: int
     last_seen_at: _timestamp_pb2.Timestamp
-    def __init__(self, node_id: _Optional[str] = ..., hello: _Optional[_Union[_protocol_pb2.AgentHello, _Mapping]] = ..., status: _Optional[_Union[_protocol_pb2.AgentStatus, _Mapping]] = ..., stats: _Optional[_Union[_protocol_pb2.AgentStats, _Mapping]] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ..., busy: _Optional[bool] = ..., online: _Optional[bool] = ..., built_in: _Optional[bool] = ..., open_sessions: _Optional[int] = ..., running_turns: _Optional[int] = ..., last_seen_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    token_name: str
+    def __init__(self, node_id: _Optional[str] = ..., hello: _Optional[_Union[_protocol_pb2.AgentHello, _Mapping]] = ..., status: _Optional[_Union[_protocol_pb2.AgentStatus, _Mapping]] = ..., stats: _Optional[_Union[_protocol_pb2.AgentStats, _Mapping]] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ..., busy: _Optional[bool] = ..., online: _Optional[bool] = ..., built_in: _Optional[bool] = ..., open_sessions: _Optional[int] = ..., running_turns: _Optional[int] = ..., last_seen_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., token_name: _Optional[str] = ...) -> None: ...
 
 class ListAgentsRequest(_message.Message):
     __slots__ = ("include_offline",)

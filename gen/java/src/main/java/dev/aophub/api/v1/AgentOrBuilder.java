@@ -258,4 +258,26 @@ public interface AgentOrBuilder extends
    * <code>.google.protobuf.Timestamp last_seen_at = 12 [json_name = "lastSeenAt"];</code>
    */
   com.google.protobuf.TimestampOrBuilder getLastSeenAtOrBuilder();
+
+  /**
+   * <pre>
+   * The name of the token the node's connection presented ("admin" for the
+   * access key); empty for the built-in node.
+   * </pre>
+   *
+   * <code>string token_name = 13 [json_name = "tokenName"];</code>
+   * @return The tokenName.
+   */
+  java.lang.String getTokenName();
+  /**
+   * <pre>
+   * The name of the token the node's connection presented ("admin" for the
+   * access key); empty for the built-in node.
+   * </pre>
+   *
+   * <code>string token_name = 13 [json_name = "tokenName"];</code>
+   * @return The bytes for tokenName.
+   */
+  com.google.protobuf.ByteString
+      getTokenNameBytes();
 }

@@ -66,7 +66,7 @@ public final class AgentOuterClass extends com.google.protobuf.GeneratedFile {
       "\n\013description\030\002 \001(\tR\013description\022\024\n\005usag" +
       "e\030\003 \001(\tR\005usage\022\026\n\006source\030\004 \001(\tR\006source\"@" +
       "\n\016CommandCatalog\022.\n\010commands\030\001 \003(\0132\022.aop" +
-      "hub.v1.CommandR\010commands\"\326\003\n\005Agent\022\027\n\007no" +
+      "hub.v1.CommandR\010commands\"\365\003\n\005Agent\022\027\n\007no" +
       "de_id\030\001 \001(\tR\006nodeId\022%\n\005hello\030\002 \001(\0132\017.aop" +
       ".AgentHelloR\005hello\022(\n\006status\030\003 \001(\0132\020.aop" +
       ".AgentStatusR\006status\022%\n\005stats\030\004 \001(\0132\017.ao" +
@@ -78,15 +78,15 @@ public final class AgentOuterClass extends com.google.protobuf.GeneratedFile {
       "n\022#\n\ropen_sessions\030\n \001(\rR\014openSessions\022#" +
       "\n\rrunning_turns\030\013 \001(\rR\014runningTurns\022<\n\014l" +
       "ast_seen_at\030\014 \001(\0132\032.google.protobuf.Time" +
-      "stampR\nlastSeenAt\"<\n\021ListAgentsRequest\022\'" +
-      "\n\017include_offline\030\001 \001(\010R\016includeOffline\"" +
-      ">\n\022ListAgentsResponse\022(\n\006agents\030\001 \003(\0132\020." +
-      "aophub.v1.AgentR\006agents2^\n\014AgentService\022" +
-      "N\n\nListAgents\022\034.aophub.v1.ListAgentsRequ" +
-      "est\032\035.aophub.v1.ListAgentsResponse\"\003\220\002\001B" +
-      "I\n\021dev.aophub.api.v1P\001Z2github.com/aophu" +
-      "b/aophub/gen/go/aophub/v1;aophubv1b\006prot" +
-      "o3"
+      "stampR\nlastSeenAt\022\035\n\ntoken_name\030\r \001(\tR\tt" +
+      "okenName\"<\n\021ListAgentsRequest\022\'\n\017include" +
+      "_offline\030\001 \001(\010R\016includeOffline\">\n\022ListAg" +
+      "entsResponse\022(\n\006agents\030\001 \003(\0132\020.aophub.v1" +
+      ".AgentR\006agents2^\n\014AgentService\022N\n\nListAg" +
+      "ents\022\034.aophub.v1.ListAgentsRequest\032\035.aop" +
+      "hub.v1.ListAgentsResponse\"\003\220\002\001BI\n\021dev.ao" +
+      "phub.api.v1P\001Z2github.com/aophub/aophub/" +
+      "gen/go/aophub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -111,7 +111,7 @@ public final class AgentOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_Agent_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_Agent_descriptor,
-        new java.lang.String[] { "NodeId", "Hello", "Status", "Stats", "ConnectedAt", "Commands", "Busy", "Online", "BuiltIn", "OpenSessions", "RunningTurns", "LastSeenAt", });
+        new java.lang.String[] { "NodeId", "Hello", "Status", "Stats", "ConnectedAt", "Commands", "Busy", "Online", "BuiltIn", "OpenSessions", "RunningTurns", "LastSeenAt", "TokenName", });
     internal_static_aophub_v1_ListAgentsRequest_descriptor =
       getDescriptor().getMessageType(3);
     internal_static_aophub_v1_ListAgentsRequest_fieldAccessorTable = new
