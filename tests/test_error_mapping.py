@@ -29,6 +29,7 @@ TABLE: dict[Code, tuple[ConnectCode, int]] = {
     Code.WRONG_ENDPOINT: (ConnectCode.INVALID_ARGUMENT, 400),
     Code.INTERNAL: (ConnectCode.INTERNAL, 500),
     Code.UNAUTHENTICATED: (ConnectCode.UNAUTHENTICATED, 401),
+    Code.PERMISSION_DENIED: (ConnectCode.PERMISSION_DENIED, 403),
 }
 
 

@@ -30,6 +30,7 @@ CONNECT_CODES: dict[Code, ConnectCode] = {
     Code.WRONG_ENDPOINT: ConnectCode.INVALID_ARGUMENT,
     Code.INTERNAL: ConnectCode.INTERNAL,
     Code.UNAUTHENTICATED: ConnectCode.UNAUTHENTICATED,
+    Code.PERMISSION_DENIED: ConnectCode.PERMISSION_DENIED,
 }
 
 HTTP_STATUS: dict[Code, int] = {
@@ -45,6 +46,7 @@ HTTP_STATUS: dict[Code, int] = {
     Code.WRONG_ENDPOINT: 400,
     Code.INTERNAL: 500,
     Code.UNAUTHENTICATED: 401,
+    Code.PERMISSION_DENIED: 403,
 }
 
 

@@ -34,6 +34,7 @@ def agent_view(hub: Hub, handle: NodeHandle, online: bool) -> agent_pb2.Agent:
         open_sessions=len(sessions),
         running_turns=running,
         last_seen_at=to_timestamp(handle.last_seen_at if not online else time.time()),
+        token_name=handle.token_name,
     )
     return agent
 

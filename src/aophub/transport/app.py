@@ -15,6 +15,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from aophub.access.admin import TokenAdmin
+from aophub.access.authenticator import Authenticator
+from aophub.access.live import close_expired
+from aophub.access.throttle import AuthThrottle
 from aophub.agent.builtin import builtin_agent
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
@@ -31,10 +35,11 @@ from aophub.rpc.interactions import InteractionServiceImpl
 from aophub.rpc.mount import AppFactory, connect_routes
 from aophub.rpc.scans import ScanServiceImpl, ScanWatches
 from aophub.rpc.sessions import SessionServiceImpl
+from aophub.rpc.tokens import TokenServiceImpl
 from aophub.settings import Settings
 from aophub.store.sqlite import SQLiteStore
 from aophub.transport.application_ws import PerConnectionBounds, serve_application
-from aophub.transport.auth import Authenticator, AuthThrottle, auth_routes
+from aophub.transport.auth import auth_routes
 from aophub.transport.node_ws import serve_node
 from aophub.v1 import (
     agent_connect,
@@ -46,6 +51,7 @@ from aophub.v1 import (
     scan_pb2,
     session_connect,
     system_connect,
+    token_connect,
 )
 
 __all__ = ["Runtime", "create_app"]
@@ -62,6 +68,7 @@ class Runtime:
     local_node: LocalNode
     config: ConfigStore
     scans: Scans
+    tokens: TokenAdmin
 
 
 def interaction_policy(config: ConfigStore) -> InteractionPolicy:
@@ -75,17 +82,41 @@ async def health(_request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok"})
 
 
-def create_app(settings: Settings) -> Starlette:
-    """Build the hub's ASGI application for ``settings``."""
-    authenticator = Authenticator(
+async def answer_interaction(connection: ApplicationConnection, envelope_id: str, message: Message) -> Message | None:
+    """The application endpoint's handler of ``aophub.v1.InteractionProtocolMessage``."""
+    assert isinstance(message, interaction_pb2.InteractionProtocolMessage)
+    if message.WhichOneof("message") != "answer_request":
+        raise HubError(Code.UNSUPPORTED_MESSAGE, "applications send answer_request in this namespace")
+    response = await connection.hub.interactions.answer(envelope_id, message.answer_request)
+    return interaction_pb2.InteractionProtocolMessage(answer_response=response)
+
+
+async def _cancel(*tasks: asyncio.Task[None]) -> None:
+    for task in tasks:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _authenticator(settings: Settings, tokens: TokenAdmin) -> Authenticator:
+    """The access key and the named tokens, behind one throttle of failed attempts."""
+    return Authenticator(
         settings.access_key,
+        tokens=tokens.book,
         allowed_origins=settings.allowed_origins,
         throttle=AuthThrottle(max_failures=settings.max_auth_failures, window=60.0),
     )
+
+
+def create_app(settings: Settings) -> Starlette:
+    """Build the hub's ASGI application for ``settings``."""
     namespaces: NamespaceRouter[NamespaceHandler] = NamespaceRouter()
     # Built here without I/O (the config file aside, so a bad one fails at once); opened in the lifespan.
     config = ConfigStore(settings.data_dir)
     store = SQLiteStore(settings.database, synchronous=settings.durability)
+    # The named tokens: read from the store in the lifespan; their open connections, to close on revocation.
+    tokens = TokenAdmin(store)
+    authenticator = _authenticator(settings, tokens)
     idle = settings.session_idle_minutes * 60
     hub = Hub(
         store,
@@ -96,12 +127,13 @@ def create_app(settings: Settings) -> Starlette:
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
     local_node = LocalNode(hub, agent)
     scans = Scans(hub, lambda: config.config.scans)
-    runtime = Runtime(hub, store, local_node, config, scans)
+    runtime = Runtime(hub, store, local_node, config, scans, tokens)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await store.open()
         try:
+            await tokens.load()
             await hub.start()
             await local_node.start()
             await scans.start()
@@ -112,12 +144,11 @@ def create_app(settings: Settings) -> Starlette:
         app.state.runtime = runtime
         # Hand edits of config.yaml apply while running; the built-in node announces its new status.
         watch = asyncio.create_task(config.watch(local_node.announce, interval=settings.config_poll_interval))
+        expiry = asyncio.create_task(close_expired(tokens.live))  # closes connections of expired tokens
         try:
             yield
         finally:
-            watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
+            await _cancel(watch, expiry)
             await scans.stop()  # running scans stay RUNNING; the next start fails them
             await hub.stop()  # before the node, so the built-in node's running turns are left to recovery
             await local_node.stop()
@@ -131,7 +162,7 @@ def create_app(settings: Settings) -> Starlette:
     )
 
     async def application_ws(websocket: WebSocket) -> None:
-        await serve_application(websocket, hub, authenticator, namespaces, limits)
+        await serve_application(websocket, hub, authenticator, namespaces, limits, live=tokens.live)
 
     async def node_ws(websocket: WebSocket) -> None:
         await serve_node(
@@ -140,16 +171,8 @@ def create_app(settings: Settings) -> Starlette:
             authenticator,
             max_outbound_bytes=settings.max_outbound_bytes,
             outbound_stall_seconds=settings.outbound_stall_seconds,
+            live=tokens.live,
         )
-
-    async def answer_interaction(
-        connection: ApplicationConnection, envelope_id: str, message: Message
-    ) -> Message | None:
-        assert isinstance(message, interaction_pb2.InteractionProtocolMessage)
-        if message.WhichOneof("message") != "answer_request":
-            raise HubError(Code.UNSUPPORTED_MESSAGE, "applications send answer_request in this namespace")
-        response = await connection.hub.interactions.answer(envelope_id, message.answer_request)
-        return interaction_pb2.InteractionProtocolMessage(answer_response=response)
 
     namespaces.register(interaction_pb2.InteractionProtocolMessage, answer_interaction)
     namespaces.register(scan_pb2.ScanProtocolMessage, ScanWatches(scans))
@@ -162,6 +185,7 @@ def create_app(settings: Settings) -> Starlette:
         (artifact_connect.ArtifactServiceASGIApplication, ArtifactServiceImpl(hub)),
         (interaction_connect.InteractionServiceASGIApplication, InteractionServiceImpl(hub)),
         (scan_connect.ScanServiceASGIApplication, ScanServiceImpl(scans)),
+        (token_connect.TokenServiceASGIApplication, TokenServiceImpl(tokens)),
     ]
     routes = [
         Route("/health", health, methods=["GET"]),
