@@ -27,6 +27,7 @@ from aophub.settings import (
     DEFAULT_OUTBOUND_STALL_SECONDS,
     Settings,
 )
+from aophub.token_commands import add_token_parser, run_token_command
 from aophub.transport.app import create_app
 from aophub.transport.auth import AccessKey, read_token_file, resolve_access_key, trusted_proxies
 from aophub.transport.connection_limits import FD_RESERVE
@@ -150,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_log_format(node)
+    add_token_parser(commands)
     return parser
 
 
@@ -432,4 +434,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(args)
     if args.command == "node":
         return node(args)
+    if args.command == "token":
+        return run_token_command(args)
     return 2

@@ -73,7 +73,9 @@ async def serve_application(
         return
     # Registered before any await: a revocation from now on reaches this connection.
     revoked: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    forget = (live or LiveConnections()).add(authorized.principal, lambda reason: _settle(revoked, reason))
+    forget = (live if live is not None else LiveConnections()).add(
+        authorized.principal, lambda reason: _settle(revoked, reason)
+    )
     try:
         await websocket.accept()
     except BaseException:

@@ -178,7 +178,7 @@ async def serve_node(
     principal = authorized.principal
     # Registered before any await: a revocation from now on reaches this connection.
     revoked: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-    forget = (live or LiveConnections()).add(principal, lambda reason: _settle(revoked, reason))
+    forget = (live if live is not None else LiveConnections()).add(principal, lambda reason: _settle(revoked, reason))
     try:
         await _serve_node(
             websocket,
