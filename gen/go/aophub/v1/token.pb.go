@@ -204,7 +204,7 @@ func (x *CreateTokenRequest) GetExpiresAt() *timestamppb.Timestamp {
 type CreateTokenResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The token created.
-	Token *Token `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Created *Token `protobuf:"bytes,1,opt,name=created,proto3" json:"created,omitempty"`
 	// The secret to present as "Authorization: Bearer <secret>". Shown once:
 	// the hub cannot show it again.
 	Secret        string `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
@@ -242,9 +242,9 @@ func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
 	return file_aophub_v1_token_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *CreateTokenResponse) GetToken() *Token {
+func (x *CreateTokenResponse) GetCreated() *Token {
 	if x != nil {
-		return x.Token
+		return x.Created
 	}
 	return nil
 }
@@ -389,7 +389,7 @@ func (x *RevokeTokenRequest) GetName() string {
 type RevokeTokenResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The revoked token.
-	Token         *Token `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Revoked       *Token `protobuf:"bytes,1,opt,name=revoked,proto3" json:"revoked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -424,9 +424,9 @@ func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
 	return file_aophub_v1_token_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *RevokeTokenResponse) GetToken() *Token {
+func (x *RevokeTokenResponse) GetRevoked() *Token {
 	if x != nil {
-		return x.Token
+		return x.Revoked
 	}
 	return nil
 }
@@ -451,17 +451,17 @@ const file_aophub_v1_token_proto_rawDesc = "" +
 	"\x06scopes\x18\x02 \x03(\tR\x06scopes\x12\x17\n" +
 	"\anode_id\x18\x03 \x01(\tR\x06nodeId\x129\n" +
 	"\n" +
-	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"U\n" +
-	"\x13CreateTokenResponse\x12&\n" +
-	"\x05token\x18\x01 \x01(\v2\x10.aophub.v1.TokenR\x05token\x12\x16\n" +
+	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"Y\n" +
+	"\x13CreateTokenResponse\x12*\n" +
+	"\acreated\x18\x01 \x01(\v2\x10.aophub.v1.TokenR\acreated\x12\x16\n" +
 	"\x06secret\x18\x02 \x01(\tR\x06secret\"\x13\n" +
 	"\x11ListTokensRequest\">\n" +
 	"\x12ListTokensResponse\x12(\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x10.aophub.v1.TokenR\x06tokens\"(\n" +
 	"\x12RevokeTokenRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"=\n" +
-	"\x13RevokeTokenResponse\x12&\n" +
-	"\x05token\x18\x01 \x01(\v2\x10.aophub.v1.TokenR\x05token2\xfa\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"A\n" +
+	"\x13RevokeTokenResponse\x12*\n" +
+	"\arevoked\x18\x01 \x01(\v2\x10.aophub.v1.TokenR\arevoked2\xfa\x01\n" +
 	"\fTokenService\x12L\n" +
 	"\vCreateToken\x12\x1d.aophub.v1.CreateTokenRequest\x1a\x1e.aophub.v1.CreateTokenResponse\x12N\n" +
 	"\n" +
@@ -496,9 +496,9 @@ var file_aophub_v1_token_proto_depIdxs = []int32{
 	7, // 0: aophub.v1.Token.created_at:type_name -> google.protobuf.Timestamp
 	7, // 1: aophub.v1.Token.expires_at:type_name -> google.protobuf.Timestamp
 	7, // 2: aophub.v1.CreateTokenRequest.expires_at:type_name -> google.protobuf.Timestamp
-	0, // 3: aophub.v1.CreateTokenResponse.token:type_name -> aophub.v1.Token
+	0, // 3: aophub.v1.CreateTokenResponse.created:type_name -> aophub.v1.Token
 	0, // 4: aophub.v1.ListTokensResponse.tokens:type_name -> aophub.v1.Token
-	0, // 5: aophub.v1.RevokeTokenResponse.token:type_name -> aophub.v1.Token
+	0, // 5: aophub.v1.RevokeTokenResponse.revoked:type_name -> aophub.v1.Token
 	1, // 6: aophub.v1.TokenService.CreateToken:input_type -> aophub.v1.CreateTokenRequest
 	3, // 7: aophub.v1.TokenService.ListTokens:input_type -> aophub.v1.ListTokensRequest
 	5, // 8: aophub.v1.TokenService.RevokeToken:input_type -> aophub.v1.RevokeTokenRequest

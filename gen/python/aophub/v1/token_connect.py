@@ -48,7 +48,9 @@ class TokenService(Protocol):
         CreateToken makes a new named token and returns its secret (shown once).
         ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
         bad name, scope, node id pattern or expiry, and for the reserved scopes
-        "workspace" and "terminal" ("not available yet").
+        "workspace" and "terminal" ("not available yet"). Not journaled: a
+        journaled response would keep the secret in clear; the name is the
+        idempotency key (a retried create gets ALREADY_EXISTS).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -61,7 +63,8 @@ class TokenService(Protocol):
     async def revoke_token(self, request: RevokeTokenRequest, ctx: RequestContext[RevokeTokenRequest, RevokeTokenResponse], /) -> RevokeTokenResponse:
         """
         RevokeToken deletes a token: it is refused from now on and the
-        connections it opened are closed. NOT_FOUND when no token has that name.
+        connections it opened are closed. NOT_FOUND when no token has that name
+        (so a retried revoke changes nothing).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -166,7 +169,9 @@ class TokenServiceClient(ConnectClient):
         CreateToken makes a new named token and returns its secret (shown once).
         ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
         bad name, scope, node id pattern or expiry, and for the reserved scopes
-        "workspace" and "terminal" ("not available yet").
+        "workspace" and "terminal" ("not available yet"). Not journaled: a
+        journaled response would keep the secret in clear; the name is the
+        idempotency key (a retried create gets ALREADY_EXISTS).
         """
         return await self.execute_unary(
             request=request,
@@ -215,7 +220,8 @@ class TokenServiceClient(ConnectClient):
     ) -> RevokeTokenResponse:
         """
         RevokeToken deletes a token: it is refused from now on and the
-        connections it opened are closed. NOT_FOUND when no token has that name.
+        connections it opened are closed. NOT_FOUND when no token has that name
+        (so a retried revoke changes nothing).
         """
         return await self.execute_unary(
             request=request,
@@ -242,7 +248,9 @@ class TokenServiceSync(Protocol):
         CreateToken makes a new named token and returns its secret (shown once).
         ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
         bad name, scope, node id pattern or expiry, and for the reserved scopes
-        "workspace" and "terminal" ("not available yet").
+        "workspace" and "terminal" ("not available yet"). Not journaled: a
+        journaled response would keep the secret in clear; the name is the
+        idempotency key (a retried create gets ALREADY_EXISTS).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -255,7 +263,8 @@ class TokenServiceSync(Protocol):
     def revoke_token(self, request: RevokeTokenRequest, ctx: RequestContext[RevokeTokenRequest, RevokeTokenResponse], /) -> RevokeTokenResponse:
         """
         RevokeToken deletes a token: it is refused from now on and the
-        connections it opened are closed. NOT_FOUND when no token has that name.
+        connections it opened are closed. NOT_FOUND when no token has that name
+        (so a retried revoke changes nothing).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -358,7 +367,9 @@ class TokenServiceClientSync(ConnectClientSync):
         CreateToken makes a new named token and returns its secret (shown once).
         ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
         bad name, scope, node id pattern or expiry, and for the reserved scopes
-        "workspace" and "terminal" ("not available yet").
+        "workspace" and "terminal" ("not available yet"). Not journaled: a
+        journaled response would keep the secret in clear; the name is the
+        idempotency key (a retried create gets ALREADY_EXISTS).
         """
         return self.execute_unary(
             request=request,
@@ -407,7 +418,8 @@ class TokenServiceClientSync(ConnectClientSync):
     ) -> RevokeTokenResponse:
         """
         RevokeToken deletes a token: it is refused from now on and the
-        connections it opened are closed. NOT_FOUND when no token has that name.
+        connections it opened are closed. NOT_FOUND when no token has that name
+        (so a retried revoke changes nothing).
         """
         return self.execute_unary(
             request=request,

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61ophub/v1/token.proto\x12\taophub.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\x01\n\x05Token\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n\x06scopes\x18\x02 \x03(\tR\x06scopes\x12\x17\n\x07node_id\x18\x03 \x01(\tR\x06nodeId\x12\x39\n\ncreated_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nexpires_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n\x07\x65xpired\x18\x06 \x01(\x08R\x07\x65xpired\x12\x0e\n\x02id\x18\x07 \x01(\tR\x02id\"\x94\x01\n\x12\x43reateTokenRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n\x06scopes\x18\x02 \x03(\tR\x06scopes\x12\x17\n\x07node_id\x18\x03 \x01(\tR\x06nodeId\x12\x39\n\nexpires_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\"U\n\x13\x43reateTokenResponse\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x10.aophub.v1.TokenR\x05token\x12\x16\n\x06secret\x18\x02 \x01(\tR\x06secret\"\x13\n\x11ListTokensRequest\">\n\x12ListTokensResponse\x12(\n\x06tokens\x18\x01 \x03(\x0b\x32\x10.aophub.v1.TokenR\x06tokens\"(\n\x12RevokeTokenRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"=\n\x13RevokeTokenResponse\x12&\n\x05token\x18\x01 \x01(\x0b\x32\x10.aophub.v1.TokenR\x05token2\xfa\x01\n\x0cTokenService\x12L\n\x0b\x43reateToken\x12\x1d.aophub.v1.CreateTokenRequest\x1a\x1e.aophub.v1.CreateTokenResponse\x12N\n\nListTokens\x12\x1c.aophub.v1.ListTokensRequest\x1a\x1d.aophub.v1.ListTokensResponse\"\x03\x90\x02\x01\x12L\n\x0bRevokeToken\x12\x1d.aophub.v1.RevokeTokenRequest\x1a\x1e.aophub.v1.RevokeTokenResponseBI\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61ophub/v1/token.proto\x12\taophub.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xec\x01\n\x05Token\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n\x06scopes\x18\x02 \x03(\tR\x06scopes\x12\x17\n\x07node_id\x18\x03 \x01(\tR\x06nodeId\x12\x39\n\ncreated_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nexpires_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n\x07\x65xpired\x18\x06 \x01(\x08R\x07\x65xpired\x12\x0e\n\x02id\x18\x07 \x01(\tR\x02id\"\x94\x01\n\x12\x43reateTokenRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n\x06scopes\x18\x02 \x03(\tR\x06scopes\x12\x17\n\x07node_id\x18\x03 \x01(\tR\x06nodeId\x12\x39\n\nexpires_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\texpiresAt\"Y\n\x13\x43reateTokenResponse\x12*\n\x07\x63reated\x18\x01 \x01(\x0b\x32\x10.aophub.v1.TokenR\x07\x63reated\x12\x16\n\x06secret\x18\x02 \x01(\tR\x06secret\"\x13\n\x11ListTokensRequest\">\n\x12ListTokensResponse\x12(\n\x06tokens\x18\x01 \x03(\x0b\x32\x10.aophub.v1.TokenR\x06tokens\"(\n\x12RevokeTokenRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"A\n\x13RevokeTokenResponse\x12*\n\x07revoked\x18\x01 \x01(\x0b\x32\x10.aophub.v1.TokenR\x07revoked2\xfa\x01\n\x0cTokenService\x12L\n\x0b\x43reateToken\x12\x1d.aophub.v1.CreateTokenRequest\x1a\x1e.aophub.v1.CreateTokenResponse\x12N\n\nListTokens\x12\x1c.aophub.v1.ListTokensRequest\x1a\x1d.aophub.v1.ListTokensResponse\"\x03\x90\x02\x01\x12L\n\x0bRevokeToken\x12\x1d.aophub.v1.RevokeTokenRequest\x1a\x1e.aophub.v1.RevokeTokenResponseBI\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,15 +40,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CREATETOKENREQUEST']._serialized_start=309
   _globals['_CREATETOKENREQUEST']._serialized_end=457
   _globals['_CREATETOKENRESPONSE']._serialized_start=459
-  _globals['_CREATETOKENRESPONSE']._serialized_end=544
-  _globals['_LISTTOKENSREQUEST']._serialized_start=546
-  _globals['_LISTTOKENSREQUEST']._serialized_end=565
-  _globals['_LISTTOKENSRESPONSE']._serialized_start=567
-  _globals['_LISTTOKENSRESPONSE']._serialized_end=629
-  _globals['_REVOKETOKENREQUEST']._serialized_start=631
-  _globals['_REVOKETOKENREQUEST']._serialized_end=671
-  _globals['_REVOKETOKENRESPONSE']._serialized_start=673
-  _globals['_REVOKETOKENRESPONSE']._serialized_end=734
-  _globals['_TOKENSERVICE']._serialized_start=737
-  _globals['_TOKENSERVICE']._serialized_end=987
+  _globals['_CREATETOKENRESPONSE']._serialized_end=548
+  _globals['_LISTTOKENSREQUEST']._serialized_start=550
+  _globals['_LISTTOKENSREQUEST']._serialized_end=569
+  _globals['_LISTTOKENSRESPONSE']._serialized_start=571
+  _globals['_LISTTOKENSRESPONSE']._serialized_end=633
+  _globals['_REVOKETOKENREQUEST']._serialized_start=635
+  _globals['_REVOKETOKENREQUEST']._serialized_end=675
+  _globals['_REVOKETOKENRESPONSE']._serialized_start=677
+  _globals['_REVOKETOKENRESPONSE']._serialized_end=742
+  _globals['_TOKENSERVICE']._serialized_start=745
+  _globals['_TOKENSERVICE']._serialized_end=995
 # @@protoc_insertion_point(module_scope)

@@ -40,12 +40,12 @@ class CreateTokenRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ..., node_id: _Optional[str] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class CreateTokenResponse(_message.Message):
-    __slots__ = ("token", "secret")
-    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("created", "secret")
+    CREATED_FIELD_NUMBER: _ClassVar[int]
     SECRET_FIELD_NUMBER: _ClassVar[int]
-    token: Token
+    created: Token
     secret: str
-    def __init__(self, token: _Optional[_Union[Token, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
+    def __init__(self, created: _Optional[_Union[Token, _Mapping]] = ..., secret: _Optional[str] = ...) -> None: ...
 
 class ListTokensRequest(_message.Message):
     __slots__ = ()
@@ -64,7 +64,7 @@ class RevokeTokenRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class RevokeTokenResponse(_message.Message):
-    __slots__ = ("token",)
-    TOKEN_FIELD_NUMBER: _ClassVar[int]
-    token: Token
-    def __init__(self, token: _Optional[_Union[Token, _Mapping]] = ...) -> None: ...
+    __slots__ = ("revoked",)
+    REVOKED_FIELD_NUMBER: _ClassVar[int]
+    revoked: Token
+    def __init__(self, revoked: _Optional[_Union[Token, _Mapping]] = ...) -> None: ...

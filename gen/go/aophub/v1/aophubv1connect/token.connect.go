@@ -50,12 +50,15 @@ type TokenServiceClient interface {
 	// CreateToken makes a new named token and returns its secret (shown once).
 	// ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
 	// bad name, scope, node id pattern or expiry, and for the reserved scopes
-	// "workspace" and "terminal" ("not available yet").
+	// "workspace" and "terminal" ("not available yet"). Not journaled: a
+	// journaled response would keep the secret in clear; the name is the
+	// idempotency key (a retried create gets ALREADY_EXISTS).
 	CreateToken(context.Context, *connect.Request[v1.CreateTokenRequest]) (*connect.Response[v1.CreateTokenResponse], error)
 	// ListTokens returns every token (never a secret), ordered by name.
 	ListTokens(context.Context, *connect.Request[v1.ListTokensRequest]) (*connect.Response[v1.ListTokensResponse], error)
 	// RevokeToken deletes a token: it is refused from now on and the
-	// connections it opened are closed. NOT_FOUND when no token has that name.
+	// connections it opened are closed. NOT_FOUND when no token has that name
+	// (so a retried revoke changes nothing).
 	RevokeToken(context.Context, *connect.Request[v1.RevokeTokenRequest]) (*connect.Response[v1.RevokeTokenResponse], error)
 }
 
@@ -119,12 +122,15 @@ type TokenServiceHandler interface {
 	// CreateToken makes a new named token and returns its secret (shown once).
 	// ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
 	// bad name, scope, node id pattern or expiry, and for the reserved scopes
-	// "workspace" and "terminal" ("not available yet").
+	// "workspace" and "terminal" ("not available yet"). Not journaled: a
+	// journaled response would keep the secret in clear; the name is the
+	// idempotency key (a retried create gets ALREADY_EXISTS).
 	CreateToken(context.Context, *connect.Request[v1.CreateTokenRequest]) (*connect.Response[v1.CreateTokenResponse], error)
 	// ListTokens returns every token (never a secret), ordered by name.
 	ListTokens(context.Context, *connect.Request[v1.ListTokensRequest]) (*connect.Response[v1.ListTokensResponse], error)
 	// RevokeToken deletes a token: it is refused from now on and the
-	// connections it opened are closed. NOT_FOUND when no token has that name.
+	// connections it opened are closed. NOT_FOUND when no token has that name
+	// (so a retried revoke changes nothing).
 	RevokeToken(context.Context, *connect.Request[v1.RevokeTokenRequest]) (*connect.Response[v1.RevokeTokenResponse], error)
 }
 

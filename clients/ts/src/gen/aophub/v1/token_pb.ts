@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/token.proto.
  */
 export const file_aophub_v1_token: GenFile = /*@__PURE__*/
-  fileDesc("ChVhb3BodWIvdjEvdG9rZW4ucHJvdG8SCWFvcGh1Yi52MSKzAQoFVG9rZW4SDAoEbmFtZRgBIAEoCRIOCgZzY29wZXMYAiADKAkSDwoHbm9kZV9pZBgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdleHBpcmVkGAYgASgIEgoKAmlkGAcgASgJInMKEkNyZWF0ZVRva2VuUmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnNjb3BlcxgCIAMoCRIPCgdub2RlX2lkGAMgASgJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkYKE0NyZWF0ZVRva2VuUmVzcG9uc2USHwoFdG9rZW4YASABKAsyEC5hb3BodWIudjEuVG9rZW4SDgoGc2VjcmV0GAIgASgJIhMKEUxpc3RUb2tlbnNSZXF1ZXN0IjYKEkxpc3RUb2tlbnNSZXNwb25zZRIgCgZ0b2tlbnMYASADKAsyEC5hb3BodWIudjEuVG9rZW4iIgoSUmV2b2tlVG9rZW5SZXF1ZXN0EgwKBG5hbWUYASABKAkiNgoTUmV2b2tlVG9rZW5SZXNwb25zZRIfCgV0b2tlbhgBIAEoCzIQLmFvcGh1Yi52MS5Ub2tlbjL6AQoMVG9rZW5TZXJ2aWNlEkwKC0NyZWF0ZVRva2VuEh0uYW9waHViLnYxLkNyZWF0ZVRva2VuUmVxdWVzdBoeLmFvcGh1Yi52MS5DcmVhdGVUb2tlblJlc3BvbnNlEk4KCkxpc3RUb2tlbnMSHC5hb3BodWIudjEuTGlzdFRva2Vuc1JlcXVlc3QaHS5hb3BodWIudjEuTGlzdFRva2Vuc1Jlc3BvbnNlIgOQAgESTAoLUmV2b2tlVG9rZW4SHS5hb3BodWIudjEuUmV2b2tlVG9rZW5SZXF1ZXN0Gh4uYW9waHViLnYxLlJldm9rZVRva2VuUmVzcG9uc2VCSQoRZGV2LmFvcGh1Yi5hcGkudjFQAVoyZ2l0aHViLmNvbS9hb3BodWIvYW9waHViL2dlbi9nby9hb3BodWIvdjE7YW9waHVidjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("ChVhb3BodWIvdjEvdG9rZW4ucHJvdG8SCWFvcGh1Yi52MSKzAQoFVG9rZW4SDAoEbmFtZRgBIAEoCRIOCgZzY29wZXMYAiADKAkSDwoHbm9kZV9pZBgDIAEoCRIuCgpjcmVhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgpleHBpcmVzX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdleHBpcmVkGAYgASgIEgoKAmlkGAcgASgJInMKEkNyZWF0ZVRva2VuUmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnNjb3BlcxgCIAMoCRIPCgdub2RlX2lkGAMgASgJEi4KCmV4cGlyZXNfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkgKE0NyZWF0ZVRva2VuUmVzcG9uc2USIQoHY3JlYXRlZBgBIAEoCzIQLmFvcGh1Yi52MS5Ub2tlbhIOCgZzZWNyZXQYAiABKAkiEwoRTGlzdFRva2Vuc1JlcXVlc3QiNgoSTGlzdFRva2Vuc1Jlc3BvbnNlEiAKBnRva2VucxgBIAMoCzIQLmFvcGh1Yi52MS5Ub2tlbiIiChJSZXZva2VUb2tlblJlcXVlc3QSDAoEbmFtZRgBIAEoCSI4ChNSZXZva2VUb2tlblJlc3BvbnNlEiEKB3Jldm9rZWQYASABKAsyEC5hb3BodWIudjEuVG9rZW4y+gEKDFRva2VuU2VydmljZRJMCgtDcmVhdGVUb2tlbhIdLmFvcGh1Yi52MS5DcmVhdGVUb2tlblJlcXVlc3QaHi5hb3BodWIudjEuQ3JlYXRlVG9rZW5SZXNwb25zZRJOCgpMaXN0VG9rZW5zEhwuYW9waHViLnYxLkxpc3RUb2tlbnNSZXF1ZXN0Gh0uYW9waHViLnYxLkxpc3RUb2tlbnNSZXNwb25zZSIDkAIBEkwKC1Jldm9rZVRva2VuEh0uYW9waHViLnYxLlJldm9rZVRva2VuUmVxdWVzdBoeLmFvcGh1Yi52MS5SZXZva2VUb2tlblJlc3BvbnNlQkkKEWRldi5hb3BodWIuYXBpLnYxUAFaMmdpdGh1Yi5jb20vYW9waHViL2FvcGh1Yi9nZW4vZ28vYW9waHViL3YxO2FvcGh1YnYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * Token describes one named token (never its secret).
@@ -133,9 +133,9 @@ export type CreateTokenResponse = Message<"aophub.v1.CreateTokenResponse"> & {
   /**
    * The token created.
    *
-   * @generated from field: aophub.v1.Token token = 1;
+   * @generated from field: aophub.v1.Token created = 1;
    */
-  token?: Token | undefined;
+  created?: Token | undefined;
 
   /**
    * The secret to present as "Authorization: Bearer <secret>". Shown once:
@@ -219,9 +219,9 @@ export type RevokeTokenResponse = Message<"aophub.v1.RevokeTokenResponse"> & {
   /**
    * The revoked token.
    *
-   * @generated from field: aophub.v1.Token token = 1;
+   * @generated from field: aophub.v1.Token revoked = 1;
    */
-  token?: Token | undefined;
+  revoked?: Token | undefined;
 };
 
 /**
@@ -243,7 +243,9 @@ export const TokenService: GenService<{
    * CreateToken makes a new named token and returns its secret (shown once).
    * ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
    * bad name, scope, node id pattern or expiry, and for the reserved scopes
-   * "workspace" and "terminal" ("not available yet").
+   * "workspace" and "terminal" ("not available yet"). Not journaled: a
+   * journaled response would keep the secret in clear; the name is the
+   * idempotency key (a retried create gets ALREADY_EXISTS).
    *
    * @generated from rpc aophub.v1.TokenService.CreateToken
    */
@@ -264,7 +266,8 @@ export const TokenService: GenService<{
   },
   /**
    * RevokeToken deletes a token: it is refused from now on and the
-   * connections it opened are closed. NOT_FOUND when no token has that name.
+   * connections it opened are closed. NOT_FOUND when no token has that name
+   * (so a retried revoke changes nothing).
    *
    * @generated from rpc aophub.v1.TokenService.RevokeToken
    */

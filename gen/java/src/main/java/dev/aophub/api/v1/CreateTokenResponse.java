@@ -54,18 +54,18 @@ private static final long serialVersionUID = 0L;
   }
 
   private int bitField0_;
-  public static final int TOKEN_FIELD_NUMBER = 1;
-  private dev.aophub.api.v1.Token token_;
+  public static final int CREATED_FIELD_NUMBER = 1;
+  private dev.aophub.api.v1.Token created_;
   /**
    * <pre>
    * The token created.
    * </pre>
    *
-   * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
-   * @return Whether the token field is set.
+   * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
+   * @return Whether the created field is set.
    */
   @java.lang.Override
-  public boolean hasToken() {
+  public boolean hasCreated() {
     return ((bitField0_ & 0x00000001) != 0);
   }
   /**
@@ -73,23 +73,23 @@ private static final long serialVersionUID = 0L;
    * The token created.
    * </pre>
    *
-   * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
-   * @return The token.
+   * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
+   * @return The created.
    */
   @java.lang.Override
-  public dev.aophub.api.v1.Token getToken() {
-    return token_ == null ? dev.aophub.api.v1.Token.getDefaultInstance() : token_;
+  public dev.aophub.api.v1.Token getCreated() {
+    return created_ == null ? dev.aophub.api.v1.Token.getDefaultInstance() : created_;
   }
   /**
    * <pre>
    * The token created.
    * </pre>
    *
-   * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+   * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
    */
   @java.lang.Override
-  public dev.aophub.api.v1.TokenOrBuilder getTokenOrBuilder() {
-    return token_ == null ? dev.aophub.api.v1.Token.getDefaultInstance() : token_;
+  public dev.aophub.api.v1.TokenOrBuilder getCreatedOrBuilder() {
+    return created_ == null ? dev.aophub.api.v1.Token.getDefaultInstance() : created_;
   }
 
   public static final int SECRET_FIELD_NUMBER = 2;
@@ -156,7 +156,7 @@ private static final long serialVersionUID = 0L;
   public void writeTo(com.google.protobuf.CodedOutputStream output)
                       throws java.io.IOException {
     if (((bitField0_ & 0x00000001) != 0)) {
-      output.writeMessage(1, getToken());
+      output.writeMessage(1, getCreated());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(secret_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 2, secret_);
@@ -167,7 +167,7 @@ private static final long serialVersionUID = 0L;
     int size = 0;
     if (((bitField0_ & 0x00000001) != 0)) {
       size += com.google.protobuf.CodedOutputStream
-        .computeMessageSize(1, getToken());
+        .computeMessageSize(1, getCreated());
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(secret_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(2, secret_);
@@ -196,10 +196,10 @@ private static final long serialVersionUID = 0L;
     }
     dev.aophub.api.v1.CreateTokenResponse other = (dev.aophub.api.v1.CreateTokenResponse) obj;
 
-    if (hasToken() != other.hasToken()) return false;
-    if (hasToken()) {
-      if (!getToken()
-          .equals(other.getToken())) return false;
+    if (hasCreated() != other.hasCreated()) return false;
+    if (hasCreated()) {
+      if (!getCreated()
+          .equals(other.getCreated())) return false;
     }
     if (!getSecret()
         .equals(other.getSecret())) return false;
@@ -214,9 +214,9 @@ private static final long serialVersionUID = 0L;
     }
     int hash = 41;
     hash = (19 * hash) + getDescriptor().hashCode();
-    if (hasToken()) {
-      hash = (37 * hash) + TOKEN_FIELD_NUMBER;
-      hash = (53 * hash) + getToken().hashCode();
+    if (hasCreated()) {
+      hash = (37 * hash) + CREATED_FIELD_NUMBER;
+      hash = (53 * hash) + getCreated().hashCode();
     }
     hash = (37 * hash) + SECRET_FIELD_NUMBER;
     hash = (53 * hash) + getSecret().hashCode();
@@ -354,17 +354,17 @@ private static final long serialVersionUID = 0L;
     private void maybeForceBuilderInitialization() {
       if (com.google.protobuf.GeneratedMessage
               .alwaysUseFieldBuilders) {
-        internalGetTokenFieldBuilder();
+        internalGetCreatedFieldBuilder();
       }
     }
     @java.lang.Override
     public Builder clear() {
       super.clear();
       bitField0_ = 0;
-      token_ = null;
-      if (tokenBuilder_ != null) {
-        tokenBuilder_.dispose();
-        tokenBuilder_ = null;
+      created_ = null;
+      if (createdBuilder_ != null) {
+        createdBuilder_.dispose();
+        createdBuilder_ = null;
       }
       secret_ = "";
       return this;
@@ -402,9 +402,9 @@ private static final long serialVersionUID = 0L;
       int from_bitField0_ = bitField0_;
       int to_bitField0_ = 0;
       if (((from_bitField0_ & 0x00000001) != 0)) {
-        result.token_ = tokenBuilder_ == null
-            ? token_
-            : tokenBuilder_.build();
+        result.created_ = createdBuilder_ == null
+            ? created_
+            : createdBuilder_.build();
         to_bitField0_ |= 0x00000001;
       }
       if (((from_bitField0_ & 0x00000002) != 0)) {
@@ -425,8 +425,8 @@ private static final long serialVersionUID = 0L;
 
     public Builder mergeFrom(dev.aophub.api.v1.CreateTokenResponse other) {
       if (other == dev.aophub.api.v1.CreateTokenResponse.getDefaultInstance()) return this;
-      if (other.hasToken()) {
-        mergeToken(other.getToken());
+      if (other.hasCreated()) {
+        mergeCreated(other.getCreated());
       }
       if (!other.getSecret().isEmpty()) {
         secret_ = other.secret_;
@@ -459,7 +459,7 @@ private static final long serialVersionUID = 0L;
               break;
             case 10: {
               input.readMessage(
-                  internalGetTokenFieldBuilder().getBuilder(),
+                  internalGetCreatedFieldBuilder().getBuilder(),
                   extensionRegistry);
               bitField0_ |= 0x00000001;
               break;
@@ -486,18 +486,18 @@ private static final long serialVersionUID = 0L;
     }
     private int bitField0_;
 
-    private dev.aophub.api.v1.Token token_;
+    private dev.aophub.api.v1.Token created_;
     private com.google.protobuf.SingleFieldBuilder<
-        dev.aophub.api.v1.Token, dev.aophub.api.v1.Token.Builder, dev.aophub.api.v1.TokenOrBuilder> tokenBuilder_;
+        dev.aophub.api.v1.Token, dev.aophub.api.v1.Token.Builder, dev.aophub.api.v1.TokenOrBuilder> createdBuilder_;
     /**
      * <pre>
      * The token created.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
-     * @return Whether the token field is set.
+     * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
+     * @return Whether the created field is set.
      */
-    public boolean hasToken() {
+    public boolean hasCreated() {
       return ((bitField0_ & 0x00000001) != 0);
     }
     /**
@@ -505,14 +505,14 @@ private static final long serialVersionUID = 0L;
      * The token created.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
-     * @return The token.
+     * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
+     * @return The created.
      */
-    public dev.aophub.api.v1.Token getToken() {
-      if (tokenBuilder_ == null) {
-        return token_ == null ? dev.aophub.api.v1.Token.getDefaultInstance() : token_;
+    public dev.aophub.api.v1.Token getCreated() {
+      if (createdBuilder_ == null) {
+        return created_ == null ? dev.aophub.api.v1.Token.getDefaultInstance() : created_;
       } else {
-        return tokenBuilder_.getMessage();
+        return createdBuilder_.getMessage();
       }
     }
     /**
@@ -520,14 +520,14 @@ private static final long serialVersionUID = 0L;
      * The token created.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
      */
-    public Builder setToken(dev.aophub.api.v1.Token value) {
-      if (tokenBuilder_ == null) {
+    public Builder setCreated(dev.aophub.api.v1.Token value) {
+      if (createdBuilder_ == null) {
         java.util.Objects.requireNonNull(value);
-        token_ = value;
+        created_ = value;
       } else {
-        tokenBuilder_.setMessage(value);
+        createdBuilder_.setMessage(value);
       }
       bitField0_ |= 0x00000001;
       onChanged();
@@ -538,14 +538,14 @@ private static final long serialVersionUID = 0L;
      * The token created.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
      */
-    public Builder setToken(
+    public Builder setCreated(
         dev.aophub.api.v1.Token.Builder builderForValue) {
-      if (tokenBuilder_ == null) {
-        token_ = builderForValue.build();
+      if (createdBuilder_ == null) {
+        created_ = builderForValue.build();
       } else {
-        tokenBuilder_.setMessage(builderForValue.build());
+        createdBuilder_.setMessage(builderForValue.build());
       }
       bitField0_ |= 0x00000001;
       onChanged();
@@ -556,21 +556,21 @@ private static final long serialVersionUID = 0L;
      * The token created.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
      */
-    public Builder mergeToken(dev.aophub.api.v1.Token value) {
-      if (tokenBuilder_ == null) {
+    public Builder mergeCreated(dev.aophub.api.v1.Token value) {
+      if (createdBuilder_ == null) {
         if (((bitField0_ & 0x00000001) != 0) &&
-          token_ != null &&
-          token_ != dev.aophub.api.v1.Token.getDefaultInstance()) {
-          getTokenBuilder().mergeFrom(value);
+          created_ != null &&
+          created_ != dev.aophub.api.v1.Token.getDefaultInstance()) {
+          getCreatedBuilder().mergeFrom(value);
         } else {
-          token_ = value;
+          created_ = value;
         }
       } else {
-        tokenBuilder_.mergeFrom(value);
+        createdBuilder_.mergeFrom(value);
       }
-      if (token_ != null) {
+      if (created_ != null) {
         bitField0_ |= 0x00000001;
         onChanged();
       }
@@ -581,14 +581,14 @@ private static final long serialVersionUID = 0L;
      * The token created.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
      */
-    public Builder clearToken() {
+    public Builder clearCreated() {
       bitField0_ = (bitField0_ & ~0x00000001);
-      token_ = null;
-      if (tokenBuilder_ != null) {
-        tokenBuilder_.dispose();
-        tokenBuilder_ = null;
+      created_ = null;
+      if (createdBuilder_ != null) {
+        createdBuilder_.dispose();
+        createdBuilder_ = null;
       }
       onChanged();
       return this;
@@ -598,26 +598,26 @@ private static final long serialVersionUID = 0L;
      * The token created.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
      */
-    public dev.aophub.api.v1.Token.Builder getTokenBuilder() {
+    public dev.aophub.api.v1.Token.Builder getCreatedBuilder() {
       bitField0_ |= 0x00000001;
       onChanged();
-      return internalGetTokenFieldBuilder().getBuilder();
+      return internalGetCreatedFieldBuilder().getBuilder();
     }
     /**
      * <pre>
      * The token created.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
      */
-    public dev.aophub.api.v1.TokenOrBuilder getTokenOrBuilder() {
-      if (tokenBuilder_ != null) {
-        return tokenBuilder_.getMessageOrBuilder();
+    public dev.aophub.api.v1.TokenOrBuilder getCreatedOrBuilder() {
+      if (createdBuilder_ != null) {
+        return createdBuilder_.getMessageOrBuilder();
       } else {
-        return token_ == null ?
-            dev.aophub.api.v1.Token.getDefaultInstance() : token_;
+        return created_ == null ?
+            dev.aophub.api.v1.Token.getDefaultInstance() : created_;
       }
     }
     /**
@@ -625,20 +625,20 @@ private static final long serialVersionUID = 0L;
      * The token created.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
      */
     private com.google.protobuf.SingleFieldBuilder<
         dev.aophub.api.v1.Token, dev.aophub.api.v1.Token.Builder, dev.aophub.api.v1.TokenOrBuilder> 
-        internalGetTokenFieldBuilder() {
-      if (tokenBuilder_ == null) {
-        tokenBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+        internalGetCreatedFieldBuilder() {
+      if (createdBuilder_ == null) {
+        createdBuilder_ = new com.google.protobuf.SingleFieldBuilder<
             dev.aophub.api.v1.Token, dev.aophub.api.v1.Token.Builder, dev.aophub.api.v1.TokenOrBuilder>(
-                getToken(),
+                getCreated(),
                 getParentForChildren(),
                 isClean());
-        token_ = null;
+        created_ = null;
       }
-      return tokenBuilder_;
+      return createdBuilder_;
     }
 
     private java.lang.Object secret_ = "";

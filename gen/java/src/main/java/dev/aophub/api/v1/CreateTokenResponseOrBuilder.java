@@ -15,27 +15,27 @@ public interface CreateTokenResponseOrBuilder extends
    * The token created.
    * </pre>
    *
-   * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
-   * @return Whether the token field is set.
+   * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
+   * @return Whether the created field is set.
    */
-  boolean hasToken();
+  boolean hasCreated();
   /**
    * <pre>
    * The token created.
    * </pre>
    *
-   * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
-   * @return The token.
+   * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
+   * @return The created.
    */
-  dev.aophub.api.v1.Token getToken();
+  dev.aophub.api.v1.Token getCreated();
   /**
    * <pre>
    * The token created.
    * </pre>
    *
-   * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+   * <code>.aophub.v1.Token created = 1 [json_name = "created"];</code>
    */
-  dev.aophub.api.v1.TokenOrBuilder getTokenOrBuilder();
+  dev.aophub.api.v1.TokenOrBuilder getCreatedOrBuilder();
 
   /**
    * <pre>

@@ -53,18 +53,18 @@ private static final long serialVersionUID = 0L;
   }
 
   private int bitField0_;
-  public static final int TOKEN_FIELD_NUMBER = 1;
-  private dev.aophub.api.v1.Token token_;
+  public static final int REVOKED_FIELD_NUMBER = 1;
+  private dev.aophub.api.v1.Token revoked_;
   /**
    * <pre>
    * The revoked token.
    * </pre>
    *
-   * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
-   * @return Whether the token field is set.
+   * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
+   * @return Whether the revoked field is set.
    */
   @java.lang.Override
-  public boolean hasToken() {
+  public boolean hasRevoked() {
     return ((bitField0_ & 0x00000001) != 0);
   }
   /**
@@ -72,23 +72,23 @@ private static final long serialVersionUID = 0L;
    * The revoked token.
    * </pre>
    *
-   * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
-   * @return The token.
+   * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
+   * @return The revoked.
    */
   @java.lang.Override
-  public dev.aophub.api.v1.Token getToken() {
-    return token_ == null ? dev.aophub.api.v1.Token.getDefaultInstance() : token_;
+  public dev.aophub.api.v1.Token getRevoked() {
+    return revoked_ == null ? dev.aophub.api.v1.Token.getDefaultInstance() : revoked_;
   }
   /**
    * <pre>
    * The revoked token.
    * </pre>
    *
-   * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+   * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
    */
   @java.lang.Override
-  public dev.aophub.api.v1.TokenOrBuilder getTokenOrBuilder() {
-    return token_ == null ? dev.aophub.api.v1.Token.getDefaultInstance() : token_;
+  public dev.aophub.api.v1.TokenOrBuilder getRevokedOrBuilder() {
+    return revoked_ == null ? dev.aophub.api.v1.Token.getDefaultInstance() : revoked_;
   }
 
   private byte memoizedIsInitialized = -1;
@@ -106,7 +106,7 @@ private static final long serialVersionUID = 0L;
   public void writeTo(com.google.protobuf.CodedOutputStream output)
                       throws java.io.IOException {
     if (((bitField0_ & 0x00000001) != 0)) {
-      output.writeMessage(1, getToken());
+      output.writeMessage(1, getRevoked());
     }
     getUnknownFields().writeTo(output);
   }
@@ -114,7 +114,7 @@ private static final long serialVersionUID = 0L;
     int size = 0;
     if (((bitField0_ & 0x00000001) != 0)) {
       size += com.google.protobuf.CodedOutputStream
-        .computeMessageSize(1, getToken());
+        .computeMessageSize(1, getRevoked());
     }
     return size;
   }
@@ -140,10 +140,10 @@ private static final long serialVersionUID = 0L;
     }
     dev.aophub.api.v1.RevokeTokenResponse other = (dev.aophub.api.v1.RevokeTokenResponse) obj;
 
-    if (hasToken() != other.hasToken()) return false;
-    if (hasToken()) {
-      if (!getToken()
-          .equals(other.getToken())) return false;
+    if (hasRevoked() != other.hasRevoked()) return false;
+    if (hasRevoked()) {
+      if (!getRevoked()
+          .equals(other.getRevoked())) return false;
     }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
@@ -156,9 +156,9 @@ private static final long serialVersionUID = 0L;
     }
     int hash = 41;
     hash = (19 * hash) + getDescriptor().hashCode();
-    if (hasToken()) {
-      hash = (37 * hash) + TOKEN_FIELD_NUMBER;
-      hash = (53 * hash) + getToken().hashCode();
+    if (hasRevoked()) {
+      hash = (37 * hash) + REVOKED_FIELD_NUMBER;
+      hash = (53 * hash) + getRevoked().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -294,17 +294,17 @@ private static final long serialVersionUID = 0L;
     private void maybeForceBuilderInitialization() {
       if (com.google.protobuf.GeneratedMessage
               .alwaysUseFieldBuilders) {
-        internalGetTokenFieldBuilder();
+        internalGetRevokedFieldBuilder();
       }
     }
     @java.lang.Override
     public Builder clear() {
       super.clear();
       bitField0_ = 0;
-      token_ = null;
-      if (tokenBuilder_ != null) {
-        tokenBuilder_.dispose();
-        tokenBuilder_ = null;
+      revoked_ = null;
+      if (revokedBuilder_ != null) {
+        revokedBuilder_.dispose();
+        revokedBuilder_ = null;
       }
       return this;
     }
@@ -341,9 +341,9 @@ private static final long serialVersionUID = 0L;
       int from_bitField0_ = bitField0_;
       int to_bitField0_ = 0;
       if (((from_bitField0_ & 0x00000001) != 0)) {
-        result.token_ = tokenBuilder_ == null
-            ? token_
-            : tokenBuilder_.build();
+        result.revoked_ = revokedBuilder_ == null
+            ? revoked_
+            : revokedBuilder_.build();
         to_bitField0_ |= 0x00000001;
       }
       result.bitField0_ |= to_bitField0_;
@@ -361,8 +361,8 @@ private static final long serialVersionUID = 0L;
 
     public Builder mergeFrom(dev.aophub.api.v1.RevokeTokenResponse other) {
       if (other == dev.aophub.api.v1.RevokeTokenResponse.getDefaultInstance()) return this;
-      if (other.hasToken()) {
-        mergeToken(other.getToken());
+      if (other.hasRevoked()) {
+        mergeRevoked(other.getRevoked());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -390,7 +390,7 @@ private static final long serialVersionUID = 0L;
               break;
             case 10: {
               input.readMessage(
-                  internalGetTokenFieldBuilder().getBuilder(),
+                  internalGetRevokedFieldBuilder().getBuilder(),
                   extensionRegistry);
               bitField0_ |= 0x00000001;
               break;
@@ -412,18 +412,18 @@ private static final long serialVersionUID = 0L;
     }
     private int bitField0_;
 
-    private dev.aophub.api.v1.Token token_;
+    private dev.aophub.api.v1.Token revoked_;
     private com.google.protobuf.SingleFieldBuilder<
-        dev.aophub.api.v1.Token, dev.aophub.api.v1.Token.Builder, dev.aophub.api.v1.TokenOrBuilder> tokenBuilder_;
+        dev.aophub.api.v1.Token, dev.aophub.api.v1.Token.Builder, dev.aophub.api.v1.TokenOrBuilder> revokedBuilder_;
     /**
      * <pre>
      * The revoked token.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
-     * @return Whether the token field is set.
+     * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
+     * @return Whether the revoked field is set.
      */
-    public boolean hasToken() {
+    public boolean hasRevoked() {
       return ((bitField0_ & 0x00000001) != 0);
     }
     /**
@@ -431,14 +431,14 @@ private static final long serialVersionUID = 0L;
      * The revoked token.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
-     * @return The token.
+     * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
+     * @return The revoked.
      */
-    public dev.aophub.api.v1.Token getToken() {
-      if (tokenBuilder_ == null) {
-        return token_ == null ? dev.aophub.api.v1.Token.getDefaultInstance() : token_;
+    public dev.aophub.api.v1.Token getRevoked() {
+      if (revokedBuilder_ == null) {
+        return revoked_ == null ? dev.aophub.api.v1.Token.getDefaultInstance() : revoked_;
       } else {
-        return tokenBuilder_.getMessage();
+        return revokedBuilder_.getMessage();
       }
     }
     /**
@@ -446,14 +446,14 @@ private static final long serialVersionUID = 0L;
      * The revoked token.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
      */
-    public Builder setToken(dev.aophub.api.v1.Token value) {
-      if (tokenBuilder_ == null) {
+    public Builder setRevoked(dev.aophub.api.v1.Token value) {
+      if (revokedBuilder_ == null) {
         java.util.Objects.requireNonNull(value);
-        token_ = value;
+        revoked_ = value;
       } else {
-        tokenBuilder_.setMessage(value);
+        revokedBuilder_.setMessage(value);
       }
       bitField0_ |= 0x00000001;
       onChanged();
@@ -464,14 +464,14 @@ private static final long serialVersionUID = 0L;
      * The revoked token.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
      */
-    public Builder setToken(
+    public Builder setRevoked(
         dev.aophub.api.v1.Token.Builder builderForValue) {
-      if (tokenBuilder_ == null) {
-        token_ = builderForValue.build();
+      if (revokedBuilder_ == null) {
+        revoked_ = builderForValue.build();
       } else {
-        tokenBuilder_.setMessage(builderForValue.build());
+        revokedBuilder_.setMessage(builderForValue.build());
       }
       bitField0_ |= 0x00000001;
       onChanged();
@@ -482,21 +482,21 @@ private static final long serialVersionUID = 0L;
      * The revoked token.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
      */
-    public Builder mergeToken(dev.aophub.api.v1.Token value) {
-      if (tokenBuilder_ == null) {
+    public Builder mergeRevoked(dev.aophub.api.v1.Token value) {
+      if (revokedBuilder_ == null) {
         if (((bitField0_ & 0x00000001) != 0) &&
-          token_ != null &&
-          token_ != dev.aophub.api.v1.Token.getDefaultInstance()) {
-          getTokenBuilder().mergeFrom(value);
+          revoked_ != null &&
+          revoked_ != dev.aophub.api.v1.Token.getDefaultInstance()) {
+          getRevokedBuilder().mergeFrom(value);
         } else {
-          token_ = value;
+          revoked_ = value;
         }
       } else {
-        tokenBuilder_.mergeFrom(value);
+        revokedBuilder_.mergeFrom(value);
       }
-      if (token_ != null) {
+      if (revoked_ != null) {
         bitField0_ |= 0x00000001;
         onChanged();
       }
@@ -507,14 +507,14 @@ private static final long serialVersionUID = 0L;
      * The revoked token.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
      */
-    public Builder clearToken() {
+    public Builder clearRevoked() {
       bitField0_ = (bitField0_ & ~0x00000001);
-      token_ = null;
-      if (tokenBuilder_ != null) {
-        tokenBuilder_.dispose();
-        tokenBuilder_ = null;
+      revoked_ = null;
+      if (revokedBuilder_ != null) {
+        revokedBuilder_.dispose();
+        revokedBuilder_ = null;
       }
       onChanged();
       return this;
@@ -524,26 +524,26 @@ private static final long serialVersionUID = 0L;
      * The revoked token.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
      */
-    public dev.aophub.api.v1.Token.Builder getTokenBuilder() {
+    public dev.aophub.api.v1.Token.Builder getRevokedBuilder() {
       bitField0_ |= 0x00000001;
       onChanged();
-      return internalGetTokenFieldBuilder().getBuilder();
+      return internalGetRevokedFieldBuilder().getBuilder();
     }
     /**
      * <pre>
      * The revoked token.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
      */
-    public dev.aophub.api.v1.TokenOrBuilder getTokenOrBuilder() {
-      if (tokenBuilder_ != null) {
-        return tokenBuilder_.getMessageOrBuilder();
+    public dev.aophub.api.v1.TokenOrBuilder getRevokedOrBuilder() {
+      if (revokedBuilder_ != null) {
+        return revokedBuilder_.getMessageOrBuilder();
       } else {
-        return token_ == null ?
-            dev.aophub.api.v1.Token.getDefaultInstance() : token_;
+        return revoked_ == null ?
+            dev.aophub.api.v1.Token.getDefaultInstance() : revoked_;
       }
     }
     /**
@@ -551,20 +551,20 @@ private static final long serialVersionUID = 0L;
      * The revoked token.
      * </pre>
      *
-     * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+     * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
      */
     private com.google.protobuf.SingleFieldBuilder<
         dev.aophub.api.v1.Token, dev.aophub.api.v1.Token.Builder, dev.aophub.api.v1.TokenOrBuilder> 
-        internalGetTokenFieldBuilder() {
-      if (tokenBuilder_ == null) {
-        tokenBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+        internalGetRevokedFieldBuilder() {
+      if (revokedBuilder_ == null) {
+        revokedBuilder_ = new com.google.protobuf.SingleFieldBuilder<
             dev.aophub.api.v1.Token, dev.aophub.api.v1.Token.Builder, dev.aophub.api.v1.TokenOrBuilder>(
-                getToken(),
+                getRevoked(),
                 getParentForChildren(),
                 isClean());
-        token_ = null;
+        revoked_ = null;
       }
-      return tokenBuilder_;
+      return revokedBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:aophub.v1.RevokeTokenResponse)

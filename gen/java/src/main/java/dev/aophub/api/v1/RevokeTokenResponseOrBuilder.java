@@ -15,25 +15,25 @@ public interface RevokeTokenResponseOrBuilder extends
    * The revoked token.
    * </pre>
    *
-   * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
-   * @return Whether the token field is set.
+   * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
+   * @return Whether the revoked field is set.
    */
-  boolean hasToken();
+  boolean hasRevoked();
   /**
    * <pre>
    * The revoked token.
    * </pre>
    *
-   * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
-   * @return The token.
+   * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
+   * @return The revoked.
    */
-  dev.aophub.api.v1.Token getToken();
+  dev.aophub.api.v1.Token getRevoked();
   /**
    * <pre>
    * The revoked token.
    * </pre>
    *
-   * <code>.aophub.v1.Token token = 1 [json_name = "token"];</code>
+   * <code>.aophub.v1.Token revoked = 1 [json_name = "revoked"];</code>
    */
-  dev.aophub.api.v1.TokenOrBuilder getTokenOrBuilder();
+  dev.aophub.api.v1.TokenOrBuilder getRevokedOrBuilder();
 }

@@ -81,22 +81,22 @@ public final class TokenOuterClass extends com.google.protobuf.GeneratedFile {
       "enRequest\022\022\n\004name\030\001 \001(\tR\004name\022\026\n\006scopes\030" +
       "\002 \003(\tR\006scopes\022\027\n\007node_id\030\003 \001(\tR\006nodeId\0229" +
       "\n\nexpires_at\030\004 \001(\0132\032.google.protobuf.Tim" +
-      "estampR\texpiresAt\"U\n\023CreateTokenResponse" +
-      "\022&\n\005token\030\001 \001(\0132\020.aophub.v1.TokenR\005token" +
-      "\022\026\n\006secret\030\002 \001(\tR\006secret\"\023\n\021ListTokensRe" +
-      "quest\">\n\022ListTokensResponse\022(\n\006tokens\030\001 " +
-      "\003(\0132\020.aophub.v1.TokenR\006tokens\"(\n\022RevokeT" +
-      "okenRequest\022\022\n\004name\030\001 \001(\tR\004name\"=\n\023Revok" +
-      "eTokenResponse\022&\n\005token\030\001 \001(\0132\020.aophub.v" +
-      "1.TokenR\005token2\372\001\n\014TokenService\022L\n\013Creat" +
-      "eToken\022\035.aophub.v1.CreateTokenRequest\032\036." +
-      "aophub.v1.CreateTokenResponse\022N\n\nListTok" +
-      "ens\022\034.aophub.v1.ListTokensRequest\032\035.aoph" +
-      "ub.v1.ListTokensResponse\"\003\220\002\001\022L\n\013RevokeT" +
-      "oken\022\035.aophub.v1.RevokeTokenRequest\032\036.ao" +
-      "phub.v1.RevokeTokenResponseBI\n\021dev.aophu" +
-      "b.api.v1P\001Z2github.com/aophub/aophub/gen" +
-      "/go/aophub/v1;aophubv1b\006proto3"
+      "estampR\texpiresAt\"Y\n\023CreateTokenResponse" +
+      "\022*\n\007created\030\001 \001(\0132\020.aophub.v1.TokenR\007cre" +
+      "ated\022\026\n\006secret\030\002 \001(\tR\006secret\"\023\n\021ListToke" +
+      "nsRequest\">\n\022ListTokensResponse\022(\n\006token" +
+      "s\030\001 \003(\0132\020.aophub.v1.TokenR\006tokens\"(\n\022Rev" +
+      "okeTokenRequest\022\022\n\004name\030\001 \001(\tR\004name\"A\n\023R" +
+      "evokeTokenResponse\022*\n\007revoked\030\001 \001(\0132\020.ao" +
+      "phub.v1.TokenR\007revoked2\372\001\n\014TokenService\022" +
+      "L\n\013CreateToken\022\035.aophub.v1.CreateTokenRe" +
+      "quest\032\036.aophub.v1.CreateTokenResponse\022N\n" +
+      "\nListTokens\022\034.aophub.v1.ListTokensReques" +
+      "t\032\035.aophub.v1.ListTokensResponse\"\003\220\002\001\022L\n" +
+      "\013RevokeToken\022\035.aophub.v1.RevokeTokenRequ" +
+      "est\032\036.aophub.v1.RevokeTokenResponseBI\n\021d" +
+      "ev.aophub.api.v1P\001Z2github.com/aophub/ao" +
+      "phub/gen/go/aophub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -120,7 +120,7 @@ public final class TokenOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_CreateTokenResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_CreateTokenResponse_descriptor,
-        new java.lang.String[] { "Token", "Secret", });
+        new java.lang.String[] { "Created", "Secret", });
     internal_static_aophub_v1_ListTokensRequest_descriptor =
       getDescriptor().getMessageType(3);
     internal_static_aophub_v1_ListTokensRequest_fieldAccessorTable = new
@@ -144,7 +144,7 @@ public final class TokenOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_RevokeTokenResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_RevokeTokenResponse_descriptor,
-        new java.lang.String[] { "Token", });
+        new java.lang.String[] { "Revoked", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.protobuf.TimestampProto.getDescriptor();
   }
