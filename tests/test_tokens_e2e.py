@@ -60,7 +60,7 @@ async def create(
         stamp.FromNanoseconds(int(expires_at * 1e9))
         request.expires_at.CopyFrom(stamp)
     created = await tokens.create_token(request)
-    assert created.token.name == name
+    assert created.created.name == name
     return created.secret
 
 
@@ -99,7 +99,7 @@ async def test_token_service_creates_lists_and_revokes(tokens: token_connect.Tok
     assert secret not in str(listed)
     assert secret.split("_")[1] == listed[1].id  # the public id is part of the token, nothing more
     revoked = await tokens.revoke_token(token_pb2.RevokeTokenRequest(name="phone"))
-    assert revoked.token.name == "phone"
+    assert revoked.revoked.name == "phone"
     assert [t.name for t in (await tokens.list_tokens(token_pb2.ListTokensRequest())).tokens] == ["laptop"]
     missing = await connect_error(tokens.revoke_token(token_pb2.RevokeTokenRequest(name="phone")), Code.NOT_FOUND)
     assert "phone" in missing.message

@@ -161,12 +161,12 @@ def _through_server(args: argparse.Namespace) -> int:
             if args.expires:
                 request.expires_at.CopyFrom(_timestamp(time.time() + args.expires))
             created = client.create_token(request, headers=headers)
-            _print_created(created.token, created.secret)
+            _print_created(created.created, created.secret)
         elif args.token_action == "list":
             _print_list(list(client.list_tokens(token_pb2.ListTokensRequest(), headers=headers).tokens))
         else:
             revoked = client.revoke_token(token_pb2.RevokeTokenRequest(name=args.name), headers=headers)
-            print(f"revoked token {revoked.token.name}; its connections are closed", file=sys.stderr)
+            print(f"revoked token {revoked.revoked.name}; its connections are closed", file=sys.stderr)
     return 0
 
 

@@ -51,7 +51,7 @@ class TokenServiceImpl:
         record, secret = await self.tokens.create(
             request.name, request.scopes, node_id=request.node_id, expires_at=expires_at
         )
-        return token_pb2.CreateTokenResponse(token=token_view(record, self._clock()), secret=secret)
+        return token_pb2.CreateTokenResponse(created=token_view(record, self._clock()), secret=secret)
 
     async def list_tokens(self, request: token_pb2.ListTokensRequest, ctx: Ctx) -> token_pb2.ListTokensResponse:
         now = self._clock()
@@ -59,4 +59,4 @@ class TokenServiceImpl:
 
     async def revoke_token(self, request: token_pb2.RevokeTokenRequest, ctx: Ctx) -> token_pb2.RevokeTokenResponse:
         record = await self.tokens.revoke(request.name)
-        return token_pb2.RevokeTokenResponse(token=token_view(record, self._clock()))
+        return token_pb2.RevokeTokenResponse(revoked=token_view(record, self._clock()))
