@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
-    _add_token_options(node, "the hub's access key (default: $AOPHUB_TOKEN)")
+    _add_token_options(node, "the hub's access key or a node token (default: $AOPHUB_TOKEN)")
     node.add_argument("--node-id", required=True, help="this node's id on the hub")
     node.add_argument("--name", default="", help="display name (default: the node id)")
     node.add_argument(
