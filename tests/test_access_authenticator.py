@@ -40,7 +40,7 @@ def test_a_bearer_token_authenticates_as_its_principal() -> None:
     result = authenticator.authenticate(bearer(text), {})
     assert result.ok
     assert result.principal is not None
-    assert (result.principal.name, result.principal.scopes) == ("phone", {Scope.APP})
+    assert (result.principal.name, result.principal.scopes) == ("phone", frozenset({Scope.APP}))
     assert authenticator.authenticate(bearer(KEY), {}).principal == ACCESS_KEY_PRINCIPAL
 
 
