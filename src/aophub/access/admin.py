@@ -80,6 +80,7 @@ class TokenAdmin:
             if record is None:
                 raise HubError(Code.NOT_FOUND, f"no token is named {name!r}")
             await self._store.submit([DeleteToken(record.id)])
+            # Both at once: a connection authenticated before the removal is registered, and closed here.
             self.book.remove(name)
-        self.live.revoke(record.id, TOKEN_REVOKED)
+            self.live.revoke(record.id, TOKEN_REVOKED)
         return record
