@@ -235,6 +235,40 @@ async def test_a_node_token_for_a_cannot_register_b_or_local(
         assert hub.runtime.hub.nodes.get("a") is not None
 
 
+async def test_a_phone_token_runs_a_turn_on_a_laptop_node_token_and_reaches_no_admin_plane(
+    hub: RunningHub, tokens: token_connect.TokenServiceClient
+) -> None:
+    """The issue's scenario: an app token (phone) runs a turn served by a node token's node (laptop); the
+    phone cannot change the configuration or list tokens, and cannot connect as a node."""
+    phone = await create(tokens, "phone", "app")
+    laptop = await create(tokens, "laptop", "node", node_id="laptop")
+    async with (
+        await RawNode.connect(hub.node_url, "laptop", token=laptop) as node,
+        await AppSocket.open(hub.app_url, phone) as app,
+    ):
+        session = await app.open_session("laptop")
+        watch = await app.watch(session.id)
+        receipt = await app.run_turn(session.id, "hello laptop")
+        assert receipt.WhichOneof("outcome") == "accepted", receipt
+        turn_id = receipt.accepted.turn_id
+        dispatched = await node.request("run_turn_request")
+        assert dispatched.envelope.id == turn_id
+        await node.end_turn(session.id, turn_id)
+        assert (await app.turn_ended(watch, turn_id)).event.turn_ended.stop_reason == "completed"
+    async with httpx.AsyncClient(base_url=hub.http, timeout=10) as client:
+        as_phone = {"Authorization": f"Bearer {phone}"}
+        update = await post(
+            client, "/aophub.v1.ConfigService/UpdateConfig", config_pb2.UpdateConfigRequest(), headers=as_phone
+        )
+        listed = await post(
+            client, "/aophub.v1.TokenService/ListTokens", token_pb2.ListTokensRequest(), headers=as_phone
+        )
+    assert (update.status_code, listed.status_code) == (403, 403)
+    with pytest.raises(InvalidStatus) as refused:
+        await RawNode.connect(hub.node_url, "laptop", token=phone)
+    assert refused.value.response.status_code == 403
+
+
 async def test_a_glob_node_token_still_cannot_take_the_built_in_id(
     hub: RunningHub, tokens: token_connect.TokenServiceClient
 ) -> None:
