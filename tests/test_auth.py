@@ -22,6 +22,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 from websockets.typing import Origin
 
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL
+from aophub.access.scopes import Scope as AccessScope
 from aophub.transport.auth import (
     SESSION_COOKIE,
     AccessKey,
@@ -151,7 +153,7 @@ def test_access_key_repr_hides_the_key() -> None:
 def test_bearer_with_the_key_is_accepted(authenticator: Authenticator, scheme: str) -> None:
     """`Authorization: Bearer <key>` authenticates, whatever the scheme's case."""
     result = authenticator.authenticate({"authorization": f"{scheme} {KEY}"}, {})
-    assert result == AuthResult(ok=True, method="bearer", reason="")
+    assert result == AuthResult(ok=True, method="bearer", reason="", principal=ACCESS_KEY_PRINCIPAL)
 
 
 def test_bearer_with_a_wrong_key_is_refused(authenticator: Authenticator) -> None:
@@ -199,7 +201,9 @@ def test_issued_cookie_authenticates(authenticator: Authenticator) -> None:
     value = authenticator.issue_cookie()
     version, expiry, _nonce, _mac = value.split(".")
     assert (version, int(expiry)) == ("v1", int(T0) + 3600)
-    assert authenticator.authenticate({}, cookie(value)) == AuthResult(True, "cookie", "")
+    assert authenticator.authenticate({}, cookie(value)) == AuthResult(
+        True, "cookie", "", principal=ACCESS_KEY_PRINCIPAL
+    )
 
 
 def test_cookie_expires(authenticator: Authenticator, clock: FakeClock) -> None:
@@ -325,7 +329,7 @@ async def test_login_sets_a_strict_http_only_cookie(routes_app: Starlette, authe
     async with client_for(routes_app) as client:
         response = await client.post("/api/auth/login", json={"token": KEY})
     assert response.status_code == 200
-    assert response.json() == {"authenticated": True}
+    assert response.json() == {"authenticated": True, "token_name": "admin", "scopes": ["admin"]}
     attributes = response.headers["set-cookie"].split("; ")[1:]
     assert attributes == ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=3600"]
     assert authenticator.authenticate({}, cookie(session_cookie_from(response))).ok
@@ -387,8 +391,8 @@ async def test_session_reports_authentication(routes_app: Starlette, authenticat
             "/api/auth/session", headers={"Cookie": f"{SESSION_COOKIE}={value}", "Origin": "http://evil.example"}
         )
     assert anonymous.json() == {"authenticated": False}
-    assert by_cookie.json() == {"authenticated": True}
-    assert by_bearer.json() == {"authenticated": True}
+    assert by_cookie.json() == {"authenticated": True, "token_name": "admin", "scopes": ["admin"]}
+    assert by_bearer.json() == {"authenticated": True, "token_name": "admin", "scopes": ["admin"]}
     assert foreign.json() == {"authenticated": False}
 
 
@@ -437,7 +441,7 @@ async def test_upgrade_without_denial_extension_closes_with_1008(authenticator: 
         sent.append(message)
 
     scope: Scope = {"type": "websocket", "scheme": "ws", "path": "/ws", "headers": [], "server": ("hub", 80)}
-    assert await authorize_websocket(WebSocket(scope, receive, send), authenticator) is None
+    assert await authorize_websocket(WebSocket(scope, receive, send), authenticator, AccessScope.READ) is None
     assert sent == [{"type": "websocket.close", "code": 1008, "reason": "missing credentials"}]
 
 
@@ -458,7 +462,7 @@ async def hub_port(authenticator: Authenticator) -> AsyncIterator[int]:
     """A real uvicorn server on an ephemeral port with one authenticated echo WebSocket."""
 
     async def echo(websocket: WebSocket) -> None:
-        result = await authorize_websocket(websocket, authenticator)
+        result = await authorize_websocket(websocket, authenticator, AccessScope.READ)
         if result is None:
             return
         await websocket.accept()

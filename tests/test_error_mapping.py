@@ -30,6 +30,7 @@ TABLE: dict[Code, tuple[ConnectCode, int]] = {
     Code.COMMAND_FAILED: (ConnectCode.FAILED_PRECONDITION, 412),
     Code.INTERNAL: (ConnectCode.INTERNAL, 500),
     Code.UNAUTHENTICATED: (ConnectCode.UNAUTHENTICATED, 401),
+    Code.PERMISSION_DENIED: (ConnectCode.PERMISSION_DENIED, 403),
 }
 
 

@@ -501,7 +501,7 @@ async def test_the_api_key_is_not_in_the_websocket_frames_debug_log(
 
 
 def test_serve_takes_the_push_list_and_its_help_says_what_it_means(capsys: pytest.CaptureFixture[str]) -> None:
-    """`aophub serve --llm-push-node ID` (repeatable); --help says anyone with the access key can claim a listed id."""
+    """`aophub serve --llm-push-node ID` (repeatable); --help says who receives the key (whoever may take the id)."""
     args = build_parser().parse_args(["serve", "--llm-push-node", "a", "--llm-push-node", "b"])
     assert args.llm_push_node == ["a", "b"]
     assert build_parser().parse_args(["serve"]).llm_push_node == []
@@ -509,5 +509,6 @@ def test_serve_takes_the_push_list_and_its_help_says_what_it_means(capsys: pytes
         build_parser().parse_args(["serve", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--llm-push-node" in text
-    assert "anyone holding the access key can connect as a listed id and so receive the API key" in text
+    assert "Whoever may connect as a listed id receives the API key" in text
+    assert "every holder of the admin access key" in text
     assert "Default: no push at all" in text

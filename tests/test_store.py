@@ -35,7 +35,7 @@ from aophub.store import (
     WriteOp,
     sqlite_writer,
 )
-from aophub.store.base import AppendArtifact
+from aophub.store.base import AppendArtifact, DeleteToken, PutToken, TokenRecord
 from aophub.store.sqlite import map_exceptions
 
 
@@ -698,3 +698,38 @@ async def test_cursors_stay_dense_when_the_writer_forgets_sessions(
     assert await store.submit([AppendEvent("b", 3, b"late"), AppendEvent("c", 2, b"c2")]) == [3, 2]
     assert [e.cursor for e in await store.read_events("a", 0, 10)] == [1, 2]
     assert len(store._writer._cursors) <= 2
+
+
+# -- tokens -----------------------------------------------------------------------------------
+
+
+def token_record(token_id: str, name: str) -> TokenRecord:
+    return TokenRecord(
+        id=token_id,
+        name=name,
+        scopes=("app", "read"),
+        node_id="",
+        created_at=1.5,
+        expires_at=None,
+        salt=b"s" * 16,
+        digest=b"d" * 32,
+    )
+
+
+async def test_tokens_are_stored_listed_by_name_and_deleted(store: SQLiteStore) -> None:
+    """PutToken stores every field; list_tokens orders by name; DeleteToken reports the rows it deleted."""
+    await store.submit(
+        [PutToken(token_record("bbbbbbbbbbbb", "zeta")), PutToken(token_record("aaaaaaaaaaaa", "alpha"))]
+    )
+    assert await store.list_tokens() == [token_record("aaaaaaaaaaaa", "alpha"), token_record("bbbbbbbbbbbb", "zeta")]
+    assert await store.submit([DeleteToken("aaaaaaaaaaaa"), DeleteToken("aaaaaaaaaaaa")]) == [1, 0]
+    assert [record.name for record in await store.list_tokens()] == ["zeta"]
+
+
+async def test_a_second_token_of_one_name_fails_alone(store: SQLiteStore) -> None:
+    """Token names are unique in the store: the batch fails (not retryable) and changes nothing."""
+    await store.submit([PutToken(token_record("aaaaaaaaaaaa", "phone"))])
+    with pytest.raises(StoreError) as failed:
+        await store.submit([PutToken(token_record("bbbbbbbbbbbb", "phone"))])
+    assert not failed.value.retryable
+    assert [record.id for record in await store.list_tokens()] == ["aaaaaaaaaaaa"]

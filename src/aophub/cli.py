@@ -27,6 +27,7 @@ from aophub.settings import (
     DEFAULT_OUTBOUND_STALL_SECONDS,
     Settings,
 )
+from aophub.token_commands import add_token_parser, run_token_command
 from aophub.transport.app import create_app
 from aophub.transport.auth import AccessKey, read_token_file, resolve_access_key, trusted_proxies
 from aophub.transport.connection_limits import FD_RESERVE
@@ -136,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
-    _add_token_options(node, "the hub's access key (default: $AOPHUB_TOKEN)")
+    _add_token_options(node, "the hub's access key or a node token (default: $AOPHUB_TOKEN)")
     node.add_argument("--node-id", required=True, help="this node's id on the hub")
     node.add_argument("--name", default="", help="display name (default: the node id)")
     node.add_argument(
@@ -154,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_log_format(node)
+    add_token_parser(commands)
     return parser
 
 
@@ -285,8 +287,8 @@ def add_llm_push_option(serve: argparse.ArgumentParser) -> None:
         metavar="NODE_ID",
         help="push the active LLM profile, API key included, to the node with this id whenever it connects"
         " and whenever the profile changes (repeat for more nodes; config.yaml's llm_push.node_ids adds"
-        " more). Default: no push at all. A node id is only claimed by the node: with one shared access"
-        " key, anyone holding the access key can connect as a listed id and so receive the API key",
+        " more). Default: no push at all. Whoever may connect as a listed id receives the API key: the"
+        " holder of a node token bound to it, and every holder of the admin access key",
     )
 
 
@@ -532,4 +534,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(args)
     if args.command == "node":
         return node(args)
+    if args.command == "token":
+        return run_token_command(args)
     return 2

@@ -2,10 +2,11 @@
 
 Transport-independent: the WebSocket adapter feeds binary frames to
 :meth:`ApplicationConnection.receive` and writes what ``send`` is given. It
-decodes and routes every envelope (AOP section 4), runs requests
-concurrently (bounded), runs watches, and turns every failure into its
-defined ``ProtocolError`` or ``Rejection``; nothing one connection sends can
-affect another.
+decodes and routes every envelope (AOP section 4), checks that the
+connection's principal has the scope each request needs
+(:mod:`aophub.access.policy`), runs requests concurrently (bounded), runs
+watches, and turns every failure into its defined ``ProtocolError`` or
+``Rejection``; nothing one connection sends can affect another.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from collections.abc import Awaitable, Callable
 from google.protobuf.message import Message
 
 from aop import chat_pb2, envelope_pb2, protocol_pb2
+from aophub.access.policy import application_request_scope
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
 from aophub.hub.event_log import Delivery
 from aophub.hub.hub import Hub, parse_cursor
 from aophub.hub.request_checks import check_id, check_ids
 from aophub.hub.watch import follow
 from aophub.protocol.codec import core_message, decode_envelope, encode_delivery, encode_envelope, payload_name, unpack
-from aophub.protocol.error_mapping import to_protocol_error
+from aophub.protocol.error_mapping import to_protocol_error, to_rejection
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
 from aophub.store.base import StoreError
@@ -49,10 +52,20 @@ _REQUESTS = {
     "close_session_request": "close_session_response",
     "list_events_request": "list_events_response",
 }
+# The requests whose response has a ``rejected`` outcome (the others are refused with a ProtocolError).
+_REJECTABLE: dict[str, type[Message]] = {
+    "open_session_request": chat_pb2.OpenSessionResponse,
+    "run_turn_request": chat_pb2.RunTurnResponse,
+    "cancel_turn_request": chat_pb2.CancelTurnResponse,
+    "close_session_request": chat_pb2.CloseSessionResponse,
+}
 
 
 class ApplicationConnection:
-    """State of one application connection: in-flight requests and watches."""
+    """State of one application connection: in-flight requests and watches.
+
+    ``principal`` is who the connection authenticated as (default: the access key's admin).
+    """
 
     def __init__(
         self,
@@ -62,8 +75,10 @@ class ApplicationConnection:
         namespaces: NamespaceRouter[NamespaceHandler] | None = None,
         max_inflight: int = MAX_INFLIGHT,
         max_watches: int = MAX_WATCHES,
+        principal: Principal = ACCESS_KEY_PRINCIPAL,
     ) -> None:
         self.hub = hub
+        self.principal = principal
         self._deliver = send
         self._closed = False
         self._namespaces = namespaces or NamespaceRouter()
@@ -74,7 +89,7 @@ class ApplicationConnection:
         self._first = True
 
     def __repr__(self) -> str:
-        return f"<ApplicationConnection requests={len(self._tasks)} watches={len(self._watches)}>"
+        return f"<ApplicationConnection {self.principal.name} requests={len(self._tasks)} watches={len(self._watches)}>"
 
     async def receive(self, frame: bytes) -> Close | None:
         """Handle one binary frame. Returns ``(close code, reason)`` when the connection must close."""
@@ -95,6 +110,10 @@ class ApplicationConnection:
             await self.send_protocol_error(envelope.id, error)
             return None
         case = message.WhichOneof("message")
+        refusal = self._refusal(_CORE, case)
+        if refusal is not None:
+            await self._refuse(envelope.id, case, refusal)
+            return None
         if first and case == "agent_hello":
             wrong = HubError(
                 Code.WRONG_ENDPOINT, "agent nodes connect to /api/aop/node/ws, not the application endpoint"
@@ -126,6 +145,10 @@ class ApplicationConnection:
             raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not supported by this hub")
         message_type, handler = route
         message = unpack(envelope, message_type)
+        oneofs = message.DESCRIPTOR.oneofs
+        refusal = self._refusal(name, message.WhichOneof(oneofs[0].name) if oneofs else None)
+        if refusal is not None:
+            raise refusal
 
         async def run() -> None:
             reply = await handler(self, envelope_id, message)
@@ -133,6 +156,26 @@ class ApplicationConnection:
                 await self._send(encode_envelope(reply, reply_to=envelope_id))
 
         await self._spawn(lambda: self._guard(envelope_id, run))
+
+    def _refusal(self, namespace: str, case: str | None) -> HubError | None:
+        """The ``PERMISSION_DENIED`` for request ``case`` of ``namespace`` if this principal may not send it."""
+        need = application_request_scope(namespace, case) if case else None
+        if need is None:
+            return None
+        try:
+            self.principal.require(need, case or namespace)
+        except HubError as error:
+            return error
+        return None
+
+    async def _refuse(self, envelope_id: str, case: str | None, refusal: HubError) -> None:
+        """Answer a refused core request: ``rejected`` where its response has one, else a ProtocolError."""
+        response_type = _REJECTABLE.get(case or "")
+        if response_type is None:
+            await self.send_protocol_error(envelope_id, refusal)
+            return
+        reply = core_message(**{_REQUESTS[case or ""]: response_type(rejected=to_rejection(refusal))})
+        await self._send(encode_envelope(reply, reply_to=envelope_id))
 
     async def _spawn(self, start: Callable[[], Awaitable[None]]) -> None:
         # Work is created only once it can run: a coroutine created before a cancellation here

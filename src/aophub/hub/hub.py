@@ -464,12 +464,17 @@ class Hub:
         built_in: bool = False,
         peer: str = "",
         acceptance: envelope_pb2.Envelope | None = None,
+        token_name: str = "",
     ) -> NodeHandle:
         """Register a node that said hello (``acceptance`` sent first); a node with the same id is replaced.
 
-        Its turns end. Raises :class:`HubError` when the id is refused (see :meth:`NodeRouter.attach`).
+        ``token_name`` is the name of the token the connection authenticated with (shown by
+        AgentService). Its turns end. Raises :class:`HubError` when the id is refused (see
+        :meth:`NodeRouter.attach`).
         """
-        return await self._node_router.attach(hello, link, built_in=built_in, peer=peer, acceptance=acceptance)
+        return await self._node_router.attach(
+            hello, link, built_in=built_in, peer=peer, acceptance=acceptance, token_name=token_name
+        )
 
     async def detach_node(self, handle: NodeHandle) -> None:
         """Forget a node whose connection ended; its running turns end with ``agent_disconnected``."""

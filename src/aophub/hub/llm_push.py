@@ -8,8 +8,9 @@ when the operator opts in (:class:`LlmPushSource`: ``aophub serve --llm-push-nod
 ``llm_push.node_ids`` in config.yaml; empty, the default, means no push at all), and then:
 
 - only to a connection :func:`may_receive_push` allows: the one place that decides who may
-  receive the key. Today that is "its node id is on the operator's list", and a node id is only
-  claimed by the node: with one shared access key, anyone holding the key can claim a listed id;
+  receive the key: "its node id is on the operator's list". A node id can be
+  taken only by a connection whose credentials allow it (a node token bound to it, or the admin
+  access key: :mod:`aophub.access`), so those are who receive the key;
 - only the active LLM profile, as the one provider of ``llm`` with ``active_profile`` its id.
   Nothing else of the configuration: fields 2-7 of ``DistributeConfig`` stay unset
   (:func:`reload_push`);
@@ -83,9 +84,9 @@ class LlmPushSource:
 def may_receive_push(handle: NodeHandle, listed: AbstractSet[str]) -> bool:
     """Whether the connection of ``handle`` may receive the LLM configuration, API key included.
 
-    The one place this is decided. A node id is only claimed by the node: under one shared access
-    key anyone holding the key can connect as a listed id, so the operator's list means "everyone
-    with the access key may receive this key". Per-node credentials would be checked here.
+    The one place this is decided. The connection's credentials were checked for its node id at
+    acceptance (a node token bound to the id, or the admin access key), so the operator's list means
+    "whoever may connect as this id may receive this key".
     """
     return not handle.built_in and handle.node_id in listed
 

@@ -131,8 +131,10 @@ class NodeRouter:
         built_in: bool = False,
         peer: str = "",
         acceptance: envelope_pb2.Envelope | None = None,
+        token_name: str = "",
     ) -> NodeHandle:
-        """Register a node that said hello (from ``peer``, ``host:port``); a node with the same id is replaced.
+        """Register a node that said hello (from ``peer``, ``host:port``, with the token ``token_name``);
+        a node with the same id is replaced.
 
         ``acceptance`` (the ``agent_accepted``) goes on the link before the node is registered:
         nothing the hub sends it (an open, a run of a turn started meanwhile) can overtake it
@@ -155,7 +157,9 @@ class NodeRouter:
             self._refuse_rival(node_id, peer)
         if acceptance is not None:
             await link.send(acceptance)
-        handle = NodeHandle(hello, link, connected_at=self._clock(), built_in=built_in, peer=peer)
+        handle = NodeHandle(
+            hello, link, connected_at=self._clock(), built_in=built_in, peer=peer, token_name=token_name
+        )
         earlier = self.known_nodes.get(node_id)
         if earlier is not None:
             # Continuations die with their connection: their sessions are reset before their next use (AOP-nodes 9.8.4).

@@ -76,6 +76,7 @@ class NodeHandle:
         connected_at: float,
         built_in: bool = False,
         peer: str = "",
+        token_name: str = "",
     ) -> None:
         self.node_id = hello.node_id
         self.hello = hello
@@ -85,6 +86,8 @@ class NodeHandle:
         self.built_in = built_in
         # Where the connection comes from (``host:port``), for logs.
         self.peer = peer
+        # The name of the token the connection presented ("" for the built-in node).
+        self.token_name = token_name
         # When this connection took its id over from another, or last refused a rival for it.
         self.contested_at: float | None = None
         self.status = protocol_pb2.AgentStatus()

@@ -31,6 +31,7 @@ CONNECT_CODES: dict[Code, ConnectCode] = {
     Code.COMMAND_FAILED: ConnectCode.FAILED_PRECONDITION,
     Code.INTERNAL: ConnectCode.INTERNAL,
     Code.UNAUTHENTICATED: ConnectCode.UNAUTHENTICATED,
+    Code.PERMISSION_DENIED: ConnectCode.PERMISSION_DENIED,
 }
 
 HTTP_STATUS: dict[Code, int] = {
@@ -47,6 +48,7 @@ HTTP_STATUS: dict[Code, int] = {
     Code.COMMAND_FAILED: 412,
     Code.INTERNAL: 500,
     Code.UNAUTHENTICATED: 401,
+    Code.PERMISSION_DENIED: 403,
 }
 
 

@@ -32,6 +32,8 @@ class Code(enum.StrEnum):
     # Anything unexpected; its details are logged, never sent.
     INTERNAL = "INTERNAL"
     UNAUTHENTICATED = "UNAUTHENTICATED"
+    # The credentials are valid but lack the scope (or node id) the request needs.
+    PERMISSION_DENIED = "PERMISSION_DENIED"
 
 
 class TurnErrorCode(enum.StrEnum):

@@ -59,6 +59,7 @@ def agent_view(hub: Hub, handle: NodeHandle, online: bool) -> agent_pb2.Agent:
         running_turns=running,
         last_seen_at=to_timestamp(handle.last_seen_at if not online else time.time()),
         llm_push=llm_push_view(handle.llm_push, time.time()),
+        token_name=handle.token_name,
     )
     return agent
 

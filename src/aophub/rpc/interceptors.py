@@ -1,7 +1,8 @@
 """Cross-cutting behaviour of every management RPC.
 
 :class:`AuthInterceptor` is a metadata interceptor placed first, so connectrpc
-runs it before the request body is read or parsed: a bad key costs nothing.
+runs it before the request body is read or parsed: a bad key, or a token without
+the scope the method needs (:mod:`aophub.access.policy`), costs nothing.
 :class:`ErrorInterceptor` is the boundary where the hub's exceptions become
 Connect errors (through ``aophub.protocol.error_mapping``); anything
 unexpected becomes ``internal`` with a generic message, details in the log.
@@ -19,10 +20,12 @@ from connectrpc.errors import ConnectError
 from connectrpc.request import RequestContext
 from starlette.datastructures import Headers
 
+from aophub.access.authenticator import CROSS_ORIGIN_REQUEST, Authenticator
+from aophub.access.policy import rpc_scope
+from aophub.access.throttle import retry_after_header
 from aophub.protocol.error_mapping import INTERNAL_MESSAGE, to_connect_code
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import StoreError
-from aophub.transport.auth import Authenticator, retry_after_header
 
 __all__ = ["AuthInterceptor", "ErrorInterceptor"]
 
@@ -49,7 +52,8 @@ def _client_host(client_address: str | None) -> str:
 
 
 class AuthInterceptor:
-    """Refuses a call without a valid bearer key or session cookie (``unauthenticated``).
+    """Refuses a call without a valid bearer key, token or session cookie (``unauthenticated``),
+    and one whose credentials lack the scope the method needs (``permission_denied``, naming it).
 
     The client's address shares the authenticator's throttle with the other paths: a throttled
     address gets ``resource_exhausted`` with a ``Retry-After`` header.
@@ -75,9 +79,14 @@ class AuthInterceptor:
             origin, host = headers.get("origin"), headers.get("host")
             same_site = any(self._authenticator.origin_allowed(origin, host, scheme) for scheme in ("http", "https"))
             if not same_site:
-                raise ConnectError(ConnectCode.UNAUTHENTICATED, "cross-origin request refused")
-        if not result.ok:
+                raise ConnectError(ConnectCode.UNAUTHENTICATED, CROSS_ORIGIN_REQUEST)
+        if not result.ok or result.principal is None:
             raise ConnectError(ConnectCode.UNAUTHENTICATED, result.reason)
+        path = f"{ctx.method.service_name}/{ctx.method.name}"
+        try:
+            result.principal.require(rpc_scope(path), path)
+        except HubError as refusal:
+            raise ConnectError(to_connect_code(refusal.code), refusal.message) from None
 
     async def on_end(self, token: None, ctx: RequestContext[object, object], error: Exception | None) -> None:
         return None

@@ -15,8 +15,8 @@ from connectrpc.server import ConnectASGIApplication
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from aophub.access.authenticator import Authenticator
 from aophub.rpc.interceptors import AuthInterceptor, ErrorInterceptor
-from aophub.transport.auth import Authenticator
 
 __all__ = ["MAX_MESSAGE_BYTES", "connect_routes"]
 

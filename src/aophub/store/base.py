@@ -17,7 +17,7 @@ Every implementation passes ``tests/test_store.py``.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 __all__ = [
@@ -25,12 +25,14 @@ __all__ = [
     "AppendEvent",
     "ArtifactRecord",
     "DeleteSession",
+    "DeleteToken",
     "InteractionRecord",
     "JournalEntry",
     "PutInteraction",
     "PutJournal",
     "PutScan",
     "PutSession",
+    "PutToken",
     "PutTurn",
     "ReserveSeq",
     "ScanRecord",
@@ -38,6 +40,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoredEvent",
+    "TokenRecord",
     "TurnRecord",
     "WriteOp",
 ]
@@ -150,6 +153,25 @@ class ArtifactRecord:
     data: bytes  # the serialized aop.Event
 
 
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    """A named access token: never its secret, only a salted hash of it (see ``aophub.access.tokens``).
+
+    ``id`` is the token's public lookup id (part of the token text); ``scopes`` their names;
+    ``node_id`` the node id or glob of the node scope ("" without it); ``expires_at`` Unix seconds
+    or None; ``digest`` is HMAC-SHA256 keyed with ``salt`` over the token text.
+    """
+
+    id: str
+    name: str
+    scopes: tuple[str, ...]
+    node_id: str
+    created_at: float
+    expires_at: float | None
+    salt: bytes = field(repr=False)
+    digest: bytes = field(repr=False)
+
+
 # -- write operations ---------------------------------------------------------
 
 
@@ -222,6 +244,20 @@ class ReserveSeq:
     upto: int
 
 
+@dataclass(frozen=True, slots=True)
+class PutToken:
+    """Insert a token; fails (constraint, not retryable) if its id or name is taken."""
+
+    record: TokenRecord
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteToken:
+    """Delete a token by id; its result is the number of rows deleted (0 or 1)."""
+
+    token_id: str
+
+
 WriteOp = (
     AppendEvent
     | PutSession
@@ -232,6 +268,8 @@ WriteOp = (
     | AppendArtifact
     | DeleteSession
     | ReserveSeq
+    | PutToken
+    | DeleteToken
 )
 
 
@@ -333,6 +371,10 @@ class Store(Protocol):
 
     async def has_artifacts_after(self, after_cursor: int, *, session_id: str = "") -> bool:
         """Whether any archived artifact (of ``session_id``, when set) follows ``after_cursor``."""
+        ...
+
+    async def list_tokens(self) -> list[TokenRecord]:
+        """Every token, ordered by name."""
         ...
 
     async def count_sessions(self) -> tuple[int, int]:

@@ -41,6 +41,7 @@ from aophub.store.base import (
     SessionRecord,
     StoredEvent,
     StoreError,
+    TokenRecord,
     TurnRecord,
     WriteOp,
 )
@@ -506,6 +507,24 @@ class SQLiteStore:
         if session_id:
             return "cursor > ? AND session_id = ?", [after_cursor, session_id]
         return "cursor > ?", [after_cursor]
+
+    async def list_tokens(self) -> list[TokenRecord]:
+        rows = await self._read(
+            "SELECT id, name, scopes, node_id, created_at, expires_at, salt, digest FROM tokens ORDER BY name"
+        )
+        return [
+            TokenRecord(
+                id=row[0],
+                name=row[1],
+                scopes=tuple(row[2].split(",")) if row[2] else (),
+                node_id=row[3],
+                created_at=row[4],
+                expires_at=row[5],
+                salt=row[6],
+                digest=row[7],
+            )
+            for row in rows
+        ]
 
     async def count_sessions(self) -> tuple[int, int]:
         """``(open sessions, all sessions)``."""

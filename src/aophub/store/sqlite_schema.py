@@ -91,6 +91,18 @@ MIGRATIONS = (
     );
     CREATE INDEX artifacts_by_session ON artifacts (session_id, cursor);
     """,
+    """
+    CREATE TABLE tokens (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        scopes TEXT NOT NULL,
+        node_id TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        expires_at REAL,
+        salt BLOB NOT NULL,
+        digest BLOB NOT NULL
+    );
+    """,
 )
 
 SYNCHRONOUS = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})

@@ -16,10 +16,12 @@ from aophub.store.base import (
     AppendArtifact,
     AppendEvent,
     DeleteSession,
+    DeleteToken,
     PutInteraction,
     PutJournal,
     PutScan,
     PutSession,
+    PutToken,
     PutTurn,
     ReserveSeq,
     StoreError,
@@ -223,11 +225,33 @@ class SQLiteWriter:
                     (event_id, session_id, data),
                 )
                 return inserted.lastrowid if inserted.rowcount == 1 else None
+            case PutToken() | DeleteToken():
+                return self._token(db, op)
             case ReserveSeq(session_id=session_id, upto=upto):
                 db.execute("UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?", (upto, session_id))
                 return None
             case _:
                 assert_never(op)
+
+    def _token(self, db: sqlite3.Connection, op: PutToken | DeleteToken) -> int | None:
+        if isinstance(op, DeleteToken):
+            return db.execute("DELETE FROM tokens WHERE id = ?", (op.token_id,)).rowcount
+        token = op.record
+        db.execute(
+            "INSERT INTO tokens (id, name, scopes, node_id, created_at, expires_at, salt, digest)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                token.id,
+                token.name,
+                ",".join(token.scopes),
+                token.node_id,
+                token.created_at,
+                token.expires_at,
+                token.salt,
+                token.digest,
+            ),
+        )
+        return None
 
     def _last_cursor(self, db: sqlite3.Connection, session_id: str) -> int:
         cached = self._cursors.get(session_id)

@@ -15,6 +15,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from aophub.access.admin import TokenAdmin
+from aophub.access.authenticator import Authenticator
+from aophub.access.live import close_expired
+from aophub.access.throttle import AuthThrottle
 from aophub.agent.builtin import builtin_agent, builtin_commands
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
@@ -34,10 +38,11 @@ from aophub.rpc.interactions import InteractionServiceImpl
 from aophub.rpc.mount import AppFactory, connect_routes
 from aophub.rpc.scans import ScanServiceImpl, ScanWatches
 from aophub.rpc.sessions import SessionServiceImpl
+from aophub.rpc.tokens import TokenServiceImpl
 from aophub.settings import Settings
 from aophub.store.sqlite import SQLiteStore
 from aophub.transport.application_ws import PerConnectionBounds, serve_application
-from aophub.transport.auth import Authenticator, AuthThrottle, auth_routes
+from aophub.transport.auth import auth_routes
 from aophub.transport.node_ws import serve_node
 from aophub.v1 import (
     agent_connect,
@@ -49,6 +54,7 @@ from aophub.v1 import (
     scan_pb2,
     session_connect,
     system_connect,
+    token_connect,
 )
 
 __all__ = ["Runtime", "create_app"]
@@ -65,6 +71,7 @@ class Runtime:
     local_node: LocalNode
     config: ConfigStore
     scans: Scans
+    tokens: TokenAdmin
 
 
 def interaction_policy(config: ConfigStore) -> InteractionPolicy:
@@ -97,18 +104,42 @@ async def health(_request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok"})
 
 
-def create_app(settings: Settings) -> Starlette:
-    """Build the hub's ASGI application for ``settings``."""
-    authenticator = Authenticator(
+async def answer_interaction(connection: ApplicationConnection, envelope_id: str, message: Message) -> Message | None:
+    """The application endpoint's handler of ``aophub.v1.InteractionProtocolMessage``."""
+    assert isinstance(message, interaction_pb2.InteractionProtocolMessage)
+    if message.WhichOneof("message") != "answer_request":
+        raise HubError(Code.UNSUPPORTED_MESSAGE, "applications send answer_request in this namespace")
+    response = await connection.hub.interactions.answer(envelope_id, message.answer_request)
+    return interaction_pb2.InteractionProtocolMessage(answer_response=response)
+
+
+async def _cancel(*tasks: asyncio.Task[None]) -> None:
+    for task in tasks:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+def _authenticator(settings: Settings, tokens: TokenAdmin) -> Authenticator:
+    """The access key and the named tokens, behind one throttle of failed attempts."""
+    return Authenticator(
         settings.access_key,
+        tokens=tokens.book,
         allowed_origins=settings.allowed_origins,
         throttle=AuthThrottle(max_failures=settings.max_auth_failures, window=60.0),
     )
+
+
+def create_app(settings: Settings) -> Starlette:
+    """Build the hub's ASGI application for ``settings``."""
     # Slash commands in both generations' command namespace (AOP-nodes 9.7.1), then the product's.
     namespaces: NamespaceRouter[NamespaceHandler] = with_command_namespaces(NamespaceRouter())
     # Built here without I/O (the config file aside, so a bad one fails at once); opened in the lifespan.
     config = ConfigStore(settings.data_dir)
     store = SQLiteStore(settings.database, synchronous=settings.durability)
+    # The named tokens: read from the store in the lifespan; their open connections, to close on revocation.
+    tokens = TokenAdmin(store)
+    authenticator = _authenticator(settings, tokens)
     idle = settings.session_idle_minutes * 60
     hub = Hub(
         store,
@@ -125,12 +156,13 @@ def create_app(settings: Settings) -> Starlette:
     local_node = LocalNode(hub, agent, commands=builtin_commands(agent))
 
     scans = Scans(hub, lambda: config.config.scans)
-    runtime = Runtime(hub, store, local_node, config, scans)
+    runtime = Runtime(hub, store, local_node, config, scans, tokens)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await store.open()
         try:
+            await tokens.load()
             await hub.start()
             await local_node.start()
             await scans.start()
@@ -143,12 +175,11 @@ def create_app(settings: Settings) -> Starlette:
         watch = asyncio.create_task(
             config.watch(on_configuration_change(hub, local_node), interval=settings.config_poll_interval)
         )
+        expiry = asyncio.create_task(close_expired(tokens.live))  # closes connections of expired tokens
         try:
             yield
         finally:
-            watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
+            await _cancel(watch, expiry)
             await scans.stop()  # running scans stay RUNNING; the next start fails them
             await hub.stop()  # before the node, so the built-in node's running turns are left to recovery
             await local_node.stop()
@@ -162,7 +193,7 @@ def create_app(settings: Settings) -> Starlette:
     )
 
     async def application_ws(websocket: WebSocket) -> None:
-        await serve_application(websocket, hub, authenticator, namespaces, limits)
+        await serve_application(websocket, hub, authenticator, namespaces, limits, live=tokens.live)
 
     async def node_ws(websocket: WebSocket) -> None:
         await serve_node(
@@ -171,16 +202,8 @@ def create_app(settings: Settings) -> Starlette:
             authenticator,
             max_outbound_bytes=settings.max_outbound_bytes,
             outbound_stall_seconds=settings.outbound_stall_seconds,
+            live=tokens.live,
         )
-
-    async def answer_interaction(
-        connection: ApplicationConnection, envelope_id: str, message: Message
-    ) -> Message | None:
-        assert isinstance(message, interaction_pb2.InteractionProtocolMessage)
-        if message.WhichOneof("message") != "answer_request":
-            raise HubError(Code.UNSUPPORTED_MESSAGE, "applications send answer_request in this namespace")
-        response = await connection.hub.interactions.answer(envelope_id, message.answer_request)
-        return interaction_pb2.InteractionProtocolMessage(answer_response=response)
 
     namespaces.register(interaction_pb2.InteractionProtocolMessage, answer_interaction)
     namespaces.register(scan_pb2.ScanProtocolMessage, ScanWatches(scans))
@@ -196,6 +219,7 @@ def create_app(settings: Settings) -> Starlette:
         (artifact_connect.ArtifactServiceASGIApplication, ArtifactServiceImpl(hub)),
         (interaction_connect.InteractionServiceASGIApplication, InteractionServiceImpl(hub)),
         (scan_connect.ScanServiceASGIApplication, ScanServiceImpl(scans)),
+        (token_connect.TokenServiceASGIApplication, TokenServiceImpl(tokens)),
     ]
     routes = [
         Route("/health", health, methods=["GET"]),

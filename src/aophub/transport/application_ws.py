@@ -1,11 +1,13 @@
 """Starlette adapter for ``/api/aop/application/ws``: pump frames, nothing else.
 
-Authorises the upgrade, then feeds binary frames to an
+Authorises the upgrade (any principal with the ``read`` scope; each request is
+then checked against its own scope by the connection), then feeds binary frames to an
 :class:`ApplicationConnection` and writes its output through one writer task
 with a queue bounded in frames and bytes (a slow client slows only its own
 connection; one that stops reading is closed with 1013). A text frame closes
 the connection with 1003; frames above the size limit are closed with 1009 by
-the server (``ws_max_size``).
+the server (``ws_max_size``). When the connection's token is revoked or expires
+it is closed with 1008 and the reason ("token revoked", "token expired").
 """
 
 from __future__ import annotations
@@ -14,9 +16,13 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from aophub.access.authenticator import Authenticator
+from aophub.access.live import LiveConnections
+from aophub.access.policy import APPLICATION_ENDPOINT, ENDPOINTS
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
 from aophub.protocol.mux import NamespaceRouter
@@ -25,7 +31,7 @@ from aophub.settings import (
     DEFAULT_MAX_WATCHES_PER_CONNECTION,
     DEFAULT_OUTBOUND_STALL_SECONDS,
 )
-from aophub.transport.auth import Authenticator, authorize_websocket, peer_address
+from aophub.transport.auth import authorize_websocket, peer_address
 from aophub.transport.outbound import OutboundFrames
 
 __all__ = ["OUTBOUND_QUEUE", "PerConnectionBounds", "serve_application"]
@@ -53,26 +59,49 @@ async def serve_application(
     authenticator: Authenticator,
     namespaces: NamespaceRouter[NamespaceHandler],
     limits: PerConnectionBounds = PerConnectionBounds(),
+    *,
+    live: LiveConnections | None = None,
 ) -> None:
-    """Serve one application WebSocket until either side closes it, or the client stops reading.
+    """Serve one application WebSocket until either side closes it, the client stops reading, or its token goes.
 
     A client that leaves ``limits.max_outbound_bytes`` unread for ``limits.outbound_stall_seconds``
     is closed with 1013: what was queued for it is dropped, and its watches resume from the
     client's last cursor when it reconnects.
     """
-    if await authorize_websocket(websocket, authenticator) is None:
+    authorized = await authorize_websocket(websocket, authenticator, ENDPOINTS[APPLICATION_ENDPOINT])
+    if authorized is None or authorized.principal is None:
         return
-    await websocket.accept()
+    # Registered before any await: a revocation from now on reaches this connection.
+    revoked: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    forget = (live if live is not None else LiveConnections()).add(
+        authorized.principal, lambda reason: _settle(revoked, reason)
+    )
+    try:
+        await websocket.accept()
+    except BaseException:
+        forget()
+        raise
     outbound = OutboundFrames(OUTBOUND_QUEUE, max_bytes=limits.max_outbound_bytes)
-    connection = ApplicationConnection(hub, outbound.put, namespaces=namespaces, max_watches=limits.max_watches)
+    connection = ApplicationConnection(
+        hub, outbound.put, namespaces=namespaces, max_watches=limits.max_watches, principal=authorized.principal
+    )
     writer = asyncio.create_task(_write(websocket, outbound))
     reader = asyncio.create_task(_read(websocket, connection))
     stalled = asyncio.create_task(outbound.stalled(limits.outbound_stall_seconds))
     close: tuple[int, str] | None = None
     try:
-        await asyncio.wait([reader, stalled], return_when=asyncio.FIRST_COMPLETED)
+        ends: list[asyncio.Future[Any]] = [reader, stalled, revoked]
+        await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
         if reader.done():
             close = reader.result()
+        elif revoked.done():
+            close = (1008, revoked.result())
+            log.info(
+                "closing application connection %s of token %s: %s",
+                peer_address(websocket) or "?",
+                authorized.principal.name,
+                close[1],
+            )
         else:
             waiting = outbound.pending_bytes
             writer.cancel()
@@ -88,6 +117,7 @@ async def serve_application(
                 OUTBOUND_QUEUE,
             )
     finally:
+        forget()
         stalled.cancel()
         reader.cancel()
         await connection.close()
@@ -102,6 +132,11 @@ async def serve_application(
         for task in (reader, writer, stalled):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+def _settle(future: asyncio.Future[str], reason: str) -> None:
+    if not future.done():
+        future.set_result(reason)
 
 
 def _stall_reason(seconds: float, pending: int) -> str:

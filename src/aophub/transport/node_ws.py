@@ -1,6 +1,8 @@
 """Starlette adapter for ``/api/aop/node/ws``: where agent nodes connect (AOP section 7).
 
-The first envelope must be ``agent_hello`` with a ``node_id``; the hub answers
+The upgrade needs the ``node`` scope (an admin token has it). The first envelope must be
+``agent_hello`` with a ``node_id`` the token may take (admin: any; a node token: the id or glob it
+is bound to), else the hello is refused with ``PERMISSION_DENIED`` naming what is missing. The hub answers
 ``agent_accepted`` and registers the node (a reconnect with the same id
 replaces the old connection). A hello the hub refuses (the built-in node's id,
 or an id another live connection holds, see :mod:`aophub.hub.nodes`) is
@@ -11,7 +13,7 @@ decodable envelope, or a text frame, drops the node (1008; its running turns end
 ``agent_disconnected``); a payload the hub cannot read is answered in-band and the node
 stays (AOP-nodes 9.1.6, see :meth:`aophub.hub.node_routing.NodeRouter.receive`). Keepalive pings come from the server
 (``ws_ping_interval``/``ws_ping_timeout``): a node that stops answering them is
-dropped.
+dropped. A node whose token is revoked or expires is dropped with 1008 and the reason.
 """
 
 from __future__ import annotations
@@ -19,10 +21,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from aop import envelope_pb2, protocol_pb2
+from aophub.access.authenticator import Authenticator
+from aophub.access.live import LiveConnections
+from aophub.access.policy import ENDPOINTS, NODE_ENDPOINT
+from aophub.access.scopes import Principal
 from aophub.hub.hub import Hub
 from aophub.hub.nodes import NodeGone, NodeHandle
 from aophub.hub.request_checks import check_id
@@ -31,7 +38,7 @@ from aophub.protocol.codec import core_message, decode_envelope, encode_envelope
 from aophub.protocol.error_mapping import to_protocol_error
 from aophub.protocol.errors import Code, HubError
 from aophub.settings import DEFAULT_MAX_OUTBOUND_BYTES, DEFAULT_OUTBOUND_STALL_SECONDS
-from aophub.transport.auth import Authenticator, authorize_websocket, peer_address
+from aophub.transport.auth import authorize_websocket, peer_address
 from aophub.transport.outbound import OutboundFrames
 
 __all__ = ["HELLO_TIMEOUT", "WebSocketNodeLink", "serve_node"]
@@ -158,21 +165,74 @@ async def serve_node(
     *,
     max_outbound_bytes: int = DEFAULT_MAX_OUTBOUND_BYTES,
     outbound_stall_seconds: float = DEFAULT_OUTBOUND_STALL_SECONDS,
+    live: LiveConnections | None = None,
 ) -> None:
-    """Serve one node connection until it closes, breaks the protocol or stops reading.
+    """Serve one node connection until it closes, breaks the protocol, stops reading or its token goes.
 
     A node that leaves ``max_outbound_bytes`` unread for ``outbound_stall_seconds`` is dropped
     with 1013 (its turns end ``agent_disconnected``).
     """
-    if await authorize_websocket(websocket, authenticator) is None:
+    authorized = await authorize_websocket(websocket, authenticator, ENDPOINTS[NODE_ENDPOINT])
+    if authorized is None or authorized.principal is None:
         return
+    principal = authorized.principal
+    # Registered before any await: a revocation from now on reaches this connection.
+    revoked: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    forget = (live if live is not None else LiveConnections()).add(principal, lambda reason: _settle(revoked, reason))
+    try:
+        await _serve_node(
+            websocket,
+            hub,
+            principal,
+            revoked=revoked,
+            max_outbound_bytes=max_outbound_bytes,
+            outbound_stall_seconds=outbound_stall_seconds,
+        )
+    finally:
+        forget()
+
+
+def _settle(future: asyncio.Future[str], reason: str) -> None:
+    if not future.done():
+        future.set_result(reason)
+
+
+async def _greeting(
+    websocket: WebSocket, principal: Principal
+) -> tuple[envelope_pb2.Envelope, protocol_pb2.AgentHello] | None:
+    """Accept the upgrade and read the hello; None (the connection closed) unless ``principal`` may take its id."""
     await websocket.accept()
     greeting = await _hello(websocket)
     if isinstance(greeting, str):
         if greeting:
             await _close(websocket, 1008, greeting)
+        return None
+    hello_envelope, hello = greeting
+    try:
+        principal.require_node(hello.node_id)
+    except HubError as refusal:
+        log.warning("node %s: refused a connection of token %s: %s", hello.node_id, principal.name, refusal.message)
+        await _refuse_hello(websocket, hello_envelope, refusal)
+        return None
+    return greeting
+
+
+async def _serve_node(
+    websocket: WebSocket,
+    hub: Hub,
+    principal: Principal,
+    *,
+    revoked: asyncio.Future[str],
+    max_outbound_bytes: int,
+    outbound_stall_seconds: float,
+) -> None:
+    greeting = await _greeting(websocket, principal)
+    if greeting is None:
         return
     hello_envelope, hello = greeting
+    if revoked.done():
+        await _close(websocket, 1008, revoked.result())
+        return
     link = WebSocketNodeLink(websocket, max_bytes=max_outbound_bytes)
     peer = peer_address(websocket)
     accepted = protocol_pb2.AgentAccepted(
@@ -180,25 +240,25 @@ async def serve_node(
     )
     acceptance = envelope_pb2.Envelope(reply_to=hello_envelope.id, payload=pack(core_message(agent_accepted=accepted)))
     try:
-        handle = await hub.attach_node(hello, link, peer=peer, acceptance=acceptance)
+        handle = await hub.attach_node(hello, link, peer=peer, acceptance=acceptance, token_name=principal.name)
     except HubError as refusal:
         await link.stop()  # nothing was queued on it; the refusal goes straight out
-        refused = core_message(protocol_error=to_protocol_error(refusal))
-        with contextlib.suppress(Exception):  # the node may be gone already
-            await websocket.send_bytes(encode_envelope(refused, reply_to=hello_envelope.id))
-        await _close(websocket, 1008, refusal.message)
+        await _refuse_hello(websocket, hello_envelope, refusal)
         return
     except NodeGone:  # the connection broke before the acceptance went out
         await link.stop()
         return
-    log.info("node %s connected from %s", hello.node_id, peer or "an unknown address")
+    log.info("node %s connected from %s with token %s", hello.node_id, peer or "an unknown address", principal.name)
     code, reason = 1008, ""
     pump = asyncio.create_task(_pump(websocket, hub, handle))
     stalled = asyncio.create_task(link.stalled(outbound_stall_seconds))
     try:
-        await asyncio.wait([pump, stalled], return_when=asyncio.FIRST_COMPLETED)
+        ends: list[asyncio.Future[Any]] = [pump, stalled, revoked]
+        await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
         if pump.done():
             reason = pump.result()
+        elif revoked.done():
+            reason = revoked.result()
         else:
             code = 1013
             reason = f"not reading for {outbound_stall_seconds:g} s ({stalled.result()} bytes waiting)"
@@ -219,6 +279,14 @@ async def serve_node(
             peer or "an unknown address",
             reason or link.close_reason or "connection closed",
         )
+
+
+async def _refuse_hello(websocket: WebSocket, hello: envelope_pb2.Envelope, refusal: HubError) -> None:
+    """Answer a refused hello with a ``protocol_error`` replying to it, then close with 1008 and the reason."""
+    refused = core_message(protocol_error=to_protocol_error(refusal))
+    with contextlib.suppress(Exception):  # the node may be gone already
+        await websocket.send_bytes(encode_envelope(refused, reply_to=hello.id))
+    await _close(websocket, 1008, refusal.message)
 
 
 async def _pump(websocket: WebSocket, hub: Hub, handle: NodeHandle) -> str:

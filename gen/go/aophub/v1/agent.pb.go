@@ -235,7 +235,10 @@ type Agent struct {
 	LastSeenAt *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=last_seen_at,json=lastSeenAt,proto3" json:"last_seen_at,omitempty"`
 	// The LLM configuration push to the node's current (or last) connection
 	// (AOP-nodes 9.6.6).
-	LlmPush       *LlmPush `protobuf:"bytes,13,opt,name=llm_push,json=llmPush,proto3" json:"llm_push,omitempty"`
+	LlmPush *LlmPush `protobuf:"bytes,13,opt,name=llm_push,json=llmPush,proto3" json:"llm_push,omitempty"`
+	// The name of the token the node's connection presented ("admin" for the
+	// access key); empty for the built-in node.
+	TokenName     string `protobuf:"bytes,14,opt,name=token_name,json=tokenName,proto3" json:"token_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -359,6 +362,13 @@ func (x *Agent) GetLlmPush() *LlmPush {
 		return x.LlmPush
 	}
 	return nil
+}
+
+func (x *Agent) GetTokenName() string {
+	if x != nil {
+		return x.TokenName
+	}
+	return ""
 }
 
 // LlmPush is the hub's push of the active LLM profile to a node. The API key
@@ -565,7 +575,7 @@ const file_aophub_v1_agent_proto_rawDesc = "" +
 	"\x05usage\x18\x03 \x01(\tR\x05usage\x12\x16\n" +
 	"\x06source\x18\x04 \x01(\tR\x06source\"@\n" +
 	"\x0eCommandCatalog\x12.\n" +
-	"\bcommands\x18\x01 \x03(\v2\x12.aophub.v1.CommandR\bcommands\"\x85\x04\n" +
+	"\bcommands\x18\x01 \x03(\v2\x12.aophub.v1.CommandR\bcommands\"\xa4\x04\n" +
 	"\x05Agent\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12%\n" +
 	"\x05hello\x18\x02 \x01(\v2\x0f.aop.AgentHelloR\x05hello\x12(\n" +
@@ -581,7 +591,9 @@ const file_aophub_v1_agent_proto_rawDesc = "" +
 	"\rrunning_turns\x18\v \x01(\rR\frunningTurns\x12<\n" +
 	"\flast_seen_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"lastSeenAt\x12-\n" +
-	"\bllm_push\x18\r \x01(\v2\x12.aophub.v1.LlmPushR\allmPush\"\x86\x02\n" +
+	"\bllm_push\x18\r \x01(\v2\x12.aophub.v1.LlmPushR\allmPush\x12\x1d\n" +
+	"\n" +
+	"token_name\x18\x0e \x01(\tR\ttokenName\"\x86\x02\n" +
 	"\aLlmPush\x12-\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x17.aophub.v1.LlmPushStateR\x05state\x12\x1d\n" +
 	"\n" +

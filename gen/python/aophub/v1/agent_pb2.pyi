@@ -41,7 +41,7 @@ class CommandCatalog(_message.Message):
     def __init__(self, commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ...) -> None: ...
 
 class Agent(_message.Message):
-    __slots__ = ("node_id", "hello", "status", "stats", "connected_at", "commands", "busy", "online", "built_in", "open_sessions", "running_turns", "last_seen_at", "llm_push")
+    __slots__ = ("node_id", "hello", "status", "stats", "connected_at", "commands", "busy", "online", "built_in", "open_sessions", "running_turns", "last_seen_at", "llm_push", "token_name")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     HELLO_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +55,7 @@ class Agent(_message.Message):
     RUNNING_TURNS_FIELD_NUMBER: _ClassVar[int]
     LAST_SEEN_AT_FIELD_NUMBER: _ClassVar[int]
     LLM_PUSH_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_NAME_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     hello: _protocol_pb2.AgentHello
     status: _protocol_pb2.AgentStatus
@@ -68,7 +69,8 @@ class Agent(_message.Message):
     running_turns: int
     last_seen_at: _timestamp_pb2.Timestamp
     llm_push: LlmPush
-    def __init__(self, node_id: _Optional[str] = ..., hello: _Optional[_Union[_protocol_pb2.AgentHello, _Mapping]] = ..., status: _Optional[_Union[_protocol_pb2.AgentStatus, _Mapping]] = ..., stats: _Optional[_Union[_protocol_pb2.AgentStats, _Mapping]] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ..., busy: _Optional[bool] = ..., online: _Optional[bool] = ..., built_in: _Optional[bool] = ..., open_sessions: _Optional[int] = ..., running_turns: _Optional[int] = ..., last_seen_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., llm_push: _Optional[_Union[LlmPush, _Mapping]] = ...) -> None: ...
+    token_name: str
+    def __init__(self, node_id: _Optional[str] = ..., hello: _Optional[_Union[_protocol_pb2.AgentHello, _Mapping]] = ..., status: _Optional[_Union[_protocol_pb2.AgentStatus, _Mapping]] = ..., stats: _Optional[_Union[_protocol_pb2.AgentStats, _Mapping]] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ..., busy: _Optional[bool] = ..., online: _Optional[bool] = ..., built_in: _Optional[bool] = ..., open_sessions: _Optional[int] = ..., running_turns: _Optional[int] = ..., last_seen_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., llm_push: _Optional[_Union[LlmPush, _Mapping]] = ..., token_name: _Optional[str] = ...) -> None: ...
 
 class LlmPush(_message.Message):
     __slots__ = ("state", "profile_id", "provider", "model", "error", "pushed_at", "api_key_configured")

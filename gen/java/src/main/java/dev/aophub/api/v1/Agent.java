@@ -34,6 +34,7 @@ private static final long serialVersionUID = 0L;
   private Agent() {
     nodeId_ = "";
     commands_ = java.util.Collections.emptyList();
+    tokenName_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -469,6 +470,55 @@ private static final long serialVersionUID = 0L;
     return llmPush_ == null ? dev.aophub.api.v1.LlmPush.getDefaultInstance() : llmPush_;
   }
 
+  public static final int TOKEN_NAME_FIELD_NUMBER = 14;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object tokenName_ = "";
+  /**
+   * <pre>
+   * The name of the token the node's connection presented ("admin" for the
+   * access key); empty for the built-in node.
+   * </pre>
+   *
+   * <code>string token_name = 14 [json_name = "tokenName"];</code>
+   * @return The tokenName.
+   */
+  @java.lang.Override
+  public java.lang.String getTokenName() {
+    java.lang.Object ref = tokenName_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      tokenName_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The name of the token the node's connection presented ("admin" for the
+   * access key); empty for the built-in node.
+   * </pre>
+   *
+   * <code>string token_name = 14 [json_name = "tokenName"];</code>
+   * @return The bytes for tokenName.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getTokenNameBytes() {
+    java.lang.Object ref = tokenName_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      tokenName_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -521,6 +571,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000020) != 0)) {
       output.writeMessage(13, getLlmPush());
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(tokenName_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 14, tokenName_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -581,6 +634,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000020) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(13, getLlmPush());
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(tokenName_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(14, tokenName_);
     }
     return size;
   }
@@ -650,6 +706,8 @@ private static final long serialVersionUID = 0L;
       if (!getLlmPush()
           .equals(other.getLlmPush())) return false;
     }
+    if (!getTokenName()
+        .equals(other.getTokenName())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -704,6 +762,8 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + LLM_PUSH_FIELD_NUMBER;
       hash = (53 * hash) + getLlmPush().hashCode();
     }
+    hash = (37 * hash) + TOKEN_NAME_FIELD_NUMBER;
+    hash = (53 * hash) + getTokenName().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -894,6 +954,7 @@ private static final long serialVersionUID = 0L;
         llmPushBuilder_.dispose();
         llmPushBuilder_ = null;
       }
+      tokenName_ = "";
       return this;
     }
 
@@ -995,6 +1056,9 @@ private static final long serialVersionUID = 0L;
             : llmPushBuilder_.build();
         to_bitField0_ |= 0x00000020;
       }
+      if (((from_bitField0_ & 0x00002000) != 0)) {
+        result.tokenName_ = tokenName_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1073,6 +1137,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasLlmPush()) {
         mergeLlmPush(other.getLlmPush());
+      }
+      if (!other.getTokenName().isEmpty()) {
+        tokenName_ = other.tokenName_;
+        bitField0_ |= 0x00002000;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1183,6 +1252,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00001000;
               break;
             } // case 106
+            case 114: {
+              tokenName_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00002000;
+              break;
+            } // case 114
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2755,6 +2829,103 @@ private static final long serialVersionUID = 0L;
         llmPush_ = null;
       }
       return llmPushBuilder_;
+    }
+
+    private java.lang.Object tokenName_ = "";
+    /**
+     * <pre>
+     * The name of the token the node's connection presented ("admin" for the
+     * access key); empty for the built-in node.
+     * </pre>
+     *
+     * <code>string token_name = 14 [json_name = "tokenName"];</code>
+     * @return The tokenName.
+     */
+    public java.lang.String getTokenName() {
+      java.lang.Object ref = tokenName_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        tokenName_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The name of the token the node's connection presented ("admin" for the
+     * access key); empty for the built-in node.
+     * </pre>
+     *
+     * <code>string token_name = 14 [json_name = "tokenName"];</code>
+     * @return The bytes for tokenName.
+     */
+    public com.google.protobuf.ByteString
+        getTokenNameBytes() {
+      java.lang.Object ref = tokenName_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        tokenName_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The name of the token the node's connection presented ("admin" for the
+     * access key); empty for the built-in node.
+     * </pre>
+     *
+     * <code>string token_name = 14 [json_name = "tokenName"];</code>
+     * @param value The tokenName to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTokenName(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      tokenName_ = value;
+      bitField0_ |= 0x00002000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The name of the token the node's connection presented ("admin" for the
+     * access key); empty for the built-in node.
+     * </pre>
+     *
+     * <code>string token_name = 14 [json_name = "tokenName"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTokenName() {
+      tokenName_ = getDefaultInstance().getTokenName();
+      bitField0_ = (bitField0_ & ~0x00002000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The name of the token the node's connection presented ("admin" for the
+     * access key); empty for the built-in node.
+     * </pre>
+     *
+     * <code>string token_name = 14 [json_name = "tokenName"];</code>
+     * @param value The bytes for tokenName to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTokenNameBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      tokenName_ = value;
+      bitField0_ |= 0x00002000;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:aophub.v1.Agent)

@@ -288,4 +288,26 @@ public interface AgentOrBuilder extends
    * <code>.aophub.v1.LlmPush llm_push = 13 [json_name = "llmPush"];</code>
    */
   dev.aophub.api.v1.LlmPushOrBuilder getLlmPushOrBuilder();
+
+  /**
+   * <pre>
+   * The name of the token the node's connection presented ("admin" for the
+   * access key); empty for the built-in node.
+   * </pre>
+   *
+   * <code>string token_name = 14 [json_name = "tokenName"];</code>
+   * @return The tokenName.
+   */
+  java.lang.String getTokenName();
+  /**
+   * <pre>
+   * The name of the token the node's connection presented ("admin" for the
+   * access key); empty for the built-in node.
+   * </pre>
+   *
+   * <code>string token_name = 14 [json_name = "tokenName"];</code>
+   * @return The bytes for tokenName.
+   */
+  com.google.protobuf.ByteString
+      getTokenNameBytes();
 }

@@ -71,7 +71,7 @@ public final class AgentOuterClass extends com.google.protobuf.GeneratedFile {
       "\n\013description\030\002 \001(\tR\013description\022\024\n\005usag" +
       "e\030\003 \001(\tR\005usage\022\026\n\006source\030\004 \001(\tR\006source\"@" +
       "\n\016CommandCatalog\022.\n\010commands\030\001 \003(\0132\022.aop" +
-      "hub.v1.CommandR\010commands\"\205\004\n\005Agent\022\027\n\007no" +
+      "hub.v1.CommandR\010commands\"\244\004\n\005Agent\022\027\n\007no" +
       "de_id\030\001 \001(\tR\006nodeId\022%\n\005hello\030\002 \001(\0132\017.aop" +
       ".AgentHelloR\005hello\022(\n\006status\030\003 \001(\0132\020.aop" +
       ".AgentStatusR\006status\022%\n\005stats\030\004 \001(\0132\017.ao" +
@@ -84,24 +84,25 @@ public final class AgentOuterClass extends com.google.protobuf.GeneratedFile {
       "\n\rrunning_turns\030\013 \001(\rR\014runningTurns\022<\n\014l" +
       "ast_seen_at\030\014 \001(\0132\032.google.protobuf.Time" +
       "stampR\nlastSeenAt\022-\n\010llm_push\030\r \001(\0132\022.ao" +
-      "phub.v1.LlmPushR\007llmPush\"\206\002\n\007LlmPush\022-\n\005" +
-      "state\030\001 \001(\0162\027.aophub.v1.LlmPushStateR\005st" +
-      "ate\022\035\n\nprofile_id\030\002 \001(\tR\tprofileId\022\032\n\010pr" +
-      "ovider\030\003 \001(\tR\010provider\022\024\n\005model\030\004 \001(\tR\005m" +
-      "odel\022\024\n\005error\030\005 \001(\tR\005error\0227\n\tpushed_at\030" +
-      "\006 \001(\0132\032.google.protobuf.TimestampR\010pushe" +
-      "dAt\022,\n\022api_key_configured\030\007 \001(\010R\020apiKeyC" +
-      "onfigured\"<\n\021ListAgentsRequest\022\'\n\017includ" +
-      "e_offline\030\001 \001(\010R\016includeOffline\">\n\022ListA" +
-      "gentsResponse\022(\n\006agents\030\001 \003(\0132\020.aophub.v" +
-      "1.AgentR\006agents*|\n\014LlmPushState\022\036\n\032LLM_P" +
-      "USH_STATE_UNSPECIFIED\020\000\022\032\n\026LLM_PUSH_STAT" +
-      "E_PENDING\020\001\022\025\n\021LLM_PUSH_STATE_OK\020\002\022\031\n\025LL" +
-      "M_PUSH_STATE_FAILED\020\0032^\n\014AgentService\022N\n" +
-      "\nListAgents\022\034.aophub.v1.ListAgentsReques" +
-      "t\032\035.aophub.v1.ListAgentsResponse\"\003\220\002\001BI\n" +
-      "\021dev.aophub.api.v1P\001Z2github.com/aophub/" +
-      "aophub/gen/go/aophub/v1;aophubv1b\006proto3"
+      "phub.v1.LlmPushR\007llmPush\022\035\n\ntoken_name\030\016" +
+      " \001(\tR\ttokenName\"\206\002\n\007LlmPush\022-\n\005state\030\001 \001" +
+      "(\0162\027.aophub.v1.LlmPushStateR\005state\022\035\n\npr" +
+      "ofile_id\030\002 \001(\tR\tprofileId\022\032\n\010provider\030\003 " +
+      "\001(\tR\010provider\022\024\n\005model\030\004 \001(\tR\005model\022\024\n\005e" +
+      "rror\030\005 \001(\tR\005error\0227\n\tpushed_at\030\006 \001(\0132\032.g" +
+      "oogle.protobuf.TimestampR\010pushedAt\022,\n\022ap" +
+      "i_key_configured\030\007 \001(\010R\020apiKeyConfigured" +
+      "\"<\n\021ListAgentsRequest\022\'\n\017include_offline" +
+      "\030\001 \001(\010R\016includeOffline\">\n\022ListAgentsResp" +
+      "onse\022(\n\006agents\030\001 \003(\0132\020.aophub.v1.AgentR\006" +
+      "agents*|\n\014LlmPushState\022\036\n\032LLM_PUSH_STATE" +
+      "_UNSPECIFIED\020\000\022\032\n\026LLM_PUSH_STATE_PENDING" +
+      "\020\001\022\025\n\021LLM_PUSH_STATE_OK\020\002\022\031\n\025LLM_PUSH_ST" +
+      "ATE_FAILED\020\0032^\n\014AgentService\022N\n\nListAgen" +
+      "ts\022\034.aophub.v1.ListAgentsRequest\032\035.aophu" +
+      "b.v1.ListAgentsResponse\"\003\220\002\001BI\n\021dev.aoph" +
+      "ub.api.v1P\001Z2github.com/aophub/aophub/ge" +
+      "n/go/aophub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -126,7 +127,7 @@ public final class AgentOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_Agent_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_Agent_descriptor,
-        new java.lang.String[] { "NodeId", "Hello", "Status", "Stats", "ConnectedAt", "Commands", "Busy", "Online", "BuiltIn", "OpenSessions", "RunningTurns", "LastSeenAt", "LlmPush", });
+        new java.lang.String[] { "NodeId", "Hello", "Status", "Stats", "ConnectedAt", "Commands", "Busy", "Online", "BuiltIn", "OpenSessions", "RunningTurns", "LastSeenAt", "LlmPush", "TokenName", });
     internal_static_aophub_v1_LlmPush_descriptor =
       getDescriptor().getMessageType(3);
     internal_static_aophub_v1_LlmPush_fieldAccessorTable = new
