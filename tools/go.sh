@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Go side of aophub: the buf plugins that generate gen/go, the build check of
-# the generated module, and the golden wire-vector test.
+# the Go module (github.com/aophub/aophub, go.mod at the repository root:
+# the generated code in gen/go, the client in clients/go, the example in
+# examples/go), the golden wire-vector test and the client's conformance test.
 #
 #   tools/go.sh install  install the pinned protoc-gen-go and
 #                        protoc-gen-connect-go into .tools/bin
-#   tools/go.sh check    go build and go vet the generated module gen/go
-#   tools/go.sh test     run the golden wire-vector test in tests/golden/go
+#   tools/go.sh check    go build and go vet every package, gofmt, go mod tidy
+#   tools/go.sh test     the golden wire-vector test (tests/golden/go) and the
+#                        client conformance scenario (clients/go), which starts
+#                        a hub with the venv's Python (`make install` first)
 #
 # Runnable from any directory; paths are relative to the repository root.
 set -euo pipefail
@@ -63,25 +67,31 @@ cmd_install() {
         connectrpc.com/connect/cmd/protoc-gen-connect-go "$PROTOC_GEN_CONNECT_GO_VERSION"
 }
 
+# The module's packages. Not ./...: that would also walk clients/ts/node_modules.
+PACKAGES=(./gen/go/... ./clients/go/... ./examples/go/... ./tests/golden/go/...)
+HAND_WRITTEN=(clients/go examples/go tests/golden/go)
+
 cmd_check() {
-    cd "$root/gen/go"
-    "$GO" build ./...
-    "$GO" vet ./...
-    echo "gen/go: go build and go vet passed"
-    cd "$root/tests/golden/go"
-    "$GO" vet ./...
-    unformatted=$(gofmt -l .)
+    cd "$root"
+    "$GO" build "${PACKAGES[@]}"
+    "$GO" vet "${PACKAGES[@]}"
+    echo "go build and go vet passed"
+    unformatted=$(gofmt -l "${HAND_WRITTEN[@]}")
     if [ -n "$unformatted" ]; then
-        echo "tests/golden/go: not gofmt-formatted: $unformatted" >&2
+        echo "not gofmt-formatted: $unformatted" >&2
+        exit 1
+    fi
+    if ! "$GO" mod tidy -diff; then
+        echo "go.mod or go.sum is not tidy: run 'go mod tidy' at the repository root" >&2
         exit 1
     fi
 }
 
 cmd_test() {
-    cd "$root/tests/golden/go"
-    # -count=1: always run the test rather than report a cached result, so
-    # that every invocation really re-reads testdata/golden.
-    "$GO" test -count=1 -v ./...
+    cd "$root"
+    # -count=1: always run the tests rather than report a cached result, so
+    # that every invocation really re-reads testdata/golden and starts a hub.
+    "$GO" test -count=1 -v ./tests/golden/go/... ./clients/go/...
 }
 
 [ $# -eq 1 ] || usage
