@@ -103,15 +103,15 @@ cmd_test() {
     "$GO" test -count=1 -v ./tests/golden/go/... ./clients/go/...
 }
 
-cmd_consumer() {
-    local ref=${1:-HEAD} version=v0.0.1 tmp
+cmd_consumer() ( # a subshell: its EXIT trap cleans up on failure too
+    ref=${1:-HEAD} version=v0.0.1
     tmp=$(mktemp -d)
     # The private module cache is read-only once filled; make it removable.
-    trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' RETURN
-    local module_dir="$tmp/proxy/github.com/aophub/aophub/@v"
+    trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+    module_dir="$tmp/proxy/github.com/aophub/aophub/@v"
     mkdir -p "$module_dir" "$tmp/consumer"
     # As the Go proxy does, leave out directories that are modules of their own.
-    local nested=()
+    nested=()
     while read -r gomod; do
         nested+=(":(exclude)$(dirname "$gomod")")
     done < <(git -C "$root" ls-tree -r --name-only "$ref" | grep '/go\.mod$' || true)
@@ -134,7 +134,6 @@ import (
 
 func main() { fmt.Println(aophub.Text(&aop.Message{}), aophub.DefaultMaxFrameBytes) }
 GO
-    local downloads
     downloads="$("$GO" env GOMODCACHE)/cache/download"
     (
         cd "$tmp/consumer"
@@ -150,7 +149,7 @@ GO
         fi
     )
     echo "a new module depends on github.com/aophub/aophub/clients/go@$version ($ref) with go get alone"
-}
+)
 
 [ $# -ge 1 ] || usage
 case "$1" in
