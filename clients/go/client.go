@@ -256,7 +256,12 @@ func (c *Client) install(conn *websocket.Conn) {
 func (c *Client) ping(conn *websocket.Conn) {
 	ticker := time.NewTicker(c.opts.PingInterval)
 	defer ticker.Stop()
-	for range ticker.C {
+	for {
+		select {
+		case <-ticker.C:
+		case <-c.ctx.Done():
+			return
+		}
 		ctx, cancel := context.WithTimeout(c.ctx, c.opts.PingInterval)
 		err := conn.Ping(ctx)
 		cancel()

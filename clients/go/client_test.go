@@ -7,6 +7,7 @@ package aophub_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -221,5 +222,46 @@ func TestConnectURLs(t *testing.T) {
 	}
 	if _, err := aophub.Connect(testContext(t), "ftp://example.invalid", "key", nil); err == nil {
 		t.Fatal("an ftp URL was accepted")
+	}
+}
+
+// A watch that is not being read (here: 300 replayed events before the
+// program reads any) does not hold up the answer to a request on the same
+// connection.
+func TestUnreadWatchDoesNotBlockRequests(t *testing.T) {
+	_, url := startFake(t, func(index int, conn *websocket.Conn, hub *fakeHub) {
+		watch, err := hub.read(conn)
+		if err != nil {
+			return
+		}
+		for seq := range 300 {
+			event := &aop.ProtocolMessage{Message: &aop.ProtocolMessage_Event{Event: &aop.Event{Seq: uint64(seq + 1)}}}
+			payload, _ := anypb.New(event)
+			frame, _ := proto.Marshal(&aop.Envelope{ReplyTo: watch.Id, DeliveryCursor: fmt.Sprint(seq + 1), Payload: payload})
+			if conn.Write(context.Background(), websocket.MessageBinary, frame) != nil {
+				return
+			}
+		}
+		request, err := hub.read(conn)
+		if err != nil {
+			return
+		}
+		_ = answer(conn, request)
+		_, _ = hub.read(conn)
+	})
+	client := connectFake(t, url, &aophub.Options{RequestTimeout: 5 * time.Second})
+	w, err := client.Watch(testContext(t), "s1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := client.OpenSession(context.Background(), &aop.OpenSessionRequest{NodeId: "n"}); err != nil {
+		t.Fatalf("a request behind an unread watch: %v", err)
+	}
+	for want := range 300 {
+		d, err := w.Next()
+		if err != nil || d.Event.GetSeq() != uint64(want+1) {
+			t.Fatalf("delivery %d: %v %v", want, d, err)
+		}
 	}
 }

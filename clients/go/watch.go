@@ -11,11 +11,6 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
-// watchBuffer is how many deliveries a watch holds for a slow reader before
-// the connection stops reading (the hub then holds the rest, and closes a
-// connection that stays unread; the watch resumes from its cursor).
-const watchBuffer = 256
-
 // Delivery is one event a watch yields. Cursor is set for persisted events
 // (save the last one to resume after a restart of your program) and empty
 // for deltas, which are live only and never replayed.
@@ -24,15 +19,40 @@ type Delivery struct {
 	Event  *aop.Event
 }
 
-// watch is one Watch iteration's state; the client's lock guards cursor and gen.
+// watch is one Watch's state. The client's lock guards cursor and gen; the
+// watch's own lock guards its queue.
 type watch struct {
 	session string
 	cursor  string // the last persisted cursor received: where a resumed watch starts
 	gen     uint64 // the connection the current subscription was sent on
-	items   chan Delivery
-	stopped chan struct{} // closed when the consumer stops
-	dead    chan struct{} // closed with err set when the watch ends from the hub's side
-	err     error
+
+	mu    sync.Mutex
+	queue []Delivery    // received, not yet read: the reader never waits for the consumer
+	ready chan struct{} // a token when the queue may have grown
+	dead  chan struct{} // closed, with err set, when the watch ends from the hub's side
+	err   error
+}
+
+func (w *watch) push(d Delivery) {
+	w.mu.Lock()
+	w.queue = append(w.queue, d)
+	w.mu.Unlock()
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (w *watch) pop() (Delivery, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.queue) == 0 {
+		return Delivery{}, false
+	}
+	d := w.queue[0]
+	w.queue[0] = Delivery{}
+	w.queue = w.queue[1:]
+	return d, true
 }
 
 func (w *watch) end(err error) {
@@ -64,13 +84,7 @@ type Watch struct {
 // refuses it (e.g. CodeNotFound for an unknown session,
 // CodeResourceExhausted over the hub's --max-watches). Close it when done.
 func (c *Client) Watch(ctx context.Context, sessionID, afterCursor string) (*Watch, error) {
-	w := &watch{
-		session: sessionID,
-		cursor:  afterCursor,
-		items:   make(chan Delivery, watchBuffer),
-		stopped: make(chan struct{}),
-		dead:    make(chan struct{}),
-	}
+	w := &watch{session: sessionID, cursor: afterCursor, ready: make(chan struct{}, 1), dead: make(chan struct{})}
 	if err := c.subscribe(w); err != nil {
 		return nil, err
 	}
@@ -80,28 +94,23 @@ func (c *Client) Watch(ctx context.Context, sessionID, afterCursor string) (*Wat
 // Next waits for the next delivery. Once it returns an error the watch has
 // ended, and it returns that error from then on.
 func (w *Watch) Next() (Delivery, error) {
-	if w.err != nil {
-		return Delivery{}, w.err
-	}
-	select {
-	case d := <-w.w.items: // what arrived before an ending comes first
-		return d, nil
-	default:
-	}
-	select {
-	case d := <-w.w.items:
-		return d, nil
-	case <-w.w.dead:
-		select {
-		case d := <-w.w.items:
+	for w.err == nil {
+		if d, ok := w.w.pop(); ok {
 			return d, nil
-		default:
-			w.err = w.w.err
 		}
-	case <-w.ctx.Done():
-		w.err = w.ctx.Err()
+		select {
+		case <-w.w.ready:
+		case <-w.w.dead:
+			if d, ok := w.w.pop(); ok { // what arrived before the ending comes first
+				return d, nil
+			}
+			w.err = w.w.err
+			w.Close()
+		case <-w.ctx.Done():
+			w.err = w.ctx.Err()
+			w.Close()
+		}
 	}
-	w.Close()
 	return Delivery{}, w.err
 }
 
@@ -164,7 +173,6 @@ func (c *Client) resubscribeLocked(oldID string, w *watch) []byte {
 
 // unsubscribe forgets w and ends its subscription on the hub.
 func (c *Client) unsubscribe(w *watch) {
-	close(w.stopped)
 	c.mu.Lock()
 	var frame []byte
 	conn := c.conn
@@ -185,9 +193,9 @@ func (c *Client) unsubscribe(w *watch) {
 	}
 }
 
-// deliver hands one frame of w's subscription to its consumer. It blocks
-// while w's buffer is full, which holds up the connection's reader: the
-// backpressure the hub's outbound bound expects.
+// deliver queues one frame of w's subscription for its consumer. It never
+// waits for the consumer, so a watch read slowly (or the replay of a long
+// history) cannot hold up the answers to requests on the same connection.
 func (c *Client) deliver(w *watch, envelope *aop.Envelope) {
 	var message aop.ProtocolMessage
 	if envelope.GetPayload().GetTypeUrl() != coreTypeURL || proto.Unmarshal(envelope.GetPayload().GetValue(), &message) != nil {
@@ -211,11 +219,7 @@ func (c *Client) deliver(w *watch, envelope *aop.Envelope) {
 			return
 		}
 	}
-	select {
-	case w.items <- Delivery{Cursor: cursor, Event: event}:
-	case <-w.stopped:
-	case <-c.ctx.Done():
-	}
+	w.push(Delivery{Cursor: cursor, Event: event})
 }
 
 // watchFailed ends w on a refusal, or watches again after a backoff when the
