@@ -6,7 +6,8 @@ starts ``aophub serve`` on an ephemeral port of 127.0.0.1 with a fresh temporary
 and a fresh access key, connects the scripted node ``conformance`` (:class:`ConformanceAgent`)
 to it, and then prints one JSON line on stdout::
 
-    {"url": "http://127.0.0.1:PORT", "token": "...", "node": "conformance", "max_watches": 8, ...}
+    {"url": "http://127.0.0.1:PORT", "token": "...", "node": "conformance", "max_watches": 8,
+     "max_frame_bytes": 16777216, "data_dir": "/tmp/aophub-conformance-..."}
 
 It runs until its standard input ends (the test runner closes the pipe, or dies) or it gets
 SIGTERM/SIGINT; then it stops the node and the hub and removes the data directory. Everything
@@ -129,6 +130,7 @@ async def _until_stopped() -> None:
 
 
 async def _serve(hub: HubProcess, token: str, max_watches: int) -> None:
+    """Connect the node, print the ready line, and run until stopped."""
     connected = asyncio.Event()
 
     def on_connected(_runtime: NodeRuntime) -> None:
@@ -148,6 +150,7 @@ async def _serve(hub: HubProcess, token: str, max_watches: int) -> None:
             "node": NODE_ID,
             "max_watches": max_watches,
             "max_frame_bytes": DEFAULT_MAX_FRAME_BYTES,
+            "data_dir": str(hub.data_dir),
         }
         print(json.dumps(ready), flush=True)
         await _until_stopped()
