@@ -437,6 +437,9 @@ func (c *Client) roundTrip(ctx context.Context, payload *anypb.Any, opts []CallO
 	if err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil { // already over: do not send what nobody waits for
+		return nil, fmt.Errorf("aophub: request %s not sent: %w", id, err)
+	}
 	ctx, cancel := c.bounded(ctx)
 	defer cancel()
 	pending := &call{frame: frame, reply: make(chan reply, 1)}
