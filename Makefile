@@ -18,7 +18,7 @@ GENERATED := gen/python gen/go/aop gen/go/aophub gen/go/aiscan gen/go/cyber gen/
 BREAKING_AGAINST ?= .git\#ref=HEAD~1
 
 .PHONY: help install run test check lint-proto breaking gen check-gen golden \
-        test-python test-go test-ts check-go check-ts check-java clean bench
+        test-python test-go test-ts check-go check-ts check-java test-examples clean bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -80,7 +80,8 @@ test-python: $(STAMP)
 check-go:
 	bash tools/go.sh check
 
-test-go:
+# The Go conformance test starts a hub with the venv's Python.
+test-go: $(STAMP)
 	bash tools/go.sh test
 
 check-ts:
@@ -92,7 +93,10 @@ test-ts:
 check-java:
 	bash tools/java.sh check
 
-test: check check-gen check-go check-ts check-java test-python test-go test-ts ## everything CI runs
+test-examples: $(STAMP) ## run every example program of examples/ against a live hub
+	bash tools/examples.sh
+
+test: check check-gen check-go check-ts check-java test-python test-go test-ts test-examples ## everything CI runs
 
 clean: ## remove the virtualenv, tool binaries and build output
 	rm -rf $(VENV) .tools clients/ts/node_modules gen/java/target .mypy_cache .ruff_cache .pytest_cache

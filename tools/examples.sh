@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs the example programs of examples/ against a live hub (`make test-examples`).
+#
+# One hub is started for all of them by the conformance launcher
+# (tests/support/conformance_hub.py: a fresh data directory, a fresh key, the
+# built-in echo node "local"); each example_<language> function runs its
+# language's example against it with $AOPHUB_URL and $AOPHUB_TOKEN set, and
+# fails unless the answer came back. Add a language by adding its function to
+# EXAMPLES.
+#
+# Runnable from any directory; needs the venv of `make install`
+# ($AOPHUB_PYTHON overrides which Python runs the hub).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+python=${AOPHUB_PYTHON:-$root/.venv/bin/python}
+GO=$(command -v go || echo /usr/local/go/bin/go)
+EXAMPLES=(example_go)
+
+# expect_line PATTERN OUTPUT: fail unless OUTPUT has a line matching PATTERN.
+expect_line() {
+    if ! grep -Eq -- "$1" <<<"$2"; then
+        echo "examples.sh: no line matching '$1' in:" >&2
+        echo "$2" >&2
+        exit 1
+    fi
+}
+
+# Go: a first turn in a new session, then a second one resumed from the
+# session id and cursor the first run printed.
+example_go() {
+    local out session cursor
+    (cd "$root" && "$GO" build -o "$workdir/example-go" ./examples/go)
+    out=$("$workdir/example-go" -server "$AOPHUB_URL" -p "hello from go")
+    echo "$out"
+    expect_line '^echo: hello from go' "$out"
+    expect_line '^\[turn completed\]$' "$out"
+    session=$(sed -n 's/^session \([^ ]*\) cursor .*/\1/p' <<<"$out")
+    cursor=$(sed -n 's/^session [^ ]* cursor \(.*\)/\1/p' <<<"$out")
+    out=$("$workdir/example-go" -server "$AOPHUB_URL" -session "$session" -cursor "$cursor" -p "and again")
+    echo "$out"
+    expect_line '^echo: and again' "$out"
+    expect_line "^session $session cursor " "$out"
+}
+
+workdir=$(mktemp -d)
+coproc HUB { cd "$root" && exec "$python" -m tests.support.conformance_hub; }
+hub_pid=$HUB_PID
+stop_hub() {
+    exec {HUB[1]}>&- # the launcher stops the hub when its stdin ends
+    wait "$hub_pid" || true
+    rm -rf "$workdir"
+}
+trap stop_hub EXIT
+read -r ready <&"${HUB[0]}"
+AOPHUB_URL=$("$python" -c 'import json, sys; print(json.loads(sys.argv[1])["url"])' "$ready")
+AOPHUB_TOKEN=$("$python" -c 'import json, sys; print(json.loads(sys.argv[1])["token"])' "$ready")
+export AOPHUB_URL AOPHUB_TOKEN
+
+for example in "${EXAMPLES[@]}"; do
+    start=$SECONDS
+    echo "== $example"
+    "$example"
+    echo "== $example passed in $((SECONDS - start)) s"
+done
