@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aophub.agent.isolation import Isolation
 from aophub.agent.sandbox import (
     DEFAULT_DENY_PATTERNS,
     DEFAULT_EXEC_TIMEOUT,
@@ -363,6 +364,11 @@ def test_policy_from_settings() -> None:
 # run_command.
 
 
+def supervised(timeout: float = DEFAULT_EXEC_TIMEOUT) -> ExecPolicy:
+    """A policy whose bubblewrap is missing and that allows commands without it: the supervisor's path."""
+    return ExecPolicy(timeout=timeout, isolation=Isolation(bubblewrap="/nonexistent/bwrap", allow_unsandboxed=True))
+
+
 async def test_exit_code_and_merged_output(workspace: Workspace) -> None:
     """The exit code comes back with stdout and stderr in one stream, run in the workspace root."""
     result = await run_command("pwd; echo err >&2; exit 3", workspace, ExecPolicy())
@@ -430,7 +436,7 @@ async def test_timeout_kills_the_whole_process_group(workspace: Workspace) -> No
         "sh -c 'echo $$ > pid.tmp && mv pid.tmp pid; sleep 2; touch marker' & "
         "while [ ! -f pid ]; do :; done; echo started; sleep 100"
     )
-    result = await run_command(command, workspace, ExecPolicy(timeout=0.3))
+    result = await run_command(command, workspace, supervised(timeout=0.3))
     assert result.timed_out
     assert result.exit_code < 0
     assert result.output == "started\n"
@@ -442,7 +448,7 @@ async def test_timeout_kills_the_whole_process_group(workspace: Workspace) -> No
 
 async def test_background_jobs_do_not_outlive_the_command(workspace: Workspace) -> None:
     """When the shell exits, the processes it left behind are killed and the call returns at once."""
-    result = await run_command("sleep 100 & echo $!", workspace, ExecPolicy(timeout=30))
+    result = await run_command("sleep 100 & echo $!", workspace, supervised(timeout=30))
     assert not result.timed_out
     assert result.exit_code == 0
     assert result.duration_ms < 30_000
@@ -453,7 +459,7 @@ async def test_cancellation_kills_the_process_group(workspace: Workspace) -> Non
     """Cancelling run_command kills the command's processes."""
     fifo = workspace.root / "pid.fifo"
     os.mkfifo(fifo)
-    task = asyncio.create_task(run_command("sleep 100 & echo $! > pid.fifo; wait", workspace, ExecPolicy()))
+    task = asyncio.create_task(run_command("sleep 100 & echo $! > pid.fifo; wait", workspace, supervised()))
     # Opening the FIFO for reading blocks until the command has written the pid.
     pid = int(await asyncio.to_thread(fifo.read_text))
     task.cancel()
@@ -462,7 +468,8 @@ async def test_cancellation_kills_the_process_group(workspace: Workspace) -> Non
     await wait_gone(pid)
 
 
-# Processes that leave the command's session or process group.
+# Processes that leave the command's session or process group, on the supervisor's path (where
+# the sandbox cannot run); tests/test_sandbox_escape.py has the same under bubblewrap.
 
 
 @pytest.fixture
@@ -496,7 +503,7 @@ os.execvp("sleep", ["sleep", "100"])
 async def test_setsid_daemon_does_not_outlive_the_command(workspace: Workspace, pid_files: PidFiles) -> None:
     """A daemon started with setsid -f (a new session, stdio closed) is gone when run_command returns."""
     command = f"{SETSID_DAEMON} </dev/null >/dev/null 2>&1; {WAIT_FOR_DAEMON}; echo done"
-    result = await run_command(command, workspace, ExecPolicy(timeout=30))
+    result = await run_command(command, workspace, supervised(timeout=30))
     assert (result.exit_code, result.output, result.timed_out) == (0, "done\n", False)
     assert not running(pid_files.read("daemon"))
 
@@ -505,7 +512,7 @@ async def test_double_fork_daemon_does_not_outlive_the_command(workspace: Worksp
     """A classic fork-setsid-fork daemon is gone when run_command returns."""
     (workspace.root / "daemon.py").write_text(DOUBLE_FORK_DAEMON)
     command = f"{sys.executable} daemon.py; {WAIT_FOR_DAEMON}; echo done"
-    result = await run_command(command, workspace, ExecPolicy(timeout=30))
+    result = await run_command(command, workspace, supervised(timeout=30))
     assert (result.exit_code, result.output, result.timed_out) == (0, "done\n", False)
     assert not running(pid_files.read("daemon"))
 
@@ -513,7 +520,7 @@ async def test_double_fork_daemon_does_not_outlive_the_command(workspace: Worksp
 async def test_daemon_holding_the_output_open_does_not_hold_the_call(workspace: Workspace, pid_files: PidFiles) -> None:
     """A setsid daemon that keeps stdout open neither makes the call time out nor survives it."""
     command = f"{SETSID_DAEMON}; {WAIT_FOR_DAEMON}; echo done"
-    result = await run_command(command, workspace, ExecPolicy(timeout=5))
+    result = await run_command(command, workspace, supervised(timeout=5))
     assert (result.exit_code, result.output, result.timed_out) == (0, "done\n", False)
     assert result.duration_ms < 5000
     assert not running(pid_files.read("daemon"))
@@ -522,7 +529,7 @@ async def test_daemon_holding_the_output_open_does_not_hold_the_call(workspace: 
 async def test_timeout_kills_daemons_in_other_sessions(workspace: Workspace, pid_files: PidFiles) -> None:
     """On timeout, a daemon in its own session is killed along with the command."""
     command = f"{SETSID_DAEMON}; {WAIT_FOR_DAEMON}; echo started; sleep 100"
-    result = await run_command(command, workspace, ExecPolicy(timeout=1))
+    result = await run_command(command, workspace, supervised(timeout=1))
     assert result.timed_out
     assert result.exit_code < 0
     assert result.output == "started\n"
@@ -534,7 +541,7 @@ async def test_cancellation_kills_daemons_in_other_sessions(workspace: Workspace
     fifo = workspace.root / "ready.fifo"
     os.mkfifo(fifo)
     command = f"{SETSID_DAEMON}; {WAIT_FOR_DAEMON}; echo > ready.fifo; sleep 100"
-    task = asyncio.create_task(run_command(command, workspace, ExecPolicy()))
+    task = asyncio.create_task(run_command(command, workspace, supervised()))
     await wait_for_fifo(fifo)  # the command has seen the daemon's pid file
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -8,12 +8,15 @@ that path without following any symlink that appeared since, and refuse files
 with more than one hard link and the hub's own files (by device and inode).
 
 ``run_command`` runs one shell command in the workspace with a scrubbed
-environment, under a supervisor that kills every process the command started
-when the call ends (``aophub.agent.reaper``), with a timeout and an output cap. The
-``ExecPolicy`` deny and allow patterns are a guard rail against accidents, not
-a security boundary: a shell command can reach anything the hub's user can, and
-a determined model can phrase a dangerous command so that no pattern sees it.
-Run the hub as an unprivileged user (or in a container) when that matters.
+environment, a timeout and an output cap. Where bubblewrap works it runs in a
+sandbox of its own (``aophub.agent.isolation``): its own namespaces, a
+read-only system, the workspace as the only writable place, no network unless
+configured, limits on CPU, memory and processes; the PID namespace ends with
+the call, and everything in it. Where bubblewrap cannot run, commands are
+refused unless the policy allows them unsandboxed: then a supervisor kills
+every process the command started when the call ends (``aophub.agent.reaper``),
+and a command can reach anything the hub's user can. The ``ExecPolicy`` deny
+and allow patterns are a second line against accidents, not the boundary.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import asyncio
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import re
 import secrets
@@ -35,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aophub.agent import reaper
+from aophub.agent.isolation import Isolation, Probe, ProcessCgroup, sandbox_argv
 from aophub.v1 import config_pb2
 
 __all__ = [
@@ -89,6 +94,11 @@ class Workspace:
 
     def __repr__(self) -> str:
         return f"<Workspace {self._root}>"
+
+    @property
+    def protected(self) -> tuple[Path, ...]:
+        """The hub's files the tools must never reach (commands do not see them either)."""
+        return self._protected
 
     @property
     def root(self) -> Path:
@@ -398,12 +408,14 @@ class ExecPolicy:
     allow patterns are given, the whole command (stripped) must match one of
     them (``re.fullmatch``: ``git( .*)?`` allows ``git status`` but not
     ``git status; rm x``). ``timeout`` is in seconds, ``output_cap`` in bytes.
+    ``isolation`` is the sandbox commands run in.
     """
 
     deny_patterns: Sequence[str] = DEFAULT_DENY_PATTERNS
     allow_patterns: Sequence[str] = ()
     timeout: float = DEFAULT_EXEC_TIMEOUT
     output_cap: int = DEFAULT_OUTPUT_CAP
+    isolation: Isolation = field(default_factory=Isolation)
     _deny: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _allow: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
@@ -425,6 +437,7 @@ class ExecPolicy:
             allow_patterns=tuple(settings.allow_patterns),
             timeout=float(settings.exec_timeout_seconds or DEFAULT_EXEC_TIMEOUT),
             output_cap=settings.output_cap_bytes or DEFAULT_OUTPUT_CAP,
+            isolation=Isolation.from_settings(settings),
         )
 
     def check(self, command: str) -> None:
@@ -505,10 +518,12 @@ class _CappedOutput:
         return text
 
 
-# How long the supervisor may take to kill and reap the command's processes
-# after SIGTERM before the hub kills it and its process group itself.
+# How long the supervisor (or bubblewrap) may take to kill and reap the
+# command's processes before the hub kills it and its process group itself.
 _SUPERVISOR_GRACE = 5.0
 _READ_SIZE = 65536
+# PATH inside the sandbox, where only the system directories exist.
+_SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def _kill_group(pgid: int) -> None:
@@ -516,17 +531,20 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-async def _spawn(command: str, workspace: Workspace, output_fd: int) -> asyncio.subprocess.Process:
-    """Start the command under its supervisor; if the caller is cancelled meanwhile, stop it, not leak it."""
+async def _spawn(
+    argv: Sequence[str], environment: dict[str, str], cwd: Path, output_fd: int, *, pass_fds: Sequence[int] = ()
+) -> asyncio.subprocess.Process:
+    """Start ``argv`` in a new session; if the caller is cancelled meanwhile, stop it, not leak it."""
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
-            *reaper.command_line(["/bin/sh", "-c", command]),
-            cwd=workspace.root,
-            env=scrubbed_environment(workspace),
+            *argv,
+            cwd=cwd,
+            env=environment,
             stdin=subprocess.DEVNULL,
             stdout=output_fd,
             stderr=output_fd,
             start_new_session=True,
+            pass_fds=pass_fds,
         )
     )
     try:
@@ -534,30 +552,148 @@ async def _spawn(command: str, workspace: Workspace, output_fd: int) -> asyncio.
     except asyncio.CancelledError:
         # Cancelled while asyncio set the process up: it may be running already.
         with contextlib.suppress(Exception):
-            await _stop(await spawn)
+            process = await spawn
+            _kill_group(process.pid)
+            await process.wait()
         raise
 
 
-async def _stop(supervisor: asyncio.subprocess.Process) -> None:
-    """Have the supervisor kill and reap the command's processes, and wait until it has exited.
-
-    A supervisor that does not exit within ``_SUPERVISOR_GRACE`` (stopped or
-    killed by the command) is killed with its process group, which holds every
-    process of the command that did not start a new session.
-    """
-    if supervisor.returncode is None:
+async def _wait_or_kill_group(process: asyncio.subprocess.Process) -> None:
+    """Wait ``_SUPERVISOR_GRACE`` for ``process`` to exit, then kill it and its process group."""
+    try:
+        async with asyncio.timeout(_SUPERVISOR_GRACE):
+            await process.wait()
+    except TimeoutError:
+        _kill_group(process.pid)
         with contextlib.suppress(ProcessLookupError):
-            supervisor.send_signal(signal.SIGTERM)
-            supervisor.send_signal(signal.SIGCONT)  # a stopped supervisor must see the SIGTERM
-        try:
-            async with asyncio.timeout(_SUPERVISOR_GRACE):
-                await supervisor.wait()
-        except TimeoutError:
-            _kill_group(supervisor.pid)
+            process.kill()
+        await process.wait()
+    _kill_group(process.pid)
+
+
+class _Supervised:
+    """An unsandboxed command under the supervisor (``aophub.agent.reaper``), which kills what it leaves."""
+
+    def __init__(self, command: str, workspace: Workspace) -> None:
+        self._argv = reaper.command_line(["/bin/sh", "-c", command])
+        self._workspace = workspace
+
+    async def start(self, output_fd: int) -> asyncio.subprocess.Process:
+        return await _spawn(self._argv, scrubbed_environment(self._workspace), self._workspace.root, output_fd)
+
+    async def stop(self, process: asyncio.subprocess.Process) -> None:
+        """Have the supervisor kill and reap the command's processes, and wait until it has exited.
+
+        A supervisor that does not exit within ``_SUPERVISOR_GRACE`` (stopped or
+        killed by the command) is killed with its process group, which holds every
+        process of the command that did not start a new session.
+        """
+        if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                supervisor.kill()
-            await supervisor.wait()
-    _kill_group(supervisor.pid)
+                process.send_signal(signal.SIGTERM)
+                process.send_signal(signal.SIGCONT)  # a stopped supervisor must see the SIGTERM
+        await _wait_or_kill_group(process)
+
+    def close(self) -> None:
+        pass
+
+
+class _Sandboxed:
+    """A command in a bubblewrap sandbox: killing the sandbox's PID 1 ends its PID namespace and all in it.
+
+    bubblewrap reports that first process (``--info-fd``); a pidfd of it is
+    held so that the kill cannot reach another process. bubblewrap exits only
+    after it has reaped that process, and the kernel has killed the whole
+    namespace before then: when bubblewrap has exited, nothing is left.
+    """
+
+    def __init__(self, command: str, workspace: Workspace, isolation: Isolation, found: Probe) -> None:
+        self._command = command
+        self._workspace = workspace
+        self._isolation = isolation
+        self._found = found
+        self._pidfd: int | None = None
+        self._cgroup: ProcessCgroup | None = None
+
+    async def start(self, output_fd: int) -> asyncio.subprocess.Process:
+        info_read, info_write = os.pipe()
+        try:
+            argv = sandbox_argv(
+                ["/bin/sh", "-c", self._command],
+                workspace=self._workspace.root,
+                hidden=self._workspace.protected,
+                isolation=self._isolation,
+                found=self._found,
+                info_fd=info_write,
+            )
+            if self._found.cgroups is not None:
+                self._cgroup = ProcessCgroup(self._found.cgroups, self._isolation.max_processes)
+                argv = self._cgroup.argv(argv)
+            environment = scrubbed_environment(self._workspace) | {"PATH": _SANDBOX_PATH}
+            try:
+                process = await _spawn(argv, environment, self._workspace.root, output_fd, pass_fds=(info_write,))
+            finally:
+                os.close(info_write)
+            try:
+                self._pidfd = _open_pidfd(await _read_to_end(info_read))
+            except BaseException:
+                await self.stop(process)
+                raise
+        finally:
+            os.close(info_read)
+        return process
+
+    async def stop(self, process: asyncio.subprocess.Process) -> None:
+        if process.returncode is None:
+            if self._pidfd is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            else:
+                _kill_group(process.pid)
+        await _wait_or_kill_group(process)
+
+    def close(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self._cgroup is not None:
+            self._cgroup.close()
+
+
+async def _read_to_end(fd: int) -> bytes:
+    """Everything written to the pipe ``fd`` until its writers close it."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    data = bytearray()
+    os.set_blocking(fd, False)
+
+    def on_readable() -> None:
+        try:
+            chunk = os.read(fd, _READ_SIZE)
+        except BlockingIOError:
+            return
+        data.extend(chunk)
+        if not chunk and not done.done():
+            done.set_result(None)
+
+    loop.add_reader(fd, on_readable)
+    try:
+        await done
+    finally:
+        loop.remove_reader(fd)
+    return bytes(data)
+
+
+def _open_pidfd(info: bytes) -> int | None:
+    """A pidfd of the sandbox's first process named in bubblewrap's ``info``; None if it is gone or unnamed."""
+    try:
+        pid = json.loads(info)["child-pid"]
+    except (ValueError, KeyError, TypeError):
+        return None  # bubblewrap failed before it made the sandbox; its message is in the output
+    try:
+        return os.pidfd_open(int(pid))
+    except ProcessLookupError:
+        return None
 
 
 def _read_some(fd: int, output: _CappedOutput) -> bool:
@@ -584,22 +720,39 @@ def _drain(fd: int, output: _CappedOutput) -> None:
         left -= len(data)
 
 
+def _runner(command: str, workspace: Workspace, isolation: Isolation) -> _Sandboxed | _Supervised:
+    """How ``command`` runs: in the sandbox, or supervised where the sandbox cannot run and that is allowed."""
+    found = isolation.probe()
+    if found.usable:
+        return _Sandboxed(command, workspace, isolation, found)
+    if isolation.allow_unsandboxed:
+        return _Supervised(command, workspace)
+    raise SandboxError(
+        f"exec is not available on this hub: commands run only in a sandbox, and {found.reason}. "
+        "The hub's operator can install bubblewrap, or set sandbox.allow_unsandboxed to run commands without one."
+    )
+
+
 async def run_command(command: str, workspace: Workspace, policy: ExecPolicy) -> ExecResult:
     """Run ``command`` with ``/bin/sh -c`` in the workspace root and return its exit code and output.
 
-    Raises ``SandboxError`` when ``policy`` refuses the command, ``OSError``
-    when it cannot be started. The command runs under a supervisor
-    (``aophub.agent.reaper``) with ``scrubbed_environment``, stdin from
-    /dev/null, stdout and stderr merged into one pipe. Only
-    ``policy.output_cap`` bytes are kept; the rest is read and counted.
+    Raises ``SandboxError`` when ``policy`` refuses the command or when the
+    sandbox cannot run and ``policy.isolation`` does not allow commands
+    without it; ``OSError`` when it cannot be started. The command gets
+    ``scrubbed_environment``, stdin from /dev/null, stdout and stderr merged
+    into one pipe. Only ``policy.output_cap`` bytes are kept; the rest is read
+    and counted.
 
     Every process the command starts is killed and reaped before this returns,
     including those that started a new session or were double-forked: when the
-    shell exits, when the timeout passes (``timed_out``) and when the caller is
-    cancelled. The call ends when the supervisor exits, not when the pipe
-    closes, so output held open by a daemon does not hold the call.
+    shell exits, when the timeout passes (``timed_out``, exit code -9) and when
+    the caller is cancelled. The call ends when the sandbox (or the supervisor)
+    exits, not when the pipe closes, so output held open by a daemon does not
+    hold the call. In the sandbox a command killed by a signal exits with
+    128 + the signal, as in a shell.
     """
     policy.check(command)
+    runner = _runner(command, workspace, policy.isolation)
     loop = asyncio.get_running_loop()
     started = time.monotonic()
     output = _CappedOutput(policy.output_cap)
@@ -607,7 +760,7 @@ async def run_command(command: str, workspace: Workspace, policy: ExecPolicy) ->
     read_fd, write_fd = os.pipe()
     try:
         try:
-            supervisor = await _spawn(command, workspace, write_fd)
+            process = await runner.start(write_fd)
         finally:
             os.close(write_fd)
         os.set_blocking(read_fd, False)
@@ -619,17 +772,20 @@ async def run_command(command: str, workspace: Workspace, policy: ExecPolicy) ->
         loop.add_reader(read_fd, on_readable)
         try:
             async with asyncio.timeout(policy.timeout):
-                await supervisor.wait()
+                await process.wait()
         except TimeoutError:
             timed_out = True
         finally:
             loop.remove_reader(read_fd)
-            await _stop(supervisor)
+            await runner.stop(process)
             _drain(read_fd, output)
     finally:
         os.close(read_fd)
-    returncode = supervisor.returncode
-    assert returncode is not None  # _stop waited for it
+        runner.close()
+    returncode = process.returncode
+    assert returncode is not None  # stop waited for it
+    if timed_out and isinstance(runner, _Sandboxed):
+        returncode = -signal.SIGKILL
     return ExecResult(
         exit_code=returncode,
         output=output.text(),
