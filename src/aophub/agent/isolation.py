@@ -29,6 +29,7 @@ whether it works and, if not, why. Linux only.
 from __future__ import annotations
 
 import contextlib
+import enum
 import functools
 import os
 import secrets
@@ -50,6 +51,7 @@ __all__ = [
     "Isolation",
     "Probe",
     "ProcessCgroup",
+    "SandboxState",
     "probe",
     "sandbox_argv",
 ]
@@ -144,6 +146,23 @@ class Isolation:
     def probe(self) -> Probe:
         """Whether commands can run sandboxed here (probed once per bubblewrap program)."""
         return probe(self.bubblewrap)
+
+    def state(self) -> tuple[SandboxState, str]:
+        """How commands run here, and why not sandboxed (or what the sandbox does not enforce); "" if all is."""
+        found = self.probe()
+        if found.usable:
+            return SandboxState.ENFORCED, found.caveat
+        if self.allow_unsandboxed:
+            return SandboxState.UNSANDBOXED, found.reason
+        return SandboxState.EXEC_REFUSED, found.reason
+
+
+class SandboxState(enum.Enum):
+    """How the exec tool runs commands."""
+
+    ENFORCED = "enforced"  # in the bubblewrap sandbox
+    UNSANDBOXED = "unsandboxed"  # bubblewrap cannot run; the configuration allows commands without it
+    EXEC_REFUSED = "exec refused"  # bubblewrap cannot run; commands are refused
 
 
 @dataclass(frozen=True)
