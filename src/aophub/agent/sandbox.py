@@ -602,9 +602,10 @@ class _Sandboxed:
     """A command in a bubblewrap sandbox: killing the sandbox's PID 1 ends its PID namespace and all in it.
 
     bubblewrap reports that first process (``--info-fd``); a pidfd of it is
-    held so that the kill cannot reach another process. bubblewrap exits only
-    after it has reaped that process, and the kernel has killed the whole
-    namespace before then: when bubblewrap has exited, nothing is left.
+    held so that the kill cannot reach another process. bubblewrap itself exits
+    as soon as the command's shell has, while the PID 1 may still have
+    children; so ``stop`` always kills the PID 1 and waits on its pidfd: the
+    kernel reports it exited only once every process of the namespace is gone.
     """
 
     def __init__(self, command: str, workspace: Workspace, isolation: Isolation, found: Probe) -> None:
@@ -644,13 +645,17 @@ class _Sandboxed:
         return process
 
     async def stop(self, process: asyncio.subprocess.Process) -> None:
-        if process.returncode is None:
-            if self._pidfd is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
-            else:
-                _kill_group(process.pid)
+        if self._pidfd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+        elif process.returncode is None:
+            _kill_group(process.pid)
         await _wait_or_kill_group(process)
+        if self._pidfd is not None:
+            # Only a process stuck in the kernel (uninterruptible I/O) keeps the namespace this long.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_SUPERVISOR_GRACE):
+                    await _readable(self._pidfd)
 
     def close(self) -> None:
         if self._pidfd is not None:
@@ -682,6 +687,22 @@ async def _read_to_end(fd: int) -> bytes:
     finally:
         loop.remove_reader(fd)
     return bytes(data)
+
+
+async def _readable(fd: int) -> None:
+    """Wait until ``fd`` is readable (a pidfd: its process has exited)."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def on_readable() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, on_readable)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)
 
 
 def _open_pidfd(info: bytes) -> int | None:
