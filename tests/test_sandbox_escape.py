@@ -28,6 +28,7 @@ from aophub.agent.isolation import Isolation, SandboxState
 from aophub.agent.loop import ToolOutcome
 from aophub.config import ConfigStore, default_config
 from aophub.v1 import config_pb2
+from tests.support.processes import wait_for_fifo
 
 SECRET_TOKEN = "hub-token-" + secrets.token_hex(8)
 SECRET_API_KEY = "sk-" + secrets.token_hex(8)
@@ -183,16 +184,43 @@ async def test_hub_files_inside_the_workspace_are_hidden(tmp_path: Path, monkeyp
 # -- Writing outside the workspace -------------------------------------------------------------
 
 
+def hub_file_contents(hub: Hub) -> dict[str, bytes]:
+    """The files of the data directory but the audit log (which the hub appends each call to)."""
+    return {
+        path.name: path.read_bytes() for path in hub.data_dir.iterdir() if path.is_file() and path.suffix != ".jsonl"
+    }
+
+
 async def test_writes_outside_the_workspace_fail(hub: Hub) -> None:
     """/, the host's /tmp, $HOME of the hub, the data directory and /usr stay untouched."""
     marker = "aophub-escape-" + secrets.token_hex(6)
     targets = [Path("/") / marker, Path("/tmp") / marker, HOME / marker, hub.data_dir / marker, Path("/usr") / marker]
-    command = "; ".join(f"touch {target}" for target in targets) + "; touch ../x; echo done"
+    command = "; ".join(f"touch {target}" for target in targets) + "; touch ../x; rm -f ../config.yaml; echo done"
+    before = hub_file_contents(hub)
     outcome = await hub.exec(command)
     assert outcome.text.endswith("done\n")
+    # /, /usr and $HOME refuse; the rest are the sandbox's own /tmp (the workspace is below /tmp here).
     for target in [*targets, hub.data_dir / "x"]:
         assert not target.exists(), target
-    assert sorted(os.listdir(hub.data_dir)) == sorted(path.name for path in hub.data_dir.iterdir())
+    assert hub_file_contents(hub) == before
+
+
+async def test_cancelling_the_call_leaves_nothing(hub: Hub) -> None:
+    """Cancelling a running exec call (the turn ended) ends every process of its sandbox before it completes."""
+    marker = f"{secrets.randbelow(10**6)}.{secrets.randbelow(10**6) + 1}"
+    fifo = hub.workspace / "ready.fifo"
+    os.mkfifo(fifo)
+    command = (
+        f"setsid -f sleep {marker}; sleep {marker} & "
+        "until [ $(pgrep -c -x sleep) = 2 ]; do :; done; echo > ready.fifo; wait"
+    )
+    call = asyncio.create_task(hub.exec(command))
+    await wait_for_fifo(fifo)
+    assert len(processes_with(f"sleep\x00{marker}")) == 2
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert processes_with(f"sleep\x00{marker}") == []
 
 
 async def test_sysctls_cannot_be_written(hub: Hub) -> None:
