@@ -92,7 +92,11 @@ async def test_status_of_a_fresh_hub(hub: RunningHub, codec: str) -> None:
     ],
 )
 async def test_status_says_when_bubblewrap_cannot_run(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, allow_unsandboxed: bool, state: int, logged: str
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    allow_unsandboxed: bool,
+    state: system_pb2.SandboxState,
+    logged: str,
 ) -> None:
     """With no bubblewrap, the hub warns at start and GetStatus says whether exec is refused or unsandboxed, and why."""
     config = default_config()
