@@ -16,6 +16,7 @@ import os
 import re
 import secrets
 import socket
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from aophub.agent.isolation import Isolation, SandboxState
 from aophub.agent.loop import ToolOutcome
 from aophub.config import ConfigStore, default_config
 from aophub.v1 import config_pb2
-from tests.support.processes import wait_for_fifo
+from tests.support.processes import wait_for_fifo, wait_gone
 
 SECRET_TOKEN = "hub-token-" + secrets.token_hex(8)
 SECRET_API_KEY = "sk-" + secrets.token_hex(8)
@@ -310,6 +311,37 @@ async def test_timeout_leaves_nothing(hub: Hub) -> None:
     assert outcome.is_error
     assert outcome.text.startswith("the command timed out after 1 seconds")
     assert processes_with(f"sleep\x00{marker}") == []
+
+
+HUB_RUNNING_A_COMMAND = """\
+import asyncio, sys
+from pathlib import Path
+from aophub.agent.sandbox import ExecPolicy, Workspace, run_command
+asyncio.run(run_command(sys.argv[2], Workspace(Path(sys.argv[1])), ExecPolicy()))
+"""
+
+
+async def test_the_sandbox_dies_with_the_hub(hub: Hub) -> None:
+    """A hub killed with SIGKILL while a command runs leaves none of the command's processes behind."""
+    marker = f"{secrets.randbelow(10**6)}.{secrets.randbelow(10**6) + 1}"
+    fifo = hub.workspace / "ready.fifo"
+    os.mkfifo(fifo)
+    command = (
+        f"setsid -f sleep {marker}; sleep {marker} & "
+        "until [ $(pgrep -c -x sleep) = 2 ]; do :; done; echo > ready.fifo; wait"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", HUB_RUNNING_A_COMMAND, str(hub.workspace), command
+    )
+    try:
+        await wait_for_fifo(fifo)
+        sleepers = processes_with(f"sleep\x00{marker}")
+        assert len(sleepers) == 2
+    finally:
+        process.kill()
+        await process.wait()
+    for pid in sleepers:
+        await wait_gone(pid)  # within 10 s, or the test fails
 
 
 FORKS = """\
