@@ -316,7 +316,8 @@ async def test_timeout_leaves_nothing(hub: Hub) -> None:
 HUB_RUNNING_A_COMMAND = """\
 import asyncio, sys
 from pathlib import Path
-from aophub.agent.sandbox import ExecPolicy, Workspace, run_command
+from aophub.agent.commands import run_command
+from aophub.agent.sandbox import ExecPolicy, Workspace
 asyncio.run(run_command(sys.argv[2], Workspace(Path(sys.argv[1])), ExecPolicy()))
 """
 

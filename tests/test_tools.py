@@ -16,8 +16,9 @@ import pytest
 
 from aophub.agent import tools
 from aophub.agent.audit import AuditLog
+from aophub.agent.commands import ExecResult
 from aophub.agent.isolation import Isolation
-from aophub.agent.sandbox import ExecPolicy, ExecResult, Workspace
+from aophub.agent.sandbox import ExecPolicy, Workspace
 from aophub.agent.tools import TOOL_NAMES, ToolBox, ToolOutcome
 from tests.support.processes import PidFiles, running
 

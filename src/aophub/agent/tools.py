@@ -31,8 +31,9 @@ from typing import Any
 
 from aop import content_pb2, value_pb2
 from aophub.agent.audit import AuditLog
+from aophub.agent.commands import run_command
 from aophub.agent.isolation import Isolation, SandboxState
-from aophub.agent.sandbox import ExecPolicy, SandboxError, Workspace, run_command
+from aophub.agent.sandbox import ExecPolicy, SandboxError, Workspace
 
 __all__ = [
     "DEFAULT_MAX_EDIT_BYTES",
