@@ -98,9 +98,9 @@ def test_the_command_runs_confined_and_limited(tmp_path: Path) -> None:
     )
     bubblewrap = options(argv)
     assert bubblewrap[0] == "/usr/bin/bwrap"
-    for option in ("--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid", "--unshare-ipc"):
+    for option in ("--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid", "--as-pid-1"):
         assert option in bubblewrap
-    assert {"--unshare-uts", "--unshare-net", "--remount-ro"} <= set(bubblewrap)
+    assert {"--unshare-ipc", "--unshare-uts", "--unshare-net", "--remount-ro"} <= set(bubblewrap)
     assert " ".join(bubblewrap).count("--bind ") == 1
     assert f"--bind {tmp_path} {tmp_path}" in " ".join(bubblewrap)
     assert "--uid 65534 --gid 65534 --cap-drop ALL" in " ".join(bubblewrap)

@@ -165,11 +165,11 @@ class _Supervised:
 class _Sandboxed:
     """A command in a bubblewrap sandbox: killing the sandbox's PID 1 ends its PID namespace and all in it.
 
-    bubblewrap reports that first process (``--info-fd``); a pidfd of it is
-    held so that the kill cannot reach another process. bubblewrap itself exits
-    as soon as the command's shell has, while the PID 1 may still have
-    children; so ``stop`` always kills the PID 1 and waits on its pidfd: the
-    kernel reports it exited only once every process of the namespace is gone.
+    The command's shell is that PID 1; bubblewrap reports it (``--info-fd``)
+    and a pidfd of it is held, so that the kill cannot reach another process.
+    ``stop`` kills it (a no-op when it has exited) and waits on the pidfd too:
+    the kernel reports it exited only once every process of the namespace is
+    gone.
     """
 
     def __init__(self, command: str, workspace: Workspace, isolation: Isolation, found: Probe) -> None:

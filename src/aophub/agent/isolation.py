@@ -19,8 +19,12 @@ command that way:
   kernel does not apply a process limit to it, so a ``pids`` cgroup does);
 - ``--die-with-parent``: the sandbox dies with the hub.
 
-The sandbox's first process is PID 1 of its namespace: when it dies, the
-kernel kills everything else in the namespace before its parent sees it exit.
+The command itself (its shell) is PID 1 of the namespace (``--as-pid-1``, no
+init of bubblewrap's in between): when it dies, the kernel kills everything
+else in the namespace before bubblewrap, its parent, can reap it, and
+bubblewrap exits only after that. (With bubblewrap's own init, bubblewrap
+exits as soon as the command has, leaving its init and whatever still runs to
+die a moment later and the init a zombie for the system's init to reap.)
 
 ``probe`` runs ``true`` in such a sandbox once per bubblewrap program and says
 whether it works and, if not, why. Linux only.
@@ -207,6 +211,7 @@ def sandbox_argv(
         "--new-session",
         "--unshare-user",
         "--unshare-pid",
+        "--as-pid-1",
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup-try",
@@ -267,10 +272,19 @@ def _masks(workspace: Path, hidden: Sequence[Path]) -> list[Path]:
 
 
 class ProcessCgroup:
-    """A fresh ``pids`` cgroup under ``parent`` for one command: ``argv`` enters it, ``close`` removes it."""
+    """A fresh ``pids`` cgroup under ``parent`` for one command: ``argv`` enters it, ``close`` removes it.
+
+    A cgroup still holding a process cannot be removed (a process stuck in the
+    kernel, or a hub stopped mid-command); each new cgroup first removes this
+    hub's earlier ones that are empty by now, so none piles up.
+    """
 
     def __init__(self, parent: Path, max_processes: int) -> None:
-        self.path = parent / f"aophub-exec-{secrets.token_hex(6)}"
+        prefix = f"aophub-exec-{os.getpid()}-"
+        for earlier in parent.glob(prefix + "*"):
+            with contextlib.suppress(OSError):
+                earlier.rmdir()
+        self.path = parent / f"{prefix}{secrets.token_hex(6)}"
         self.path.mkdir()
         try:
             # bubblewrap and the sandbox's first process count too.
