@@ -275,16 +275,18 @@ class ProcessCgroup:
     """A fresh ``pids`` cgroup under ``parent`` for one command: ``argv`` enters it, ``close`` removes it.
 
     A cgroup still holding a process cannot be removed (a process stuck in the
-    kernel, or a hub stopped mid-command); each new cgroup first removes this
-    hub's earlier ones that are empty by now, so none piles up.
+    kernel), and a hub killed mid-command removes nothing; each new cgroup
+    first removes the empty ones left by this hub and by hubs no longer running
+    (the hub's pid is in the name), so none piles up.
     """
 
     def __init__(self, parent: Path, max_processes: int) -> None:
-        prefix = f"aophub-exec-{os.getpid()}-"
-        for earlier in parent.glob(prefix + "*"):
-            with contextlib.suppress(OSError):
-                earlier.rmdir()
-        self.path = parent / f"{prefix}{secrets.token_hex(6)}"
+        for earlier in parent.glob("aophub-exec-*-*"):
+            owner = earlier.name.split("-")[2]
+            if owner == str(os.getpid()) or not os.path.exists(f"/proc/{owner}"):
+                with contextlib.suppress(OSError):
+                    earlier.rmdir()
+        self.path = parent / f"aophub-exec-{os.getpid()}-{secrets.token_hex(6)}"
         self.path.mkdir()
         try:
             # bubblewrap and the sandbox's first process count too.
