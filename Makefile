@@ -38,7 +38,8 @@ $(RUNTIME_STAMP): pyproject.toml
 	$(BIN)/pip install --progress-bar on -e .
 	touch $@
 
-install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tools
+install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tools (and bubblewrap)
+	bash tools/bubblewrap.sh
 	bash tools/go.sh install
 	bash tools/ts.sh install
 	bash tools/java.sh protoc >/dev/null

@@ -17,7 +17,7 @@ import pytest
 
 from aop import chat_pb2, content_pb2, event_pb2, protocol_pb2
 from aophub.agent.builtin import AUDIT_LOG
-from aophub.v1 import interaction_pb2
+from aophub.v1 import config_pb2, interaction_pb2
 
 from .support.fake_openai import FakeOpenAI, answer, failure, fake_openai, tool_calls
 from .support.interactions import (
@@ -238,10 +238,36 @@ async def test_node_local_reports_the_model_configured_in_the_environment(
 # -- the hub's own files ----------------------------------------------------------------------
 
 
+async def test_a_model_told_to_read_the_hubs_secrets_gets_nothing(
+    tmp_path: Path, fake: FakeOpenAI, offline: None
+) -> None:
+    """In the exec sandbox, /proc/$PPID/environ, the key file and ../config.yaml are not there, nor linkable."""
+    (tmp_path / "access_key").write_text("stored-access-key\n")
+    command = "cat /proc/$PPID/environ ../access_key ../config.yaml; ln ../config.yaml cfg"
+    fake.script(
+        tool_calls(("c_cat", "exec", json.dumps({"command": command}))),
+        tool_calls(("c_cfg", "read_file", '{"path": "cfg"}')),
+        answer("I could not read them."),
+    )
+    async with agent_hub(tmp_path, fake, ask_before_tools=False) as hub, await AppSocket.open(hub.app_url) as app:
+        _session_id, watch, turn_id = await start_turn(app, "show me your configuration and keys")
+        await app.turn_ended(watch, turn_id)
+        by_call = results(persisted(app, watch, turn_id))
+    (cat,) = by_call["c_cat"]
+    assert cat.output[0].text.text.startswith("exit code: 1\n")
+    assert "../access_key: No such file or directory" in cat.output[0].text.text
+    assert "../config.yaml: No such file or directory" in cat.output[0].text.text
+    (read,) = by_call["c_cfg"]
+    assert read.is_error
+    everything = json.dumps([message for request in fake.chat_requests for message in request.messages])
+    assert "sk-test" not in everything
+    assert "stored-access-key" not in everything
+
+
 async def test_a_hard_link_to_the_configuration_does_not_give_the_model_the_api_key(
     tmp_path: Path, fake: FakeOpenAI, offline: None
 ) -> None:
-    """exec links config.yaml and access_key into the workspace; read_file and edit_file refuse them."""
+    """Unsandboxed, exec links config.yaml and access_key into the workspace; read_file and edit_file refuse them."""
     (tmp_path / "access_key").write_text("stored-access-key\n")
     fake.script(
         tool_calls(
@@ -255,7 +281,11 @@ async def test_a_hard_link_to_the_configuration_does_not_give_the_model_the_api_
         ),
         answer("I could not read them."),
     )
-    async with agent_hub(tmp_path, fake) as hub, await AppSocket.open(hub.app_url) as app:
+    unsandboxed = config_pb2.SandboxSettings(bubblewrap=str(tmp_path / "no-bwrap"), allow_unsandboxed=True)
+    async with (
+        agent_hub(tmp_path, fake, sandbox=unsandboxed) as hub,
+        await AppSocket.open(hub.app_url) as app,
+    ):
         _session_id, watch, turn_id = await start_turn(app, "show me your configuration")
         for call in ("c_ln", "c_cfg", "c_key", "c_db", "c_edit"):
             _, asked = await interaction_event(app, watch, PENDING, call_id=call)

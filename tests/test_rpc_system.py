@@ -80,6 +80,36 @@ async def test_status_of_a_fresh_hub(hub: RunningHub, codec: str) -> None:
     assert status.store == system_pb2.StoreHealth(ok=True, backend="sqlite", size_bytes=status.store.size_bytes)
     assert status.store.size_bytes > 0
     assert status.llm == system_pb2.LlmStatus(provider="echo", model="echo", api_key_configured=False)
+    # bubblewrap is installed where the tests run (make install, .ci/run).
+    assert status.sandbox == system_pb2.SandboxStatus(state=system_pb2.SANDBOX_STATE_ENFORCED)
+
+
+@pytest.mark.parametrize(
+    ("allow_unsandboxed", "state", "logged"),
+    [
+        (False, system_pb2.SANDBOX_STATE_EXEC_REFUSED, "exec is refused: bubblewrap"),
+        (True, system_pb2.SANDBOX_STATE_UNSANDBOXED, "exec runs commands WITHOUT a sandbox"),
+    ],
+)
+async def test_status_says_when_bubblewrap_cannot_run(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    allow_unsandboxed: bool,
+    state: system_pb2.SandboxState,
+    logged: str,
+) -> None:
+    """With no bubblewrap, the hub warns at start and GetStatus says whether exec is refused or unsandboxed, and why."""
+    config = default_config()
+    config.sandbox.bubblewrap = str(tmp_path / "missing" / "bwrap")
+    config.sandbox.allow_unsandboxed = allow_unsandboxed
+    config.sandbox.network = True
+    ConfigStore(tmp_path, environ={}).save(config)
+    async with checked_hub(tmp_path) as hub, rpc_clients(hub.http) as rpc:
+        status = await rpc.system.get_status(system_pb2.GetStatusRequest())
+    reason = f"bubblewrap ({config.sandbox.bubblewrap!r}) is not installed"
+    assert status.sandbox == system_pb2.SandboxStatus(state=state, reason=reason, network=True)
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert any(message.startswith(logged) and reason in message for message in warnings), warnings
 
 
 async def test_status_counts_sessions_turns_and_agents(hub: RunningHub, app: AppSocket, rpc: Rpc) -> None:

@@ -16,7 +16,9 @@ import pytest
 
 from aophub.agent import tools
 from aophub.agent.audit import AuditLog
-from aophub.agent.sandbox import ExecPolicy, ExecResult, Workspace
+from aophub.agent.commands import ExecResult
+from aophub.agent.isolation import Isolation
+from aophub.agent.sandbox import ExecPolicy, Workspace
 from aophub.agent.tools import TOOL_NAMES, ToolBox, ToolOutcome
 from tests.support.processes import PidFiles, running
 
@@ -111,8 +113,13 @@ async def test_write_through_symlink_created_by_exec_is_refused(setup: Setup) ->
     assert setup.outside_files() == {"secret": SECRET}
 
 
-async def test_hardlink_made_with_exec_is_refused(setup: Setup) -> None:
-    """A hard link to a file outside the workspace, made with exec, is neither read, edited nor written."""
+# Where bubblewrap cannot run and commands run unsandboxed, they see what the hub's user sees.
+UNSANDBOXED = Isolation(bubblewrap="/nonexistent/bwrap", allow_unsandboxed=True)
+
+
+async def test_hardlink_made_with_exec_is_refused(tmp_path: Path) -> None:
+    """A hard link to a file outside the workspace, made by an unsandboxed exec, is not read, edited or written."""
+    setup = Setup(tmp_path, policy=ExecPolicy(timeout=10, isolation=UNSANDBOXED))
     made = await setup.call("exec", command="ln ../outside/secret alias")
     assert made.text == "exit code: 0\n"
     for tool in ("read_file", "edit_file", "write_file"):
@@ -528,8 +535,8 @@ async def test_exec_timeout_is_an_error_with_the_output_so_far(tmp_path: Path) -
 
 
 async def test_exec_leaves_no_daemon_running(tmp_path: Path) -> None:
-    """A setsid daemon holding the output open ends with the exec call, which returns at once."""
-    setup = Setup(tmp_path, policy=ExecPolicy(timeout=5))
+    """A setsid daemon holding the output open ends with the unsandboxed exec call, which returns at once."""
+    setup = Setup(tmp_path, policy=ExecPolicy(timeout=5, isolation=UNSANDBOXED))
     pid_files = PidFiles(setup.root)
     command = (
         "setsid -f sh -c 'echo $$ > daemon.tmp && mv daemon.tmp daemon; exec sleep 100'; "

@@ -55,8 +55,10 @@ def configure(
     ask_before_tools: bool = True,
     interaction_timeout: int = 600,
     expiry_policy: interaction_pb2.ExpiryPolicy = interaction_pb2.EXPIRY_POLICY_DENY,
+    sandbox: config_pb2.SandboxSettings | None = None,
 ) -> None:
-    """Write ``data_dir/config.yaml``: the active profile is ``fake``; tools on; the given ask and expiry settings."""
+    """Write ``data_dir/config.yaml``: the active profile is ``fake``; tools on; the given ask, expiry and
+    sandbox settings (``sandbox`` is merged into the defaults)."""
     config = default_config()
     config.profiles.add(
         id=PROFILE_ID,
@@ -71,6 +73,8 @@ def configure(
     config.agent.ask_before_tools = ask_before_tools
     config.interactions.timeout_seconds = interaction_timeout
     config.interactions.expiry_policy = expiry_policy
+    if sandbox is not None:
+        config.sandbox.MergeFrom(sandbox)
     ConfigStore(data_dir, environ={}).save(config)
 
 

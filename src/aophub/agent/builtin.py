@@ -7,6 +7,7 @@ machine.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES
 from aophub.agent.audit import AuditLog
 from aophub.agent.echo import EchoAgent
 from aophub.agent.history import RESET_COMMAND, Conversations, history_from_events
+from aophub.agent.isolation import Isolation, SandboxState
 from aophub.agent.loop import BuiltinAgent, ToolOutcome
 from aophub.agent.provider import ChatMessage
 from aophub.agent.sandbox import ExecPolicy, Workspace
@@ -27,7 +29,17 @@ from aophub.store.base import Store
 from aophub.transport.auth import ACCESS_KEY_FILE
 from aophub.v1 import config_pb2
 
-__all__ = ["AUDIT_LOG", "CONVERSATION_IDLE", "ConfiguredTools", "builtin_agent", "builtin_commands", "hub_files"]
+__all__ = [
+    "AUDIT_LOG",
+    "CONVERSATION_IDLE",
+    "ConfiguredTools",
+    "builtin_agent",
+    "builtin_commands",
+    "hub_files",
+    "warn_about_sandbox",
+]
+
+log = logging.getLogger(__name__)
 
 AUDIT_LOG = "audit.jsonl"
 HISTORY_PAGE = 1000
@@ -42,6 +54,20 @@ def hub_files(config: ConfigStore) -> tuple[Path, ...]:
     database = data_dir / DATABASE_FILE
     sqlite_files = [database.with_name(database.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
     return (config.path, data_dir / ACCESS_KEY_FILE, database, *sqlite_files, data_dir / AUDIT_LOG)
+
+
+def warn_about_sandbox(isolation: Isolation) -> None:
+    """Log a warning when exec commands do not run in the full sandbox (at start and when the settings change)."""
+    state, reason = isolation.state()
+    if state is SandboxState.UNSANDBOXED:
+        log.warning("exec runs commands WITHOUT a sandbox (sandbox.allow_unsandboxed is set): %s", reason)
+    elif state is SandboxState.EXEC_REFUSED:
+        log.warning(
+            "exec is refused: %s; install bubblewrap, or set sandbox.allow_unsandboxed to run commands without it",
+            reason,
+        )
+    elif reason:
+        log.warning("exec sandbox: %s", reason)
 
 
 class ConfiguredTools:
@@ -62,8 +88,10 @@ class ConfiguredTools:
         settings = self._config.sandbox_settings()
         if self._tools is None or settings != self._settings:
             workspace = Workspace(self._config.workspace(), protected=hub_files(self._config))
-            self._tools = ToolBox(workspace, ExecPolicy.from_settings(settings), self._audit)
+            policy = ExecPolicy.from_settings(settings)
+            self._tools = ToolBox(workspace, policy, self._audit)
             self._settings = settings
+            warn_about_sandbox(policy.isolation)
         return self._tools
 
     def definitions(self) -> list[content_pb2.ToolDefinition]:

@@ -1,5 +1,9 @@
 """The exec tool's supervisor: runs one command and leaves none of its processes behind.
 
+Commands run under it only where the bubblewrap sandbox cannot run and the
+configuration allows commands without it (``sandbox.allow_unsandboxed``); in the
+sandbox, the command's PID namespace does this job.
+
 ``command_line(argv)`` is how the hub starts it: ``python -I -S reaper.py HUB_PID ARGV...``.
 The supervisor
 

@@ -7,34 +7,26 @@ refused unless the result lies inside the workspace's real root.
 that path without following any symlink that appeared since, and refuse files
 with more than one hard link and the hub's own files (by device and inode).
 
-``run_command`` runs one shell command in the workspace with a scrubbed
-environment, under a supervisor that kills every process the command started
-when the call ends (``aophub.agent.reaper``), with a timeout and an output cap. The
-``ExecPolicy`` deny and allow patterns are a guard rail against accidents, not
-a security boundary: a shell command can reach anything the hub's user can, and
-a determined model can phrase a dangerous command so that no pattern sees it.
-Run the hub as an unprivileged user (or in a container) when that matters.
+``ExecPolicy`` says which commands ``exec`` runs (``aophub.agent.commands``
+runs them) and how they are confined (``aophub.agent.isolation``). Its deny
+and allow patterns are a second line against accidents, not the boundary:
+that is the bubblewrap sandbox.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
-import fcntl
 import os
 import re
 import secrets
-import signal
 import stat
-import subprocess
-import time
 import weakref
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aophub.agent import reaper
+from aophub.agent.isolation import Isolation
 from aophub.v1 import config_pb2
 
 __all__ = [
@@ -43,11 +35,8 @@ __all__ = [
     "DEFAULT_OUTPUT_CAP",
     "MAX_COMMAND_BYTES",
     "ExecPolicy",
-    "ExecResult",
     "SandboxError",
     "Workspace",
-    "run_command",
-    "scrubbed_environment",
 ]
 
 DEFAULT_EXEC_TIMEOUT = 60.0
@@ -89,6 +78,11 @@ class Workspace:
 
     def __repr__(self) -> str:
         return f"<Workspace {self._root}>"
+
+    @property
+    def protected(self) -> tuple[Path, ...]:
+        """The hub's files the tools must never reach (commands do not see them either)."""
+        return self._protected
 
     @property
     def root(self) -> Path:
@@ -398,12 +392,14 @@ class ExecPolicy:
     allow patterns are given, the whole command (stripped) must match one of
     them (``re.fullmatch``: ``git( .*)?`` allows ``git status`` but not
     ``git status; rm x``). ``timeout`` is in seconds, ``output_cap`` in bytes.
+    ``isolation`` is the sandbox commands run in.
     """
 
     deny_patterns: Sequence[str] = DEFAULT_DENY_PATTERNS
     allow_patterns: Sequence[str] = ()
     timeout: float = DEFAULT_EXEC_TIMEOUT
     output_cap: int = DEFAULT_OUTPUT_CAP
+    isolation: Isolation = field(default_factory=Isolation)
     _deny: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
     _allow: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
@@ -425,6 +421,7 @@ class ExecPolicy:
             allow_patterns=tuple(settings.allow_patterns),
             timeout=float(settings.exec_timeout_seconds or DEFAULT_EXEC_TIMEOUT),
             output_cap=settings.output_cap_bytes or DEFAULT_OUTPUT_CAP,
+            isolation=Isolation.from_settings(settings),
         )
 
     def check(self, command: str) -> None:
@@ -453,187 +450,3 @@ def _compile(pattern: str, kind: str) -> re.Pattern[str]:
         return re.compile(pattern)
     except re.error as exc:
         raise SandboxError(f"invalid {kind} pattern {pattern!r}: {exc}") from None
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    """The outcome of one command.
-
-    ``exit_code`` is the shell's exit status, negative (``-signal``) when it was
-    killed. ``output`` is stdout and stderr interleaved, decoded as UTF-8 with
-    replacement, ending with a truncation marker line when ``truncated``.
-    """
-
-    exit_code: int
-    output: str
-    timed_out: bool
-    truncated: bool
-    duration_ms: int
-
-
-def scrubbed_environment(workspace: Workspace) -> dict[str, str]:
-    """The only environment a command sees: PATH, HOME (the workspace), a UTF-8 C locale and a dumb terminal."""
-    return {
-        "PATH": os.environ.get("PATH") or os.defpath,
-        "HOME": str(workspace.root),
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "TERM": "dumb",
-    }
-
-
-class _CappedOutput:
-    """Keeps the first ``cap`` bytes fed to it and counts the rest, so the pipe can always be drained."""
-
-    def __init__(self, cap: int) -> None:
-        self.kept = bytearray()
-        self.dropped = 0
-        self._cap = cap
-
-    def feed(self, data: bytes) -> None:
-        room = self._cap - len(self.kept)
-        if room > 0:
-            self.kept += data[:room]
-        self.dropped += max(0, len(data) - max(room, 0))
-
-    def text(self) -> str:
-        text = self.kept.decode("utf-8", errors="replace")
-        if self.dropped:
-            if text and not text.endswith("\n"):
-                text += "\n"
-            text += f"[output truncated: {self.dropped} more bytes not shown]\n"
-        return text
-
-
-# How long the supervisor may take to kill and reap the command's processes
-# after SIGTERM before the hub kills it and its process group itself.
-_SUPERVISOR_GRACE = 5.0
-_READ_SIZE = 65536
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone already
-        os.killpg(pgid, signal.SIGKILL)
-
-
-async def _spawn(command: str, workspace: Workspace, output_fd: int) -> asyncio.subprocess.Process:
-    """Start the command under its supervisor; if the caller is cancelled meanwhile, stop it, not leak it."""
-    spawn = asyncio.ensure_future(
-        asyncio.create_subprocess_exec(
-            *reaper.command_line(["/bin/sh", "-c", command]),
-            cwd=workspace.root,
-            env=scrubbed_environment(workspace),
-            stdin=subprocess.DEVNULL,
-            stdout=output_fd,
-            stderr=output_fd,
-            start_new_session=True,
-        )
-    )
-    try:
-        return await asyncio.shield(spawn)
-    except asyncio.CancelledError:
-        # Cancelled while asyncio set the process up: it may be running already.
-        with contextlib.suppress(Exception):
-            await _stop(await spawn)
-        raise
-
-
-async def _stop(supervisor: asyncio.subprocess.Process) -> None:
-    """Have the supervisor kill and reap the command's processes, and wait until it has exited.
-
-    A supervisor that does not exit within ``_SUPERVISOR_GRACE`` (stopped or
-    killed by the command) is killed with its process group, which holds every
-    process of the command that did not start a new session.
-    """
-    if supervisor.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            supervisor.send_signal(signal.SIGTERM)
-            supervisor.send_signal(signal.SIGCONT)  # a stopped supervisor must see the SIGTERM
-        try:
-            async with asyncio.timeout(_SUPERVISOR_GRACE):
-                await supervisor.wait()
-        except TimeoutError:
-            _kill_group(supervisor.pid)
-            with contextlib.suppress(ProcessLookupError):
-                supervisor.kill()
-            await supervisor.wait()
-    _kill_group(supervisor.pid)
-
-
-def _read_some(fd: int, output: _CappedOutput) -> bool:
-    """Read once from the non-blocking pipe ``fd`` into ``output``; False at end of file."""
-    try:
-        data = os.read(fd, _READ_SIZE)
-    except BlockingIOError:
-        return True
-    output.feed(data)
-    return bool(data)
-
-
-def _drain(fd: int, output: _CappedOutput) -> None:
-    """Read what the pipe holds now, at most its capacity: all the command wrote, once its processes are dead."""
-    left = fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
-    while left > 0:
-        try:
-            data = os.read(fd, left)
-        except BlockingIOError:
-            return
-        if not data:
-            return
-        output.feed(data)
-        left -= len(data)
-
-
-async def run_command(command: str, workspace: Workspace, policy: ExecPolicy) -> ExecResult:
-    """Run ``command`` with ``/bin/sh -c`` in the workspace root and return its exit code and output.
-
-    Raises ``SandboxError`` when ``policy`` refuses the command, ``OSError``
-    when it cannot be started. The command runs under a supervisor
-    (``aophub.agent.reaper``) with ``scrubbed_environment``, stdin from
-    /dev/null, stdout and stderr merged into one pipe. Only
-    ``policy.output_cap`` bytes are kept; the rest is read and counted.
-
-    Every process the command starts is killed and reaped before this returns,
-    including those that started a new session or were double-forked: when the
-    shell exits, when the timeout passes (``timed_out``) and when the caller is
-    cancelled. The call ends when the supervisor exits, not when the pipe
-    closes, so output held open by a daemon does not hold the call.
-    """
-    policy.check(command)
-    loop = asyncio.get_running_loop()
-    started = time.monotonic()
-    output = _CappedOutput(policy.output_cap)
-    timed_out = False
-    read_fd, write_fd = os.pipe()
-    try:
-        try:
-            supervisor = await _spawn(command, workspace, write_fd)
-        finally:
-            os.close(write_fd)
-        os.set_blocking(read_fd, False)
-
-        def on_readable() -> None:
-            if not _read_some(read_fd, output):
-                loop.remove_reader(read_fd)
-
-        loop.add_reader(read_fd, on_readable)
-        try:
-            async with asyncio.timeout(policy.timeout):
-                await supervisor.wait()
-        except TimeoutError:
-            timed_out = True
-        finally:
-            loop.remove_reader(read_fd)
-            await _stop(supervisor)
-            _drain(read_fd, output)
-    finally:
-        os.close(read_fd)
-    returncode = supervisor.returncode
-    assert returncode is not None  # _stop waited for it
-    return ExecResult(
-        exit_code=returncode,
-        output=output.text(),
-        timed_out=timed_out,
-        truncated=output.dropped > 0,
-        duration_ms=int((time.monotonic() - started) * 1000),
-    )

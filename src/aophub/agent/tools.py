@@ -31,7 +31,9 @@ from typing import Any
 
 from aop import content_pb2, value_pb2
 from aophub.agent.audit import AuditLog
-from aophub.agent.sandbox import ExecPolicy, SandboxError, Workspace, run_command
+from aophub.agent.commands import run_command
+from aophub.agent.isolation import Isolation, SandboxState
+from aophub.agent.sandbox import ExecPolicy, SandboxError, Workspace
 
 __all__ = [
     "DEFAULT_MAX_EDIT_BYTES",
@@ -206,7 +208,7 @@ class ToolBox:
                 "Run a shell command (/bin/sh -c) in the workspace root and return its exit code and combined "
                 f"stdout and stderr (at most {policy.output_cap} bytes). It is killed after {policy.timeout:g} "
                 "seconds; it gets no input; background processes are killed when it ends; "
-                "some dangerous commands are refused.",
+                f"some dangerous commands are refused.{_sandbox_note(policy.isolation)}",
                 (_Param("command", str, "The shell command."),),
                 self._exec,
             ),
@@ -465,6 +467,16 @@ def _parse(arguments: bytes) -> _Arguments:
         return _Arguments(json.loads(text))
     except (ValueError, RecursionError) as exc:
         return _Arguments(raw=text, error=f"the arguments are not valid JSON: {exc}")
+
+
+def _sandbox_note(isolation: Isolation) -> str:
+    """What the model should know of the sandbox exec runs in (nothing when there is none)."""
+    if isolation.state()[0] is not SandboxState.ENFORCED:
+        return ""
+    return (
+        " It runs in a sandbox: the workspace (and an empty /tmp) is the only writable place, and nothing "
+        f"outside the workspace and the system directories is visible{'' if isolation.network else '; no network'}."
+    )
 
 
 def _split_newlines(text: str) -> list[str]:

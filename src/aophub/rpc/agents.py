@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from aophub.agent.isolation import Isolation, SandboxState
 from aophub.config import ConfigStore
 from aophub.hub.hub import Hub
 from aophub.hub.llm_push import LlmPushRecord, PushState
@@ -117,4 +118,18 @@ class SystemServiceImpl:
             turns_running=self.hub.running_turns(),
             store=system_pb2.StoreHealth(ok=ok, backend="sqlite", error=error, size_bytes=size),
             llm=llm,
+            sandbox=sandbox_status(Isolation.from_settings(self.config.sandbox_settings())),
         )
+
+
+_SANDBOX_STATES = {
+    SandboxState.ENFORCED: system_pb2.SANDBOX_STATE_ENFORCED,
+    SandboxState.UNSANDBOXED: system_pb2.SANDBOX_STATE_UNSANDBOXED,
+    SandboxState.EXEC_REFUSED: system_pb2.SANDBOX_STATE_EXEC_REFUSED,
+}
+
+
+def sandbox_status(isolation: Isolation) -> system_pb2.SandboxStatus:
+    """How the built-in agent's exec runs commands under ``isolation`` on this machine."""
+    state, reason = isolation.state()
+    return system_pb2.SandboxStatus(state=_SANDBOX_STATES[state], reason=reason, network=isolation.network)

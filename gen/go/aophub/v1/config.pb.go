@@ -579,8 +579,21 @@ type SandboxSettings struct {
 	ExecTimeoutSeconds uint32 `protobuf:"varint,4,opt,name=exec_timeout_seconds,json=execTimeoutSeconds,proto3" json:"exec_timeout_seconds,omitempty"`
 	// Bytes of exec output kept; more is cut with a truncation marker. 0 means 65536.
 	OutputCapBytes uint32 `protobuf:"varint,5,opt,name=output_cap_bytes,json=outputCapBytes,proto3" json:"output_cap_bytes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Let exec commands use the network; off by default (the sandbox has no network).
+	Network bool `protobuf:"varint,6,opt,name=network,proto3" json:"network,omitempty"`
+	// Run exec commands without the sandbox where bubblewrap cannot run. Off by
+	// default: exec is then refused.
+	AllowUnsandboxed bool `protobuf:"varint,7,opt,name=allow_unsandboxed,json=allowUnsandboxed,proto3" json:"allow_unsandboxed,omitempty"`
+	// The bubblewrap program (a path or a name on PATH); empty means "bwrap".
+	Bubblewrap string `protobuf:"bytes,8,opt,name=bubblewrap,proto3" json:"bubblewrap,omitempty"`
+	// CPU seconds each process of an exec command may use; 0 means 120.
+	CpuSeconds uint32 `protobuf:"varint,9,opt,name=cpu_seconds,json=cpuSeconds,proto3" json:"cpu_seconds,omitempty"`
+	// Address space of each process of an exec command in MiB; 0 means 4096.
+	MemoryMib uint32 `protobuf:"varint,10,opt,name=memory_mib,json=memoryMib,proto3" json:"memory_mib,omitempty"`
+	// Processes (threads count) an exec command may run at once; 0 means 256.
+	MaxProcesses  uint32 `protobuf:"varint,11,opt,name=max_processes,json=maxProcesses,proto3" json:"max_processes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SandboxSettings) Reset() {
@@ -644,6 +657,48 @@ func (x *SandboxSettings) GetExecTimeoutSeconds() uint32 {
 func (x *SandboxSettings) GetOutputCapBytes() uint32 {
 	if x != nil {
 		return x.OutputCapBytes
+	}
+	return 0
+}
+
+func (x *SandboxSettings) GetNetwork() bool {
+	if x != nil {
+		return x.Network
+	}
+	return false
+}
+
+func (x *SandboxSettings) GetAllowUnsandboxed() bool {
+	if x != nil {
+		return x.AllowUnsandboxed
+	}
+	return false
+}
+
+func (x *SandboxSettings) GetBubblewrap() string {
+	if x != nil {
+		return x.Bubblewrap
+	}
+	return ""
+}
+
+func (x *SandboxSettings) GetCpuSeconds() uint32 {
+	if x != nil {
+		return x.CpuSeconds
+	}
+	return 0
+}
+
+func (x *SandboxSettings) GetMemoryMib() uint32 {
+	if x != nil {
+		return x.MemoryMib
+	}
+	return 0
+}
+
+func (x *SandboxSettings) GetMaxProcesses() uint32 {
+	if x != nil {
+		return x.MaxProcesses
 	}
 	return 0
 }
@@ -1897,13 +1952,24 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\fScanSettings\x12 \n" +
 	"\vconcurrency\x18\x01 \x01(\rR\vconcurrency\x12'\n" +
 	"\x0ftimeout_seconds\x18\x02 \x01(\rR\x0etimeoutSeconds\x12)\n" +
-	"\x05modes\x18\x03 \x03(\v2\x13.aophub.v1.ScanModeR\x05modes\"\xd7\x01\n" +
+	"\x05modes\x18\x03 \x03(\v2\x13.aophub.v1.ScanModeR\x05modes\"\xa3\x03\n" +
 	"\x0fSandboxSettings\x12\x1c\n" +
 	"\tworkspace\x18\x01 \x01(\tR\tworkspace\x12#\n" +
 	"\rdeny_patterns\x18\x02 \x03(\tR\fdenyPatterns\x12%\n" +
 	"\x0eallow_patterns\x18\x03 \x03(\tR\rallowPatterns\x120\n" +
 	"\x14exec_timeout_seconds\x18\x04 \x01(\rR\x12execTimeoutSeconds\x12(\n" +
-	"\x10output_cap_bytes\x18\x05 \x01(\rR\x0eoutputCapBytes\"|\n" +
+	"\x10output_cap_bytes\x18\x05 \x01(\rR\x0eoutputCapBytes\x12\x18\n" +
+	"\anetwork\x18\x06 \x01(\bR\anetwork\x12+\n" +
+	"\x11allow_unsandboxed\x18\a \x01(\bR\x10allowUnsandboxed\x12\x1e\n" +
+	"\n" +
+	"bubblewrap\x18\b \x01(\tR\n" +
+	"bubblewrap\x12\x1f\n" +
+	"\vcpu_seconds\x18\t \x01(\rR\n" +
+	"cpuSeconds\x12\x1d\n" +
+	"\n" +
+	"memory_mib\x18\n" +
+	" \x01(\rR\tmemoryMib\x12#\n" +
+	"\rmax_processes\x18\v \x01(\rR\fmaxProcesses\"|\n" +
 	"\x13InteractionSettings\x12'\n" +
 	"\x0ftimeout_seconds\x18\x01 \x01(\rR\x0etimeoutSeconds\x12<\n" +
 	"\rexpiry_policy\x18\x02 \x01(\x0e2\x17.aophub.v1.ExpiryPolicyR\fexpiryPolicy\"\xf7\x02\n" +

@@ -24,6 +24,63 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// SandboxState says how the built-in agent's exec tool runs commands.
+type SandboxState int32
+
+const (
+	// Not reported.
+	SandboxState_SANDBOX_STATE_UNSPECIFIED SandboxState = 0
+	// Commands run in the bubblewrap sandbox.
+	SandboxState_SANDBOX_STATE_ENFORCED SandboxState = 1
+	// Bubblewrap cannot run; the configuration allows commands without it.
+	SandboxState_SANDBOX_STATE_UNSANDBOXED SandboxState = 2
+	// Bubblewrap cannot run; exec is refused.
+	SandboxState_SANDBOX_STATE_EXEC_REFUSED SandboxState = 3
+)
+
+// Enum value maps for SandboxState.
+var (
+	SandboxState_name = map[int32]string{
+		0: "SANDBOX_STATE_UNSPECIFIED",
+		1: "SANDBOX_STATE_ENFORCED",
+		2: "SANDBOX_STATE_UNSANDBOXED",
+		3: "SANDBOX_STATE_EXEC_REFUSED",
+	}
+	SandboxState_value = map[string]int32{
+		"SANDBOX_STATE_UNSPECIFIED":  0,
+		"SANDBOX_STATE_ENFORCED":     1,
+		"SANDBOX_STATE_UNSANDBOXED":  2,
+		"SANDBOX_STATE_EXEC_REFUSED": 3,
+	}
+)
+
+func (x SandboxState) Enum() *SandboxState {
+	p := new(SandboxState)
+	*p = x
+	return p
+}
+
+func (x SandboxState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SandboxState) Descriptor() protoreflect.EnumDescriptor {
+	return file_aophub_v1_system_proto_enumTypes[0].Descriptor()
+}
+
+func (SandboxState) Type() protoreflect.EnumType {
+	return &file_aophub_v1_system_proto_enumTypes[0]
+}
+
+func (x SandboxState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SandboxState.Descriptor instead.
+func (SandboxState) EnumDescriptor() ([]byte, []int) {
+	return file_aophub_v1_system_proto_rawDescGZIP(), []int{0}
+}
+
 // StoreHealth describes the event store.
 type StoreHealth struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -179,6 +236,71 @@ func (x *LlmStatus) GetApiKeyConfigured() bool {
 	return false
 }
 
+// SandboxStatus describes the sandbox of the built-in agent's exec tool.
+type SandboxStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How commands run.
+	State SandboxState `protobuf:"varint,1,opt,name=state,proto3,enum=aophub.v1.SandboxState" json:"state,omitempty"`
+	// Why bubblewrap cannot run, or what the sandbox does not enforce here;
+	// empty when everything is enforced.
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// True when commands may use the network.
+	Network       bool `protobuf:"varint,3,opt,name=network,proto3" json:"network,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SandboxStatus) Reset() {
+	*x = SandboxStatus{}
+	mi := &file_aophub_v1_system_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SandboxStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SandboxStatus) ProtoMessage() {}
+
+func (x *SandboxStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_system_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SandboxStatus.ProtoReflect.Descriptor instead.
+func (*SandboxStatus) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_system_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SandboxStatus) GetState() SandboxState {
+	if x != nil {
+		return x.State
+	}
+	return SandboxState_SANDBOX_STATE_UNSPECIFIED
+}
+
+func (x *SandboxStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SandboxStatus) GetNetwork() bool {
+	if x != nil {
+		return x.Network
+	}
+	return false
+}
+
 // GetStatusRequest asks for the hub status.
 type GetStatusRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -188,7 +310,7 @@ type GetStatusRequest struct {
 
 func (x *GetStatusRequest) Reset() {
 	*x = GetStatusRequest{}
-	mi := &file_aophub_v1_system_proto_msgTypes[2]
+	mi := &file_aophub_v1_system_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -200,7 +322,7 @@ func (x *GetStatusRequest) String() string {
 func (*GetStatusRequest) ProtoMessage() {}
 
 func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_system_proto_msgTypes[2]
+	mi := &file_aophub_v1_system_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -213,7 +335,7 @@ func (x *GetStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusRequest.ProtoReflect.Descriptor instead.
 func (*GetStatusRequest) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_system_proto_rawDescGZIP(), []int{2}
+	return file_aophub_v1_system_proto_rawDescGZIP(), []int{3}
 }
 
 // GetStatusResponse is the hub status.
@@ -236,14 +358,16 @@ type GetStatusResponse struct {
 	// Event store health.
 	Store *StoreHealth `protobuf:"bytes,8,opt,name=store,proto3" json:"store,omitempty"`
 	// LLM status of the built-in agent.
-	Llm           *LlmStatus `protobuf:"bytes,9,opt,name=llm,proto3" json:"llm,omitempty"`
+	Llm *LlmStatus `protobuf:"bytes,9,opt,name=llm,proto3" json:"llm,omitempty"`
+	// Sandbox of the built-in agent's exec tool.
+	Sandbox       *SandboxStatus `protobuf:"bytes,10,opt,name=sandbox,proto3" json:"sandbox,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetStatusResponse) Reset() {
 	*x = GetStatusResponse{}
-	mi := &file_aophub_v1_system_proto_msgTypes[3]
+	mi := &file_aophub_v1_system_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -255,7 +379,7 @@ func (x *GetStatusResponse) String() string {
 func (*GetStatusResponse) ProtoMessage() {}
 
 func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_system_proto_msgTypes[3]
+	mi := &file_aophub_v1_system_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -268,7 +392,7 @@ func (x *GetStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatusResponse.ProtoReflect.Descriptor instead.
 func (*GetStatusResponse) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_system_proto_rawDescGZIP(), []int{3}
+	return file_aophub_v1_system_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetStatusResponse) GetVersion() string {
@@ -334,6 +458,13 @@ func (x *GetStatusResponse) GetLlm() *LlmStatus {
 	return nil
 }
 
+func (x *GetStatusResponse) GetSandbox() *SandboxStatus {
+	if x != nil {
+		return x.Sandbox
+	}
+	return nil
+}
+
 var File_aophub_v1_system_proto protoreflect.FileDescriptor
 
 const file_aophub_v1_system_proto_rawDesc = "" +
@@ -351,8 +482,12 @@ const file_aophub_v1_system_proto_rawDesc = "" +
 	"\fprofile_name\x18\x02 \x01(\tR\vprofileName\x12\x1a\n" +
 	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x14\n" +
 	"\x05model\x18\x04 \x01(\tR\x05model\x12,\n" +
-	"\x12api_key_configured\x18\x05 \x01(\bR\x10apiKeyConfigured\"\x12\n" +
-	"\x10GetStatusRequest\"\xfb\x02\n" +
+	"\x12api_key_configured\x18\x05 \x01(\bR\x10apiKeyConfigured\"p\n" +
+	"\rSandboxStatus\x12-\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x17.aophub.v1.SandboxStateR\x05state\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
+	"\anetwork\x18\x03 \x01(\bR\anetwork\"\x12\n" +
+	"\x10GetStatusRequest\"\xaf\x03\n" +
 	"\x11GetStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x129\n" +
 	"\n" +
@@ -363,7 +498,14 @@ const file_aophub_v1_system_proto_rawDesc = "" +
 	"\x0esessions_total\x18\x06 \x01(\rR\rsessionsTotal\x12#\n" +
 	"\rturns_running\x18\a \x01(\rR\fturnsRunning\x12,\n" +
 	"\x05store\x18\b \x01(\v2\x16.aophub.v1.StoreHealthR\x05store\x12&\n" +
-	"\x03llm\x18\t \x01(\v2\x14.aophub.v1.LlmStatusR\x03llm2\\\n" +
+	"\x03llm\x18\t \x01(\v2\x14.aophub.v1.LlmStatusR\x03llm\x122\n" +
+	"\asandbox\x18\n" +
+	" \x01(\v2\x18.aophub.v1.SandboxStatusR\asandbox*\x88\x01\n" +
+	"\fSandboxState\x12\x1d\n" +
+	"\x19SANDBOX_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16SANDBOX_STATE_ENFORCED\x10\x01\x12\x1d\n" +
+	"\x19SANDBOX_STATE_UNSANDBOXED\x10\x02\x12\x1e\n" +
+	"\x1aSANDBOX_STATE_EXEC_REFUSED\x10\x032\\\n" +
 	"\rSystemService\x12K\n" +
 	"\tGetStatus\x12\x1b.aophub.v1.GetStatusRequest\x1a\x1c.aophub.v1.GetStatusResponse\"\x03\x90\x02\x01BI\n" +
 	"\x11dev.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3"
@@ -380,25 +522,30 @@ func file_aophub_v1_system_proto_rawDescGZIP() []byte {
 	return file_aophub_v1_system_proto_rawDescData
 }
 
-var file_aophub_v1_system_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_aophub_v1_system_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_aophub_v1_system_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_aophub_v1_system_proto_goTypes = []any{
-	(*StoreHealth)(nil),           // 0: aophub.v1.StoreHealth
-	(*LlmStatus)(nil),             // 1: aophub.v1.LlmStatus
-	(*GetStatusRequest)(nil),      // 2: aophub.v1.GetStatusRequest
-	(*GetStatusResponse)(nil),     // 3: aophub.v1.GetStatusResponse
-	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
+	(SandboxState)(0),             // 0: aophub.v1.SandboxState
+	(*StoreHealth)(nil),           // 1: aophub.v1.StoreHealth
+	(*LlmStatus)(nil),             // 2: aophub.v1.LlmStatus
+	(*SandboxStatus)(nil),         // 3: aophub.v1.SandboxStatus
+	(*GetStatusRequest)(nil),      // 4: aophub.v1.GetStatusRequest
+	(*GetStatusResponse)(nil),     // 5: aophub.v1.GetStatusResponse
+	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
 }
 var file_aophub_v1_system_proto_depIdxs = []int32{
-	4, // 0: aophub.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
-	0, // 1: aophub.v1.GetStatusResponse.store:type_name -> aophub.v1.StoreHealth
-	1, // 2: aophub.v1.GetStatusResponse.llm:type_name -> aophub.v1.LlmStatus
-	2, // 3: aophub.v1.SystemService.GetStatus:input_type -> aophub.v1.GetStatusRequest
-	3, // 4: aophub.v1.SystemService.GetStatus:output_type -> aophub.v1.GetStatusResponse
-	4, // [4:5] is the sub-list for method output_type
-	3, // [3:4] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	0, // 0: aophub.v1.SandboxStatus.state:type_name -> aophub.v1.SandboxState
+	6, // 1: aophub.v1.GetStatusResponse.started_at:type_name -> google.protobuf.Timestamp
+	1, // 2: aophub.v1.GetStatusResponse.store:type_name -> aophub.v1.StoreHealth
+	2, // 3: aophub.v1.GetStatusResponse.llm:type_name -> aophub.v1.LlmStatus
+	3, // 4: aophub.v1.GetStatusResponse.sandbox:type_name -> aophub.v1.SandboxStatus
+	4, // 5: aophub.v1.SystemService.GetStatus:input_type -> aophub.v1.GetStatusRequest
+	5, // 6: aophub.v1.SystemService.GetStatus:output_type -> aophub.v1.GetStatusResponse
+	6, // [6:7] is the sub-list for method output_type
+	5, // [5:6] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_aophub_v1_system_proto_init() }
@@ -411,13 +558,14 @@ func file_aophub_v1_system_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_aophub_v1_system_proto_rawDesc), len(file_aophub_v1_system_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   4,
+			NumEnums:      1,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_aophub_v1_system_proto_goTypes,
 		DependencyIndexes: file_aophub_v1_system_proto_depIdxs,
+		EnumInfos:         file_aophub_v1_system_proto_enumTypes,
 		MessageInfos:      file_aophub_v1_system_proto_msgTypes,
 	}.Build()
 	File_aophub_v1_system_proto = out.File

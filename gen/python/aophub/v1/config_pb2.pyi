@@ -108,18 +108,30 @@ class ScanSettings(_message.Message):
     def __init__(self, concurrency: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., modes: _Optional[_Iterable[_Union[ScanMode, _Mapping]]] = ...) -> None: ...
 
 class SandboxSettings(_message.Message):
-    __slots__ = ("workspace", "deny_patterns", "allow_patterns", "exec_timeout_seconds", "output_cap_bytes")
+    __slots__ = ("workspace", "deny_patterns", "allow_patterns", "exec_timeout_seconds", "output_cap_bytes", "network", "allow_unsandboxed", "bubblewrap", "cpu_seconds", "memory_mib", "max_processes")
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
     DENY_PATTERNS_FIELD_NUMBER: _ClassVar[int]
     ALLOW_PATTERNS_FIELD_NUMBER: _ClassVar[int]
     EXEC_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_CAP_BYTES_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_UNSANDBOXED_FIELD_NUMBER: _ClassVar[int]
+    BUBBLEWRAP_FIELD_NUMBER: _ClassVar[int]
+    CPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_MIB_FIELD_NUMBER: _ClassVar[int]
+    MAX_PROCESSES_FIELD_NUMBER: _ClassVar[int]
     workspace: str
     deny_patterns: _containers.RepeatedScalarFieldContainer[str]
     allow_patterns: _containers.RepeatedScalarFieldContainer[str]
     exec_timeout_seconds: int
     output_cap_bytes: int
-    def __init__(self, workspace: _Optional[str] = ..., deny_patterns: _Optional[_Iterable[str]] = ..., allow_patterns: _Optional[_Iterable[str]] = ..., exec_timeout_seconds: _Optional[int] = ..., output_cap_bytes: _Optional[int] = ...) -> None: ...
+    network: bool
+    allow_unsandboxed: bool
+    bubblewrap: str
+    cpu_seconds: int
+    memory_mib: int
+    max_processes: int
+    def __init__(self, workspace: _Optional[str] = ..., deny_patterns: _Optional[_Iterable[str]] = ..., allow_patterns: _Optional[_Iterable[str]] = ..., exec_timeout_seconds: _Optional[int] = ..., output_cap_bytes: _Optional[int] = ..., network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., bubblewrap: _Optional[str] = ..., cpu_seconds: _Optional[int] = ..., memory_mib: _Optional[int] = ..., max_processes: _Optional[int] = ...) -> None: ...
 
 class InteractionSettings(_message.Message):
     __slots__ = ("timeout_seconds", "expiry_policy")

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x61ophub/v1/system.proto\x12\taophub.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"l\n\x0bStoreHealth\x12\x0e\n\x02ok\x18\x01 \x01(\x08R\x02ok\x12\x18\n\x07\x62\x61\x63kend\x18\x02 \x01(\tR\x07\x62\x61\x63kend\x12\x14\n\x05\x65rror\x18\x03 \x01(\tR\x05\x65rror\x12\x1d\n\nsize_bytes\x18\x04 \x01(\x04R\tsizeBytes\"\xad\x01\n\tLlmStatus\x12\x1d\n\nprofile_id\x18\x01 \x01(\tR\tprofileId\x12!\n\x0cprofile_name\x18\x02 \x01(\tR\x0bprofileName\x12\x1a\n\x08provider\x18\x03 \x01(\tR\x08provider\x12\x14\n\x05model\x18\x04 \x01(\tR\x05model\x12,\n\x12\x61pi_key_configured\x18\x05 \x01(\x08R\x10\x61piKeyConfigured\"\x12\n\x10GetStatusRequest\"\xfb\x02\n\x11GetStatusResponse\x12\x18\n\x07version\x18\x01 \x01(\tR\x07version\x12\x39\n\nstarted_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartedAt\x12%\n\x0euptime_seconds\x18\x03 \x01(\x04R\ruptimeSeconds\x12#\n\ragents_online\x18\x04 \x01(\rR\x0c\x61gentsOnline\x12#\n\rsessions_open\x18\x05 \x01(\rR\x0csessionsOpen\x12%\n\x0esessions_total\x18\x06 \x01(\rR\rsessionsTotal\x12#\n\rturns_running\x18\x07 \x01(\rR\x0cturnsRunning\x12,\n\x05store\x18\x08 \x01(\x0b\x32\x16.aophub.v1.StoreHealthR\x05store\x12&\n\x03llm\x18\t \x01(\x0b\x32\x14.aophub.v1.LlmStatusR\x03llm2\\\n\rSystemService\x12K\n\tGetStatus\x12\x1b.aophub.v1.GetStatusRequest\x1a\x1c.aophub.v1.GetStatusResponse\"\x03\x90\x02\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x61ophub/v1/system.proto\x12\taophub.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"l\n\x0bStoreHealth\x12\x0e\n\x02ok\x18\x01 \x01(\x08R\x02ok\x12\x18\n\x07\x62\x61\x63kend\x18\x02 \x01(\tR\x07\x62\x61\x63kend\x12\x14\n\x05\x65rror\x18\x03 \x01(\tR\x05\x65rror\x12\x1d\n\nsize_bytes\x18\x04 \x01(\x04R\tsizeBytes\"\xad\x01\n\tLlmStatus\x12\x1d\n\nprofile_id\x18\x01 \x01(\tR\tprofileId\x12!\n\x0cprofile_name\x18\x02 \x01(\tR\x0bprofileName\x12\x1a\n\x08provider\x18\x03 \x01(\tR\x08provider\x12\x14\n\x05model\x18\x04 \x01(\tR\x05model\x12,\n\x12\x61pi_key_configured\x18\x05 \x01(\x08R\x10\x61piKeyConfigured\"p\n\rSandboxStatus\x12-\n\x05state\x18\x01 \x01(\x0e\x32\x17.aophub.v1.SandboxStateR\x05state\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n\x07network\x18\x03 \x01(\x08R\x07network\"\x12\n\x10GetStatusRequest\"\xaf\x03\n\x11GetStatusResponse\x12\x18\n\x07version\x18\x01 \x01(\tR\x07version\x12\x39\n\nstarted_at\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartedAt\x12%\n\x0euptime_seconds\x18\x03 \x01(\x04R\ruptimeSeconds\x12#\n\ragents_online\x18\x04 \x01(\rR\x0c\x61gentsOnline\x12#\n\rsessions_open\x18\x05 \x01(\rR\x0csessionsOpen\x12%\n\x0esessions_total\x18\x06 \x01(\rR\rsessionsTotal\x12#\n\rturns_running\x18\x07 \x01(\rR\x0cturnsRunning\x12,\n\x05store\x18\x08 \x01(\x0b\x32\x16.aophub.v1.StoreHealthR\x05store\x12&\n\x03llm\x18\t \x01(\x0b\x32\x14.aophub.v1.LlmStatusR\x03llm\x12\x32\n\x07sandbox\x18\n \x01(\x0b\x32\x18.aophub.v1.SandboxStatusR\x07sandbox*\x88\x01\n\x0cSandboxState\x12\x1d\n\x19SANDBOX_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16SANDBOX_STATE_ENFORCED\x10\x01\x12\x1d\n\x19SANDBOX_STATE_UNSANDBOXED\x10\x02\x12\x1e\n\x1aSANDBOX_STATE_EXEC_REFUSED\x10\x03\x32\\\n\rSystemService\x12K\n\tGetStatus\x12\x1b.aophub.v1.GetStatusRequest\x1a\x1c.aophub.v1.GetStatusResponse\"\x03\x90\x02\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,14 +35,18 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'\n\021dev.aophub.api.v1P\001Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1'
   _globals['_SYSTEMSERVICE'].methods_by_name['GetStatus']._loaded_options = None
   _globals['_SYSTEMSERVICE'].methods_by_name['GetStatus']._serialized_options = b'\220\002\001'
+  _globals['_SANDBOXSTATE']._serialized_start=925
+  _globals['_SANDBOXSTATE']._serialized_end=1061
   _globals['_STOREHEALTH']._serialized_start=70
   _globals['_STOREHEALTH']._serialized_end=178
   _globals['_LLMSTATUS']._serialized_start=181
   _globals['_LLMSTATUS']._serialized_end=354
-  _globals['_GETSTATUSREQUEST']._serialized_start=356
-  _globals['_GETSTATUSREQUEST']._serialized_end=374
-  _globals['_GETSTATUSRESPONSE']._serialized_start=377
-  _globals['_GETSTATUSRESPONSE']._serialized_end=756
-  _globals['_SYSTEMSERVICE']._serialized_start=758
-  _globals['_SYSTEMSERVICE']._serialized_end=850
+  _globals['_SANDBOXSTATUS']._serialized_start=356
+  _globals['_SANDBOXSTATUS']._serialized_end=468
+  _globals['_GETSTATUSREQUEST']._serialized_start=470
+  _globals['_GETSTATUSREQUEST']._serialized_end=488
+  _globals['_GETSTATUSRESPONSE']._serialized_start=491
+  _globals['_GETSTATUSRESPONSE']._serialized_end=922
+  _globals['_SYSTEMSERVICE']._serialized_start=1063
+  _globals['_SYSTEMSERVICE']._serialized_end=1155
 # @@protoc_insertion_point(module_scope)

@@ -4,8 +4,8 @@
 // @generated from file aophub/v1/system.proto (package aophub.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/system.proto.
  */
 export const file_aophub_v1_system: GenFile = /*@__PURE__*/
-  fileDesc("ChZhb3BodWIvdjEvc3lzdGVtLnByb3RvEglhb3BodWIudjEiTQoLU3RvcmVIZWFsdGgSCgoCb2sYASABKAgSDwoHYmFja2VuZBgCIAEoCRINCgVlcnJvchgDIAEoCRISCgpzaXplX2J5dGVzGAQgASgEInIKCUxsbVN0YXR1cxISCgpwcm9maWxlX2lkGAEgASgJEhQKDHByb2ZpbGVfbmFtZRgCIAEoCRIQCghwcm92aWRlchgDIAEoCRINCgVtb2RlbBgEIAEoCRIaChJhcGlfa2V5X2NvbmZpZ3VyZWQYBSABKAgiEgoQR2V0U3RhdHVzUmVxdWVzdCKTAgoRR2V0U3RhdHVzUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoCRIuCgpzdGFydGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg51cHRpbWVfc2Vjb25kcxgDIAEoBBIVCg1hZ2VudHNfb25saW5lGAQgASgNEhUKDXNlc3Npb25zX29wZW4YBSABKA0SFgoOc2Vzc2lvbnNfdG90YWwYBiABKA0SFQoNdHVybnNfcnVubmluZxgHIAEoDRIlCgVzdG9yZRgIIAEoCzIWLmFvcGh1Yi52MS5TdG9yZUhlYWx0aBIhCgNsbG0YCSABKAsyFC5hb3BodWIudjEuTGxtU3RhdHVzMlwKDVN5c3RlbVNlcnZpY2USSwoJR2V0U3RhdHVzEhsuYW9waHViLnYxLkdldFN0YXR1c1JlcXVlc3QaHC5hb3BodWIudjEuR2V0U3RhdHVzUmVzcG9uc2UiA5ACAUJJChFkZXYuYW9waHViLmFwaS52MVABWjJnaXRodWIuY29tL2FvcGh1Yi9hb3BodWIvZ2VuL2dvL2FvcGh1Yi92MTthb3BodWJ2MWIGcHJvdG8z", [file_google_protobuf_timestamp]);
+  fileDesc("ChZhb3BodWIvdjEvc3lzdGVtLnByb3RvEglhb3BodWIudjEiTQoLU3RvcmVIZWFsdGgSCgoCb2sYASABKAgSDwoHYmFja2VuZBgCIAEoCRINCgVlcnJvchgDIAEoCRISCgpzaXplX2J5dGVzGAQgASgEInIKCUxsbVN0YXR1cxISCgpwcm9maWxlX2lkGAEgASgJEhQKDHByb2ZpbGVfbmFtZRgCIAEoCRIQCghwcm92aWRlchgDIAEoCRINCgVtb2RlbBgEIAEoCRIaChJhcGlfa2V5X2NvbmZpZ3VyZWQYBSABKAgiWAoNU2FuZGJveFN0YXR1cxImCgVzdGF0ZRgBIAEoDjIXLmFvcGh1Yi52MS5TYW5kYm94U3RhdGUSDgoGcmVhc29uGAIgASgJEg8KB25ldHdvcmsYAyABKAgiEgoQR2V0U3RhdHVzUmVxdWVzdCK+AgoRR2V0U3RhdHVzUmVzcG9uc2USDwoHdmVyc2lvbhgBIAEoCRIuCgpzdGFydGVkX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg51cHRpbWVfc2Vjb25kcxgDIAEoBBIVCg1hZ2VudHNfb25saW5lGAQgASgNEhUKDXNlc3Npb25zX29wZW4YBSABKA0SFgoOc2Vzc2lvbnNfdG90YWwYBiABKA0SFQoNdHVybnNfcnVubmluZxgHIAEoDRIlCgVzdG9yZRgIIAEoCzIWLmFvcGh1Yi52MS5TdG9yZUhlYWx0aBIhCgNsbG0YCSABKAsyFC5hb3BodWIudjEuTGxtU3RhdHVzEikKB3NhbmRib3gYCiABKAsyGC5hb3BodWIudjEuU2FuZGJveFN0YXR1cyqIAQoMU2FuZGJveFN0YXRlEh0KGVNBTkRCT1hfU1RBVEVfVU5TUEVDSUZJRUQQABIaChZTQU5EQk9YX1NUQVRFX0VORk9SQ0VEEAESHQoZU0FOREJPWF9TVEFURV9VTlNBTkRCT1hFRBACEh4KGlNBTkRCT1hfU1RBVEVfRVhFQ19SRUZVU0VEEAMyXAoNU3lzdGVtU2VydmljZRJLCglHZXRTdGF0dXMSGy5hb3BodWIudjEuR2V0U3RhdHVzUmVxdWVzdBocLmFvcGh1Yi52MS5HZXRTdGF0dXNSZXNwb25zZSIDkAIBQkkKEWRldi5hb3BodWIuYXBpLnYxUAFaMmdpdGh1Yi5jb20vYW9waHViL2FvcGh1Yi9nZW4vZ28vYW9waHViL3YxO2FvcGh1YnYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
  * StoreHealth describes the event store.
@@ -108,6 +108,42 @@ export const LlmStatusSchema: GenMessage<LlmStatus> = /*@__PURE__*/
   messageDesc(file_aophub_v1_system, 1);
 
 /**
+ * SandboxStatus describes the sandbox of the built-in agent's exec tool.
+ *
+ * @generated from message aophub.v1.SandboxStatus
+ */
+export type SandboxStatus = Message<"aophub.v1.SandboxStatus"> & {
+  /**
+   * How commands run.
+   *
+   * @generated from field: aophub.v1.SandboxState state = 1;
+   */
+  state: SandboxState;
+
+  /**
+   * Why bubblewrap cannot run, or what the sandbox does not enforce here;
+   * empty when everything is enforced.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+
+  /**
+   * True when commands may use the network.
+   *
+   * @generated from field: bool network = 3;
+   */
+  network: boolean;
+};
+
+/**
+ * Describes the message aophub.v1.SandboxStatus.
+ * Use `create(SandboxStatusSchema)` to create a new message.
+ */
+export const SandboxStatusSchema: GenMessage<SandboxStatus> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_system, 2);
+
+/**
  * GetStatusRequest asks for the hub status.
  *
  * @generated from message aophub.v1.GetStatusRequest
@@ -120,7 +156,7 @@ export type GetStatusRequest = Message<"aophub.v1.GetStatusRequest"> & {
  * Use `create(GetStatusRequestSchema)` to create a new message.
  */
 export const GetStatusRequestSchema: GenMessage<GetStatusRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_system, 2);
+  messageDesc(file_aophub_v1_system, 3);
 
 /**
  * GetStatusResponse is the hub status.
@@ -190,6 +226,13 @@ export type GetStatusResponse = Message<"aophub.v1.GetStatusResponse"> & {
    * @generated from field: aophub.v1.LlmStatus llm = 9;
    */
   llm?: LlmStatus | undefined;
+
+  /**
+   * Sandbox of the built-in agent's exec tool.
+   *
+   * @generated from field: aophub.v1.SandboxStatus sandbox = 10;
+   */
+  sandbox?: SandboxStatus | undefined;
 };
 
 /**
@@ -197,7 +240,48 @@ export type GetStatusResponse = Message<"aophub.v1.GetStatusResponse"> & {
  * Use `create(GetStatusResponseSchema)` to create a new message.
  */
 export const GetStatusResponseSchema: GenMessage<GetStatusResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_system, 3);
+  messageDesc(file_aophub_v1_system, 4);
+
+/**
+ * SandboxState says how the built-in agent's exec tool runs commands.
+ *
+ * @generated from enum aophub.v1.SandboxState
+ */
+export enum SandboxState {
+  /**
+   * Not reported.
+   *
+   * @generated from enum value: SANDBOX_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Commands run in the bubblewrap sandbox.
+   *
+   * @generated from enum value: SANDBOX_STATE_ENFORCED = 1;
+   */
+  ENFORCED = 1,
+
+  /**
+   * Bubblewrap cannot run; the configuration allows commands without it.
+   *
+   * @generated from enum value: SANDBOX_STATE_UNSANDBOXED = 2;
+   */
+  UNSANDBOXED = 2,
+
+  /**
+   * Bubblewrap cannot run; exec is refused.
+   *
+   * @generated from enum value: SANDBOX_STATE_EXEC_REFUSED = 3;
+   */
+  EXEC_REFUSED = 3,
+}
+
+/**
+ * Describes the enum aophub.v1.SandboxState.
+ */
+export const SandboxStateSchema: GenEnum<SandboxState> = /*@__PURE__*/
+  enumDesc(file_aophub_v1_system, 0);
 
 /**
  * SystemService reports on the hub itself.

@@ -290,6 +290,44 @@ private static final long serialVersionUID = 0L;
     return llm_ == null ? dev.aophub.api.v1.LlmStatus.getDefaultInstance() : llm_;
   }
 
+  public static final int SANDBOX_FIELD_NUMBER = 10;
+  private dev.aophub.api.v1.SandboxStatus sandbox_;
+  /**
+   * <pre>
+   * Sandbox of the built-in agent's exec tool.
+   * </pre>
+   *
+   * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+   * @return Whether the sandbox field is set.
+   */
+  @java.lang.Override
+  public boolean hasSandbox() {
+    return ((bitField0_ & 0x00000008) != 0);
+  }
+  /**
+   * <pre>
+   * Sandbox of the built-in agent's exec tool.
+   * </pre>
+   *
+   * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+   * @return The sandbox.
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.SandboxStatus getSandbox() {
+    return sandbox_ == null ? dev.aophub.api.v1.SandboxStatus.getDefaultInstance() : sandbox_;
+  }
+  /**
+   * <pre>
+   * Sandbox of the built-in agent's exec tool.
+   * </pre>
+   *
+   * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.SandboxStatusOrBuilder getSandboxOrBuilder() {
+    return sandbox_ == null ? dev.aophub.api.v1.SandboxStatus.getDefaultInstance() : sandbox_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -331,6 +369,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000004) != 0)) {
       output.writeMessage(9, getLlm());
     }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      output.writeMessage(10, getSandbox());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -369,6 +410,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000004) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(9, getLlm());
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(10, getSandbox());
     }
     return size;
   }
@@ -421,6 +466,11 @@ private static final long serialVersionUID = 0L;
       if (!getLlm()
           .equals(other.getLlm())) return false;
     }
+    if (hasSandbox() != other.hasSandbox()) return false;
+    if (hasSandbox()) {
+      if (!getSandbox()
+          .equals(other.getSandbox())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -456,6 +506,10 @@ private static final long serialVersionUID = 0L;
     if (hasLlm()) {
       hash = (37 * hash) + LLM_FIELD_NUMBER;
       hash = (53 * hash) + getLlm().hashCode();
+    }
+    if (hasSandbox()) {
+      hash = (37 * hash) + SANDBOX_FIELD_NUMBER;
+      hash = (53 * hash) + getSandbox().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -594,6 +648,7 @@ private static final long serialVersionUID = 0L;
         internalGetStartedAtFieldBuilder();
         internalGetStoreFieldBuilder();
         internalGetLlmFieldBuilder();
+        internalGetSandboxFieldBuilder();
       }
     }
     @java.lang.Override
@@ -620,6 +675,11 @@ private static final long serialVersionUID = 0L;
       if (llmBuilder_ != null) {
         llmBuilder_.dispose();
         llmBuilder_ = null;
+      }
+      sandbox_ = null;
+      if (sandboxBuilder_ != null) {
+        sandboxBuilder_.dispose();
+        sandboxBuilder_ = null;
       }
       return this;
     }
@@ -691,6 +751,12 @@ private static final long serialVersionUID = 0L;
             : llmBuilder_.build();
         to_bitField0_ |= 0x00000004;
       }
+      if (((from_bitField0_ & 0x00000200) != 0)) {
+        result.sandbox_ = sandboxBuilder_ == null
+            ? sandbox_
+            : sandboxBuilder_.build();
+        to_bitField0_ |= 0x00000008;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -734,6 +800,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasLlm()) {
         mergeLlm(other.getLlm());
+      }
+      if (other.hasSandbox()) {
+        mergeSandbox(other.getSandbox());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -810,6 +879,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000100;
               break;
             } // case 74
+            case 82: {
+              input.readMessage(
+                  internalGetSandboxFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000200;
+              break;
+            } // case 82
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1602,6 +1678,161 @@ private static final long serialVersionUID = 0L;
         llm_ = null;
       }
       return llmBuilder_;
+    }
+
+    private dev.aophub.api.v1.SandboxStatus sandbox_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.SandboxStatus, dev.aophub.api.v1.SandboxStatus.Builder, dev.aophub.api.v1.SandboxStatusOrBuilder> sandboxBuilder_;
+    /**
+     * <pre>
+     * Sandbox of the built-in agent's exec tool.
+     * </pre>
+     *
+     * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+     * @return Whether the sandbox field is set.
+     */
+    public boolean hasSandbox() {
+      return ((bitField0_ & 0x00000200) != 0);
+    }
+    /**
+     * <pre>
+     * Sandbox of the built-in agent's exec tool.
+     * </pre>
+     *
+     * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+     * @return The sandbox.
+     */
+    public dev.aophub.api.v1.SandboxStatus getSandbox() {
+      if (sandboxBuilder_ == null) {
+        return sandbox_ == null ? dev.aophub.api.v1.SandboxStatus.getDefaultInstance() : sandbox_;
+      } else {
+        return sandboxBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Sandbox of the built-in agent's exec tool.
+     * </pre>
+     *
+     * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+     */
+    public Builder setSandbox(dev.aophub.api.v1.SandboxStatus value) {
+      if (sandboxBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        sandbox_ = value;
+      } else {
+        sandboxBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Sandbox of the built-in agent's exec tool.
+     * </pre>
+     *
+     * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+     */
+    public Builder setSandbox(
+        dev.aophub.api.v1.SandboxStatus.Builder builderForValue) {
+      if (sandboxBuilder_ == null) {
+        sandbox_ = builderForValue.build();
+      } else {
+        sandboxBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Sandbox of the built-in agent's exec tool.
+     * </pre>
+     *
+     * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+     */
+    public Builder mergeSandbox(dev.aophub.api.v1.SandboxStatus value) {
+      if (sandboxBuilder_ == null) {
+        if (((bitField0_ & 0x00000200) != 0) &&
+          sandbox_ != null &&
+          sandbox_ != dev.aophub.api.v1.SandboxStatus.getDefaultInstance()) {
+          getSandboxBuilder().mergeFrom(value);
+        } else {
+          sandbox_ = value;
+        }
+      } else {
+        sandboxBuilder_.mergeFrom(value);
+      }
+      if (sandbox_ != null) {
+        bitField0_ |= 0x00000200;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Sandbox of the built-in agent's exec tool.
+     * </pre>
+     *
+     * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+     */
+    public Builder clearSandbox() {
+      bitField0_ = (bitField0_ & ~0x00000200);
+      sandbox_ = null;
+      if (sandboxBuilder_ != null) {
+        sandboxBuilder_.dispose();
+        sandboxBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Sandbox of the built-in agent's exec tool.
+     * </pre>
+     *
+     * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+     */
+    public dev.aophub.api.v1.SandboxStatus.Builder getSandboxBuilder() {
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return internalGetSandboxFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Sandbox of the built-in agent's exec tool.
+     * </pre>
+     *
+     * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+     */
+    public dev.aophub.api.v1.SandboxStatusOrBuilder getSandboxOrBuilder() {
+      if (sandboxBuilder_ != null) {
+        return sandboxBuilder_.getMessageOrBuilder();
+      } else {
+        return sandbox_ == null ?
+            dev.aophub.api.v1.SandboxStatus.getDefaultInstance() : sandbox_;
+      }
+    }
+    /**
+     * <pre>
+     * Sandbox of the built-in agent's exec tool.
+     * </pre>
+     *
+     * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.SandboxStatus, dev.aophub.api.v1.SandboxStatus.Builder, dev.aophub.api.v1.SandboxStatusOrBuilder> 
+        internalGetSandboxFieldBuilder() {
+      if (sandboxBuilder_ == null) {
+        sandboxBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.aophub.api.v1.SandboxStatus, dev.aophub.api.v1.SandboxStatus.Builder, dev.aophub.api.v1.SandboxStatusOrBuilder>(
+                getSandbox(),
+                getParentForChildren(),
+                isClean());
+        sandbox_ = null;
+      }
+      return sandboxBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:aophub.v1.GetStatusResponse)

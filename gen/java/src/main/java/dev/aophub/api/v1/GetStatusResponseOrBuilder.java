@@ -160,4 +160,31 @@ public interface GetStatusResponseOrBuilder extends
    * <code>.aophub.v1.LlmStatus llm = 9 [json_name = "llm"];</code>
    */
   dev.aophub.api.v1.LlmStatusOrBuilder getLlmOrBuilder();
+
+  /**
+   * <pre>
+   * Sandbox of the built-in agent's exec tool.
+   * </pre>
+   *
+   * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+   * @return Whether the sandbox field is set.
+   */
+  boolean hasSandbox();
+  /**
+   * <pre>
+   * Sandbox of the built-in agent's exec tool.
+   * </pre>
+   *
+   * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+   * @return The sandbox.
+   */
+  dev.aophub.api.v1.SandboxStatus getSandbox();
+  /**
+   * <pre>
+   * Sandbox of the built-in agent's exec tool.
+   * </pre>
+   *
+   * <code>.aophub.v1.SandboxStatus sandbox = 10 [json_name = "sandbox"];</code>
+   */
+  dev.aophub.api.v1.SandboxStatusOrBuilder getSandboxOrBuilder();
 }

@@ -37,6 +37,7 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.LazyStringArrayList.emptyList();
     allowPatterns_ =
         com.google.protobuf.LazyStringArrayList.emptyList();
+    bubblewrap_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -242,6 +243,129 @@ private static final long serialVersionUID = 0L;
     return outputCapBytes_;
   }
 
+  public static final int NETWORK_FIELD_NUMBER = 6;
+  private boolean network_ = false;
+  /**
+   * <pre>
+   * Let exec commands use the network; off by default (the sandbox has no network).
+   * </pre>
+   *
+   * <code>bool network = 6 [json_name = "network"];</code>
+   * @return The network.
+   */
+  @java.lang.Override
+  public boolean getNetwork() {
+    return network_;
+  }
+
+  public static final int ALLOW_UNSANDBOXED_FIELD_NUMBER = 7;
+  private boolean allowUnsandboxed_ = false;
+  /**
+   * <pre>
+   * Run exec commands without the sandbox where bubblewrap cannot run. Off by
+   * default: exec is then refused.
+   * </pre>
+   *
+   * <code>bool allow_unsandboxed = 7 [json_name = "allowUnsandboxed"];</code>
+   * @return The allowUnsandboxed.
+   */
+  @java.lang.Override
+  public boolean getAllowUnsandboxed() {
+    return allowUnsandboxed_;
+  }
+
+  public static final int BUBBLEWRAP_FIELD_NUMBER = 8;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object bubblewrap_ = "";
+  /**
+   * <pre>
+   * The bubblewrap program (a path or a name on PATH); empty means "bwrap".
+   * </pre>
+   *
+   * <code>string bubblewrap = 8 [json_name = "bubblewrap"];</code>
+   * @return The bubblewrap.
+   */
+  @java.lang.Override
+  public java.lang.String getBubblewrap() {
+    java.lang.Object ref = bubblewrap_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      bubblewrap_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The bubblewrap program (a path or a name on PATH); empty means "bwrap".
+   * </pre>
+   *
+   * <code>string bubblewrap = 8 [json_name = "bubblewrap"];</code>
+   * @return The bytes for bubblewrap.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getBubblewrapBytes() {
+    java.lang.Object ref = bubblewrap_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      bubblewrap_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int CPU_SECONDS_FIELD_NUMBER = 9;
+  private int cpuSeconds_ = 0;
+  /**
+   * <pre>
+   * CPU seconds each process of an exec command may use; 0 means 120.
+   * </pre>
+   *
+   * <code>uint32 cpu_seconds = 9 [json_name = "cpuSeconds"];</code>
+   * @return The cpuSeconds.
+   */
+  @java.lang.Override
+  public int getCpuSeconds() {
+    return cpuSeconds_;
+  }
+
+  public static final int MEMORY_MIB_FIELD_NUMBER = 10;
+  private int memoryMib_ = 0;
+  /**
+   * <pre>
+   * Address space of each process of an exec command in MiB; 0 means 4096.
+   * </pre>
+   *
+   * <code>uint32 memory_mib = 10 [json_name = "memoryMib"];</code>
+   * @return The memoryMib.
+   */
+  @java.lang.Override
+  public int getMemoryMib() {
+    return memoryMib_;
+  }
+
+  public static final int MAX_PROCESSES_FIELD_NUMBER = 11;
+  private int maxProcesses_ = 0;
+  /**
+   * <pre>
+   * Processes (threads count) an exec command may run at once; 0 means 256.
+   * </pre>
+   *
+   * <code>uint32 max_processes = 11 [json_name = "maxProcesses"];</code>
+   * @return The maxProcesses.
+   */
+  @java.lang.Override
+  public int getMaxProcesses() {
+    return maxProcesses_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -270,6 +394,24 @@ private static final long serialVersionUID = 0L;
     }
     if (outputCapBytes_ != 0) {
       output.writeUInt32(5, outputCapBytes_);
+    }
+    if (network_ != false) {
+      output.writeBool(6, network_);
+    }
+    if (allowUnsandboxed_ != false) {
+      output.writeBool(7, allowUnsandboxed_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(bubblewrap_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 8, bubblewrap_);
+    }
+    if (cpuSeconds_ != 0) {
+      output.writeUInt32(9, cpuSeconds_);
+    }
+    if (memoryMib_ != 0) {
+      output.writeUInt32(10, memoryMib_);
+    }
+    if (maxProcesses_ != 0) {
+      output.writeUInt32(11, maxProcesses_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -301,6 +443,29 @@ private static final long serialVersionUID = 0L;
     if (outputCapBytes_ != 0) {
       size += com.google.protobuf.CodedOutputStream
         .computeUInt32Size(5, outputCapBytes_);
+    }
+    if (network_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(6, network_);
+    }
+    if (allowUnsandboxed_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(7, allowUnsandboxed_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(bubblewrap_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(8, bubblewrap_);
+    }
+    if (cpuSeconds_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(9, cpuSeconds_);
+    }
+    if (memoryMib_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(10, memoryMib_);
+    }
+    if (maxProcesses_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(11, maxProcesses_);
     }
     return size;
   }
@@ -336,6 +501,18 @@ private static final long serialVersionUID = 0L;
         != other.getExecTimeoutSeconds()) return false;
     if (getOutputCapBytes()
         != other.getOutputCapBytes()) return false;
+    if (getNetwork()
+        != other.getNetwork()) return false;
+    if (getAllowUnsandboxed()
+        != other.getAllowUnsandboxed()) return false;
+    if (!getBubblewrap()
+        .equals(other.getBubblewrap())) return false;
+    if (getCpuSeconds()
+        != other.getCpuSeconds()) return false;
+    if (getMemoryMib()
+        != other.getMemoryMib()) return false;
+    if (getMaxProcesses()
+        != other.getMaxProcesses()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -361,6 +538,20 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getExecTimeoutSeconds();
     hash = (37 * hash) + OUTPUT_CAP_BYTES_FIELD_NUMBER;
     hash = (53 * hash) + getOutputCapBytes();
+    hash = (37 * hash) + NETWORK_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getNetwork());
+    hash = (37 * hash) + ALLOW_UNSANDBOXED_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getAllowUnsandboxed());
+    hash = (37 * hash) + BUBBLEWRAP_FIELD_NUMBER;
+    hash = (53 * hash) + getBubblewrap().hashCode();
+    hash = (37 * hash) + CPU_SECONDS_FIELD_NUMBER;
+    hash = (53 * hash) + getCpuSeconds();
+    hash = (37 * hash) + MEMORY_MIB_FIELD_NUMBER;
+    hash = (53 * hash) + getMemoryMib();
+    hash = (37 * hash) + MAX_PROCESSES_FIELD_NUMBER;
+    hash = (53 * hash) + getMaxProcesses();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -503,6 +694,12 @@ private static final long serialVersionUID = 0L;
           com.google.protobuf.LazyStringArrayList.emptyList();
       execTimeoutSeconds_ = 0;
       outputCapBytes_ = 0;
+      network_ = false;
+      allowUnsandboxed_ = false;
+      bubblewrap_ = "";
+      cpuSeconds_ = 0;
+      memoryMib_ = 0;
+      maxProcesses_ = 0;
       return this;
     }
 
@@ -553,6 +750,24 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.outputCapBytes_ = outputCapBytes_;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.network_ = network_;
+      }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.allowUnsandboxed_ = allowUnsandboxed_;
+      }
+      if (((from_bitField0_ & 0x00000080) != 0)) {
+        result.bubblewrap_ = bubblewrap_;
+      }
+      if (((from_bitField0_ & 0x00000100) != 0)) {
+        result.cpuSeconds_ = cpuSeconds_;
+      }
+      if (((from_bitField0_ & 0x00000200) != 0)) {
+        result.memoryMib_ = memoryMib_;
+      }
+      if (((from_bitField0_ & 0x00000400) != 0)) {
+        result.maxProcesses_ = maxProcesses_;
+      }
     }
 
     @java.lang.Override
@@ -597,6 +812,26 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getOutputCapBytes() != 0) {
         setOutputCapBytes(other.getOutputCapBytes());
+      }
+      if (other.getNetwork() != false) {
+        setNetwork(other.getNetwork());
+      }
+      if (other.getAllowUnsandboxed() != false) {
+        setAllowUnsandboxed(other.getAllowUnsandboxed());
+      }
+      if (!other.getBubblewrap().isEmpty()) {
+        bubblewrap_ = other.bubblewrap_;
+        bitField0_ |= 0x00000080;
+        onChanged();
+      }
+      if (other.getCpuSeconds() != 0) {
+        setCpuSeconds(other.getCpuSeconds());
+      }
+      if (other.getMemoryMib() != 0) {
+        setMemoryMib(other.getMemoryMib());
+      }
+      if (other.getMaxProcesses() != 0) {
+        setMaxProcesses(other.getMaxProcesses());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -647,6 +882,36 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 40
+            case 48: {
+              network_ = input.readBool();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 48
+            case 56: {
+              allowUnsandboxed_ = input.readBool();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 56
+            case 66: {
+              bubblewrap_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000080;
+              break;
+            } // case 66
+            case 72: {
+              cpuSeconds_ = input.readUInt32();
+              bitField0_ |= 0x00000100;
+              break;
+            } // case 72
+            case 80: {
+              memoryMib_ = input.readUInt32();
+              bitField0_ |= 0x00000200;
+              break;
+            } // case 80
+            case 88: {
+              maxProcesses_ = input.readUInt32();
+              bitField0_ |= 0x00000400;
+              break;
+            } // case 88
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1139,6 +1404,321 @@ private static final long serialVersionUID = 0L;
     public Builder clearOutputCapBytes() {
       bitField0_ = (bitField0_ & ~0x00000010);
       outputCapBytes_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private boolean network_ ;
+    /**
+     * <pre>
+     * Let exec commands use the network; off by default (the sandbox has no network).
+     * </pre>
+     *
+     * <code>bool network = 6 [json_name = "network"];</code>
+     * @return The network.
+     */
+    @java.lang.Override
+    public boolean getNetwork() {
+      return network_;
+    }
+    /**
+     * <pre>
+     * Let exec commands use the network; off by default (the sandbox has no network).
+     * </pre>
+     *
+     * <code>bool network = 6 [json_name = "network"];</code>
+     * @param value The network to set.
+     * @return This builder for chaining.
+     */
+    public Builder setNetwork(boolean value) {
+
+      network_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Let exec commands use the network; off by default (the sandbox has no network).
+     * </pre>
+     *
+     * <code>bool network = 6 [json_name = "network"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearNetwork() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      network_ = false;
+      onChanged();
+      return this;
+    }
+
+    private boolean allowUnsandboxed_ ;
+    /**
+     * <pre>
+     * Run exec commands without the sandbox where bubblewrap cannot run. Off by
+     * default: exec is then refused.
+     * </pre>
+     *
+     * <code>bool allow_unsandboxed = 7 [json_name = "allowUnsandboxed"];</code>
+     * @return The allowUnsandboxed.
+     */
+    @java.lang.Override
+    public boolean getAllowUnsandboxed() {
+      return allowUnsandboxed_;
+    }
+    /**
+     * <pre>
+     * Run exec commands without the sandbox where bubblewrap cannot run. Off by
+     * default: exec is then refused.
+     * </pre>
+     *
+     * <code>bool allow_unsandboxed = 7 [json_name = "allowUnsandboxed"];</code>
+     * @param value The allowUnsandboxed to set.
+     * @return This builder for chaining.
+     */
+    public Builder setAllowUnsandboxed(boolean value) {
+
+      allowUnsandboxed_ = value;
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Run exec commands without the sandbox where bubblewrap cannot run. Off by
+     * default: exec is then refused.
+     * </pre>
+     *
+     * <code>bool allow_unsandboxed = 7 [json_name = "allowUnsandboxed"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearAllowUnsandboxed() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      allowUnsandboxed_ = false;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object bubblewrap_ = "";
+    /**
+     * <pre>
+     * The bubblewrap program (a path or a name on PATH); empty means "bwrap".
+     * </pre>
+     *
+     * <code>string bubblewrap = 8 [json_name = "bubblewrap"];</code>
+     * @return The bubblewrap.
+     */
+    public java.lang.String getBubblewrap() {
+      java.lang.Object ref = bubblewrap_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        bubblewrap_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The bubblewrap program (a path or a name on PATH); empty means "bwrap".
+     * </pre>
+     *
+     * <code>string bubblewrap = 8 [json_name = "bubblewrap"];</code>
+     * @return The bytes for bubblewrap.
+     */
+    public com.google.protobuf.ByteString
+        getBubblewrapBytes() {
+      java.lang.Object ref = bubblewrap_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        bubblewrap_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The bubblewrap program (a path or a name on PATH); empty means "bwrap".
+     * </pre>
+     *
+     * <code>string bubblewrap = 8 [json_name = "bubblewrap"];</code>
+     * @param value The bubblewrap to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBubblewrap(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      bubblewrap_ = value;
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The bubblewrap program (a path or a name on PATH); empty means "bwrap".
+     * </pre>
+     *
+     * <code>string bubblewrap = 8 [json_name = "bubblewrap"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearBubblewrap() {
+      bubblewrap_ = getDefaultInstance().getBubblewrap();
+      bitField0_ = (bitField0_ & ~0x00000080);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The bubblewrap program (a path or a name on PATH); empty means "bwrap".
+     * </pre>
+     *
+     * <code>string bubblewrap = 8 [json_name = "bubblewrap"];</code>
+     * @param value The bytes for bubblewrap to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBubblewrapBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      bubblewrap_ = value;
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+
+    private int cpuSeconds_ ;
+    /**
+     * <pre>
+     * CPU seconds each process of an exec command may use; 0 means 120.
+     * </pre>
+     *
+     * <code>uint32 cpu_seconds = 9 [json_name = "cpuSeconds"];</code>
+     * @return The cpuSeconds.
+     */
+    @java.lang.Override
+    public int getCpuSeconds() {
+      return cpuSeconds_;
+    }
+    /**
+     * <pre>
+     * CPU seconds each process of an exec command may use; 0 means 120.
+     * </pre>
+     *
+     * <code>uint32 cpu_seconds = 9 [json_name = "cpuSeconds"];</code>
+     * @param value The cpuSeconds to set.
+     * @return This builder for chaining.
+     */
+    public Builder setCpuSeconds(int value) {
+
+      cpuSeconds_ = value;
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * CPU seconds each process of an exec command may use; 0 means 120.
+     * </pre>
+     *
+     * <code>uint32 cpu_seconds = 9 [json_name = "cpuSeconds"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearCpuSeconds() {
+      bitField0_ = (bitField0_ & ~0x00000100);
+      cpuSeconds_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int memoryMib_ ;
+    /**
+     * <pre>
+     * Address space of each process of an exec command in MiB; 0 means 4096.
+     * </pre>
+     *
+     * <code>uint32 memory_mib = 10 [json_name = "memoryMib"];</code>
+     * @return The memoryMib.
+     */
+    @java.lang.Override
+    public int getMemoryMib() {
+      return memoryMib_;
+    }
+    /**
+     * <pre>
+     * Address space of each process of an exec command in MiB; 0 means 4096.
+     * </pre>
+     *
+     * <code>uint32 memory_mib = 10 [json_name = "memoryMib"];</code>
+     * @param value The memoryMib to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMemoryMib(int value) {
+
+      memoryMib_ = value;
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Address space of each process of an exec command in MiB; 0 means 4096.
+     * </pre>
+     *
+     * <code>uint32 memory_mib = 10 [json_name = "memoryMib"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMemoryMib() {
+      bitField0_ = (bitField0_ & ~0x00000200);
+      memoryMib_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int maxProcesses_ ;
+    /**
+     * <pre>
+     * Processes (threads count) an exec command may run at once; 0 means 256.
+     * </pre>
+     *
+     * <code>uint32 max_processes = 11 [json_name = "maxProcesses"];</code>
+     * @return The maxProcesses.
+     */
+    @java.lang.Override
+    public int getMaxProcesses() {
+      return maxProcesses_;
+    }
+    /**
+     * <pre>
+     * Processes (threads count) an exec command may run at once; 0 means 256.
+     * </pre>
+     *
+     * <code>uint32 max_processes = 11 [json_name = "maxProcesses"];</code>
+     * @param value The maxProcesses to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMaxProcesses(int value) {
+
+      maxProcesses_ = value;
+      bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Processes (threads count) an exec command may run at once; 0 means 256.
+     * </pre>
+     *
+     * <code>uint32 max_processes = 11 [json_name = "maxProcesses"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMaxProcesses() {
+      bitField0_ = (bitField0_ & ~0x00000400);
+      maxProcesses_ = 0;
       onChanged();
       return this;
     }

@@ -133,4 +133,75 @@ public interface SandboxSettingsOrBuilder extends
    * @return The outputCapBytes.
    */
   int getOutputCapBytes();
+
+  /**
+   * <pre>
+   * Let exec commands use the network; off by default (the sandbox has no network).
+   * </pre>
+   *
+   * <code>bool network = 6 [json_name = "network"];</code>
+   * @return The network.
+   */
+  boolean getNetwork();
+
+  /**
+   * <pre>
+   * Run exec commands without the sandbox where bubblewrap cannot run. Off by
+   * default: exec is then refused.
+   * </pre>
+   *
+   * <code>bool allow_unsandboxed = 7 [json_name = "allowUnsandboxed"];</code>
+   * @return The allowUnsandboxed.
+   */
+  boolean getAllowUnsandboxed();
+
+  /**
+   * <pre>
+   * The bubblewrap program (a path or a name on PATH); empty means "bwrap".
+   * </pre>
+   *
+   * <code>string bubblewrap = 8 [json_name = "bubblewrap"];</code>
+   * @return The bubblewrap.
+   */
+  java.lang.String getBubblewrap();
+  /**
+   * <pre>
+   * The bubblewrap program (a path or a name on PATH); empty means "bwrap".
+   * </pre>
+   *
+   * <code>string bubblewrap = 8 [json_name = "bubblewrap"];</code>
+   * @return The bytes for bubblewrap.
+   */
+  com.google.protobuf.ByteString
+      getBubblewrapBytes();
+
+  /**
+   * <pre>
+   * CPU seconds each process of an exec command may use; 0 means 120.
+   * </pre>
+   *
+   * <code>uint32 cpu_seconds = 9 [json_name = "cpuSeconds"];</code>
+   * @return The cpuSeconds.
+   */
+  int getCpuSeconds();
+
+  /**
+   * <pre>
+   * Address space of each process of an exec command in MiB; 0 means 4096.
+   * </pre>
+   *
+   * <code>uint32 memory_mib = 10 [json_name = "memoryMib"];</code>
+   * @return The memoryMib.
+   */
+  int getMemoryMib();
+
+  /**
+   * <pre>
+   * Processes (threads count) an exec command may run at once; 0 means 256.
+   * </pre>
+   *
+   * <code>uint32 max_processes = 11 [json_name = "maxProcesses"];</code>
+   * @return The maxProcesses.
+   */
+  int getMaxProcesses();
 }

@@ -37,6 +37,11 @@ public final class System extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_aophub_v1_LlmStatus_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_SandboxStatus_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_SandboxStatus_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_aophub_v1_GetStatusRequest_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -63,22 +68,29 @@ public final class System extends com.google.protobuf.GeneratedFile {
       "ile_id\030\001 \001(\tR\tprofileId\022!\n\014profile_name\030" +
       "\002 \001(\tR\013profileName\022\032\n\010provider\030\003 \001(\tR\010pr" +
       "ovider\022\024\n\005model\030\004 \001(\tR\005model\022,\n\022api_key_" +
-      "configured\030\005 \001(\010R\020apiKeyConfigured\"\022\n\020Ge" +
-      "tStatusRequest\"\373\002\n\021GetStatusResponse\022\030\n\007" +
-      "version\030\001 \001(\tR\007version\0229\n\nstarted_at\030\002 \001" +
-      "(\0132\032.google.protobuf.TimestampR\tstartedA" +
-      "t\022%\n\016uptime_seconds\030\003 \001(\004R\ruptimeSeconds" +
-      "\022#\n\ragents_online\030\004 \001(\rR\014agentsOnline\022#\n" +
-      "\rsessions_open\030\005 \001(\rR\014sessionsOpen\022%\n\016se" +
-      "ssions_total\030\006 \001(\rR\rsessionsTotal\022#\n\rtur" +
-      "ns_running\030\007 \001(\rR\014turnsRunning\022,\n\005store\030" +
-      "\010 \001(\0132\026.aophub.v1.StoreHealthR\005store\022&\n\003" +
-      "llm\030\t \001(\0132\024.aophub.v1.LlmStatusR\003llm2\\\n\r" +
-      "SystemService\022K\n\tGetStatus\022\033.aophub.v1.G" +
-      "etStatusRequest\032\034.aophub.v1.GetStatusRes" +
-      "ponse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z2githu" +
-      "b.com/aophub/aophub/gen/go/aophub/v1;aop" +
-      "hubv1b\006proto3"
+      "configured\030\005 \001(\010R\020apiKeyConfigured\"p\n\rSa" +
+      "ndboxStatus\022-\n\005state\030\001 \001(\0162\027.aophub.v1.S" +
+      "andboxStateR\005state\022\026\n\006reason\030\002 \001(\tR\006reas" +
+      "on\022\030\n\007network\030\003 \001(\010R\007network\"\022\n\020GetStatu" +
+      "sRequest\"\257\003\n\021GetStatusResponse\022\030\n\007versio" +
+      "n\030\001 \001(\tR\007version\0229\n\nstarted_at\030\002 \001(\0132\032.g" +
+      "oogle.protobuf.TimestampR\tstartedAt\022%\n\016u" +
+      "ptime_seconds\030\003 \001(\004R\ruptimeSeconds\022#\n\rag" +
+      "ents_online\030\004 \001(\rR\014agentsOnline\022#\n\rsessi" +
+      "ons_open\030\005 \001(\rR\014sessionsOpen\022%\n\016sessions" +
+      "_total\030\006 \001(\rR\rsessionsTotal\022#\n\rturns_run" +
+      "ning\030\007 \001(\rR\014turnsRunning\022,\n\005store\030\010 \001(\0132" +
+      "\026.aophub.v1.StoreHealthR\005store\022&\n\003llm\030\t " +
+      "\001(\0132\024.aophub.v1.LlmStatusR\003llm\0222\n\007sandbo" +
+      "x\030\n \001(\0132\030.aophub.v1.SandboxStatusR\007sandb" +
+      "ox*\210\001\n\014SandboxState\022\035\n\031SANDBOX_STATE_UNS" +
+      "PECIFIED\020\000\022\032\n\026SANDBOX_STATE_ENFORCED\020\001\022\035" +
+      "\n\031SANDBOX_STATE_UNSANDBOXED\020\002\022\036\n\032SANDBOX" +
+      "_STATE_EXEC_REFUSED\020\0032\\\n\rSystemService\022K" +
+      "\n\tGetStatus\022\033.aophub.v1.GetStatusRequest" +
+      "\032\034.aophub.v1.GetStatusResponse\"\003\220\002\001BI\n\021d" +
+      "ev.aophub.api.v1P\001Z2github.com/aophub/ao" +
+      "phub/gen/go/aophub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -97,18 +109,24 @@ public final class System extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_LlmStatus_descriptor,
         new java.lang.String[] { "ProfileId", "ProfileName", "Provider", "Model", "ApiKeyConfigured", });
-    internal_static_aophub_v1_GetStatusRequest_descriptor =
+    internal_static_aophub_v1_SandboxStatus_descriptor =
       getDescriptor().getMessageType(2);
+    internal_static_aophub_v1_SandboxStatus_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_SandboxStatus_descriptor,
+        new java.lang.String[] { "State", "Reason", "Network", });
+    internal_static_aophub_v1_GetStatusRequest_descriptor =
+      getDescriptor().getMessageType(3);
     internal_static_aophub_v1_GetStatusRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_GetStatusRequest_descriptor,
         new java.lang.String[] { });
     internal_static_aophub_v1_GetStatusResponse_descriptor =
-      getDescriptor().getMessageType(3);
+      getDescriptor().getMessageType(4);
     internal_static_aophub_v1_GetStatusResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_GetStatusResponse_descriptor,
-        new java.lang.String[] { "Version", "StartedAt", "UptimeSeconds", "AgentsOnline", "SessionsOpen", "SessionsTotal", "TurnsRunning", "Store", "Llm", });
+        new java.lang.String[] { "Version", "StartedAt", "UptimeSeconds", "AgentsOnline", "SessionsOpen", "SessionsTotal", "TurnsRunning", "Store", "Llm", "Sandbox", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.protobuf.TimestampProto.getDescriptor();
   }
