@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from connectrpc.code import Code as ConnectCode
 
 from aiscan.agent import detail_pb2
-from aop import chat_pb2
+from aop import chat_pb2, protocol_pb2
 from aophub.hub.commands import verb_of
 from aophub.protocol.codec import TYPE_URL_PREFIX
 from aophub.protocol.node_namespaces import Generation
@@ -29,7 +30,7 @@ from .support.reference_commands import COMMAND_MODULES, CommandNode
 from .support.reference_node import ReferenceNode
 from .support.rpc import Rpc, connect_error, rpc_clients
 from .support.server import RunningHub
-from .support.wire import AppSocket, stored
+from .support.wire import AppSocket, run, stored
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -336,3 +337,51 @@ async def test_run_command_rpc(hub: RunningHub, app: AppSocket, rpc: Rpc) -> Non
         )
         assert too_long.message == "line is 65537 bytes long; a command line is at most 65536"
         assert texts(await stored(app, session.id), "user") == ["/status", "/help", "/clear"]
+
+
+class QueueingCommandNode(CommandNode):
+    """A command node whose session queue holds runs behind an unanswered command (AOP-nodes 9.4.4): such a
+    run is accepted at once and starts only when :meth:`finish_command` has answered the command."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.queued: list[tuple[str, chat_pb2.RunTurnRequest]] = []
+
+    async def _run(self, envelope_id: str, request: chat_pb2.RunTurnRequest) -> None:
+        if self.answer_commands or not self.commands:
+            await super()._run(envelope_id, request)
+            return
+        self.queued.append((envelope_id, request))
+        receipt = chat_pb2.TurnReceipt(session_id=request.session_id, turn_id=request.turn_id, state="running")
+        answer = protocol_pb2.ProtocolMessage(run_turn_response=chat_pb2.RunTurnResponse(accepted=receipt))
+        await self.send(answer, reply_to=envelope_id)
+
+    async def finish_command(self) -> None:
+        """Answer the command, then run what waited behind it."""
+        item, generation, message = await self.command()
+        await self.answer_command(item.envelope.id, generation, message)
+        self.answer_commands = True
+        for envelope_id, request in self.queued:
+            await super()._run(envelope_id, request)
+
+
+async def test_a_turn_queued_behind_a_running_command_is_not_failed_by_the_start_timeout(tmp_path: Path) -> None:
+    """9.8.5 counts a forwarded command as the node's running operation of the session: a turn waiting behind
+    it on the node, longer than --turn-start-timeout, is not ended agent_run_failed and completes later."""
+    start_wait = 0.3
+    async with (
+        checked_hub(tmp_path, turn_start_timeout=start_wait) as hub,
+        await AppSocket.open(hub.app_url) as app,
+        await QueueingCommandNode.serve(hub.node_url, "queue") as node,
+    ):
+        node.answer_commands = False
+        session = await app.open_session("queue")
+        watch = await app.watch(session.id)
+        receipt((await send_command(app, session.id, "/status"))[1])
+        await node.command()
+        queued = await run(app, session.id)
+        with pytest.raises(TimeoutError):
+            await app.turn_ended(watch, queued.turn_id, timeout=start_wait * 4)
+        await node.finish_command()
+        ended = (await app.turn_ended(watch, queued.turn_id)).event.turn_ended
+        assert ended.stop_reason == "completed", ended
