@@ -12,7 +12,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 from websockets.http11 import Response
 
-from aophub.transport.auth import SESSION_COOKIE
+from aophub.access.authenticator import SESSION_COOKIE
 
 from .support.lifecycle import checked_hub
 from .support.server import TOKEN, RunningHub

@@ -22,19 +22,11 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 from websockets.typing import Origin
 
+from aophub.access.authenticator import SESSION_COOKIE, AccessKey, Authenticator, AuthResult, resolve_access_key
 from aophub.access.scopes import ACCESS_KEY_PRINCIPAL
 from aophub.access.scopes import Scope as AccessScope
-from aophub.transport.auth import (
-    SESSION_COOKIE,
-    AccessKey,
-    Authenticator,
-    AuthResult,
-    AuthThrottle,
-    auth_routes,
-    authorize_websocket,
-    resolve_access_key,
-    trusted_proxies,
-)
+from aophub.access.throttle import AuthThrottle, trusted_proxies
+from aophub.transport.auth import auth_routes, authorize_websocket
 
 KEY = "correct-horse-battery-staple"
 T0 = 1_700_000_000.0

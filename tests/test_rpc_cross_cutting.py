@@ -26,8 +26,8 @@ from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
 from aop import chat_pb2, content_pb2, event_pb2
+from aophub.access.authenticator import SESSION_COOKIE
 from aophub.protocol.error_mapping import INTERNAL_MESSAGE
-from aophub.transport.auth import SESSION_COOKIE
 from aophub.v1 import (
     agent_pb2,
     artifact_pb2,

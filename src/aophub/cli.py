@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from aophub.access.authenticator import AccessKey, read_token_file, resolve_access_key
+from aophub.access.throttle import trusted_proxies
 from aophub.agent.builtin import builtin_agent, builtin_commands
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
@@ -29,7 +31,6 @@ from aophub.settings import (
 )
 from aophub.token_commands import add_token_parser, run_token_command
 from aophub.transport.app import create_app
-from aophub.transport.auth import AccessKey, read_token_file, resolve_access_key, trusted_proxies
 from aophub.transport.connection_limits import FD_RESERVE
 from aophub.transport.server import DEFAULT_SHUTDOWN_TIMEOUT, ListenError
 from aophub.transport.server import serve as run_server

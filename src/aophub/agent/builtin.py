@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aop import content_pb2, event_pb2
+from aophub.access.authenticator import ACCESS_KEY_FILE
 from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES
 from aophub.agent.audit import AuditLog
 from aophub.agent.echo import EchoAgent
@@ -26,7 +27,6 @@ from aophub.config import ConfigStore
 from aophub.node.commands import CommandCall, CommandOutput, NodeCommands
 from aophub.settings import DATABASE_FILE
 from aophub.store.base import Store
-from aophub.transport.auth import ACCESS_KEY_FILE
 from aophub.v1 import config_pb2
 
 __all__ = [

@@ -1,8 +1,7 @@
 """Starlette glue for authentication: the login routes, WebSocket upgrades, plain requests.
 
 The logic lives in :mod:`aophub.access` (who presents which credentials, what each scope may do);
-this module only moves values between Starlette requests and it. The names other modules imported
-from here before :mod:`aophub.access` existed are re-exported.
+this module only moves values between Starlette requests and it.
 """
 
 from __future__ import annotations
@@ -17,42 +16,24 @@ from starlette.routing import Route
 from starlette.websockets import WebSocket
 
 from aophub.access.authenticator import (
-    ACCESS_KEY_ENV,
-    ACCESS_KEY_FILE,
     CROSS_ORIGIN_REQUEST,
     CROSS_ORIGIN_UPGRADE,
     INVALID_ACCESS_KEY,
     SESSION_COOKIE,
     TOO_MANY_FAILURES,
-    AccessKey,
     Authenticator,
     AuthResult,
-    read_token_file,
-    resolve_access_key,
 )
 from aophub.access.scopes import Scope
-from aophub.access.throttle import AuthThrottle, client_key, retry_after_header, trusted_proxies
+from aophub.access.throttle import retry_after_header
 
 __all__ = [
-    "ACCESS_KEY_ENV",
-    "ACCESS_KEY_FILE",
-    "SESSION_COOKIE",
-    "AccessKey",
-    "AuthResult",
-    "AuthThrottle",
-    "Authenticator",
     "auth_routes",
     "authenticate_request",
     "authorize_websocket",
     "client_address",
-    "client_key",
     "peer_address",
-    "read_token_file",
-    "resolve_access_key",
-    "retry_after_header",
-    "trusted_proxies",
 ]
-
 _MAX_LOGIN_BODY = 4096
 # Seconds a login request's body may take to arrive (it is read before anyone is authenticated).
 LOGIN_BODY_TIMEOUT = 10.0

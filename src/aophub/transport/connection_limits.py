@@ -49,7 +49,7 @@ from uvicorn.protocols.http.zttp_impl import ZttpProtocol
 from uvicorn.protocols.utils import is_ssl
 from uvicorn.server import ServerState
 
-from aophub.transport.auth import client_key
+from aophub.access.throttle import client_key
 
 __all__ = [
     "DEFAULT_HEADER_TIMEOUT",
@@ -127,7 +127,7 @@ def open_file_limit() -> int:
 
 
 class PendingHeads:
-    """How many connections of each client (:func:`~aophub.transport.auth.client_key`) are waiting
+    """How many connections of each client (:func:`~aophub.access.throttle.client_key`) are waiting
     for a request head. Every :meth:`add` is matched by one :meth:`remove`."""
 
     def __init__(self) -> None:
