@@ -60,6 +60,14 @@ export interface ClientOptions {
   pingIntervalMs?: number;
   /** Opens the WebSocket; see {@link WebSocketFactory}. */
   webSocket?: WebSocketFactory;
+  /**
+   * Authenticate the WebSocket with the hub's session cookie instead of the
+   * Authorization header: connect first logs in with the token (POST
+   * /api/auth/login, or none with an empty token: the page is logged in
+   * already) and sends no header. Browsers need it, since their WebSocket
+   * cannot send headers; it is the default there and off in Node.
+   */
+  cookieLogin?: boolean;
   /** The fetch of the management services and the browser login. */
   fetch?: typeof globalThis.fetch;
   /** Ends connect's first dial early. */
@@ -100,8 +108,9 @@ export async function connect(url: string, token: string, options: ClientOptions
   const { wsUrl, baseUrl } = endpoints(url);
   const browser = options.webSocket === undefined && !isNode();
   const factory = options.webSocket ?? (browser ? browserWebSocket() : await nodeWebSocket());
-  const client = new Client(wsUrl, baseUrl, token, factory, browser, options);
-  if (browser && token !== "") await client.login(options.signal);
+  const cookies = options.cookieLogin ?? browser;
+  const client = new Client(wsUrl, baseUrl, token, factory, cookies, options);
+  if (cookies && token !== "") await client.login(options.signal);
   client.start(await client.dial(options.signal));
   return client;
 }
@@ -171,7 +180,7 @@ export class Client {
     readonly baseUrl: string,
     private readonly token: string,
     private readonly factory: WebSocketFactory,
-    private readonly browser: boolean,
+    private readonly cookies: boolean,
     options: ClientOptions,
   ) {
     this.maxFrameBytes = options.maxFrameBytes || DEFAULT_MAX_FRAME_BYTES;
@@ -192,6 +201,10 @@ export class Client {
   /** Whether a connection is up right now. */
   get connected(): boolean {
     return this.socket !== null;
+  }
+
+  toString(): string {
+    return `aophub.Client{${this.wsUrl} connected=${this.connected} pending=${this.pending.size} watches=${this.watches.size}}`;
   }
 
   /** Ends the connection for good; requests and watches in flight end with ClientClosedError. */
@@ -296,18 +309,19 @@ export class Client {
    * every delta of the turn. The watch outlives disconnects; see {@link Watch}.
    */
   watch(sessionId: string, afterCursor = "", options: { signal?: AbortSignal } = {}): Watch {
-    const watch = new Watch(sessionId, afterCursor, () => this.unsubscribe(watch));
-    if (this.failed !== null) {
-      watch.end(this.failed);
+    const { signal } = options;
+    const onAbort = () => watch.end(signal?.reason);
+    const watch = new Watch(sessionId, afterCursor, () => {
+      signal?.removeEventListener("abort", onAbort);
+      this.unsubscribe(watch);
+    });
+    if (this.failed !== null || signal?.aborted) {
+      watch.end(this.failed ?? signal?.reason);
       return watch;
     }
+    signal?.addEventListener("abort", onAbort, { once: true });
     const frame = this.resubscribe("", watch);
     if (this.socket !== null) this.send(this.socket, frame);
-    const signal = options.signal;
-    if (signal !== undefined) {
-      if (signal.aborted) watch.end(signal.reason);
-      else signal.addEventListener("abort", () => watch.end(signal.reason), { once: true });
-    }
     return watch;
   }
 
@@ -453,7 +467,8 @@ export class Client {
 
   /** @internal opens one WebSocket, bounded by requestTimeoutMs and signal. */
   dial(signal?: AbortSignal): Promise<WebSocketLike> {
-    const headers: Record<string, string> = this.token === "" ? {} : { Authorization: `Bearer ${this.token}` };
+    const headers: Record<string, string> =
+      this.token === "" || this.cookies ? {} : { Authorization: `Bearer ${this.token}` };
     const bound = this.bounded(signal);
     return new Promise<WebSocketLike>((resolve, reject) => {
       let socket: WebSocketLike;
@@ -587,7 +602,7 @@ export class Client {
         return;
       } catch (err) {
         const refused = err instanceof AophubError && err.code !== Code.Unavailable;
-        if (refused || (this.browser && !(await this.stillAuthenticated()))) {
+        if (refused || (this.cookies && !(await this.stillAuthenticated()))) {
           this.fail(refused ? err : new AophubError(Code.Unauthenticated, "the hub no longer accepts this browser's session"));
           return;
         }
@@ -595,7 +610,7 @@ export class Client {
     }
   }
 
-  /** Browsers cannot see the upgrade's status: ask the hub whether the session cookie still works. */
+  /** A browser cannot see the upgrade's status: ask the hub whether the session cookie still works. */
   private async stillAuthenticated(): Promise<boolean> {
     try {
       const response = await this.fetch(`${this.baseUrl}/api/auth/session`, { credentials: "include" });

@@ -195,3 +195,28 @@ test("hub URLs", () => {
   assert.throws(() => endpoints("ftp://h"), TypeError);
   assert.throws(() => endpoints("not a url"), TypeError);
 });
+
+// A watch ends with its signal, and the hub is told to stop it (cancel_operation
+// for the watch's envelope id).
+test("a watch ends with its signal, on the hub too", STEP, async () => {
+  let told!: (ids: { watchId: string; targetId: string }) => void;
+  const canceled = new Promise<{ watchId: string; targetId: string }>((resolve) => (told = resolve));
+  const hub = await fakeHub(async (_socket, _index, read) => {
+    const watch = await read();
+    const cancel = anyUnpack((await read()).payload!, ProtocolMessageSchema);
+    told({ watchId: watch.id, targetId: cancel?.message.case === "cancelOperation" ? cancel.message.value.targetId : "" });
+  });
+  const client = await dial(hub.url);
+  try {
+    const stop = new AbortController();
+    const watch = client.watch("s1", "", { signal: stop.signal });
+    const reading = watch.next();
+    stop.abort();
+    await assert.rejects(reading, { name: "AbortError" });
+    const { watchId, targetId } = await canceled;
+    assert.equal(targetId, watchId);
+  } finally {
+    client.close();
+    hub.close();
+  }
+});

@@ -7,6 +7,7 @@ import { after, before, test } from "node:test";
 import { create, equals, type MessageInitShape } from "@bufbuild/protobuf";
 import { anyPack } from "@bufbuild/protobuf/wkt";
 import { Code as ConnectCode, ConnectError } from "@connectrpc/connect";
+import { WebSocket as WS } from "ws";
 
 import {
   approve,
@@ -26,6 +27,7 @@ import {
   type Delivery,
   type Interaction,
   type Watch,
+  type WebSocketFactory,
   type WebSocketLike,
 } from "../src/index.js";
 import { SessionSchema } from "../src/gen/aop/chat_pb.js";
@@ -345,5 +347,38 @@ test("a standard (browser) WebSocket", STEP, async () => {
   });
   assert.equal(answer.trim(), "echo: again");
   assert.equal(sockets.length, 2, "one reconnect");
+  watch.close();
+});
+
+// Browsers authenticate the WebSocket with the hub's session cookie: connect
+// logs in with the token first and sends no Authorization header. Here a fetch
+// with a cookie jar and a WebSocket that sends the jar's cookie (with the
+// page's Origin) stand in for the browser's.
+test("cookie login, as browsers do", STEP, async () => {
+  let cookie = "";
+  const jarFetch: typeof fetch = async (input, init) => {
+    const headers = new Headers(init?.headers);
+    if (cookie !== "") headers.set("Cookie", cookie);
+    const response = await fetch(input, { ...init, headers });
+    const set = response.headers.getSetCookie()[0];
+    if (set !== undefined) cookie = set.split(";")[0]!;
+    return response;
+  };
+  const upgrades: Record<string, string>[] = [];
+  const browserLike: WebSocketFactory = (url, init) => {
+    upgrades.push(init.headers);
+    return new WS(url, { headers: { ...init.headers, Cookie: cookie }, origin: hub.url }) as unknown as WebSocketLike;
+  };
+  const options = { cookieLogin: true, fetch: jarFetch, webSocket: browserLike };
+  await rejects(connect(hub.url, "not-the-key", options), Code.Unauthenticated);
+  assert.equal(upgrades.length, 0, "a refused login dials nothing");
+
+  const client = await dial(options);
+  assert.match(cookie, /^aophub_session=/);
+  assert.deepEqual(upgrades, [{}], "no Authorization header on the upgrade");
+  const session = await client.openSession({ nodeId: hub.node });
+  const watch = client.watch(session.id);
+  const turn = await client.runTurn({ sessionId: session.id, input: userText("hello") });
+  await until(watch, ({ event }) => isTurnEnded(event, turn.turnId));
   watch.close();
 });
