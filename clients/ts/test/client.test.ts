@@ -17,8 +17,11 @@ import { ProtocolMessageSchema } from "../src/gen/aop/protocol_pb.js";
 const STEP = { timeout: 30_000 };
 
 /** A fake hub: hands each application connection to serve with its index, and records what it receives. */
-async function fakeHub(serve: (socket: WebSocket, index: number, read: () => Promise<Envelope>) => void) {
-  const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+async function fakeHub(
+  serve: (socket: WebSocket, index: number, read: () => Promise<Envelope>) => void,
+  options: { autoPong?: boolean } = {},
+) {
+  const server = new WebSocketServer({ host: "127.0.0.1", port: 0, ...options });
   await new Promise((resolve) => server.once("listening", resolve));
   const received: Envelope[] = [];
   let connections = 0;
@@ -215,6 +218,22 @@ test("a watch ends with its signal, on the hub too", STEP, async () => {
     await assert.rejects(reading, { name: "AbortError" });
     const { watchId, targetId } = await canceled;
     assert.equal(targetId, watchId);
+  } finally {
+    client.close();
+    hub.close();
+  }
+});
+
+// A hub that stops answering pings (a dead peer behind a silent network) is
+// dropped after one ping interval, and the client dials again by itself.
+test("an unanswered ping drops the connection", STEP, async () => {
+  let redialled!: () => void;
+  const second = new Promise<void>((resolve) => (redialled = resolve));
+  const hub = await fakeHub((_socket, index) => index === 1 && redialled(), { autoPong: false });
+  const client = await dial(hub.url, { pingIntervalMs: 20 });
+  try {
+    await second;
+    assert.equal(client.dials, 2);
   } finally {
     client.close();
     hub.close();
