@@ -88,7 +88,8 @@ test-go: $(STAMP)
 check-ts:
 	bash tools/ts.sh check
 
-test-ts:
+# The TypeScript conformance test starts a hub with the venv's Python.
+test-ts: $(STAMP)
 	bash tools/ts.sh test
 
 check-java:

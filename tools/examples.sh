@@ -15,7 +15,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 python=${AOPHUB_PYTHON:-$root/.venv/bin/python}
 GO=$(command -v go || echo /usr/local/go/bin/go)
-EXAMPLES=(example_go)
+EXAMPLES=(example_go example_ts)
 
 # expect_line PATTERN OUTPUT: fail unless OUTPUT has a line matching PATTERN.
 expect_line() {
@@ -41,6 +41,30 @@ example_go() {
     echo "$out"
     expect_line '^echo: and again' "$out"
     expect_line "^session $session cursor " "$out"
+}
+
+# TypeScript: the same two runs with examples/ts, built as a user would build
+# it: against the npm pack tarball of clients/ts, installed with npm install
+# (tools/ts.sh consumer).
+example_ts() {
+    local out session cursor
+    bash "$root/tools/ts.sh" install
+    bash "$root/tools/ts.sh" consumer "$workdir/example-ts"
+    out=$(node "$workdir/example-ts/dist/main.js" --server "$AOPHUB_URL" -p "hello from ts")
+    echo "$out"
+    expect_line '^echo: hello from ts' "$out"
+    expect_line '^\[turn completed\]$' "$out"
+    session=$(sed -n 's/^session \([^ ]*\) cursor .*/\1/p' <<<"$out")
+    cursor=$(sed -n 's/^session [^ ]* cursor \(.*\)/\1/p' <<<"$out")
+    out=$(node "$workdir/example-ts/dist/main.js" --server "$AOPHUB_URL" --session "$session" --cursor "$cursor" -p "and again")
+    echo "$out"
+    expect_line '^echo: and again' "$out"
+    expect_line "^session $session cursor " "$out"
+    # Resumed after the cursor: the first turn's answer is not printed again.
+    if grep -q 'hello from ts' <<<"$out"; then
+        echo "examples.sh: the resumed run printed the first turn again" >&2
+        exit 1
+    fi
 }
 
 workdir=$(mktemp -d)
