@@ -1259,11 +1259,13 @@ func (x *RunCommandResponse) GetState() string {
 // ShareSessionRequest shares a session with a token name or with everyone.
 type ShareSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// Idempotency key; a retry with the same id and body returns the same response.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// The session to share (required).
-	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// A token name, or "*" for every app token (required). The name need not
 	// exist yet: a token created later with this name sees the session.
-	TokenName     string `protobuf:"bytes,2,opt,name=token_name,json=tokenName,proto3" json:"token_name,omitempty"`
+	TokenName     string `protobuf:"bytes,3,opt,name=token_name,json=tokenName,proto3" json:"token_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1298,6 +1300,13 @@ func (*ShareSessionRequest) Descriptor() ([]byte, []int) {
 	return file_aophub_v1_session_proto_rawDescGZIP(), []int{17}
 }
 
+func (x *ShareSessionRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 func (x *ShareSessionRequest) GetSessionId() string {
 	if x != nil {
 		return x.SessionId
@@ -1312,11 +1321,16 @@ func (x *ShareSessionRequest) GetTokenName() string {
 	return ""
 }
 
-// ShareSessionResponse is the session as it is now shared.
+// ShareSessionResponse is the outcome of ShareSession.
 type ShareSessionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The session, with its new shared_with.
-	Session       *SessionInfo `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// The outcome.
+	//
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*ShareSessionResponse_Accepted
+	//	*ShareSessionResponse_Rejected
+	Outcome       isShareSessionResponse_Outcome `protobuf_oneof:"outcome"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1351,20 +1365,59 @@ func (*ShareSessionResponse) Descriptor() ([]byte, []int) {
 	return file_aophub_v1_session_proto_rawDescGZIP(), []int{18}
 }
 
-func (x *ShareSessionResponse) GetSession() *SessionInfo {
+func (x *ShareSessionResponse) GetOutcome() isShareSessionResponse_Outcome {
 	if x != nil {
-		return x.Session
+		return x.Outcome
 	}
 	return nil
 }
 
+func (x *ShareSessionResponse) GetAccepted() *SessionInfo {
+	if x != nil {
+		if x, ok := x.Outcome.(*ShareSessionResponse_Accepted); ok {
+			return x.Accepted
+		}
+	}
+	return nil
+}
+
+func (x *ShareSessionResponse) GetRejected() *aop.Rejection {
+	if x != nil {
+		if x, ok := x.Outcome.(*ShareSessionResponse_Rejected); ok {
+			return x.Rejected
+		}
+	}
+	return nil
+}
+
+type isShareSessionResponse_Outcome interface {
+	isShareSessionResponse_Outcome()
+}
+
+type ShareSessionResponse_Accepted struct {
+	// The session, with its new shared_with.
+	Accepted *SessionInfo `protobuf:"bytes,1,opt,name=accepted,proto3,oneof"`
+}
+
+type ShareSessionResponse_Rejected struct {
+	// Why it was refused (NOT_FOUND, INVALID_ARGUMENT, PERMISSION_DENIED for
+	// a token that sees the session but does not own it).
+	Rejected *aop.Rejection `protobuf:"bytes,2,opt,name=rejected,proto3,oneof"`
+}
+
+func (*ShareSessionResponse_Accepted) isShareSessionResponse_Outcome() {}
+
+func (*ShareSessionResponse_Rejected) isShareSessionResponse_Outcome() {}
+
 // UnshareSessionRequest takes back a share of a session.
 type UnshareSessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// Idempotency key; a retry with the same id and body returns the same response.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// The session (required).
-	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// The token name, or "*", to take the share back from (required).
-	TokenName     string `protobuf:"bytes,2,opt,name=token_name,json=tokenName,proto3" json:"token_name,omitempty"`
+	TokenName     string `protobuf:"bytes,3,opt,name=token_name,json=tokenName,proto3" json:"token_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1399,6 +1452,13 @@ func (*UnshareSessionRequest) Descriptor() ([]byte, []int) {
 	return file_aophub_v1_session_proto_rawDescGZIP(), []int{19}
 }
 
+func (x *UnshareSessionRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 func (x *UnshareSessionRequest) GetSessionId() string {
 	if x != nil {
 		return x.SessionId
@@ -1413,11 +1473,16 @@ func (x *UnshareSessionRequest) GetTokenName() string {
 	return ""
 }
 
-// UnshareSessionResponse is the session as it is now shared.
+// UnshareSessionResponse is the outcome of UnshareSession.
 type UnshareSessionResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The session, with its new shared_with.
-	Session       *SessionInfo `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// The outcome.
+	//
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*UnshareSessionResponse_Accepted
+	//	*UnshareSessionResponse_Rejected
+	Outcome       isUnshareSessionResponse_Outcome `protobuf_oneof:"outcome"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1452,12 +1517,48 @@ func (*UnshareSessionResponse) Descriptor() ([]byte, []int) {
 	return file_aophub_v1_session_proto_rawDescGZIP(), []int{20}
 }
 
-func (x *UnshareSessionResponse) GetSession() *SessionInfo {
+func (x *UnshareSessionResponse) GetOutcome() isUnshareSessionResponse_Outcome {
 	if x != nil {
-		return x.Session
+		return x.Outcome
 	}
 	return nil
 }
+
+func (x *UnshareSessionResponse) GetAccepted() *SessionInfo {
+	if x != nil {
+		if x, ok := x.Outcome.(*UnshareSessionResponse_Accepted); ok {
+			return x.Accepted
+		}
+	}
+	return nil
+}
+
+func (x *UnshareSessionResponse) GetRejected() *aop.Rejection {
+	if x != nil {
+		if x, ok := x.Outcome.(*UnshareSessionResponse_Rejected); ok {
+			return x.Rejected
+		}
+	}
+	return nil
+}
+
+type isUnshareSessionResponse_Outcome interface {
+	isUnshareSessionResponse_Outcome()
+}
+
+type UnshareSessionResponse_Accepted struct {
+	// The session, with its new shared_with.
+	Accepted *SessionInfo `protobuf:"bytes,1,opt,name=accepted,proto3,oneof"`
+}
+
+type UnshareSessionResponse_Rejected struct {
+	// Why it was refused (as for ShareSession).
+	Rejected *aop.Rejection `protobuf:"bytes,2,opt,name=rejected,proto3,oneof"`
+}
+
+func (*UnshareSessionResponse_Accepted) isUnshareSessionResponse_Outcome() {}
+
+func (*UnshareSessionResponse_Rejected) isUnshareSessionResponse_Outcome() {}
 
 var File_aophub_v1_session_proto protoreflect.FileDescriptor
 
@@ -1554,25 +1655,33 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\foperation_id\x18\x01 \x01(\tR\voperationId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x14\n" +
-	"\x05state\x18\x03 \x01(\tR\x05state\"S\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\"r\n" +
 	"\x13ShareSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n" +
 	"\n" +
-	"token_name\x18\x02 \x01(\tR\ttokenName\"H\n" +
-	"\x14ShareSessionResponse\x120\n" +
-	"\asession\x18\x01 \x01(\v2\x16.aophub.v1.SessionInfoR\asession\"U\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"token_name\x18\x03 \x01(\tR\ttokenName\"\x85\x01\n" +
+	"\x14ShareSessionResponse\x124\n" +
+	"\baccepted\x18\x01 \x01(\v2\x16.aophub.v1.SessionInfoH\x00R\baccepted\x12,\n" +
+	"\brejected\x18\x02 \x01(\v2\x0e.aop.RejectionH\x00R\brejectedB\t\n" +
+	"\aoutcome\"t\n" +
 	"\x15UnshareSessionRequest\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n" +
 	"\n" +
-	"token_name\x18\x02 \x01(\tR\ttokenName\"J\n" +
-	"\x16UnshareSessionResponse\x120\n" +
-	"\asession\x18\x01 \x01(\v2\x16.aophub.v1.SessionInfoR\asession*_\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"token_name\x18\x03 \x01(\tR\ttokenName\"\x87\x01\n" +
+	"\x16UnshareSessionResponse\x124\n" +
+	"\baccepted\x18\x01 \x01(\v2\x16.aophub.v1.SessionInfoH\x00R\baccepted\x12,\n" +
+	"\brejected\x18\x02 \x01(\v2\x0e.aop.RejectionH\x00R\brejectedB\t\n" +
+	"\aoutcome*_\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SESSION_STATE_OPEN\x10\x01\x12\x18\n" +
-	"\x14SESSION_STATE_CLOSED\x10\x022\xc6\x06\n" +
+	"\x14SESSION_STATE_CLOSED\x10\x022\xbc\x06\n" +
 	"\x0eSessionService\x12T\n" +
 	"\fListSessions\x12\x1e.aophub.v1.ListSessionsRequest\x1a\x1f.aophub.v1.ListSessionsResponse\"\x03\x90\x02\x01\x12N\n" +
 	"\n" +
@@ -1584,9 +1693,9 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"RunCommand\x12\x1c.aophub.v1.RunCommandRequest\x1a\x1d.aophub.v1.RunCommandResponse\x12B\n" +
 	"\n" +
-	"ListEvents\x12\x16.aop.ListEventsRequest\x1a\x17.aop.ListEventsResponse\"\x03\x90\x02\x01\x12T\n" +
-	"\fShareSession\x12\x1e.aophub.v1.ShareSessionRequest\x1a\x1f.aophub.v1.ShareSessionResponse\"\x03\x90\x02\x02\x12Z\n" +
-	"\x0eUnshareSession\x12 .aophub.v1.UnshareSessionRequest\x1a!.aophub.v1.UnshareSessionResponse\"\x03\x90\x02\x02BI\n" +
+	"ListEvents\x12\x16.aop.ListEventsRequest\x1a\x17.aop.ListEventsResponse\"\x03\x90\x02\x01\x12O\n" +
+	"\fShareSession\x12\x1e.aophub.v1.ShareSessionRequest\x1a\x1f.aophub.v1.ShareSessionResponse\x12U\n" +
+	"\x0eUnshareSession\x12 .aophub.v1.UnshareSessionRequest\x1a!.aophub.v1.UnshareSessionResponseBI\n" +
 	"\x11dev.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3"
 
 var (
@@ -1647,33 +1756,35 @@ var file_aophub_v1_session_proto_depIdxs = []int32{
 	12, // 11: aophub.v1.DeleteSessionResponse.accepted:type_name -> aophub.v1.SessionDeleted
 	23, // 12: aophub.v1.DeleteSessionResponse.rejected:type_name -> aop.Rejection
 	24, // 13: aophub.v1.ListCommandsResponse.commands:type_name -> aophub.v1.Command
-	1,  // 14: aophub.v1.ShareSessionResponse.session:type_name -> aophub.v1.SessionInfo
-	1,  // 15: aophub.v1.UnshareSessionResponse.session:type_name -> aophub.v1.SessionInfo
-	2,  // 16: aophub.v1.SessionService.ListSessions:input_type -> aophub.v1.ListSessionsRequest
-	4,  // 17: aophub.v1.SessionService.GetSession:input_type -> aophub.v1.GetSessionRequest
-	6,  // 18: aophub.v1.SessionService.UpdateSession:input_type -> aophub.v1.UpdateSessionRequest
-	8,  // 19: aophub.v1.SessionService.ResetSession:input_type -> aophub.v1.ResetSessionRequest
-	11, // 20: aophub.v1.SessionService.DeleteSession:input_type -> aophub.v1.DeleteSessionRequest
-	14, // 21: aophub.v1.SessionService.ListCommands:input_type -> aophub.v1.ListCommandsRequest
-	16, // 22: aophub.v1.SessionService.RunCommand:input_type -> aophub.v1.RunCommandRequest
-	25, // 23: aophub.v1.SessionService.ListEvents:input_type -> aop.ListEventsRequest
-	18, // 24: aophub.v1.SessionService.ShareSession:input_type -> aophub.v1.ShareSessionRequest
-	20, // 25: aophub.v1.SessionService.UnshareSession:input_type -> aophub.v1.UnshareSessionRequest
-	3,  // 26: aophub.v1.SessionService.ListSessions:output_type -> aophub.v1.ListSessionsResponse
-	5,  // 27: aophub.v1.SessionService.GetSession:output_type -> aophub.v1.GetSessionResponse
-	7,  // 28: aophub.v1.SessionService.UpdateSession:output_type -> aophub.v1.UpdateSessionResponse
-	10, // 29: aophub.v1.SessionService.ResetSession:output_type -> aophub.v1.ResetSessionResponse
-	13, // 30: aophub.v1.SessionService.DeleteSession:output_type -> aophub.v1.DeleteSessionResponse
-	15, // 31: aophub.v1.SessionService.ListCommands:output_type -> aophub.v1.ListCommandsResponse
-	17, // 32: aophub.v1.SessionService.RunCommand:output_type -> aophub.v1.RunCommandResponse
-	26, // 33: aophub.v1.SessionService.ListEvents:output_type -> aop.ListEventsResponse
-	19, // 34: aophub.v1.SessionService.ShareSession:output_type -> aophub.v1.ShareSessionResponse
-	21, // 35: aophub.v1.SessionService.UnshareSession:output_type -> aophub.v1.UnshareSessionResponse
-	26, // [26:36] is the sub-list for method output_type
-	16, // [16:26] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	1,  // 14: aophub.v1.ShareSessionResponse.accepted:type_name -> aophub.v1.SessionInfo
+	23, // 15: aophub.v1.ShareSessionResponse.rejected:type_name -> aop.Rejection
+	1,  // 16: aophub.v1.UnshareSessionResponse.accepted:type_name -> aophub.v1.SessionInfo
+	23, // 17: aophub.v1.UnshareSessionResponse.rejected:type_name -> aop.Rejection
+	2,  // 18: aophub.v1.SessionService.ListSessions:input_type -> aophub.v1.ListSessionsRequest
+	4,  // 19: aophub.v1.SessionService.GetSession:input_type -> aophub.v1.GetSessionRequest
+	6,  // 20: aophub.v1.SessionService.UpdateSession:input_type -> aophub.v1.UpdateSessionRequest
+	8,  // 21: aophub.v1.SessionService.ResetSession:input_type -> aophub.v1.ResetSessionRequest
+	11, // 22: aophub.v1.SessionService.DeleteSession:input_type -> aophub.v1.DeleteSessionRequest
+	14, // 23: aophub.v1.SessionService.ListCommands:input_type -> aophub.v1.ListCommandsRequest
+	16, // 24: aophub.v1.SessionService.RunCommand:input_type -> aophub.v1.RunCommandRequest
+	25, // 25: aophub.v1.SessionService.ListEvents:input_type -> aop.ListEventsRequest
+	18, // 26: aophub.v1.SessionService.ShareSession:input_type -> aophub.v1.ShareSessionRequest
+	20, // 27: aophub.v1.SessionService.UnshareSession:input_type -> aophub.v1.UnshareSessionRequest
+	3,  // 28: aophub.v1.SessionService.ListSessions:output_type -> aophub.v1.ListSessionsResponse
+	5,  // 29: aophub.v1.SessionService.GetSession:output_type -> aophub.v1.GetSessionResponse
+	7,  // 30: aophub.v1.SessionService.UpdateSession:output_type -> aophub.v1.UpdateSessionResponse
+	10, // 31: aophub.v1.SessionService.ResetSession:output_type -> aophub.v1.ResetSessionResponse
+	13, // 32: aophub.v1.SessionService.DeleteSession:output_type -> aophub.v1.DeleteSessionResponse
+	15, // 33: aophub.v1.SessionService.ListCommands:output_type -> aophub.v1.ListCommandsResponse
+	17, // 34: aophub.v1.SessionService.RunCommand:output_type -> aophub.v1.RunCommandResponse
+	26, // 35: aophub.v1.SessionService.ListEvents:output_type -> aop.ListEventsResponse
+	19, // 36: aophub.v1.SessionService.ShareSession:output_type -> aophub.v1.ShareSessionResponse
+	21, // 37: aophub.v1.SessionService.UnshareSession:output_type -> aophub.v1.UnshareSessionResponse
+	28, // [28:38] is the sub-list for method output_type
+	18, // [18:28] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_aophub_v1_session_proto_init() }
@@ -1694,6 +1805,14 @@ func file_aophub_v1_session_proto_init() {
 	file_aophub_v1_session_proto_msgTypes[12].OneofWrappers = []any{
 		(*DeleteSessionResponse_Accepted)(nil),
 		(*DeleteSessionResponse_Rejected)(nil),
+	}
+	file_aophub_v1_session_proto_msgTypes[18].OneofWrappers = []any{
+		(*ShareSessionResponse_Accepted)(nil),
+		(*ShareSessionResponse_Rejected)(nil),
+	}
+	file_aophub_v1_session_proto_msgTypes[20].OneofWrappers = []any{
+		(*UnshareSessionResponse_Accepted)(nil),
+		(*UnshareSessionResponse_Rejected)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

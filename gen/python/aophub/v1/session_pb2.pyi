@@ -190,29 +190,37 @@ class RunCommandResponse(_message.Message):
     def __init__(self, operation_id: _Optional[str] = ..., session_id: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
 
 class ShareSessionRequest(_message.Message):
-    __slots__ = ("session_id", "token_name")
+    __slots__ = ("request_id", "session_id", "token_name")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TOKEN_NAME_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
     session_id: str
     token_name: str
-    def __init__(self, session_id: _Optional[str] = ..., token_name: _Optional[str] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., token_name: _Optional[str] = ...) -> None: ...
 
 class ShareSessionResponse(_message.Message):
-    __slots__ = ("session",)
-    SESSION_FIELD_NUMBER: _ClassVar[int]
-    session: SessionInfo
-    def __init__(self, session: _Optional[_Union[SessionInfo, _Mapping]] = ...) -> None: ...
+    __slots__ = ("accepted", "rejected")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_FIELD_NUMBER: _ClassVar[int]
+    accepted: SessionInfo
+    rejected: _chat_pb2.Rejection
+    def __init__(self, accepted: _Optional[_Union[SessionInfo, _Mapping]] = ..., rejected: _Optional[_Union[_chat_pb2.Rejection, _Mapping]] = ...) -> None: ...
 
 class UnshareSessionRequest(_message.Message):
-    __slots__ = ("session_id", "token_name")
+    __slots__ = ("request_id", "session_id", "token_name")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TOKEN_NAME_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
     session_id: str
     token_name: str
-    def __init__(self, session_id: _Optional[str] = ..., token_name: _Optional[str] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., token_name: _Optional[str] = ...) -> None: ...
 
 class UnshareSessionResponse(_message.Message):
-    __slots__ = ("session",)
-    SESSION_FIELD_NUMBER: _ClassVar[int]
-    session: SessionInfo
-    def __init__(self, session: _Optional[_Union[SessionInfo, _Mapping]] = ...) -> None: ...
+    __slots__ = ("accepted", "rejected")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_FIELD_NUMBER: _ClassVar[int]
+    accepted: SessionInfo
+    rejected: _chat_pb2.Rejection
+    def __init__(self, accepted: _Optional[_Union[SessionInfo, _Mapping]] = ..., rejected: _Optional[_Union[_chat_pb2.Rejection, _Mapping]] = ...) -> None: ...

@@ -170,14 +170,12 @@ func NewSessionServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			httpClient,
 			baseURL+SessionServiceShareSessionProcedure,
 			connect.WithSchema(sessionServiceMethods.ByName("ShareSession")),
-			connect.WithIdempotency(connect.IdempotencyIdempotent),
 			connect.WithClientOptions(opts...),
 		),
 		unshareSession: connect.NewClient[v1.UnshareSessionRequest, v1.UnshareSessionResponse](
 			httpClient,
 			baseURL+SessionServiceUnshareSessionProcedure,
 			connect.WithSchema(sessionServiceMethods.ByName("UnshareSession")),
-			connect.WithIdempotency(connect.IdempotencyIdempotent),
 			connect.WithClientOptions(opts...),
 		),
 	}
@@ -345,14 +343,12 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 		SessionServiceShareSessionProcedure,
 		svc.ShareSession,
 		connect.WithSchema(sessionServiceMethods.ByName("ShareSession")),
-		connect.WithIdempotency(connect.IdempotencyIdempotent),
 		connect.WithHandlerOptions(opts...),
 	)
 	sessionServiceUnshareSessionHandler := connect.NewUnaryHandler(
 		SessionServiceUnshareSessionProcedure,
 		svc.UnshareSession,
 		connect.WithSchema(sessionServiceMethods.ByName("UnshareSession")),
-		connect.WithIdempotency(connect.IdempotencyIdempotent),
 		connect.WithHandlerOptions(opts...),
 	)
 	return "/aophub.v1.SessionService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

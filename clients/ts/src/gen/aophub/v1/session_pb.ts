@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/session.proto.
  */
 export const file_aophub_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("Chdhb3BodWIvdjEvc2Vzc2lvbi5wcm90bxIJYW9waHViLnYxIp8DCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEg0KBXRpdGxlGAMgASgJEiYKBXN0YXRlGAQgASgOMhcuYW9waHViLnYxLlNlc3Npb25TdGF0ZRIQCghhcmNoaXZlZBgFIAEoCBIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtsYXN0X2N1cnNvchgIIAEoCRITCgtldmVudF9jb3VudBgJIAEoBBIXCg9ydW5uaW5nX3R1cm5faWQYCiABKAkSFAoMcXVldWVkX3R1cm5zGAsgASgNEhwKFHBlbmRpbmdfaW50ZXJhY3Rpb25zGAwgASgNEhkKEXBhcmVudF9zZXNzaW9uX2lkGA0gASgJEhQKDGNsb3NlX3JlYXNvbhgOIAEoCRINCgVvd25lchgPIAEoCRITCgtzaGFyZWRfd2l0aBgQIAMoCSJ/ChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJEhYKDmluY2x1ZGVfY2xvc2VkGAMgASgIEhgKEGluY2x1ZGVfYXJjaGl2ZWQYBCABKAgSDwoHbm9kZV9pZBgFIAEoCSJZChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIoCghzZXNzaW9ucxgBIAMoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mbxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJwoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI9ChJHZXRTZXNzaW9uUmVzcG9uc2USJwoHc2Vzc2lvbhgBIAEoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mbyKAAQoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKBXRpdGxlGAMgASgJSACIAQESFQoIYXJjaGl2ZWQYBCABKAhIAYgBAUIICgZfdGl0bGVCCwoJX2FyY2hpdmVkInIKFVVwZGF0ZVNlc3Npb25SZXNwb25zZRIqCghhY2NlcHRlZBgBIAEoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mb0gAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiPQoTUmVzZXRTZXNzaW9uUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiawoMU2Vzc2lvblJlc2V0EisKC25ld19zZXNzaW9uGAEgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvEi4KDmNsb3NlZF9zZXNzaW9uGAIgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvInIKFFJlc2V0U2Vzc2lvblJlc3BvbnNlEisKCGFjY2VwdGVkGAEgASgLMhcuYW9waHViLnYxLlNlc3Npb25SZXNldEgAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiPgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIjwKDlNlc3Npb25EZWxldGVkEhIKCnNlc3Npb25faWQYASABKAkSFgoOZXZlbnRzX2RlbGV0ZWQYAiABKAQidQoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlEi0KCGFjY2VwdGVkGAEgASgLMhkuYW9waHViLnYxLlNlc3Npb25EZWxldGVkSAASIgoIcmVqZWN0ZWQYAiABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSIpChNMaXN0Q29tbWFuZHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiPAoUTGlzdENvbW1hbmRzUmVzcG9uc2USJAoIY29tbWFuZHMYASADKAsyEi5hb3BodWIudjEuQ29tbWFuZCI1ChFSdW5Db21tYW5kUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBGxpbmUYAiABKAkiTQoSUnVuQ29tbWFuZFJlc3BvbnNlEhQKDG9wZXJhdGlvbl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg0KBXN0YXRlGAMgASgJIj0KE1NoYXJlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgp0b2tlbl9uYW1lGAIgASgJIj8KFFNoYXJlU2Vzc2lvblJlc3BvbnNlEicKB3Nlc3Npb24YASABKAsyFi5hb3BodWIudjEuU2Vzc2lvbkluZm8iPwoVVW5zaGFyZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEgoKdG9rZW5fbmFtZRgCIAEoCSJBChZVbnNoYXJlU2Vzc2lvblJlc3BvbnNlEicKB3Nlc3Npb24YASABKAsyFi5hb3BodWIudjEuU2Vzc2lvbkluZm8qXwoMU2Vzc2lvblN0YXRlEh0KGVNFU1NJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIWChJTRVNTSU9OX1NUQVRFX09QRU4QARIYChRTRVNTSU9OX1NUQVRFX0NMT1NFRBACMsYGCg5TZXNzaW9uU2VydmljZRJUCgxMaXN0U2Vzc2lvbnMSHi5hb3BodWIudjEuTGlzdFNlc3Npb25zUmVxdWVzdBofLmFvcGh1Yi52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZSIDkAIBEk4KCkdldFNlc3Npb24SHC5hb3BodWIudjEuR2V0U2Vzc2lvblJlcXVlc3QaHS5hb3BodWIudjEuR2V0U2Vzc2lvblJlc3BvbnNlIgOQAgESUgoNVXBkYXRlU2Vzc2lvbhIfLmFvcGh1Yi52MS5VcGRhdGVTZXNzaW9uUmVxdWVzdBogLmFvcGh1Yi52MS5VcGRhdGVTZXNzaW9uUmVzcG9uc2USTwoMUmVzZXRTZXNzaW9uEh4uYW9waHViLnYxLlJlc2V0U2Vzc2lvblJlcXVlc3QaHy5hb3BodWIudjEuUmVzZXRTZXNzaW9uUmVzcG9uc2USUgoNRGVsZXRlU2Vzc2lvbhIfLmFvcGh1Yi52MS5EZWxldGVTZXNzaW9uUmVxdWVzdBogLmFvcGh1Yi52MS5EZWxldGVTZXNzaW9uUmVzcG9uc2USVAoMTGlzdENvbW1hbmRzEh4uYW9waHViLnYxLkxpc3RDb21tYW5kc1JlcXVlc3QaHy5hb3BodWIudjEuTGlzdENvbW1hbmRzUmVzcG9uc2UiA5ACARJJCgpSdW5Db21tYW5kEhwuYW9waHViLnYxLlJ1bkNvbW1hbmRSZXF1ZXN0Gh0uYW9waHViLnYxLlJ1bkNvbW1hbmRSZXNwb25zZRJCCgpMaXN0RXZlbnRzEhYuYW9wLkxpc3RFdmVudHNSZXF1ZXN0GhcuYW9wLkxpc3RFdmVudHNSZXNwb25zZSIDkAIBElQKDFNoYXJlU2Vzc2lvbhIeLmFvcGh1Yi52MS5TaGFyZVNlc3Npb25SZXF1ZXN0Gh8uYW9waHViLnYxLlNoYXJlU2Vzc2lvblJlc3BvbnNlIgOQAgISWgoOVW5zaGFyZVNlc3Npb24SIC5hb3BodWIudjEuVW5zaGFyZVNlc3Npb25SZXF1ZXN0GiEuYW9waHViLnYxLlVuc2hhcmVTZXNzaW9uUmVzcG9uc2UiA5ACAkJJChFkZXYuYW9waHViLmFwaS52MVABWjJnaXRodWIuY29tL2FvcGh1Yi9hb3BodWIvZ2VuL2dvL2FvcGh1Yi92MTthb3BodWJ2MWIGcHJvdG8z", [file_aop_chat, file_aophub_v1_agent, file_google_protobuf_timestamp]);
+  fileDesc("Chdhb3BodWIvdjEvc2Vzc2lvbi5wcm90bxIJYW9waHViLnYxIp8DCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEg0KBXRpdGxlGAMgASgJEiYKBXN0YXRlGAQgASgOMhcuYW9waHViLnYxLlNlc3Npb25TdGF0ZRIQCghhcmNoaXZlZBgFIAEoCBIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtsYXN0X2N1cnNvchgIIAEoCRITCgtldmVudF9jb3VudBgJIAEoBBIXCg9ydW5uaW5nX3R1cm5faWQYCiABKAkSFAoMcXVldWVkX3R1cm5zGAsgASgNEhwKFHBlbmRpbmdfaW50ZXJhY3Rpb25zGAwgASgNEhkKEXBhcmVudF9zZXNzaW9uX2lkGA0gASgJEhQKDGNsb3NlX3JlYXNvbhgOIAEoCRINCgVvd25lchgPIAEoCRITCgtzaGFyZWRfd2l0aBgQIAMoCSJ/ChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJEhYKDmluY2x1ZGVfY2xvc2VkGAMgASgIEhgKEGluY2x1ZGVfYXJjaGl2ZWQYBCABKAgSDwoHbm9kZV9pZBgFIAEoCSJZChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIoCghzZXNzaW9ucxgBIAMoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mbxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJwoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI9ChJHZXRTZXNzaW9uUmVzcG9uc2USJwoHc2Vzc2lvbhgBIAEoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mbyKAAQoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKBXRpdGxlGAMgASgJSACIAQESFQoIYXJjaGl2ZWQYBCABKAhIAYgBAUIICgZfdGl0bGVCCwoJX2FyY2hpdmVkInIKFVVwZGF0ZVNlc3Npb25SZXNwb25zZRIqCghhY2NlcHRlZBgBIAEoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mb0gAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiPQoTUmVzZXRTZXNzaW9uUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiawoMU2Vzc2lvblJlc2V0EisKC25ld19zZXNzaW9uGAEgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvEi4KDmNsb3NlZF9zZXNzaW9uGAIgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvInIKFFJlc2V0U2Vzc2lvblJlc3BvbnNlEisKCGFjY2VwdGVkGAEgASgLMhcuYW9waHViLnYxLlNlc3Npb25SZXNldEgAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiPgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIjwKDlNlc3Npb25EZWxldGVkEhIKCnNlc3Npb25faWQYASABKAkSFgoOZXZlbnRzX2RlbGV0ZWQYAiABKAQidQoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlEi0KCGFjY2VwdGVkGAEgASgLMhkuYW9waHViLnYxLlNlc3Npb25EZWxldGVkSAASIgoIcmVqZWN0ZWQYAiABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSIpChNMaXN0Q29tbWFuZHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiPAoUTGlzdENvbW1hbmRzUmVzcG9uc2USJAoIY29tbWFuZHMYASADKAsyEi5hb3BodWIudjEuQ29tbWFuZCI1ChFSdW5Db21tYW5kUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBGxpbmUYAiABKAkiTQoSUnVuQ29tbWFuZFJlc3BvbnNlEhQKDG9wZXJhdGlvbl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg0KBXN0YXRlGAMgASgJIlEKE1NoYXJlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKCnRva2VuX25hbWUYAyABKAkicQoUU2hhcmVTZXNzaW9uUmVzcG9uc2USKgoIYWNjZXB0ZWQYASABKAsyFi5hb3BodWIudjEuU2Vzc2lvbkluZm9IABIiCghyZWplY3RlZBgCIAEoCzIOLmFvcC5SZWplY3Rpb25IAEIJCgdvdXRjb21lIlMKFVVuc2hhcmVTZXNzaW9uUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEgoKdG9rZW5fbmFtZRgDIAEoCSJzChZVbnNoYXJlU2Vzc2lvblJlc3BvbnNlEioKCGFjY2VwdGVkGAEgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvSAASIgoIcmVqZWN0ZWQYAiABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSpfCgxTZXNzaW9uU3RhdGUSHQoZU0VTU0lPTl9TVEFURV9VTlNQRUNJRklFRBAAEhYKElNFU1NJT05fU1RBVEVfT1BFThABEhgKFFNFU1NJT05fU1RBVEVfQ0xPU0VEEAIyvAYKDlNlc3Npb25TZXJ2aWNlElQKDExpc3RTZXNzaW9ucxIeLmFvcGh1Yi52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh8uYW9waHViLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlIgOQAgESTgoKR2V0U2Vzc2lvbhIcLmFvcGh1Yi52MS5HZXRTZXNzaW9uUmVxdWVzdBodLmFvcGh1Yi52MS5HZXRTZXNzaW9uUmVzcG9uc2UiA5ACARJSCg1VcGRhdGVTZXNzaW9uEh8uYW9waHViLnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0GiAuYW9waHViLnYxLlVwZGF0ZVNlc3Npb25SZXNwb25zZRJPCgxSZXNldFNlc3Npb24SHi5hb3BodWIudjEuUmVzZXRTZXNzaW9uUmVxdWVzdBofLmFvcGh1Yi52MS5SZXNldFNlc3Npb25SZXNwb25zZRJSCg1EZWxldGVTZXNzaW9uEh8uYW9waHViLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiAuYW9waHViLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJUCgxMaXN0Q29tbWFuZHMSHi5hb3BodWIudjEuTGlzdENvbW1hbmRzUmVxdWVzdBofLmFvcGh1Yi52MS5MaXN0Q29tbWFuZHNSZXNwb25zZSIDkAIBEkkKClJ1bkNvbW1hbmQSHC5hb3BodWIudjEuUnVuQ29tbWFuZFJlcXVlc3QaHS5hb3BodWIudjEuUnVuQ29tbWFuZFJlc3BvbnNlEkIKCkxpc3RFdmVudHMSFi5hb3AuTGlzdEV2ZW50c1JlcXVlc3QaFy5hb3AuTGlzdEV2ZW50c1Jlc3BvbnNlIgOQAgESTwoMU2hhcmVTZXNzaW9uEh4uYW9waHViLnYxLlNoYXJlU2Vzc2lvblJlcXVlc3QaHy5hb3BodWIudjEuU2hhcmVTZXNzaW9uUmVzcG9uc2USVQoOVW5zaGFyZVNlc3Npb24SIC5hb3BodWIudjEuVW5zaGFyZVNlc3Npb25SZXF1ZXN0GiEuYW9waHViLnYxLlVuc2hhcmVTZXNzaW9uUmVzcG9uc2VCSQoRZGV2LmFvcGh1Yi5hcGkudjFQAVoyZ2l0aHViLmNvbS9hb3BodWIvYW9waHViL2dlbi9nby9hb3BodWIvdjE7YW9waHVidjFiBnByb3RvMw", [file_aop_chat, file_aophub_v1_agent, file_google_protobuf_timestamp]);
 
 /**
  * SessionInfo is the management view of a session.
@@ -645,9 +645,16 @@ export const RunCommandResponseSchema: GenMessage<RunCommandResponse> = /*@__PUR
  */
 export type ShareSessionRequest = Message<"aophub.v1.ShareSessionRequest"> & {
   /**
+   * Idempotency key; a retry with the same id and body returns the same response.
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
    * The session to share (required).
    *
-   * @generated from field: string session_id = 1;
+   * @generated from field: string session_id = 2;
    */
   sessionId: string;
 
@@ -655,7 +662,7 @@ export type ShareSessionRequest = Message<"aophub.v1.ShareSessionRequest"> & {
    * A token name, or "*" for every app token (required). The name need not
    * exist yet: a token created later with this name sees the session.
    *
-   * @generated from field: string token_name = 2;
+   * @generated from field: string token_name = 3;
    */
   tokenName: string;
 };
@@ -668,17 +675,34 @@ export const ShareSessionRequestSchema: GenMessage<ShareSessionRequest> = /*@__P
   messageDesc(file_aophub_v1_session, 17);
 
 /**
- * ShareSessionResponse is the session as it is now shared.
+ * ShareSessionResponse is the outcome of ShareSession.
  *
  * @generated from message aophub.v1.ShareSessionResponse
  */
 export type ShareSessionResponse = Message<"aophub.v1.ShareSessionResponse"> & {
   /**
-   * The session, with its new shared_with.
+   * The outcome.
    *
-   * @generated from field: aophub.v1.SessionInfo session = 1;
+   * @generated from oneof aophub.v1.ShareSessionResponse.outcome
    */
-  session?: SessionInfo | undefined;
+  outcome: {
+    /**
+     * The session, with its new shared_with.
+     *
+     * @generated from field: aophub.v1.SessionInfo accepted = 1;
+     */
+    value: SessionInfo;
+    case: "accepted";
+  } | {
+    /**
+     * Why it was refused (NOT_FOUND, INVALID_ARGUMENT, PERMISSION_DENIED for
+     * a token that sees the session but does not own it).
+     *
+     * @generated from field: aop.Rejection rejected = 2;
+     */
+    value: Rejection;
+    case: "rejected";
+  } | { case: undefined; value?: undefined };
 };
 
 /**
@@ -695,16 +719,23 @@ export const ShareSessionResponseSchema: GenMessage<ShareSessionResponse> = /*@_
  */
 export type UnshareSessionRequest = Message<"aophub.v1.UnshareSessionRequest"> & {
   /**
+   * Idempotency key; a retry with the same id and body returns the same response.
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
    * The session (required).
    *
-   * @generated from field: string session_id = 1;
+   * @generated from field: string session_id = 2;
    */
   sessionId: string;
 
   /**
    * The token name, or "*", to take the share back from (required).
    *
-   * @generated from field: string token_name = 2;
+   * @generated from field: string token_name = 3;
    */
   tokenName: string;
 };
@@ -717,17 +748,33 @@ export const UnshareSessionRequestSchema: GenMessage<UnshareSessionRequest> = /*
   messageDesc(file_aophub_v1_session, 19);
 
 /**
- * UnshareSessionResponse is the session as it is now shared.
+ * UnshareSessionResponse is the outcome of UnshareSession.
  *
  * @generated from message aophub.v1.UnshareSessionResponse
  */
 export type UnshareSessionResponse = Message<"aophub.v1.UnshareSessionResponse"> & {
   /**
-   * The session, with its new shared_with.
+   * The outcome.
    *
-   * @generated from field: aophub.v1.SessionInfo session = 1;
+   * @generated from oneof aophub.v1.UnshareSessionResponse.outcome
    */
-  session?: SessionInfo | undefined;
+  outcome: {
+    /**
+     * The session, with its new shared_with.
+     *
+     * @generated from field: aophub.v1.SessionInfo accepted = 1;
+     */
+    value: SessionInfo;
+    case: "accepted";
+  } | {
+    /**
+     * Why it was refused (as for ShareSession).
+     *
+     * @generated from field: aop.Rejection rejected = 2;
+     */
+    value: Rejection;
+    case: "rejected";
+  } | { case: undefined; value?: undefined };
 };
 
 /**

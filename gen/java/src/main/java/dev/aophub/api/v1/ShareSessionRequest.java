@@ -32,6 +32,7 @@ private static final long serialVersionUID = 0L;
     super(builder);
   }
   private ShareSessionRequest() {
+    requestId_ = "";
     sessionId_ = "";
     tokenName_ = "";
   }
@@ -54,7 +55,54 @@ private static final long serialVersionUID = 0L;
             dev.aophub.api.v1.ShareSessionRequest.class, dev.aophub.api.v1.ShareSessionRequest.Builder.class);
   }
 
-  public static final int SESSION_ID_FIELD_NUMBER = 1;
+  public static final int REQUEST_ID_FIELD_NUMBER = 1;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object requestId_ = "";
+  /**
+   * <pre>
+   * Idempotency key; a retry with the same id and body returns the same response.
+   * </pre>
+   *
+   * <code>string request_id = 1 [json_name = "requestId"];</code>
+   * @return The requestId.
+   */
+  @java.lang.Override
+  public java.lang.String getRequestId() {
+    java.lang.Object ref = requestId_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      requestId_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Idempotency key; a retry with the same id and body returns the same response.
+   * </pre>
+   *
+   * <code>string request_id = 1 [json_name = "requestId"];</code>
+   * @return The bytes for requestId.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getRequestIdBytes() {
+    java.lang.Object ref = requestId_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      requestId_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int SESSION_ID_FIELD_NUMBER = 2;
   @SuppressWarnings("serial")
   private volatile java.lang.Object sessionId_ = "";
   /**
@@ -62,7 +110,7 @@ private static final long serialVersionUID = 0L;
    * The session to share (required).
    * </pre>
    *
-   * <code>string session_id = 1 [json_name = "sessionId"];</code>
+   * <code>string session_id = 2 [json_name = "sessionId"];</code>
    * @return The sessionId.
    */
   @java.lang.Override
@@ -83,7 +131,7 @@ private static final long serialVersionUID = 0L;
    * The session to share (required).
    * </pre>
    *
-   * <code>string session_id = 1 [json_name = "sessionId"];</code>
+   * <code>string session_id = 2 [json_name = "sessionId"];</code>
    * @return The bytes for sessionId.
    */
   @java.lang.Override
@@ -101,7 +149,7 @@ private static final long serialVersionUID = 0L;
     }
   }
 
-  public static final int TOKEN_NAME_FIELD_NUMBER = 2;
+  public static final int TOKEN_NAME_FIELD_NUMBER = 3;
   @SuppressWarnings("serial")
   private volatile java.lang.Object tokenName_ = "";
   /**
@@ -110,7 +158,7 @@ private static final long serialVersionUID = 0L;
    * exist yet: a token created later with this name sees the session.
    * </pre>
    *
-   * <code>string token_name = 2 [json_name = "tokenName"];</code>
+   * <code>string token_name = 3 [json_name = "tokenName"];</code>
    * @return The tokenName.
    */
   @java.lang.Override
@@ -132,7 +180,7 @@ private static final long serialVersionUID = 0L;
    * exist yet: a token created later with this name sees the session.
    * </pre>
    *
-   * <code>string token_name = 2 [json_name = "tokenName"];</code>
+   * <code>string token_name = 3 [json_name = "tokenName"];</code>
    * @return The bytes for tokenName.
    */
   @java.lang.Override
@@ -164,21 +212,27 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public void writeTo(com.google.protobuf.CodedOutputStream output)
                       throws java.io.IOException {
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(requestId_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 1, requestId_);
+    }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sessionId_)) {
-      com.google.protobuf.GeneratedMessage.writeString(output, 1, sessionId_);
+      com.google.protobuf.GeneratedMessage.writeString(output, 2, sessionId_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(tokenName_)) {
-      com.google.protobuf.GeneratedMessage.writeString(output, 2, tokenName_);
+      com.google.protobuf.GeneratedMessage.writeString(output, 3, tokenName_);
     }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
     int size = 0;
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(requestId_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(1, requestId_);
+    }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sessionId_)) {
-      size += com.google.protobuf.GeneratedMessage.computeStringSize(1, sessionId_);
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(2, sessionId_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(tokenName_)) {
-      size += com.google.protobuf.GeneratedMessage.computeStringSize(2, tokenName_);
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(3, tokenName_);
     }
     return size;
   }
@@ -204,6 +258,8 @@ private static final long serialVersionUID = 0L;
     }
     dev.aophub.api.v1.ShareSessionRequest other = (dev.aophub.api.v1.ShareSessionRequest) obj;
 
+    if (!getRequestId()
+        .equals(other.getRequestId())) return false;
     if (!getSessionId()
         .equals(other.getSessionId())) return false;
     if (!getTokenName()
@@ -219,6 +275,8 @@ private static final long serialVersionUID = 0L;
     }
     int hash = 41;
     hash = (19 * hash) + getDescriptor().hashCode();
+    hash = (37 * hash) + REQUEST_ID_FIELD_NUMBER;
+    hash = (53 * hash) + getRequestId().hashCode();
     hash = (37 * hash) + SESSION_ID_FIELD_NUMBER;
     hash = (53 * hash) + getSessionId().hashCode();
     hash = (37 * hash) + TOKEN_NAME_FIELD_NUMBER;
@@ -358,6 +416,7 @@ private static final long serialVersionUID = 0L;
     public Builder clear() {
       super.clear();
       bitField0_ = 0;
+      requestId_ = "";
       sessionId_ = "";
       tokenName_ = "";
       return this;
@@ -394,9 +453,12 @@ private static final long serialVersionUID = 0L;
     private void buildPartial0(dev.aophub.api.v1.ShareSessionRequest result) {
       int from_bitField0_ = bitField0_;
       if (((from_bitField0_ & 0x00000001) != 0)) {
-        result.sessionId_ = sessionId_;
+        result.requestId_ = requestId_;
       }
       if (((from_bitField0_ & 0x00000002) != 0)) {
+        result.sessionId_ = sessionId_;
+      }
+      if (((from_bitField0_ & 0x00000004) != 0)) {
         result.tokenName_ = tokenName_;
       }
     }
@@ -413,14 +475,19 @@ private static final long serialVersionUID = 0L;
 
     public Builder mergeFrom(dev.aophub.api.v1.ShareSessionRequest other) {
       if (other == dev.aophub.api.v1.ShareSessionRequest.getDefaultInstance()) return this;
+      if (!other.getRequestId().isEmpty()) {
+        requestId_ = other.requestId_;
+        bitField0_ |= 0x00000001;
+        onChanged();
+      }
       if (!other.getSessionId().isEmpty()) {
         sessionId_ = other.sessionId_;
-        bitField0_ |= 0x00000001;
+        bitField0_ |= 0x00000002;
         onChanged();
       }
       if (!other.getTokenName().isEmpty()) {
         tokenName_ = other.tokenName_;
-        bitField0_ |= 0x00000002;
+        bitField0_ |= 0x00000004;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -448,15 +515,20 @@ private static final long serialVersionUID = 0L;
               done = true;
               break;
             case 10: {
-              sessionId_ = input.readStringRequireUtf8();
+              requestId_ = input.readStringRequireUtf8();
               bitField0_ |= 0x00000001;
               break;
             } // case 10
             case 18: {
-              tokenName_ = input.readStringRequireUtf8();
+              sessionId_ = input.readStringRequireUtf8();
               bitField0_ |= 0x00000002;
               break;
             } // case 18
+            case 26: {
+              tokenName_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 26
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -474,13 +546,105 @@ private static final long serialVersionUID = 0L;
     }
     private int bitField0_;
 
+    private java.lang.Object requestId_ = "";
+    /**
+     * <pre>
+     * Idempotency key; a retry with the same id and body returns the same response.
+     * </pre>
+     *
+     * <code>string request_id = 1 [json_name = "requestId"];</code>
+     * @return The requestId.
+     */
+    public java.lang.String getRequestId() {
+      java.lang.Object ref = requestId_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        requestId_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Idempotency key; a retry with the same id and body returns the same response.
+     * </pre>
+     *
+     * <code>string request_id = 1 [json_name = "requestId"];</code>
+     * @return The bytes for requestId.
+     */
+    public com.google.protobuf.ByteString
+        getRequestIdBytes() {
+      java.lang.Object ref = requestId_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        requestId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Idempotency key; a retry with the same id and body returns the same response.
+     * </pre>
+     *
+     * <code>string request_id = 1 [json_name = "requestId"];</code>
+     * @param value The requestId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRequestId(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      requestId_ = value;
+      bitField0_ |= 0x00000001;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Idempotency key; a retry with the same id and body returns the same response.
+     * </pre>
+     *
+     * <code>string request_id = 1 [json_name = "requestId"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearRequestId() {
+      requestId_ = getDefaultInstance().getRequestId();
+      bitField0_ = (bitField0_ & ~0x00000001);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Idempotency key; a retry with the same id and body returns the same response.
+     * </pre>
+     *
+     * <code>string request_id = 1 [json_name = "requestId"];</code>
+     * @param value The bytes for requestId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRequestIdBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      requestId_ = value;
+      bitField0_ |= 0x00000001;
+      onChanged();
+      return this;
+    }
+
     private java.lang.Object sessionId_ = "";
     /**
      * <pre>
      * The session to share (required).
      * </pre>
      *
-     * <code>string session_id = 1 [json_name = "sessionId"];</code>
+     * <code>string session_id = 2 [json_name = "sessionId"];</code>
      * @return The sessionId.
      */
     public java.lang.String getSessionId() {
@@ -500,7 +664,7 @@ private static final long serialVersionUID = 0L;
      * The session to share (required).
      * </pre>
      *
-     * <code>string session_id = 1 [json_name = "sessionId"];</code>
+     * <code>string session_id = 2 [json_name = "sessionId"];</code>
      * @return The bytes for sessionId.
      */
     public com.google.protobuf.ByteString
@@ -521,7 +685,7 @@ private static final long serialVersionUID = 0L;
      * The session to share (required).
      * </pre>
      *
-     * <code>string session_id = 1 [json_name = "sessionId"];</code>
+     * <code>string session_id = 2 [json_name = "sessionId"];</code>
      * @param value The sessionId to set.
      * @return This builder for chaining.
      */
@@ -529,7 +693,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       sessionId_ = value;
-      bitField0_ |= 0x00000001;
+      bitField0_ |= 0x00000002;
       onChanged();
       return this;
     }
@@ -538,12 +702,12 @@ private static final long serialVersionUID = 0L;
      * The session to share (required).
      * </pre>
      *
-     * <code>string session_id = 1 [json_name = "sessionId"];</code>
+     * <code>string session_id = 2 [json_name = "sessionId"];</code>
      * @return This builder for chaining.
      */
     public Builder clearSessionId() {
       sessionId_ = getDefaultInstance().getSessionId();
-      bitField0_ = (bitField0_ & ~0x00000001);
+      bitField0_ = (bitField0_ & ~0x00000002);
       onChanged();
       return this;
     }
@@ -552,7 +716,7 @@ private static final long serialVersionUID = 0L;
      * The session to share (required).
      * </pre>
      *
-     * <code>string session_id = 1 [json_name = "sessionId"];</code>
+     * <code>string session_id = 2 [json_name = "sessionId"];</code>
      * @param value The bytes for sessionId to set.
      * @return This builder for chaining.
      */
@@ -561,7 +725,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       sessionId_ = value;
-      bitField0_ |= 0x00000001;
+      bitField0_ |= 0x00000002;
       onChanged();
       return this;
     }
@@ -573,7 +737,7 @@ private static final long serialVersionUID = 0L;
      * exist yet: a token created later with this name sees the session.
      * </pre>
      *
-     * <code>string token_name = 2 [json_name = "tokenName"];</code>
+     * <code>string token_name = 3 [json_name = "tokenName"];</code>
      * @return The tokenName.
      */
     public java.lang.String getTokenName() {
@@ -594,7 +758,7 @@ private static final long serialVersionUID = 0L;
      * exist yet: a token created later with this name sees the session.
      * </pre>
      *
-     * <code>string token_name = 2 [json_name = "tokenName"];</code>
+     * <code>string token_name = 3 [json_name = "tokenName"];</code>
      * @return The bytes for tokenName.
      */
     public com.google.protobuf.ByteString
@@ -616,7 +780,7 @@ private static final long serialVersionUID = 0L;
      * exist yet: a token created later with this name sees the session.
      * </pre>
      *
-     * <code>string token_name = 2 [json_name = "tokenName"];</code>
+     * <code>string token_name = 3 [json_name = "tokenName"];</code>
      * @param value The tokenName to set.
      * @return This builder for chaining.
      */
@@ -624,7 +788,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       tokenName_ = value;
-      bitField0_ |= 0x00000002;
+      bitField0_ |= 0x00000004;
       onChanged();
       return this;
     }
@@ -634,12 +798,12 @@ private static final long serialVersionUID = 0L;
      * exist yet: a token created later with this name sees the session.
      * </pre>
      *
-     * <code>string token_name = 2 [json_name = "tokenName"];</code>
+     * <code>string token_name = 3 [json_name = "tokenName"];</code>
      * @return This builder for chaining.
      */
     public Builder clearTokenName() {
       tokenName_ = getDefaultInstance().getTokenName();
-      bitField0_ = (bitField0_ & ~0x00000002);
+      bitField0_ = (bitField0_ & ~0x00000004);
       onChanged();
       return this;
     }
@@ -649,7 +813,7 @@ private static final long serialVersionUID = 0L;
      * exist yet: a token created later with this name sees the session.
      * </pre>
      *
-     * <code>string token_name = 2 [json_name = "tokenName"];</code>
+     * <code>string token_name = 3 [json_name = "tokenName"];</code>
      * @param value The bytes for tokenName to set.
      * @return This builder for chaining.
      */
@@ -658,7 +822,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       tokenName_ = value;
-      bitField0_ |= 0x00000002;
+      bitField0_ |= 0x00000004;
       onChanged();
       return this;
     }

@@ -15,25 +15,57 @@ public interface ShareSessionResponseOrBuilder extends
    * The session, with its new shared_with.
    * </pre>
    *
-   * <code>.aophub.v1.SessionInfo session = 1 [json_name = "session"];</code>
-   * @return Whether the session field is set.
+   * <code>.aophub.v1.SessionInfo accepted = 1 [json_name = "accepted"];</code>
+   * @return Whether the accepted field is set.
    */
-  boolean hasSession();
+  boolean hasAccepted();
   /**
    * <pre>
    * The session, with its new shared_with.
    * </pre>
    *
-   * <code>.aophub.v1.SessionInfo session = 1 [json_name = "session"];</code>
-   * @return The session.
+   * <code>.aophub.v1.SessionInfo accepted = 1 [json_name = "accepted"];</code>
+   * @return The accepted.
    */
-  dev.aophub.api.v1.SessionInfo getSession();
+  dev.aophub.api.v1.SessionInfo getAccepted();
   /**
    * <pre>
    * The session, with its new shared_with.
    * </pre>
    *
-   * <code>.aophub.v1.SessionInfo session = 1 [json_name = "session"];</code>
+   * <code>.aophub.v1.SessionInfo accepted = 1 [json_name = "accepted"];</code>
    */
-  dev.aophub.api.v1.SessionInfoOrBuilder getSessionOrBuilder();
+  dev.aophub.api.v1.SessionInfoOrBuilder getAcceptedOrBuilder();
+
+  /**
+   * <pre>
+   * Why it was refused (NOT_FOUND, INVALID_ARGUMENT, PERMISSION_DENIED for
+   * a token that sees the session but does not own it).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   * @return Whether the rejected field is set.
+   */
+  boolean hasRejected();
+  /**
+   * <pre>
+   * Why it was refused (NOT_FOUND, INVALID_ARGUMENT, PERMISSION_DENIED for
+   * a token that sees the session but does not own it).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   * @return The rejected.
+   */
+  dev.aophub.aop.Rejection getRejected();
+  /**
+   * <pre>
+   * Why it was refused (NOT_FOUND, INVALID_ARGUMENT, PERMISSION_DENIED for
+   * a token that sees the session but does not own it).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   */
+  dev.aophub.aop.RejectionOrBuilder getRejectedOrBuilder();
+
+  dev.aophub.api.v1.ShareSessionResponse.OutcomeCase getOutcomeCase();
 }

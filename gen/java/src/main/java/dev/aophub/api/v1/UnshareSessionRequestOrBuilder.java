@@ -12,10 +12,30 @@ public interface UnshareSessionRequestOrBuilder extends
 
   /**
    * <pre>
+   * Idempotency key; a retry with the same id and body returns the same response.
+   * </pre>
+   *
+   * <code>string request_id = 1 [json_name = "requestId"];</code>
+   * @return The requestId.
+   */
+  java.lang.String getRequestId();
+  /**
+   * <pre>
+   * Idempotency key; a retry with the same id and body returns the same response.
+   * </pre>
+   *
+   * <code>string request_id = 1 [json_name = "requestId"];</code>
+   * @return The bytes for requestId.
+   */
+  com.google.protobuf.ByteString
+      getRequestIdBytes();
+
+  /**
+   * <pre>
    * The session (required).
    * </pre>
    *
-   * <code>string session_id = 1 [json_name = "sessionId"];</code>
+   * <code>string session_id = 2 [json_name = "sessionId"];</code>
    * @return The sessionId.
    */
   java.lang.String getSessionId();
@@ -24,7 +44,7 @@ public interface UnshareSessionRequestOrBuilder extends
    * The session (required).
    * </pre>
    *
-   * <code>string session_id = 1 [json_name = "sessionId"];</code>
+   * <code>string session_id = 2 [json_name = "sessionId"];</code>
    * @return The bytes for sessionId.
    */
   com.google.protobuf.ByteString
@@ -35,7 +55,7 @@ public interface UnshareSessionRequestOrBuilder extends
    * The token name, or "*", to take the share back from (required).
    * </pre>
    *
-   * <code>string token_name = 2 [json_name = "tokenName"];</code>
+   * <code>string token_name = 3 [json_name = "tokenName"];</code>
    * @return The tokenName.
    */
   java.lang.String getTokenName();
@@ -44,7 +64,7 @@ public interface UnshareSessionRequestOrBuilder extends
    * The token name, or "*", to take the share back from (required).
    * </pre>
    *
-   * <code>string token_name = 2 [json_name = "tokenName"];</code>
+   * <code>string token_name = 3 [json_name = "tokenName"];</code>
    * @return The bytes for tokenName.
    */
   com.google.protobuf.ByteString
