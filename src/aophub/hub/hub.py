@@ -270,10 +270,15 @@ class Hub:
         request: Message,
         response_type: type[R],
         execute: Callable[[Claim], Awaitable[R]],
+        *,
+        caller: Principal = ACCESS_KEY_PRINCIPAL,
     ) -> R:
         """Run ``execute`` at most once per ``key``; refusals become journaled ``rejected`` outcomes.
 
         A missing key or an over-long id in ``request`` is refused before anything is journaled.
+        Keys are ``caller``'s own: a token's key is journaled under its name, so that one token
+        cannot read another's journaled responses by re-sending its key and request (the access
+        key's keys are journaled as they are, as before tokens existed).
         """
         if not key:
             missing = HubError(Code.INVALID_ARGUMENT, "the envelope id (idempotency key) is required")
@@ -282,7 +287,8 @@ class Hub:
             check_ids(request)
         except HubError as error:
             return cast(R, response_type(rejected=to_rejection(error)))
-        async with self.journal.claim(key, method, request) as claim:
+        journal_key = key if caller.name == ACCESS_KEY_PRINCIPAL.name else f"{caller.name}\x1f{key}"
+        async with self.journal.claim(journal_key, method, request) as claim:
             if claim.replay is not None:
                 return cast(R, response_type.FromString(claim.replay))
             if claim.conflict:
@@ -326,6 +332,7 @@ class Hub:
             lambda claim: self._open(
                 key, request, claim, caller=caller, owner=owner or caller.name, shared_with=shared_with
             ),
+            caller=caller,
         )
 
     async def _open(
@@ -403,7 +410,12 @@ class Hub:
     ) -> chat_pb2.CloseSessionResponse:
         """Close a session ``caller`` may act in (ending its turns), journaled by ``key``."""
         return await self.journaled(
-            key, "CloseSession", request, chat_pb2.CloseSessionResponse, lambda claim: self._close(request, caller)
+            key,
+            "CloseSession",
+            request,
+            chat_pb2.CloseSessionResponse,
+            lambda claim: self._close(request, caller),
+            caller=caller,
         )
 
     async def _close(self, request: chat_pb2.CloseSessionRequest, caller: Principal) -> chat_pb2.CloseSessionResponse:
@@ -463,6 +475,7 @@ class Hub:
             request,
             chat_pb2.RunTurnResponse,
             lambda claim: self._turn_lifecycle.run(request, claim, caller),
+            caller=caller,
         )
 
     async def cancel_turn(
@@ -475,6 +488,7 @@ class Hub:
             request,
             chat_pb2.CancelTurnResponse,
             lambda claim: self._turn_lifecycle.cancel(request, caller),
+            caller=caller,
         )
 
     async def cancel_turn_from_hub(self, session_id: str, turn_id: str, reason: str) -> bool:

@@ -196,6 +196,7 @@ class Interactions:
             request,
             interaction_pb2.AnswerInteractionResponse,
             lambda claim: self._answer(request, caller),
+            caller=caller,
         )
 
     async def _answer(

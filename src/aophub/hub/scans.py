@@ -366,6 +366,7 @@ class Scans:
             request,
             scan_pb2.SubmitScanResponse,
             lambda claim: self._submit(request, claim, caller),
+            caller=caller,
         )
 
     async def _submit(
@@ -437,6 +438,7 @@ class Scans:
             request,
             scan_pb2.CancelScanResponse,
             lambda claim: self._cancel(request, caller),
+            caller=caller,
         )
 
     async def _cancel(self, request: scan_pb2.CancelScanRequest, caller: Principal) -> scan_pb2.CancelScanResponse:

@@ -113,7 +113,7 @@ class SessionServiceImpl:
             return session_pb2.UpdateSessionResponse(accepted=await self._info_of(session))
 
         return await self.hub.journaled(
-            request.request_id, "UpdateSession", request, session_pb2.UpdateSessionResponse, execute
+            request.request_id, "UpdateSession", request, session_pb2.UpdateSessionResponse, execute, caller=who
         )
 
     async def reset_session(
@@ -129,7 +129,7 @@ class SessionServiceImpl:
             return session_pb2.ResetSessionResponse(accepted=reset)
 
         return await self.hub.journaled(
-            request.request_id, "ResetSession", request, session_pb2.ResetSessionResponse, execute
+            request.request_id, "ResetSession", request, session_pb2.ResetSessionResponse, execute, caller=who
         )
 
     async def delete_session(
@@ -143,7 +143,7 @@ class SessionServiceImpl:
             return session_pb2.DeleteSessionResponse(accepted=accepted)
 
         return await self.hub.journaled(
-            request.request_id, "DeleteSession", request, session_pb2.DeleteSessionResponse, execute
+            request.request_id, "DeleteSession", request, session_pb2.DeleteSessionResponse, execute, caller=who
         )
 
     async def list_commands(
@@ -174,12 +174,26 @@ class SessionServiceImpl:
         self, request: session_pb2.ShareSessionRequest, ctx: Ctx
     ) -> session_pb2.ShareSessionResponse:
         """Share a session with a token name or "*" (its owner or an admin); sharing again changes nothing."""
-        session = await self.hub.share_session(request.session_id, request.token_name, share=True, caller=caller())
-        return session_pb2.ShareSessionResponse(session=await self._info_of(session))
+        who = caller()
+
+        async def execute(claim: object) -> session_pb2.ShareSessionResponse:
+            session = await self.hub.share_session(request.session_id, request.token_name, share=True, caller=who)
+            return session_pb2.ShareSessionResponse(accepted=await self._info_of(session))
+
+        return await self.hub.journaled(
+            request.request_id, "ShareSession", request, session_pb2.ShareSessionResponse, execute, caller=who
+        )
 
     async def unshare_session(
         self, request: session_pb2.UnshareSessionRequest, ctx: Ctx
     ) -> session_pb2.UnshareSessionResponse:
         """Take a share back (its owner or an admin); the name's open watches of the session end."""
-        session = await self.hub.share_session(request.session_id, request.token_name, share=False, caller=caller())
-        return session_pb2.UnshareSessionResponse(session=await self._info_of(session))
+        who = caller()
+
+        async def execute(claim: object) -> session_pb2.UnshareSessionResponse:
+            session = await self.hub.share_session(request.session_id, request.token_name, share=False, caller=who)
+            return session_pb2.UnshareSessionResponse(accepted=await self._info_of(session))
+
+        return await self.hub.journaled(
+            request.request_id, "UnshareSession", request, session_pb2.UnshareSessionResponse, execute, caller=who
+        )
