@@ -430,3 +430,15 @@ async def test_a_session_opened_with_the_access_key_is_the_admins(world: World) 
     )
     assert info.session.owner == "admin"
     assert (await world.rpc("alice", "SessionService/GetSession", get)).status_code == 404
+
+
+async def test_an_idempotency_key_is_each_tokens_own(world: World) -> None:
+    """Bob re-sending Alice's envelope id and request opens his own session, not a replay of hers."""
+    request = chat_pb2.OpenSessionRequest(node_id="local", title="same request")
+    alices = await world.alice.call("shared-key", open_session_request=request)
+    async with await world.socket("bob") as bob:
+        bobs = await bob.call("shared-key", open_session_request=request)
+        again = await bob.call("shared-key", open_session_request=request)
+    assert alices.open_session_response.accepted.id
+    assert bobs.open_session_response.accepted.id not in ("", alices.open_session_response.accepted.id)
+    assert again == bobs  # his own retry is still a replay
