@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from aop import content_pb2, envelope_pb2, event_pb2, protocol_pb2
-from aophub.hub.event_log import SEQ_RESERVE_BLOCK, Delivery, EventLog, Lagged, Subscription, is_persisted
+from aophub.hub.event_log import (
+    SEQ_RESERVE_BLOCK,
+    AccessChanged,
+    Delivery,
+    EventLog,
+    Lagged,
+    Subscription,
+    is_persisted,
+)
 from aophub.protocol.codec import unpack
 from aophub.store import PutSession, SessionRecord, SQLiteStore, StoreError, WriteOp
 
@@ -145,6 +153,23 @@ async def test_unsubscribed_watcher_receives_nothing(store: FaultyStore) -> None
     assert log.watcher_count == 0
     await log.publish(message("a"))
     assert len(subscription) == 0
+
+
+async def test_an_access_change_reaches_every_watcher_before_what_is_queued(store: FaultyStore) -> None:
+    """access_changed(): each watcher's next take raises AccessChanged once, even with deliveries queued, then
+    gets them; an idle watcher is woken up by it."""
+    log = EventLog(SESSION, store)
+    busy, idle = log.subscribe(10), log.subscribe(10)
+    await log.publish(message("a"))
+    await drain(idle)
+    waiting = asyncio.ensure_future(idle.take())
+    await asyncio.sleep(0)  # the idle watcher waits
+    log.access_changed()
+    with pytest.raises(AccessChanged):
+        await busy.take()
+    assert texts(list(await busy.take())) == ["a"]
+    with pytest.raises(AccessChanged):
+        await waiting
 
 
 async def test_delta_after_a_pending_event_waits_for_it(store: FaultyStore) -> None:

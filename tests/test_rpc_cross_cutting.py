@@ -486,6 +486,26 @@ async def _delete_session(hub: RunningHub, app: AppSocket, node: RawNode) -> Mut
     )
 
 
+async def _share_session(hub: RunningHub, app: AppSocket, node: RawNode) -> Mutation:
+    session = await app.open_session()
+    key = request_id()
+    return Mutation(
+        session_pb2.ShareSessionRequest(request_id=key, session_id=session.id, token_name="bob"),
+        session_pb2.ShareSessionRequest(request_id=key, session_id=session.id, token_name="carol"),
+        session_pb2.ShareSessionResponse,
+    )
+
+
+async def _unshare_session(hub: RunningHub, app: AppSocket, node: RawNode) -> Mutation:
+    session = await app.open_session()
+    key = request_id()
+    return Mutation(
+        session_pb2.UnshareSessionRequest(request_id=key, session_id=session.id, token_name="bob"),
+        session_pb2.UnshareSessionRequest(request_id=key, session_id=session.id, token_name="*"),
+        session_pb2.UnshareSessionResponse,
+    )
+
+
 def _profile(profile_id: str) -> config_pb2.LlmProfile:
     return config_pb2.LlmProfile(
         id=profile_id,
@@ -543,6 +563,8 @@ MUTATIONS: dict[str, Callable[[RunningHub, AppSocket, RawNode], Awaitable[Mutati
     "/aophub.v1.SessionService/UpdateSession": _update_session,
     "/aophub.v1.SessionService/ResetSession": _reset_session,
     "/aophub.v1.SessionService/DeleteSession": _delete_session,
+    "/aophub.v1.SessionService/ShareSession": _share_session,
+    "/aophub.v1.SessionService/UnshareSession": _unshare_session,
     "/aophub.v1.ConfigService/UpdateConfig": _update_config,
     "/aophub.v1.ConfigService/ActivateProfile": _activate_profile,
     "/aophub.v1.InteractionService/AnswerInteraction": _answer_interaction,

@@ -18,12 +18,14 @@ from pathlib import Path
 import pytest
 
 from aop import chat_pb2, content_pb2, event_pb2
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL
 from aophub.agent.echo import EchoAgent
 from aophub.hub.hub import Hub
 from aophub.hub.scans import ScanErrorCode, Scans, describe, note_event, render_task, transition
 from aophub.hub.turns import IllegalTransition
 from aophub.node.local import LocalNode
 from aophub.protocol.errors import Code, HubError
+from aophub.rpc.interceptors import calling_as
 from aophub.rpc.scans import ScanServiceImpl
 from aophub.store import SQLiteStore, WriteOp
 from aophub.store.base import PutScan
@@ -561,26 +563,27 @@ async def test_progress_is_persisted_at_most_once_per_interval(tmp_path: Path, i
 async def test_list_scans_pages_newest_first_with_filters(bench: Bench) -> None:
     """Pages of page_size, newest first, an opaque token, a status filter; a bad token is INVALID_ARGUMENT."""
     service = ScanServiceImpl(bench.scans)
-    created = []
-    for index in range(5):
-        bench.clock.now += 1
-        created.append((await bench.accepted(f"t{index}")).id)
-    seen: list[str] = []
-    token = ""
-    while True:
-        page = await service.list_scans(scan_pb2.ListScansRequest(page_size=2, page_token=token), None)
-        assert len(page.scans) <= 2
-        seen += [scan.id for scan in page.scans]
-        token = page.next_page_token
-        if not token:
-            break
-    assert seen == created[::-1]
-    queued = await service.list_scans(scan_pb2.ListScansRequest(statuses=[QUEUED]), None)
-    assert [scan.id for scan in queued.scans] == created[:0:-1]
-    assert [scan.queue_position for scan in queued.scans] == [4, 3, 2, 1]
-    with pytest.raises(HubError) as refused:
-        await service.list_scans(scan_pb2.ListScansRequest(page_token="not a token"), None)
-    assert refused.value.code is Code.INVALID_ARGUMENT
-    with pytest.raises(HubError) as missing:
-        await service.get_scan(scan_pb2.GetScanRequest(scan_id="scan_unknown"), None)
-    assert missing.value.code is Code.NOT_FOUND
+    with calling_as(ACCESS_KEY_PRINCIPAL):
+        created = []
+        for index in range(5):
+            bench.clock.now += 1
+            created.append((await bench.accepted(f"t{index}")).id)
+        seen: list[str] = []
+        token = ""
+        while True:
+            page = await service.list_scans(scan_pb2.ListScansRequest(page_size=2, page_token=token), None)
+            assert len(page.scans) <= 2
+            seen += [scan.id for scan in page.scans]
+            token = page.next_page_token
+            if not token:
+                break
+        assert seen == created[::-1]
+        queued = await service.list_scans(scan_pb2.ListScansRequest(statuses=[QUEUED]), None)
+        assert [scan.id for scan in queued.scans] == created[:0:-1]
+        assert [scan.queue_position for scan in queued.scans] == [4, 3, 2, 1]
+        with pytest.raises(HubError) as refused:
+            await service.list_scans(scan_pb2.ListScansRequest(page_token="not a token"), None)
+        assert refused.value.code is Code.INVALID_ARGUMENT
+        with pytest.raises(HubError) as missing:
+            await service.get_scan(scan_pb2.GetScanRequest(scan_id="scan_unknown"), None)
+        assert missing.value.code is Code.NOT_FOUND

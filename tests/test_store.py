@@ -37,6 +37,7 @@ from aophub.store import (
 )
 from aophub.store.base import AppendArtifact, DeleteToken, PutToken, TokenRecord
 from aophub.store.sqlite import map_exceptions
+from aophub.store.sqlite_schema import MIGRATIONS
 
 
 def session(
@@ -733,3 +734,60 @@ async def test_a_second_token_of_one_name_fails_alone(store: SQLiteStore) -> Non
         await store.submit([PutToken(token_record("bbbbbbbbbbbb", "phone"))])
     assert not failed.value.retryable
     assert [record.id for record in await store.list_tokens()] == ["aaaaaaaaaaaa"]
+
+
+# -- per-session ownership -------------------------------------------------------
+
+
+async def test_sessions_stored_before_owners_existed_belong_to_admin(tmp_path: Path) -> None:
+    """Migrating a schema-4 database gives its sessions and scans the owner "admin" and no shares."""
+    path = tmp_path / "hub.db"
+    with closing(sqlite3.connect(path, isolation_level=None)) as db:
+        for version, script in enumerate(MIGRATIONS[:4], start=1):
+            db.executescript(f"BEGIN; {script}; PRAGMA user_version = {version}; COMMIT;")
+        db.execute(
+            "INSERT INTO sessions (id, node_id, title, state, created_at, updated_at, archived, parent_session_id,"
+            " parent_tool_call_id, close_reason, open_request, seq_reserved) VALUES"
+            " ('old', 'local', 't', 'open', 1, 1, 0, '', '', '', x'', 0)"
+        )
+        db.execute("INSERT INTO scans (id, status, created_at, data) VALUES ('scan-old', 1, 1, x'')")
+    async with SQLiteStore(path) as store:
+        old = await store.get_session("old")
+        assert old is not None
+        assert (old.owner, old.shared_with) == ("admin", ())
+        scan = await store.get_scan("scan-old")
+        assert scan is not None
+        assert scan.owner == "admin"
+
+
+async def test_lists_by_visibility_keep_own_shared_and_everyones_sessions(store: SQLiteStore) -> None:
+    """visible_to keeps a name's own sessions, those shared with it and with "*"; names match whole."""
+    rows = {
+        "alices": replace(session("alices"), owner="alice"),
+        "shared": replace(session("shared"), owner="alice", shared_with=("bob", "bobby")),
+        "public": replace(session("public"), owner="carol", shared_with=("*",)),
+        "near": replace(session("near"), owner="bo_b", shared_with=("bo", "b_b")),
+    }
+    await store.submit([PutSession(record) for record in rows.values()])
+    for record in rows.values():
+        stored = await store.get_session(record.id)
+        assert stored is not None
+        assert (stored.owner, stored.shared_with) == (record.owner, record.shared_with)
+
+    async def visible(name: str | None) -> set[str]:
+        return {record.id for record in await store.list_sessions(limit=10, visible_to=name)}
+
+    assert await visible(None) == set(rows)
+    assert await visible("alice") == {"alices", "shared", "public"}
+    assert await visible("bob") == {"shared", "public"}
+    assert await visible("b") == {"public"}  # not a prefix or a LIKE pattern of another name
+    await store.submit(
+        [
+            AppendArtifact("a1", "alices", b"x"),
+            AppendArtifact("a2", "public", b"y"),
+            AppendArtifact("a3", "not-a-session", b"z"),
+        ]
+    )
+    assert [a.event_id for a in await store.read_artifacts(0, 10, visible_to="bob")] == ["a2"]
+    assert [a.event_id for a in await store.read_artifacts(0, 10)] == ["a1", "a2", "a3"]
+    assert not await store.has_artifacts_after(2, visible_to="alice")

@@ -39,6 +39,9 @@ RPC_METHODS: Final[dict[str, Scope]] = {
     "aophub.v1.SessionService/ListCommands": READ,
     "aophub.v1.SessionService/RunCommand": APP,
     "aophub.v1.SessionService/ListEvents": READ,
+    # Only the owner or an admin may; checked per session (aophub.access.ownership).
+    "aophub.v1.SessionService/ShareSession": APP,
+    "aophub.v1.SessionService/UnshareSession": APP,
     "aophub.v1.ScanService/SubmitScan": APP,
     "aophub.v1.ScanService/GetScan": READ,
     "aophub.v1.ScanService/ListScans": READ,

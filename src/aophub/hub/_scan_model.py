@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from google.protobuf import timestamp_pb2
 
 from aop import content_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aophub.access.scopes import ACCESS_KEY_NAME
 from aophub.hub.event_log import Delivery
 from aophub.hub.turns import IllegalTransition
 from aophub.protocol.codec import unpack
@@ -161,8 +162,17 @@ def scan_record(scan: scan_pb2.Scan) -> ScanRecord:
     stored.CopyFrom(scan)
     stored.queue_position = 0  # derived from the live queue on every read
     return ScanRecord(
-        id=scan.id, status=scan.status, created_at=position(scan)[0], data=stored.SerializeToString(deterministic=True)
+        id=scan.id,
+        status=scan.status,
+        created_at=position(scan)[0],
+        data=stored.SerializeToString(deterministic=True),
+        owner=scan_owner(scan),
     )
+
+
+def scan_owner(scan: scan_pb2.Scan) -> str:
+    """The token name that submitted ``scan`` (scans stored before scans had owners: the access key's)."""
+    return scan.owner or ACCESS_KEY_NAME
 
 
 def internal_error() -> event_pb2.ProtocolError:

@@ -6,7 +6,10 @@ decodes and routes every envelope (AOP section 4), checks that the
 connection's principal has the scope each request needs
 (:mod:`aophub.access.policy`), runs requests concurrently (bounded), runs
 watches, and turns every failure into its defined ``ProtocolError`` or
-``Rejection``; nothing one connection sends can affect another.
+``Rejection``; nothing one connection sends can affect another. Every request
+and watch names its principal to the hub, which refuses sessions the principal
+may not see as unknown ones (:mod:`aophub.access.ownership`); a watch ends
+with ``NOT_FOUND`` once its session is no longer shared with the principal.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from aophub.access.policy import application_request_scope
 from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
 from aophub.hub.event_log import Delivery
 from aophub.hub.hub import Hub, parse_cursor
+from aophub.hub.live_session import LiveSession, check_access
 from aophub.hub.request_checks import check_id, check_ids
 from aophub.hub.watch import follow
 from aophub.protocol.codec import core_message, decode_envelope, encode_delivery, encode_envelope, payload_name, unpack
@@ -209,16 +213,17 @@ class ApplicationConnection:
         async def run() -> None:
             hub = self.hub
             reply: Message
+            caller = self.principal
             if case == "open_session_request":
-                reply = await hub.open_session(envelope_id, message.open_session_request)
+                reply = await hub.open_session(envelope_id, message.open_session_request, caller)
             elif case == "run_turn_request":
-                reply = await hub.run_turn(envelope_id, message.run_turn_request)
+                reply = await hub.run_turn(envelope_id, message.run_turn_request, caller)
             elif case == "cancel_turn_request":
-                reply = await hub.cancel_turn(envelope_id, message.cancel_turn_request)
+                reply = await hub.cancel_turn(envelope_id, message.cancel_turn_request, caller)
             elif case == "close_session_request":
-                reply = await hub.close_session(envelope_id, message.close_session_request)
+                reply = await hub.close_session(envelope_id, message.close_session_request, caller)
             else:
-                reply = await hub.list_events(message.list_events_request)
+                reply = await hub.list_events(message.list_events_request, caller)
             await self._send(encode_envelope(core_message(**{_REQUESTS[case]: reply}), reply_to=envelope_id))
 
         await self._guard(envelope_id, run)
@@ -261,13 +266,17 @@ class ApplicationConnection:
     async def _watch(self, watch_id: str, request: chat_pb2.WatchEventsRequest) -> None:
         check_ids(request)
         cursor = parse_cursor(request.after_cursor)
-        session = await self.hub.require_session(request.session_id)
+        session = await self.hub.require_session(request.session_id, self.principal, act=False)
 
         async def deliver(delivery: Delivery) -> None:
             cursor_text = str(delivery.cursor) if delivery.cursor else ""
             await self._send(encode_delivery(watch_id, cursor_text, delivery.payload_field))
 
-        await follow(session.log, self.hub.store, cursor, deliver)
+        await follow(session.log, self.hub.store, cursor, deliver, check=self.session_check(session))
+
+    def session_check(self, session: LiveSession) -> Callable[[], None]:
+        """For :func:`follow`: refuse (``NOT_FOUND``) once this connection's principal may no longer see ``session``."""
+        return lambda: check_access(session.record, self.principal, act=False)
 
     def cancel_operation(self, target_id: str) -> bool:
         """End the watch (or other long operation) with this envelope id."""

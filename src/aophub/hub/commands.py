@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from aop import content_pb2, event_pb2, protocol_pb2
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
 from aophub.hub.live_session import LiveSession, LiveSessions
 from aophub.hub.node_requests import NodeRequests
 from aophub.hub.nodes import NodeGone, NodeHandle, NodeRegistry
@@ -145,11 +146,11 @@ class SessionCommands:
         """Forwarded commands of the session still awaiting their node's answer."""
         return self._pending.get(session_id, 0)
 
-    async def run(self, session_id: str, line: str) -> CommandReceipt:
+    async def run(self, session_id: str, line: str, caller: Principal = ACCESS_KEY_PRINCIPAL) -> CommandReceipt:
         """Run or forward one command line of a session (see the module docstring); its receipt.
 
         Raises :class:`HubError`: ``INVALID_ARGUMENT`` (no session id, no line, a line over
-        :data:`MAX_LINE_BYTES`), ``NOT_FOUND``,
+        :data:`MAX_LINE_BYTES`), ``NOT_FOUND`` (also a session ``caller`` may not see),
         ``FAILED_PRECONDITION`` (a closed session, a refused verb, a node refusing the open),
         ``UNAVAILABLE`` (the node is offline or leaves), ``RESOURCE_EXHAUSTED``.
         """
@@ -162,7 +163,7 @@ class SessionCommands:
             raise HubError(
                 Code.INVALID_ARGUMENT, f"line is {size} bytes long; a command line is at most {MAX_LINE_BYTES}"
             )
-        session = await self._sessions.require(session_id)
+        session = await self._sessions.require(session_id, caller)
         if session.closed:
             raise HubError(Code.FAILED_PRECONDITION, f"session {session_id} is closed")
         message = content_pb2.Message(id=self._ids("msg"), role="user", content=[_text(line)])

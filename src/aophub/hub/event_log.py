@@ -30,6 +30,7 @@ from aophub.store.base import AppendEvent, ReserveSeq, Store, StoreError, WriteO
 __all__ = [
     "SEQ_RESERVE_BLOCK",
     "STREAM_WINDOW",
+    "AccessChanged",
     "Delivery",
     "EventLog",
     "Lagged",
@@ -66,6 +67,10 @@ class LogClosed(Exception):
     """The session was deleted: its log will never publish again."""
 
 
+class AccessChanged(Exception):
+    """Who may see the session changed (a share was taken back): the watcher checks it may still."""
+
+
 class Subscription:
     """A watcher's live queue, bounded in deliveries and bytes. Overflow marks it lagged instead of blocking the log."""
 
@@ -77,6 +82,7 @@ class Subscription:
         self._ready = asyncio.Event()
         self.lagged = False
         self.closed = False
+        self.rechecking = False
 
     def offer(self, delivery: Delivery) -> None:
         """Queue ``delivery``; on overflow drop everything queued and mark lagged.
@@ -101,6 +107,11 @@ class Subscription:
         self.closed = True
         self._ready.set()
 
+    def recheck(self) -> None:
+        """Make the next :meth:`get` or :meth:`take` raise :class:`AccessChanged` (before anything queued)."""
+        self.rechecking = True
+        self._ready.set()
+
     async def get(self) -> Delivery:
         """The next delivery; raises :class:`Lagged` once the queue has overflowed."""
         await self._wait()
@@ -119,8 +130,16 @@ class Subscription:
         return items
 
     async def _wait(self) -> None:
-        """Return once a delivery is queued; raise LogClosed or Lagged when none will come."""
-        while not self._items:
+        """Return once a delivery is queued; raise LogClosed or Lagged when none will come.
+
+        Raises AccessChanged first after :meth:`recheck`, once.
+        """
+        while True:
+            if self.rechecking:
+                self.rechecking = False
+                raise AccessChanged
+            if self._items:
+                return
             if self.closed:
                 raise LogClosed
             if self.lagged:
@@ -331,6 +350,11 @@ class EventLog:
         self._closed = True
         for subscription in self._subscriptions:
             subscription.close()
+
+    def access_changed(self) -> None:
+        """Who may see the session changed: every watcher checks that it still may (see AccessChanged)."""
+        for subscription in self._subscriptions:
+            subscription.recheck()
 
     def subscribe(self, maxsize: int, max_bytes: int = 2**62) -> Subscription:
         """Start receiving live deliveries (call before replaying from the store)."""

@@ -35,11 +35,12 @@ from typing import Any, TypeVar, cast
 from google.protobuf.message import Message
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
 from aophub.hub.commands import COMMAND_TIMEOUT, MAX_PENDING_COMMANDS, CommandReceipt, SessionCommands
 from aophub.hub.event_log import EventLog
 from aophub.hub.interactions import InteractionPolicy, Interactions
 from aophub.hub.journal import Claim, Journal
-from aophub.hub.live_session import HUB_EMITTER, LiveSession, LiveSessions
+from aophub.hub.live_session import HUB_EMITTER, LiveSession, LiveSessions, check_access
 from aophub.hub.llm_push import LlmPusher, LlmPushSource
 from aophub.hub.node_initiated import NodeInitiatedTurns, NodeTurnLimits
 from aophub.hub.node_requests import NODE_REQUEST_TIMEOUT, NodeRequests
@@ -246,8 +247,15 @@ class Hub:
         """The session with this id, loading it from the store if needed."""
         return await self._sessions.get(session_id)
 
-    async def require_session(self, session_id: str) -> LiveSession:
-        return await self._sessions.require(session_id)
+    async def require_session(
+        self, session_id: str, caller: Principal = ACCESS_KEY_PRINCIPAL, *, act: bool = True
+    ) -> LiveSession:
+        """The session; ``NOT_FOUND`` when there is none or ``caller`` may not see it (the same refusal).
+
+        With ``act``, ``caller`` must also be allowed to act in it (see :mod:`aophub.access.ownership`);
+        the default caller, the access key's principal, is the hub acting by itself.
+        """
+        return await self._sessions.require(session_id, caller, act=act)
 
     def live_session(self, session_id: str) -> LiveSession | None:
         """The session if it is loaded in memory (running turns live there), without loading it."""
@@ -262,10 +270,15 @@ class Hub:
         request: Message,
         response_type: type[R],
         execute: Callable[[Claim], Awaitable[R]],
+        *,
+        caller: Principal = ACCESS_KEY_PRINCIPAL,
     ) -> R:
         """Run ``execute`` at most once per ``key``; refusals become journaled ``rejected`` outcomes.
 
         A missing key or an over-long id in ``request`` is refused before anything is journaled.
+        Keys are ``caller``'s own: a token's key is journaled under its name, so that one token
+        cannot read another's journaled responses by re-sending its key and request (the access
+        key's keys are journaled as they are, as before tokens existed).
         """
         if not key:
             missing = HubError(Code.INVALID_ARGUMENT, "the envelope id (idempotency key) is required")
@@ -274,7 +287,8 @@ class Hub:
             check_ids(request)
         except HubError as error:
             return cast(R, response_type(rejected=to_rejection(error)))
-        async with self.journal.claim(key, method, request) as claim:
+        journal_key = key if caller.name == ACCESS_KEY_PRINCIPAL.name else f"{caller.name}\x1f{key}"
+        async with self.journal.claim(journal_key, method, request) as claim:
             if claim.replay is not None:
                 return cast(R, response_type.FromString(claim.replay))
             if claim.conflict:
@@ -295,18 +309,48 @@ class Hub:
 
     # -- OpenSession ------------------------------------------------------------
 
-    async def open_session(self, key: str, request: chat_pb2.OpenSessionRequest) -> chat_pb2.OpenSessionResponse:
-        """Open a session on a node (or re-bind an open one), journaled by ``key``."""
+    async def open_session(
+        self,
+        key: str,
+        request: chat_pb2.OpenSessionRequest,
+        caller: Principal = ACCESS_KEY_PRINCIPAL,
+        *,
+        owner: str = "",
+        shared_with: tuple[str, ...] = (),
+    ) -> chat_pb2.OpenSessionResponse:
+        """Open a session on a node (or re-bind an open one), journaled by ``key``.
+
+        A new session belongs to ``owner`` (default: ``caller``'s name) and is shared with
+        ``shared_with``; an existing one must be one ``caller`` may act in, else it is refused as
+        an unknown session.
+        """
         return await self.journaled(
-            key, "OpenSession", request, chat_pb2.OpenSessionResponse, lambda claim: self._open(key, request, claim)
+            key,
+            "OpenSession",
+            request,
+            chat_pb2.OpenSessionResponse,
+            lambda claim: self._open(
+                key, request, claim, caller=caller, owner=owner or caller.name, shared_with=shared_with
+            ),
+            caller=caller,
         )
 
-    async def _open(self, key: str, request: chat_pb2.OpenSessionRequest, claim: Claim) -> chat_pb2.OpenSessionResponse:
+    async def _open(
+        self,
+        key: str,
+        request: chat_pb2.OpenSessionRequest,
+        claim: Claim,
+        *,
+        caller: Principal,
+        owner: str,
+        shared_with: tuple[str, ...],
+    ) -> chat_pb2.OpenSessionResponse:
         if not request.node_id:
             raise HubError(Code.INVALID_ARGUMENT, "node_id is required")
         check_node_session_id(request.session_id, built_in=self.nodes.is_built_in(request.node_id))
         existing = await self.session(request.session_id) if request.session_id else None
         if existing is not None:
+            check_access(existing.record, caller, act=True)
             if existing.record.node_id != request.node_id:
                 raise HubError(
                     Code.ALREADY_EXISTS,
@@ -338,6 +382,8 @@ class Hub:
             parent_session_id=request.parent_session_id,
             parent_tool_call_id=request.parent_tool_call_id,
             open_request=forwarded.SerializeToString(deterministic=True),
+            owner=owner,
+            shared_with=shared_with,
         )
         session = LiveSession(record, EventLog(session_id, self.store))
         response = chat_pb2.OpenSessionResponse(accepted=session.to_proto())
@@ -359,14 +405,21 @@ class Hub:
 
     # -- CloseSession -----------------------------------------------------------
 
-    async def close_session(self, key: str, request: chat_pb2.CloseSessionRequest) -> chat_pb2.CloseSessionResponse:
-        """Close a session (ending its turns), journaled by ``key``."""
+    async def close_session(
+        self, key: str, request: chat_pb2.CloseSessionRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
+    ) -> chat_pb2.CloseSessionResponse:
+        """Close a session ``caller`` may act in (ending its turns), journaled by ``key``."""
         return await self.journaled(
-            key, "CloseSession", request, chat_pb2.CloseSessionResponse, lambda claim: self._close(request)
+            key,
+            "CloseSession",
+            request,
+            chat_pb2.CloseSessionResponse,
+            lambda claim: self._close(request, caller),
+            caller=caller,
         )
 
-    async def _close(self, request: chat_pb2.CloseSessionRequest) -> chat_pb2.CloseSessionResponse:
-        async with self._sessions.locked(request.session_id) as session:
+    async def _close(self, request: chat_pb2.CloseSessionRequest, caller: Principal) -> chat_pb2.CloseSessionResponse:
+        async with self._sessions.locked(request.session_id, caller) as session:
             if not session.closed:
                 await self._close_locked(session, request.reason or "closed")
             self._sessions.evict_locked(session)  # unless a watcher still follows it: then the sweep does
@@ -383,14 +436,22 @@ class Hub:
         ended = self._sessions.event(session, session_ended=event_pb2.SessionEnded(reason=reason))
         await session.log.publish(ended, [change], on_commit=self._sessions.committed(session, change))
 
-    async def reset_session(self, key: str, session_id: str) -> tuple[LiveSession, LiveSession]:
-        """Open a new session on the same node (same title and extensions), then close the old one with "reset"."""
-        old = await self.require_session(session_id)
+    async def reset_session(
+        self, key: str, session_id: str, caller: Principal = ACCESS_KEY_PRINCIPAL
+    ) -> tuple[LiveSession, LiveSession]:
+        """Open a new session on the same node (same title and extensions), then close the old one with "reset".
+
+        ``caller`` must be allowed to act in the old session; the new one has the old one's owner
+        and shares.
+        """
+        old = await self.require_session(session_id, caller)
         if old.closed:
             raise HubError(Code.FAILED_PRECONDITION, f"session {session_id} is closed")
         request = old.reopen_request()
         request.session_id = ""
-        response = await self.open_session(f"{key}:open", request)
+        response = await self.open_session(
+            f"{key}:open", request, caller, owner=old.record.owner, shared_with=old.record.shared_with
+        )
         if response.WhichOneof("outcome") != "accepted":
             rejected = response.rejected
             raise HubError(Code(rejected.code), rejected.message, retryable=rejected.retryable)
@@ -401,16 +462,33 @@ class Hub:
 
     # -- turns --------------------------------------------------------------------
 
-    async def run_turn(self, key: str, request: chat_pb2.RunTurnRequest) -> chat_pb2.RunTurnResponse:
-        """Accept a turn (run, queue, interrupt or reject by policy), journaled by ``key``."""
+    async def run_turn(
+        self, key: str, request: chat_pb2.RunTurnRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
+    ) -> chat_pb2.RunTurnResponse:
+        """Accept a turn (run, queue, interrupt or reject by policy) in a session ``caller`` may act in.
+
+        Journaled by ``key``.
+        """
         return await self.journaled(
-            key, "RunTurn", request, chat_pb2.RunTurnResponse, lambda claim: self._turn_lifecycle.run(request, claim)
+            key,
+            "RunTurn",
+            request,
+            chat_pb2.RunTurnResponse,
+            lambda claim: self._turn_lifecycle.run(request, claim, caller),
+            caller=caller,
         )
 
-    async def cancel_turn(self, key: str, request: chat_pb2.CancelTurnRequest) -> chat_pb2.CancelTurnResponse:
-        """Cancel a running or queued turn, journaled by ``key``."""
+    async def cancel_turn(
+        self, key: str, request: chat_pb2.CancelTurnRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
+    ) -> chat_pb2.CancelTurnResponse:
+        """Cancel a running or queued turn of a session ``caller`` may act in, journaled by ``key``."""
         return await self.journaled(
-            key, "CancelTurn", request, chat_pb2.CancelTurnResponse, lambda claim: self._turn_lifecycle.cancel(request)
+            key,
+            "CancelTurn",
+            request,
+            chat_pb2.CancelTurnResponse,
+            lambda claim: self._turn_lifecycle.cancel(request, caller),
+            caller=caller,
         )
 
     async def cancel_turn_from_hub(self, session_id: str, turn_id: str, reason: str) -> bool:
@@ -436,23 +514,41 @@ class Hub:
 
     # -- commands -------------------------------------------------------------------
 
-    async def run_command(self, session_id: str, line: str) -> CommandReceipt:
-        """Run or forward a slash command line of a session (AOP-nodes 9.7; see :mod:`aophub.hub.commands`)."""
-        return await self.commands.run(session_id, line)
+    async def run_command(self, session_id: str, line: str, caller: Principal = ACCESS_KEY_PRINCIPAL) -> CommandReceipt:
+        """Run or forward a slash command line of a session ``caller`` may act in.
+
+        AOP-nodes 9.7; see :mod:`aophub.hub.commands`.
+        """
+        return await self.commands.run(session_id, line, caller)
 
     # -- management ---------------------------------------------------------------
 
-    async def update_session(self, session_id: str, *, title: str | None, archived: bool | None) -> LiveSession:
-        """Change a session's title and/or archive flag."""
-        return await self._session_admin.update(session_id, title=title, archived=archived)
+    async def update_session(
+        self,
+        session_id: str,
+        *,
+        title: str | None,
+        archived: bool | None,
+        caller: Principal = ACCESS_KEY_PRINCIPAL,
+    ) -> LiveSession:
+        """Change the title and/or archive flag of a session ``caller`` may act in."""
+        return await self._session_admin.update(session_id, title=title, archived=archived, caller=caller)
 
-    async def delete_session(self, session_id: str) -> int:
-        """Delete a session with its events, turns and interactions; returns the events deleted."""
-        return await self._session_admin.delete(session_id)
+    async def share_session(
+        self, session_id: str, name: str, *, share: bool, caller: Principal = ACCESS_KEY_PRINCIPAL
+    ) -> LiveSession:
+        """Share a session with a token name or ``"*"``, or take the share back (its owner or an admin)."""
+        return await self._session_admin.share(session_id, name, share=share, caller=caller)
 
-    async def list_events(self, request: chat_pb2.ListEventsRequest) -> chat_pb2.ListEventsResponse:
-        """One page of persisted events, oldest first (an empty cursor starts at the oldest)."""
-        return await self._session_admin.list_events(request)
+    async def delete_session(self, session_id: str, caller: Principal = ACCESS_KEY_PRINCIPAL) -> int:
+        """Delete a session ``caller`` may act in, with its events, turns and interactions; the events deleted."""
+        return await self._session_admin.delete(session_id, caller)
+
+    async def list_events(
+        self, request: chat_pb2.ListEventsRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
+    ) -> chat_pb2.ListEventsResponse:
+        """One page of persisted events of a session ``caller`` sees, oldest first (from the oldest for "")."""
+        return await self._session_admin.list_events(request, caller)
 
     # -- nodes ------------------------------------------------------------------
 

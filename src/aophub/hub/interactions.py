@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aop import envelope_pb2, event_pb2
+from aophub.access.ownership import may_act, may_see, sees_everything
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
 from aophub.hub.keyed_lock import KeyedLock
 from aophub.hub.nodes import NodeGone, NodeHandle
 from aophub.protocol.codec import pack
@@ -181,26 +183,41 @@ class Interactions:
     # -- answered by an application --------------------------------------------
 
     async def answer(
-        self, key: str, request: interaction_pb2.AnswerInteractionRequest
+        self, key: str, request: interaction_pb2.AnswerInteractionRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
     ) -> interaction_pb2.AnswerInteractionResponse:
-        """Answer a pending interaction, journaled by ``key``; the first answer wins."""
+        """Answer a pending interaction of a session ``caller`` may act in, journaled by ``key``.
+
+        The first answer wins. An interaction of a session ``caller`` may not see is refused as
+        an unknown interaction.
+        """
         return await self._hub.journaled(
             key,
             "AnswerInteraction",
             request,
             interaction_pb2.AnswerInteractionResponse,
-            lambda claim: self._answer(request),
+            lambda claim: self._answer(request, caller),
+            caller=caller,
         )
 
     async def _answer(
-        self, request: interaction_pb2.AnswerInteractionRequest
+        self, request: interaction_pb2.AnswerInteractionRequest, caller: Principal
     ) -> interaction_pb2.AnswerInteractionResponse:
         if not request.interaction_id:
             raise HubError(Code.INVALID_ARGUMENT, "interaction_id is required")
         async with self._locks(request.interaction_id):
             record = await self._hub.store.get_interaction(request.interaction_id)
+            unknown = HubError(Code.NOT_FOUND, f"interaction {request.interaction_id} not found")
             if record is None:
-                raise HubError(Code.NOT_FOUND, f"interaction {request.interaction_id} not found")
+                raise unknown
+            owner = await self._hub.session(record.session_id)
+            if owner is None or not may_see(caller, owner.record.owner, owner.record.shared_with):
+                raise unknown
+            if not may_act(caller, owner.record.owner, owner.record.shared_with):
+                raise HubError(
+                    Code.PERMISSION_DENIED,
+                    f"this token may read interaction {record.id} but not answer it: its session is not"
+                    " its owner's or shared with it",
+                )
             interaction = interaction_pb2.Interaction.FromString(record.data)
             if interaction.state != PENDING:
                 state = interaction_pb2.InteractionState.Name(interaction.state).removeprefix("INTERACTION_STATE_")
@@ -265,16 +282,29 @@ class Interactions:
             await self._notify(handle, reply_to, interaction)
 
     async def list(
-        self, session_id: str, *, include_resolved: bool, after: int = 0, limit: int
+        self,
+        session_id: str,
+        *,
+        include_resolved: bool,
+        after: int = 0,
+        limit: int,
+        caller: Principal = ACCESS_KEY_PRINCIPAL,
     ) -> tuple[list[interaction_pb2.Interaction], int | None]:
-        """One page of interactions, oldest first: a session's, or every session's for ``session_id`` "".
+        """One page of interactions, oldest first: a session's, or for ``session_id`` "" those ``caller`` sees.
 
         Those past position ``after``, at most ``limit``; returns them with the position to pass
-        as ``after`` for the next page, or ``None`` on the last page.
+        as ``after`` for the next page, or ``None`` on the last page. A session ``caller`` may
+        not see is refused as unknown.
         """
+        if session_id:
+            await self._hub.require_session(session_id, caller, act=False)
         states = None if include_resolved else [PENDING]
         records = await self._hub.store.list_interactions(
-            session_id=session_id, states=states, after=after, limit=limit + 1
+            session_id=session_id,
+            states=states,
+            after=after,
+            limit=limit + 1,
+            visible_to=None if sees_everything(caller) else caller.name,
         )
         page = records[:limit]
         interactions = [interaction_pb2.Interaction.FromString(record.data) for record in page]

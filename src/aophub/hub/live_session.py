@@ -27,15 +27,37 @@ from dataclasses import dataclass, field
 from google.protobuf.message import Message
 
 from aop import chat_pb2, event_pb2
+from aophub.access.ownership import may_act, may_see
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
 from aophub.hub.event_log import EventLog
 from aophub.hub.turns import SessionState, SessionTurns, Turn
 from aophub.ids import IdGenerator
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import PutSession, SessionRecord, Store, WriteOp
 
-__all__ = ["HUB_EMITTER", "LiveSession", "LiveSessions"]
+__all__ = ["HUB_EMITTER", "LiveSession", "LiveSessions", "check_access", "unknown_session"]
 
 HUB_EMITTER = "hub"
+
+
+def unknown_session(session_id: str) -> HubError:
+    """The refusal of a session that does not exist, or that the caller may not see (the same bytes)."""
+    return HubError(Code.NOT_FOUND, f"session {session_id} not found")
+
+
+def check_access(record: SessionRecord, caller: Principal, *, act: bool) -> None:
+    """Refuse ``caller`` a session it may not see (as :func:`unknown_session`), or act in when ``act``.
+
+    See :mod:`aophub.access.ownership`: a session the caller sees but may not act in is refused
+    with ``PERMISSION_DENIED``.
+    """
+    if not may_see(caller, record.owner, record.shared_with):
+        raise unknown_session(record.id)
+    if act and not may_act(caller, record.owner, record.shared_with):
+        raise HubError(
+            Code.PERMISSION_DENIED,
+            f"this token may read session {record.id} but not act in it: it is not its owner's or shared with it",
+        )
 
 
 @dataclass(eq=False)
@@ -141,13 +163,20 @@ class LiveSessions:
         finally:
             del self._loading[session_id]
 
-    async def require(self, session_id: str) -> LiveSession:
-        """The session with this id; ``INVALID_ARGUMENT`` without an id, ``NOT_FOUND`` if there is none."""
+    async def require(
+        self, session_id: str, caller: Principal = ACCESS_KEY_PRINCIPAL, *, act: bool = True
+    ) -> LiveSession:
+        """The session with this id; ``INVALID_ARGUMENT`` without an id, ``NOT_FOUND`` if there is none.
+
+        ``caller`` must see it, and act in it when ``act`` (:func:`check_access`); the default, the
+        access key's principal, is the hub acting by itself.
+        """
         if not session_id:
             raise HubError(Code.INVALID_ARGUMENT, "session_id is required")
         session = await self.get(session_id)
         if session is None:
-            raise HubError(Code.NOT_FOUND, f"session {session_id} not found")
+            raise unknown_session(session_id)
+        check_access(session.record, caller, act=act)
         return session
 
     def add(self, session: LiveSession) -> None:
@@ -161,10 +190,13 @@ class LiveSessions:
             del self._loaded[session.id]
 
     @contextlib.asynccontextmanager
-    async def locked(self, session_id: str) -> AsyncIterator[LiveSession]:
-        """The session with this id (as :meth:`require`), its lock held: never one evicted meanwhile."""
+    async def locked(self, session_id: str, caller: Principal = ACCESS_KEY_PRINCIPAL) -> AsyncIterator[LiveSession]:
+        """The session with this id (as :meth:`require`, for ``caller`` to act in), its lock held.
+
+        Never one evicted meanwhile.
+        """
         while True:
-            session = await self.require(session_id)
+            session = await self.require(session_id, caller)
             async with session.lock:
                 if not session.evicted:
                     yield session

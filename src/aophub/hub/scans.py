@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aop import chat_pb2, content_pb2, event_pb2
+from aophub.access.ownership import may_act, may_see, sees_everything
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
 from aophub.hub._scan_model import (
     CANCELED,
     COMPLETED,
@@ -55,6 +57,7 @@ from aophub.hub._scan_model import (
     position,
     render_task,
     scan_error,
+    scan_owner,
     scan_record,
     status_name,
     timestamp,
@@ -255,20 +258,35 @@ class Scans:
         record = await self._store.get_scan(scan_id) if scan_id else None
         return None if record is None else self._view(scan_pb2.Scan.FromString(record.data))
 
-    async def require(self, scan_id: str) -> scan_pb2.Scan:
-        """The scan; ``INVALID_ARGUMENT`` without an id, ``NOT_FOUND`` for an unknown one."""
+    async def require(
+        self, scan_id: str, caller: Principal = ACCESS_KEY_PRINCIPAL, *, act: bool = False
+    ) -> scan_pb2.Scan:
+        """The scan; ``INVALID_ARGUMENT`` without an id, ``NOT_FOUND`` for an unknown one.
+
+        A scan belongs to the token name that submitted it, as its session does: ``caller`` must
+        see it (its owner, ``admin`` or ``read``), and with ``act`` be its owner or an admin;
+        else it is refused as an unknown scan (``PERMISSION_DENIED`` when it sees but may not act).
+        """
         if not scan_id:
             raise HubError(Code.INVALID_ARGUMENT, "scan_id is required")
         scan = await self.get(scan_id)
-        if scan is None:
+        if scan is None or not may_see(caller, scan_owner(scan), ()):
             raise HubError(Code.NOT_FOUND, f"scan {scan_id} not found")
+        if act and not may_act(caller, scan_owner(scan), ()):
+            raise HubError(Code.PERMISSION_DENIED, f"this token may read scan {scan_id} but not cancel it")
         return scan
 
     async def list(
-        self, *, limit: int, before: tuple[float, str] | None = None, statuses: Sequence[int] = ()
+        self,
+        *,
+        limit: int,
+        before: tuple[float, str] | None = None,
+        statuses: Sequence[int] = (),
+        caller: Principal = ACCESS_KEY_PRINCIPAL,
     ) -> list[scan_pb2.Scan]:
-        """Up to ``limit`` scans newest first, strictly before ``before`` (see :func:`position`)."""
-        records = await self._store.list_scans(limit=limit, before=before, statuses=statuses)
+        """Up to ``limit`` scans ``caller`` sees, newest first, strictly before ``before`` (see :func:`position`)."""
+        owner = None if sees_everything(caller) else caller.name
+        records = await self._store.list_scans(limit=limit, before=before, statuses=statuses, owner=owner)
         positions = self._positions()
         scans = []
         for record in records:
@@ -277,9 +295,9 @@ class Scans:
             scans.append(self._view(scan, positions))
         return scans
 
-    async def report(self, scan_id: str) -> scan_pb2.GetScanReportResponse:
+    async def report(self, scan_id: str, caller: Principal = ACCESS_KEY_PRINCIPAL) -> scan_pb2.GetScanReportResponse:
         """The report of a completed scan; ``FAILED_PRECONDITION`` before, ``NOT_FOUND`` for an unknown scan."""
-        scan = await self.require(scan_id)
+        scan = await self.require(scan_id, caller)
         if scan.status != COMPLETED:
             raise HubError(
                 Code.FAILED_PRECONDITION,
@@ -332,8 +350,13 @@ class Scans:
 
     # -- SubmitScan -----------------------------------------------------------------
 
-    async def submit(self, request: scan_pb2.SubmitScanRequest) -> scan_pb2.SubmitScanResponse:
-        """Queue a scan (or start it at once when a slot is free), journaled by ``request.request_id``."""
+    async def submit(
+        self, request: scan_pb2.SubmitScanRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
+    ) -> scan_pb2.SubmitScanResponse:
+        """Queue a scan (or start it at once when a slot is free), journaled by ``request.request_id``.
+
+        The scan, and the session it runs in, belong to ``caller``.
+        """
         if not request.request_id:
             missing = HubError(Code.INVALID_ARGUMENT, "request_id (the idempotency key) is required")
             return scan_pb2.SubmitScanResponse(rejected=to_rejection(missing))
@@ -342,10 +365,13 @@ class Scans:
             "SubmitScan",
             request,
             scan_pb2.SubmitScanResponse,
-            lambda claim: self._submit(request, claim),
+            lambda claim: self._submit(request, claim, caller),
+            caller=caller,
         )
 
-    async def _submit(self, request: scan_pb2.SubmitScanRequest, claim: Claim) -> scan_pb2.SubmitScanResponse:
+    async def _submit(
+        self, request: scan_pb2.SubmitScanRequest, claim: Claim, caller: Principal
+    ) -> scan_pb2.SubmitScanResponse:
         settings = self._settings()
         if not request.target:
             raise HubError(Code.INVALID_ARGUMENT, "target is required")
@@ -370,6 +396,7 @@ class Scans:
             progress=scan_pb2.ScanProgress(),
             created_at=timestamp(self._clock()),
             timeout_seconds=request.timeout_seconds or settings.timeout_seconds or DEFAULT_TIMEOUT_SECONDS,
+            owner=caller.name,
         )
         # The slot is taken (or the place in the queue kept) before the write, so that concurrent
         # submissions cannot both take the last slot.
@@ -395,16 +422,27 @@ class Scans:
 
     # -- CancelScan -----------------------------------------------------------------
 
-    async def cancel(self, request: scan_pb2.CancelScanRequest) -> scan_pb2.CancelScanResponse:
-        """Cancel a queued or running scan (a finished one is returned unchanged), journaled by request_id."""
+    async def cancel(
+        self, request: scan_pb2.CancelScanRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
+    ) -> scan_pb2.CancelScanResponse:
+        """Cancel a queued or running scan of ``caller``'s (a finished one is returned unchanged).
+
+        Journaled by request_id; a scan ``caller`` may not see is refused as an unknown one.
+        """
         if not request.request_id:
             missing = HubError(Code.INVALID_ARGUMENT, "request_id (the idempotency key) is required")
             return scan_pb2.CancelScanResponse(rejected=to_rejection(missing))
         return await self._hub.journaled(
-            request.request_id, "CancelScan", request, scan_pb2.CancelScanResponse, lambda claim: self._cancel(request)
+            request.request_id,
+            "CancelScan",
+            request,
+            scan_pb2.CancelScanResponse,
+            lambda claim: self._cancel(request, caller),
+            caller=caller,
         )
 
-    async def _cancel(self, request: scan_pb2.CancelScanRequest) -> scan_pb2.CancelScanResponse:
+    async def _cancel(self, request: scan_pb2.CancelScanRequest, caller: Principal) -> scan_pb2.CancelScanResponse:
+        await self.require(request.scan_id, caller, act=True)
         scan = self._active.get(request.scan_id)
         if scan is None or scan.status in TERMINAL:
             return scan_pb2.CancelScanResponse(accepted=await self.require(request.scan_id))
@@ -491,6 +529,7 @@ class Scans:
         opened = await self._hub.open_session(
             f"{scan.id}:open",
             chat_pb2.OpenSessionRequest(node_id=scan.node_id, title=f"scan {scan.mode}: {scan.target}"),
+            owner=scan_owner(scan),
         )
         if opened.WhichOneof("outcome") != "accepted":
             message = f"could not open a session on node {scan.node_id}: {opened.rejected.message}"

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from aop import chat_pb2
+from aophub.access.ownership import check_share_name, may_share, shared, unshared
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
 from aophub.hub.live_session import LiveSession, LiveSessions
 from aophub.hub.node_requests import NodeRequests
 from aophub.hub.nodes import NodeRegistry
@@ -53,9 +55,16 @@ class SessionAdmin:
     def __repr__(self) -> str:
         return f"<SessionAdmin sessions={len(self._sessions)}>"
 
-    async def update(self, session_id: str, *, title: str | None, archived: bool | None) -> LiveSession:
+    async def update(
+        self,
+        session_id: str,
+        *,
+        title: str | None,
+        archived: bool | None,
+        caller: Principal = ACCESS_KEY_PRINCIPAL,
+    ) -> LiveSession:
         """Change a session's title and/or archive flag (``None`` leaves it as it is)."""
-        async with self._sessions.locked(session_id) as session:
+        async with self._sessions.locked(session_id, caller) as session:
             if title is not None and len(title) > TITLE_MAX_LENGTH:
                 raise HubError(Code.INVALID_ARGUMENT, f"title is longer than {TITLE_MAX_LENGTH} characters")
             changes: dict[str, object] = {}
@@ -67,9 +76,34 @@ class SessionAdmin:
             await self._sessions.write(session, [change], change)
         return session
 
-    async def delete(self, session_id: str) -> int:
+    async def share(
+        self, session_id: str, name: str, *, share: bool, caller: Principal = ACCESS_KEY_PRINCIPAL
+    ) -> LiveSession:
+        """Share the session with token name ``name`` (or ``"*"``), or take the share back (``share`` false).
+
+        Only its owner or an admin may (see :mod:`aophub.access.ownership`); a session the caller
+        sees but does not own is refused with ``PERMISSION_DENIED``. Taking a share back ends the
+        watches of whoever no longer sees the session.
+        """
+        check_share_name(name)
+        async with self._sessions.locked(session_id, caller) as session:
+            record = session.record
+            if not may_share(caller, record.owner):
+                raise HubError(
+                    Code.PERMISSION_DENIED,
+                    f"only the owner of session {session_id} ({record.owner}) or an admin may change its shares",
+                )
+            names = shared(record.shared_with, name) if share else unshared(record.shared_with, name)
+            if names != record.shared_with:
+                change = self._sessions.touch(session, shared_with=names)
+                await self._sessions.write(session, [change], change)
+                if not share:
+                    session.log.access_changed()
+        return session
+
+    async def delete(self, session_id: str, caller: Principal = ACCESS_KEY_PRINCIPAL) -> int:
         """Delete a session with its events, turns and interactions; returns the events deleted."""
-        async with self._sessions.locked(session_id) as session:
+        async with self._sessions.locked(session_id, caller) as session:
             self._turns.forget_locked(session, "deleted")
             node = self._nodes.get(session.record.node_id)
             if node is not None:  # opened on this connection or not: a node that reconnected still has it
@@ -83,7 +117,9 @@ class SessionAdmin:
             self._sessions.remove(session)
         return int(deleted or 0)
 
-    async def list_events(self, request: chat_pb2.ListEventsRequest) -> chat_pb2.ListEventsResponse:
+    async def list_events(
+        self, request: chat_pb2.ListEventsRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
+    ) -> chat_pb2.ListEventsResponse:
         """One page of persisted events, oldest first (an empty cursor starts at the oldest).
 
         A page ends at ``limit`` events or before the event that would take it past the page
@@ -91,7 +127,7 @@ class SessionAdmin:
         ``limit`` is not the end, an empty one is. ``next_cursor`` continues where it ended.
         """
         check_ids(request)
-        session = await self._sessions.require(request.session_id)
+        session = await self._sessions.require(request.session_id, caller, act=False)
         after = parse_cursor(request.after_cursor)
         limit = min(request.limit or LIST_EVENTS_DEFAULT, LIST_EVENTS_MAX)
         rows = await self._store.read_events(session.id, after, limit, max_bytes=self._page_bytes)

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aop import chat_pb2, content_pb2, event_pb2
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
 from aophub.hub.interactions import Interactions
 from aophub.hub.journal import Claim
 from aophub.hub.live_session import LiveSession, LiveSessions
@@ -133,11 +134,16 @@ class TurnLifecycle:
 
     # -- RunTurn ------------------------------------------------------------------
 
-    async def run(self, request: chat_pb2.RunTurnRequest, claim: Claim) -> chat_pb2.RunTurnResponse:
-        """Accept a turn (run, queue, interrupt or reject by its policy); ``claim`` journals the response."""
+    async def run(
+        self, request: chat_pb2.RunTurnRequest, claim: Claim, caller: Principal = ACCESS_KEY_PRINCIPAL
+    ) -> chat_pb2.RunTurnResponse:
+        """Accept a turn (run, queue, interrupt or reject by its policy) in a session ``caller`` may act in.
+
+        ``claim`` journals the response.
+        """
         options = turn_options(request)
         check_run_turn(request, options)
-        session = await self._sessions.require(request.session_id)
+        session = await self._sessions.require(request.session_id, caller)
         if session.closed:
             raise HubError(Code.FAILED_PRECONDITION, f"session {session.id} is closed")
         if self._nodes.get(session.record.node_id) is None:
@@ -470,11 +476,13 @@ class TurnLifecycle:
 
     # -- canceling turns ------------------------------------------------------------
 
-    async def cancel(self, request: chat_pb2.CancelTurnRequest) -> chat_pb2.CancelTurnResponse:
-        """Cancel a running or queued turn at a client's request."""
+    async def cancel(
+        self, request: chat_pb2.CancelTurnRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
+    ) -> chat_pb2.CancelTurnResponse:
+        """Cancel a running or queued turn at the request of a client that may act in its session."""
         if not request.session_id or not request.turn_id:
             raise HubError(Code.INVALID_ARGUMENT, "session_id and turn_id are required")
-        session = await self._sessions.require(request.session_id)
+        session = await self._sessions.require(request.session_id, caller)
         async with session.lock:
             turn = session.turns.find(request.turn_id)
             if turn is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from aophub.hub.event_log import Delivery, EventLog, Lagged, LogClosed
+from aophub.hub.event_log import AccessChanged, Delivery, EventLog, Lagged, LogClosed
 from aophub.protocol.codec import event_payload_field
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import Store
@@ -29,6 +29,12 @@ WATCH_QUEUE = 1024
 WATCH_QUEUE_BYTES = 4 * 1024 * 1024
 
 Send = Callable[[Delivery], Awaitable[None]]
+# Raises (a HubError) when the watcher may no longer see the session; see follow().
+Check = Callable[[], None]
+
+
+def _always() -> None:
+    return None
 
 
 @dataclass(slots=True)
@@ -62,17 +68,32 @@ async def follow(
     queue_size: int = WATCH_QUEUE,
     page_bytes: int = REPLAY_PAGE_BYTES,
     queue_bytes: int = WATCH_QUEUE_BYTES,
+    check: Check = _always,
 ) -> None:
-    """Deliver every persisted event after ``after_cursor`` exactly once, then live events, until cancelled."""
+    """Deliver every persisted event after ``after_cursor`` exactly once, then live events, until cancelled.
+
+    ``check()`` runs before every delivery and whenever the session's access changes
+    (:meth:`EventLog.access_changed`); what it raises ends the watch (a share taken back).
+    """
     position = _Position(after_cursor)
+
+    async def checked(delivery: Delivery) -> None:
+        check()
+        await send(delivery)
+
     while True:
         subscription = log.subscribe(queue_size, queue_bytes)
         try:
-            await _replay(log, store, position, send, page=page, page_bytes=page_bytes)
+            await _replay(log, store, position, checked, page=page, page_bytes=page_bytes)
             while True:
-                for delivery in await subscription.take():
+                try:
+                    deliveries = await subscription.take()
+                except AccessChanged:
+                    check()
+                    continue
+                for delivery in deliveries:
                     if position.admit(delivery):
-                        await send(delivery)
+                        await checked(delivery)
         except Lagged:
             continue
         except LogClosed:

@@ -38,7 +38,9 @@ class CommandRequests:
         if command.WhichOneof("message") != "request":
             raise HubError(Code.UNSUPPORTED_MESSAGE, "applications send request in this namespace")
         try:
-            receipt = await connection.hub.run_command(command.request.session_id, command.request.line)
+            receipt = await connection.hub.run_command(
+                command.request.session_id, command.request.line, connection.principal
+            )
         except HubError as error:
             raise HubError(Code.COMMAND_FAILED, error.message, retryable=error.retryable) from None
         reply: Message = type(message)(

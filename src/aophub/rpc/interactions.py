@@ -6,6 +6,7 @@ from typing import Any
 
 from aophub.hub.hub import Hub
 from aophub.protocol.errors import Code, HubError
+from aophub.rpc.interceptors import caller
 from aophub.rpc.paging import decode_token, encode_token, page_size
 from aophub.v1 import interaction_pb2
 
@@ -28,16 +29,15 @@ class InteractionServiceImpl:
     async def answer_interaction(
         self, request: interaction_pb2.AnswerInteractionRequest, ctx: Ctx
     ) -> interaction_pb2.AnswerInteractionResponse:
-        return await self.hub.interactions.answer(request.request_id, request)
+        return await self.hub.interactions.answer(request.request_id, request, caller())
 
     async def list_interactions(
         self, request: interaction_pb2.ListInteractionsRequest, ctx: Ctx
     ) -> interaction_pb2.ListInteractionsResponse:
         """One page of a session's interactions, or of every session's when ``session_id`` is empty."""
-        if request.session_id:
-            await self.hub.require_session(request.session_id)
         found, next_position = await self.hub.interactions.list(
             request.session_id,
+            caller=caller(),
             include_resolved=request.include_resolved,
             after=_position(request.page_token),
             limit=page_size(request.page_size),

@@ -6,12 +6,19 @@ the scope the method needs (:mod:`aophub.access.policy`), costs nothing.
 :class:`ErrorInterceptor` is the boundary where the hub's exceptions become
 Connect errors (through ``aophub.protocol.error_mapping``); anything
 unexpected becomes ``internal`` with a generic message, details in the log.
+
+The principal a call authenticated as is :func:`caller` in the service
+methods (a context variable the AuthInterceptor sets for the call and resets
+at its end): they pass it to the hub, which decides per session (per-session
+ownership, :mod:`aophub.access.ownership`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from http.cookies import CookieError, SimpleCookie
 from typing import TypeVar
 
@@ -22,17 +29,39 @@ from starlette.datastructures import Headers
 
 from aophub.access.authenticator import CROSS_ORIGIN_REQUEST, Authenticator
 from aophub.access.policy import rpc_scope
+from aophub.access.scopes import Principal
 from aophub.access.throttle import retry_after_header
 from aophub.protocol.error_mapping import INTERNAL_MESSAGE, to_connect_code
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import StoreError
 
-__all__ = ["AuthInterceptor", "ErrorInterceptor"]
+__all__ = ["AuthInterceptor", "ErrorInterceptor", "caller", "calling_as"]
 
 log = logging.getLogger(__name__)
 
 REQ = TypeVar("REQ")
 RES = TypeVar("RES")
+
+_CALLER: contextvars.ContextVar[Principal] = contextvars.ContextVar("aophub_rpc_caller")
+
+
+def caller() -> Principal:
+    """Who the current RPC authenticated as; only inside a call the AuthInterceptor admitted."""
+    try:
+        return _CALLER.get()
+    except LookupError:
+        # A service method reached without the interceptor: refuse rather than act as anyone.
+        raise HubError(Code.UNAUTHENTICATED, "no authenticated caller") from None
+
+
+@contextlib.contextmanager
+def calling_as(principal: Principal) -> Iterator[None]:
+    """Run service methods in-process as ``principal`` (what the AuthInterceptor does for a call)."""
+    token = _CALLER.set(principal)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
 
 
 def _cookies(header: str) -> dict[str, str]:
@@ -65,7 +94,7 @@ class AuthInterceptor:
     def __repr__(self) -> str:
         return "<AuthInterceptor>"
 
-    async def on_start(self, ctx: RequestContext[object, object]) -> None:
+    async def on_start(self, ctx: RequestContext[object, object]) -> contextvars.Token[Principal]:
         headers = ctx.request_headers
         # Every value of a repeated header (connectrpc's Headers.items() keeps only the first), so that
         # two Authorization headers are refused here as on the WebSocket endpoints.
@@ -87,9 +116,12 @@ class AuthInterceptor:
             result.principal.require(rpc_scope(path), path)
         except HubError as refusal:
             raise ConnectError(to_connect_code(refusal.code), refusal.message) from None
+        return _CALLER.set(result.principal)
 
-    async def on_end(self, token: None, ctx: RequestContext[object, object], error: Exception | None) -> None:
-        return None
+    async def on_end(
+        self, token: contextvars.Token[Principal], ctx: RequestContext[object, object], error: Exception | None
+    ) -> None:
+        _CALLER.reset(token)
 
 
 class ErrorInterceptor:

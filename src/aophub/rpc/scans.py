@@ -28,6 +28,7 @@ from aophub.hub.watch import follow
 from aophub.protocol.codec import encode_envelope
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
+from aophub.rpc.interceptors import caller
 from aophub.rpc.paging import decode_token, encode_token, page_size
 from aophub.v1 import scan_pb2
 
@@ -46,25 +47,25 @@ class ScanServiceImpl:
         return "<ScanServiceImpl>"
 
     async def submit_scan(self, request: scan_pb2.SubmitScanRequest, ctx: Ctx) -> scan_pb2.SubmitScanResponse:
-        return await self.scans.submit(request)
+        return await self.scans.submit(request, caller())
 
     async def get_scan(self, request: scan_pb2.GetScanRequest, ctx: Ctx) -> scan_pb2.GetScanResponse:
-        return scan_pb2.GetScanResponse(scan=await self.scans.require(request.scan_id))
+        return scan_pb2.GetScanResponse(scan=await self.scans.require(request.scan_id, caller()))
 
     async def list_scans(self, request: scan_pb2.ListScansRequest, ctx: Ctx) -> scan_pb2.ListScansResponse:
         size = page_size(request.page_size)
         before = decode_token(request.page_token)
-        scans = await self.scans.list(limit=size + 1, before=before, statuses=list(request.statuses))
+        scans = await self.scans.list(limit=size + 1, before=before, statuses=list(request.statuses), caller=caller())
         response = scan_pb2.ListScansResponse(scans=scans[:size])
         if len(scans) > size:
             response.next_page_token = encode_token(position(scans[size - 1]))
         return response
 
     async def cancel_scan(self, request: scan_pb2.CancelScanRequest, ctx: Ctx) -> scan_pb2.CancelScanResponse:
-        return await self.scans.cancel(request)
+        return await self.scans.cancel(request, caller())
 
     async def get_scan_report(self, request: scan_pb2.GetScanReportRequest, ctx: Ctx) -> scan_pb2.GetScanReportResponse:
-        return await self.scans.report(request.scan_id)
+        return await self.scans.report(request.scan_id, caller())
 
 
 def _frame(reply_to: str, cursor: str = "", **message: Message) -> bytes:
@@ -91,7 +92,7 @@ class ScanWatches:
         scans = self.scans
         try:
             cursor = parse_cursor(request.after_cursor)
-            await scans.require(request.scan_id)
+            await scans.require(request.scan_id, connection.principal)
         except HubError as error:
             return scan_pb2.ScanProtocolMessage(rejected=to_rejection(error))
         connection.start_operation(
@@ -106,7 +107,7 @@ class ScanWatches:
         events: asyncio.Task[None] | None = None
         waiter: asyncio.Task[scan_pb2.Scan] | None = None
         try:
-            scan = await scans.require(scan_id)
+            scan = await scans.require(scan_id, connection.principal)
             await connection.send_frame(_frame(watch_id, snapshot=scan_pb2.ScanSnapshot(scan=scan)))
             sent = scan
             while True:

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from aop import chat_pb2
+from aophub.access.ownership import sees_everything
 from aophub.hub.commands import HUB_COMMANDS, session_menu
 from aophub.hub.hub import Hub
 from aophub.hub.live_session import LiveSession
 from aophub.hub.turns import SessionState
 from aophub.protocol.errors import Code, HubError
+from aophub.rpc.interceptors import caller
 from aophub.rpc.paging import decode_token, encode_token, page_size
 from aophub.rpc.timestamps import to_timestamp
 from aophub.store.base import SessionRecord
@@ -58,6 +60,8 @@ class SessionServiceImpl:
             pending_interactions=pending_interactions,
             parent_session_id=record.parent_session_id,
             close_reason=record.close_reason,
+            owner=record.owner,
+            shared_with=record.shared_with,
         )
         if live is not None:
             if live.turns.running is not None:
@@ -71,6 +75,8 @@ class SessionServiceImpl:
     async def list_sessions(
         self, request: session_pb2.ListSessionsRequest, ctx: Ctx
     ) -> session_pb2.ListSessionsResponse:
+        """One page of the sessions the caller sees (an ``app`` token: its own and those shared with it)."""
+        who = caller()
         limit = page_size(request.page_size)
         records = await self.hub.store.list_sessions(
             limit=limit + 1,
@@ -78,6 +84,7 @@ class SessionServiceImpl:
             include_closed=request.include_closed,
             include_archived=request.include_archived,
             node_id=request.node_id,
+            visible_to=None if sees_everything(who) else who.name,
         )
         response = session_pb2.ListSessionsResponse()
         page = records[:limit]
@@ -91,46 +98,52 @@ class SessionServiceImpl:
         return response
 
     async def get_session(self, request: session_pb2.GetSessionRequest, ctx: Ctx) -> session_pb2.GetSessionResponse:
-        session = await self.hub.require_session(request.session_id)
+        session = await self.hub.require_session(request.session_id, caller(), act=False)
         return session_pb2.GetSessionResponse(session=await self._info_of(session))
 
     async def update_session(
         self, request: session_pb2.UpdateSessionRequest, ctx: Ctx
     ) -> session_pb2.UpdateSessionResponse:
+        who = caller()
+
         async def execute(claim: object) -> session_pb2.UpdateSessionResponse:
             title = request.title if request.HasField("title") else None
             archived = request.archived if request.HasField("archived") else None
-            session = await self.hub.update_session(request.session_id, title=title, archived=archived)
+            session = await self.hub.update_session(request.session_id, title=title, archived=archived, caller=who)
             return session_pb2.UpdateSessionResponse(accepted=await self._info_of(session))
 
         return await self.hub.journaled(
-            request.request_id, "UpdateSession", request, session_pb2.UpdateSessionResponse, execute
+            request.request_id, "UpdateSession", request, session_pb2.UpdateSessionResponse, execute, caller=who
         )
 
     async def reset_session(
         self, request: session_pb2.ResetSessionRequest, ctx: Ctx
     ) -> session_pb2.ResetSessionResponse:
+        who = caller()
+
         async def execute(claim: object) -> session_pb2.ResetSessionResponse:
-            new, old = await self.hub.reset_session(request.request_id, request.session_id)
+            new, old = await self.hub.reset_session(request.request_id, request.session_id, who)
             reset = session_pb2.SessionReset(
                 new_session=await self._info_of(new), closed_session=await self._info_of(old)
             )
             return session_pb2.ResetSessionResponse(accepted=reset)
 
         return await self.hub.journaled(
-            request.request_id, "ResetSession", request, session_pb2.ResetSessionResponse, execute
+            request.request_id, "ResetSession", request, session_pb2.ResetSessionResponse, execute, caller=who
         )
 
     async def delete_session(
         self, request: session_pb2.DeleteSessionRequest, ctx: Ctx
     ) -> session_pb2.DeleteSessionResponse:
+        who = caller()
+
         async def execute(claim: object) -> session_pb2.DeleteSessionResponse:
-            deleted = await self.hub.delete_session(request.session_id)
+            deleted = await self.hub.delete_session(request.session_id, who)
             accepted = session_pb2.SessionDeleted(session_id=request.session_id, events_deleted=deleted)
             return session_pb2.DeleteSessionResponse(accepted=accepted)
 
         return await self.hub.journaled(
-            request.request_id, "DeleteSession", request, session_pb2.DeleteSessionResponse, execute
+            request.request_id, "DeleteSession", request, session_pb2.DeleteSessionResponse, execute, caller=who
         )
 
     async def list_commands(
@@ -138,7 +151,7 @@ class SessionServiceImpl:
     ) -> session_pb2.ListCommandsResponse:
         if not request.session_id:
             return session_pb2.ListCommandsResponse(commands=list(HUB_COMMANDS))
-        session = await self.hub.require_session(request.session_id)
+        session = await self.hub.require_session(request.session_id, caller(), act=False)
         return session_pb2.ListCommandsResponse(commands=session_menu(self.hub.nodes.get(session.record.node_id)))
 
     async def run_command(self, request: session_pb2.RunCommandRequest, ctx: Ctx) -> session_pb2.RunCommandResponse:
@@ -147,7 +160,7 @@ class SessionServiceImpl:
         Refusals are Connect codes: ``invalid_argument``, ``not_found``, ``failed_precondition`` (a
         refused verb, a closed session), ``unavailable`` (the node is offline), ``resource_exhausted``.
         """
-        receipt = await self.hub.run_command(request.session_id, request.line)
+        receipt = await self.hub.run_command(request.session_id, request.line, caller())
         return session_pb2.RunCommandResponse(
             operation_id=receipt.operation_id, session_id=receipt.session_id, state="running"
         )
@@ -155,4 +168,32 @@ class SessionServiceImpl:
     async def list_events(self, request: chat_pb2.ListEventsRequest, ctx: Ctx) -> chat_pb2.ListEventsResponse:
         if not request.session_id:
             raise HubError(Code.INVALID_ARGUMENT, "session_id is required")
-        return await self.hub.list_events(request)
+        return await self.hub.list_events(request, caller())
+
+    async def share_session(
+        self, request: session_pb2.ShareSessionRequest, ctx: Ctx
+    ) -> session_pb2.ShareSessionResponse:
+        """Share a session with a token name or "*" (its owner or an admin); sharing again changes nothing."""
+        who = caller()
+
+        async def execute(claim: object) -> session_pb2.ShareSessionResponse:
+            session = await self.hub.share_session(request.session_id, request.token_name, share=True, caller=who)
+            return session_pb2.ShareSessionResponse(accepted=await self._info_of(session))
+
+        return await self.hub.journaled(
+            request.request_id, "ShareSession", request, session_pb2.ShareSessionResponse, execute, caller=who
+        )
+
+    async def unshare_session(
+        self, request: session_pb2.UnshareSessionRequest, ctx: Ctx
+    ) -> session_pb2.UnshareSessionResponse:
+        """Take a share back (its owner or an admin); the name's open watches of the session end."""
+        who = caller()
+
+        async def execute(claim: object) -> session_pb2.UnshareSessionResponse:
+            session = await self.hub.share_session(request.session_id, request.token_name, share=False, caller=who)
+            return session_pb2.UnshareSessionResponse(accepted=await self._info_of(session))
+
+        return await self.hub.journaled(
+            request.request_id, "UnshareSession", request, session_pb2.UnshareSessionResponse, execute, caller=who
+        )

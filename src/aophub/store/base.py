@@ -88,6 +88,11 @@ class SessionRecord:
     open_request: bytes = b""
     # Every seq up to this one may have been handed out (see ReserveSeq).
     seq_reserved: int = 0
+    # The name of the token that opened the session ("admin": the access key, and every session
+    # stored before sessions had owners), and the token names it is shared with ("*": everyone),
+    # sorted; see aophub.access.ownership.
+    owner: str = "admin"
+    shared_with: tuple[str, ...] = ()
     # Derived on read: cursor of the newest event (0 if none), and the count.
     last_cursor: int = 0
     event_count: int = 0
@@ -135,12 +140,13 @@ class InteractionRecord:
 
 @dataclass(frozen=True, slots=True)
 class ScanRecord:
-    """A scan; ``data`` is the serialized ``aophub.v1.Scan``."""
+    """A scan; ``data`` is the serialized ``aophub.v1.Scan``; ``owner`` the token name that submitted it."""
 
     id: str
     status: int  # aophub.v1.ScanStatus
     created_at: float
     data: bytes
+    owner: str = "admin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,8 +311,13 @@ class Store(Protocol):
         include_closed: bool = False,
         include_archived: bool = False,
         node_id: str = "",
+        visible_to: str | None = None,
     ) -> list[SessionRecord]:
-        """Sessions ordered by ``(updated_at, id)`` descending, strictly before ``before``."""
+        """Sessions ordered by ``(updated_at, id)`` descending, strictly before ``before``.
+
+        With ``visible_to``, only the sessions that token name owns or that are shared with it or
+        with everyone.
+        """
         ...
 
     async def read_events(
@@ -341,11 +352,18 @@ class Store(Protocol):
         ...
 
     async def list_interactions(
-        self, *, session_id: str = "", states: Sequence[int] | None = None, after: int = 0, limit: int | None = None
+        self,
+        *,
+        session_id: str = "",
+        states: Sequence[int] | None = None,
+        after: int = 0,
+        limit: int | None = None,
+        visible_to: str | None = None,
     ) -> list[InteractionRecord]:
         """Interactions (of one session when ``session_id`` is set, in ``states`` when given), oldest first.
 
-        Only those whose ``position`` is past ``after``; at most ``limit`` when given.
+        Only those whose ``position`` is past ``after``; at most ``limit`` when given; with
+        ``visible_to``, only those of sessions visible to that token name (as in list_sessions).
         """
         ...
 
@@ -358,19 +376,38 @@ class Store(Protocol):
         ...
 
     async def list_scans(
-        self, *, limit: int, before: tuple[float, str] | None = None, statuses: Sequence[int] = ()
+        self,
+        *,
+        limit: int,
+        before: tuple[float, str] | None = None,
+        statuses: Sequence[int] = (),
+        owner: str | None = None,
     ) -> list[ScanRecord]:
-        """Scans newest first by ``(created_at, id)``, strictly before ``before``, in ``statuses`` when given."""
+        """Scans newest first by ``(created_at, id)``, strictly before ``before``, in ``statuses`` when given.
+
+        With ``owner``, only the scans that token name submitted.
+        """
         ...
 
     async def read_artifacts(
-        self, after_cursor: int, limit: int, *, session_id: str = "", max_bytes: int | None = None
+        self,
+        after_cursor: int,
+        limit: int,
+        *,
+        session_id: str = "",
+        max_bytes: int | None = None,
+        visible_to: str | None = None,
     ) -> list[ArtifactRecord]:
-        """Up to ``limit`` archived artifacts after ``after_cursor``, oldest first (``max_bytes`` as in read_events)."""
+        """Up to ``limit`` archived artifacts after ``after_cursor``, oldest first (``max_bytes`` as in read_events).
+
+        With ``visible_to``, only artifacts of sessions visible to that token name (as in list_sessions).
+        """
         ...
 
-    async def has_artifacts_after(self, after_cursor: int, *, session_id: str = "") -> bool:
-        """Whether any archived artifact (of ``session_id``, when set) follows ``after_cursor``."""
+    async def has_artifacts_after(
+        self, after_cursor: int, *, session_id: str = "", visible_to: str | None = None
+    ) -> bool:
+        """Whether any archived artifact (of ``session_id``, when set; visible as in read_artifacts) follows."""
         ...
 
     async def list_tokens(self) -> list[TokenRecord]:

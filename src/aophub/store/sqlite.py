@@ -45,7 +45,7 @@ from aophub.store.base import (
     TurnRecord,
     WriteOp,
 )
-from aophub.store.sqlite_schema import SYNCHRONOUS, TURN_COLUMNS, map_exceptions
+from aophub.store.sqlite_schema import SYNCHRONOUS, TURN_COLUMNS, map_exceptions, visible_sessions
 from aophub.store.sqlite_writer import SQLiteWriter
 
 __all__ = ["SQLiteStore", "map_exceptions"]
@@ -68,7 +68,7 @@ class _Batch:
 
 _SESSION_COLUMNS = (
     "id, node_id, title, state, created_at, updated_at, archived, parent_session_id,"
-    " parent_tool_call_id, close_reason, open_request, seq_reserved, last_cursor, event_count"
+    " parent_tool_call_id, close_reason, open_request, seq_reserved, last_cursor, event_count, owner, shared_with"
 )
 
 
@@ -88,6 +88,8 @@ def _session(row: Any) -> SessionRecord:
         seq_reserved=row[11],
         last_cursor=row[12],
         event_count=row[13],
+        owner=row[14],
+        shared_with=tuple(name for name in row[15].split(",") if name),
     )
 
 
@@ -315,11 +317,13 @@ class SQLiteStore:
         include_closed: bool = False,
         include_archived: bool = False,
         node_id: str = "",
+        visible_to: str | None = None,
     ) -> list[SessionRecord]:
         """Sessions ordered by ``(updated_at, id)`` descending, strictly before ``before``.
 
         Closed sessions (state "closed") and archived ones are left out unless
-        asked for; a non-empty ``node_id`` keeps only that node's sessions.
+        asked for; a non-empty ``node_id`` keeps only that node's sessions; with
+        ``visible_to``, only the sessions that token name sees.
         """
         if limit <= 0:
             return []
@@ -335,6 +339,10 @@ class SQLiteStore:
         if node_id:
             where.append("node_id = ?")
             params.append(node_id)
+        if visible_to is not None:
+            condition, names = visible_sessions(visible_to)
+            where.append(condition)
+            params += names
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         rows = await self._read(
             f"SELECT {_SESSION_COLUMNS} FROM sessions {clause} ORDER BY updated_at DESC, id DESC LIMIT ?",
@@ -419,11 +427,18 @@ class SQLiteStore:
         return InteractionRecord(*rows[0]) if rows else None
 
     async def list_interactions(
-        self, *, session_id: str = "", states: Sequence[int] | None = None, after: int = 0, limit: int | None = None
+        self,
+        *,
+        session_id: str = "",
+        states: Sequence[int] | None = None,
+        after: int = 0,
+        limit: int | None = None,
+        visible_to: str | None = None,
     ) -> list[InteractionRecord]:
         """Interactions (of one session when ``session_id`` is set, in ``states`` when given), oldest first.
 
-        The position is the row id, which an upsert keeps.
+        The position is the row id, which an upsert keeps. With ``visible_to``, only those of the
+        sessions that token name sees.
         """
         where: list[str] = ["rowid > ?"]
         params: list[Any] = [after]
@@ -435,6 +450,10 @@ class SQLiteStore:
                 return []
             where.append(f"state IN ({', '.join('?' * len(states))})")
             params += states
+        if visible_to is not None:
+            condition, names = visible_sessions(visible_to)
+            where.append(f"session_id IN (SELECT id FROM sessions WHERE {condition})")
+            params += names
         bound = ""
         if limit is not None:
             bound = " LIMIT ?"
@@ -459,13 +478,21 @@ class SQLiteStore:
 
     async def get_scan(self, scan_id: str) -> ScanRecord | None:
         """One scan, or ``None``."""
-        rows = await self._read("SELECT id, status, created_at, data FROM scans WHERE id = ?", (scan_id,))
+        rows = await self._read("SELECT id, status, created_at, data, owner FROM scans WHERE id = ?", (scan_id,))
         return ScanRecord(*rows[0]) if rows else None
 
     async def list_scans(
-        self, *, limit: int, before: tuple[float, str] | None = None, statuses: Sequence[int] = ()
+        self,
+        *,
+        limit: int,
+        before: tuple[float, str] | None = None,
+        statuses: Sequence[int] = (),
+        owner: str | None = None,
     ) -> list[ScanRecord]:
-        """Scans newest first by ``(created_at, id)``, strictly before ``before``, in ``statuses`` when given."""
+        """Scans newest first by ``(created_at, id)``, strictly before ``before``, in ``statuses`` when given.
+
+        With ``owner``, only the scans that token name submitted.
+        """
         if limit <= 0:
             return []
         where: list[str] = []
@@ -476,18 +503,30 @@ class SQLiteStore:
         if statuses:
             where.append(f"status IN ({', '.join('?' * len(statuses))})")
             params += statuses
+        if owner is not None:
+            where.append("owner = ?")
+            params.append(owner)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         rows = await self._read(
-            f"SELECT id, status, created_at, data FROM scans {clause} ORDER BY created_at DESC, id DESC LIMIT ?",
+            f"SELECT id, status, created_at, data, owner FROM scans {clause} ORDER BY created_at DESC, id DESC LIMIT ?",
             [*params, limit],
         )
         return [ScanRecord(*row) for row in rows]
 
     async def read_artifacts(
-        self, after_cursor: int, limit: int, *, session_id: str = "", max_bytes: int | None = None
+        self,
+        after_cursor: int,
+        limit: int,
+        *,
+        session_id: str = "",
+        max_bytes: int | None = None,
+        visible_to: str | None = None,
     ) -> list[ArtifactRecord]:
-        """Up to ``limit`` archived artifacts after ``after_cursor``, oldest first, within ``max_bytes`` of data."""
-        where, params = self._artifacts_after(after_cursor, session_id)
+        """Up to ``limit`` archived artifacts after ``after_cursor``, oldest first, within ``max_bytes`` of data.
+
+        With ``visible_to``, only those of the sessions that token name sees.
+        """
+        where, params = self._artifacts_after(after_cursor, session_id, visible_to)
         last = await self._last_within("artifacts", where, params, limit, max_bytes)
         if last is None:
             return []
@@ -497,16 +536,24 @@ class SQLiteStore:
         )
         return [ArtifactRecord(*row) for row in rows]
 
-    async def has_artifacts_after(self, after_cursor: int, *, session_id: str = "") -> bool:
-        """Whether any artifact (of ``session_id``, when set) follows ``after_cursor``."""
-        where, params = self._artifacts_after(after_cursor, session_id)
+    async def has_artifacts_after(
+        self, after_cursor: int, *, session_id: str = "", visible_to: str | None = None
+    ) -> bool:
+        """Whether any artifact (of ``session_id``, when set; visible as in read_artifacts) follows ``after_cursor``."""
+        where, params = self._artifacts_after(after_cursor, session_id, visible_to)
         return bool(await self._read(f"SELECT 1 FROM artifacts WHERE {where} LIMIT 1", params))
 
     @staticmethod
-    def _artifacts_after(after_cursor: int, session_id: str) -> tuple[str, list[Any]]:
+    def _artifacts_after(after_cursor: int, session_id: str, visible_to: str | None) -> tuple[str, list[Any]]:
+        where, params = "cursor > ?", list[Any]([after_cursor])
         if session_id:
-            return "cursor > ? AND session_id = ?", [after_cursor, session_id]
-        return "cursor > ?", [after_cursor]
+            where += " AND session_id = ?"
+            params.append(session_id)
+        if visible_to is not None:
+            condition, names = visible_sessions(visible_to)
+            where += f" AND session_id IN (SELECT id FROM sessions WHERE {condition})"
+            params += names
+        return where, params
 
     async def list_tokens(self) -> list[TokenRecord]:
         rows = await self._read(

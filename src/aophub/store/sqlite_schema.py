@@ -10,7 +10,7 @@ from pathlib import Path
 
 from aophub.store.base import StoreError
 
-__all__ = ["MIGRATIONS", "SYNCHRONOUS", "TURN_COLUMNS", "connect_writer", "map_exceptions"]
+__all__ = ["MIGRATIONS", "SYNCHRONOUS", "TURN_COLUMNS", "connect_writer", "map_exceptions", "visible_sessions"]
 
 TURN_COLUMNS = "session_id, turn_id, state, created_at, request, ended_at, stop_reason"
 
@@ -103,7 +103,28 @@ MIGRATIONS = (
         digest BLOB NOT NULL
     );
     """,
+    # Per-session ownership: sessions and scans stored before it belong to the access key's "admin".
+    """
+    ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT 'admin';
+    ALTER TABLE sessions ADD COLUMN shared_with TEXT NOT NULL DEFAULT '';
+    CREATE INDEX sessions_by_owner ON sessions (owner, updated_at, id);
+    ALTER TABLE scans ADD COLUMN owner TEXT NOT NULL DEFAULT 'admin';
+    CREATE INDEX scans_by_owner ON scans (owner, created_at, id);
+    """,
 )
+
+
+def visible_sessions(name: str, *, prefix: str = "") -> tuple[str, list[str]]:
+    """The sessions token ``name`` sees (its own, those shared with it or with everyone) as an SQL condition.
+
+    Over the sessions table's ``owner`` and ``shared_with`` (names joined by ","; token names hold
+    no ","), its columns qualified by ``prefix`` (e.g. ``"sessions."``); returns the condition and
+    its parameters.
+    """
+    shared = f"',' || {prefix}shared_with || ','"
+    condition = f"({prefix}owner = ? OR instr({shared}, ',' || ? || ',') > 0 OR instr({shared}, ',*,') > 0)"
+    return condition, [name, name]
+
 
 SYNCHRONOUS = frozenset({"OFF", "NORMAL", "FULL", "EXTRA"})
 

@@ -159,13 +159,15 @@ class SQLiteWriter:
                 self._flush(db, run)
                 db.execute(
                     "INSERT INTO sessions (id, node_id, title, state, created_at, updated_at, archived,"
-                    " parent_session_id, parent_tool_call_id, close_reason, open_request, seq_reserved)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " parent_session_id, parent_tool_call_id, close_reason, open_request, seq_reserved,"
+                    " owner, shared_with)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (id) DO UPDATE SET node_id = excluded.node_id, title = excluded.title,"
                     " state = excluded.state, created_at = excluded.created_at, updated_at = excluded.updated_at,"
                     " archived = excluded.archived, parent_session_id = excluded.parent_session_id,"
                     " parent_tool_call_id = excluded.parent_tool_call_id, close_reason = excluded.close_reason,"
-                    " open_request = excluded.open_request,"
+                    " open_request = excluded.open_request, owner = excluded.owner,"
+                    " shared_with = excluded.shared_with,"
                     " seq_reserved = MAX(seq_reserved, excluded.seq_reserved)",
                     (
                         r.id,
@@ -180,6 +182,8 @@ class SQLiteWriter:
                         r.close_reason,
                         r.open_request,
                         r.seq_reserved,
+                        r.owner,
+                        ",".join(r.shared_with),
                     ),
                 )
                 return None
@@ -213,9 +217,9 @@ class SQLiteWriter:
                 return None
             case PutScan(record=scan):
                 db.execute(
-                    "INSERT INTO scans (id, status, created_at, data) VALUES (?, ?, ?, ?)"
+                    "INSERT INTO scans (id, status, created_at, data, owner) VALUES (?, ?, ?, ?, ?)"
                     " ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data",
-                    (scan.id, scan.status, scan.created_at, scan.data),
+                    (scan.id, scan.status, scan.created_at, scan.data, scan.owner),
                 )
                 return None
             case AppendArtifact(event_id=event_id, session_id=session_id, data=data):

@@ -109,7 +109,7 @@ async def answer_interaction(connection: ApplicationConnection, envelope_id: str
     assert isinstance(message, interaction_pb2.InteractionProtocolMessage)
     if message.WhichOneof("message") != "answer_request":
         raise HubError(Code.UNSUPPORTED_MESSAGE, "applications send answer_request in this namespace")
-    response = await connection.hub.interactions.answer(envelope_id, message.answer_request)
+    response = await connection.hub.interactions.answer(envelope_id, message.answer_request, connection.principal)
     return interaction_pb2.InteractionProtocolMessage(answer_response=response)
 
 

@@ -205,6 +205,9 @@ type Scan struct {
 	TimeoutSeconds uint32 `protobuf:"varint,14,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
 	// Position in the queue (1 = next) while QUEUED; 0 otherwise.
 	QueuePosition uint32 `protobuf:"varint,15,opt,name=queue_position,json=queuePosition,proto3" json:"queue_position,omitempty"`
+	// The name of the token that submitted the scan ("admin" for the access
+	// key); the scan's session belongs to it.
+	Owner         string `protobuf:"bytes,16,opt,name=owner,proto3" json:"owner,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -342,6 +345,13 @@ func (x *Scan) GetQueuePosition() uint32 {
 		return x.QueuePosition
 	}
 	return 0
+}
+
+func (x *Scan) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
 }
 
 // SubmitScanRequest asks for a scan.
@@ -1351,7 +1361,7 @@ const file_aophub_v1_scan_proto_rawDesc = "" +
 	"tool_calls\x18\x02 \x01(\rR\ttoolCalls\x12\x14\n" +
 	"\x05steps\x18\x03 \x01(\rR\x05steps\x12#\n" +
 	"\rlast_activity\x18\x04 \x01(\tR\flastActivity\x12>\n" +
-	"\rlast_event_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vlastEventAt\"\xa2\x05\n" +
+	"\rlast_event_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\vlastEventAt\"\xb8\x05\n" +
 	"\x04Scan\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12-\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x15.aophub.v1.ScanStatusR\x06status\x12\x16\n" +
@@ -1372,7 +1382,8 @@ const file_aophub_v1_scan_proto_rawDesc = "" +
 	"finishedAt\x12!\n" +
 	"\freport_ready\x18\r \x01(\bR\vreportReady\x12'\n" +
 	"\x0ftimeout_seconds\x18\x0e \x01(\rR\x0etimeoutSeconds\x12%\n" +
-	"\x0equeue_position\x18\x0f \x01(\rR\rqueuePosition\x1a:\n" +
+	"\x0equeue_position\x18\x0f \x01(\rR\rqueuePosition\x12\x14\n" +
+	"\x05owner\x18\x10 \x01(\tR\x05owner\x1a:\n" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\x02\n" +

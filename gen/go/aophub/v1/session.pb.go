@@ -108,7 +108,13 @@ type SessionInfo struct {
 	// Parent session, for sub-agent sessions.
 	ParentSessionId string `protobuf:"bytes,13,opt,name=parent_session_id,json=parentSessionId,proto3" json:"parent_session_id,omitempty"`
 	// Why the session was closed; empty while open.
-	CloseReason   string `protobuf:"bytes,14,opt,name=close_reason,json=closeReason,proto3" json:"close_reason,omitempty"`
+	CloseReason string `protobuf:"bytes,14,opt,name=close_reason,json=closeReason,proto3" json:"close_reason,omitempty"`
+	// The name of the token that opened the session ("admin" for the access
+	// key, and for sessions opened before sessions had owners).
+	Owner string `protobuf:"bytes,15,opt,name=owner,proto3" json:"owner,omitempty"`
+	// The token names the owner shared the session with, sorted; "*" means
+	// every app token.
+	SharedWith    []string `protobuf:"bytes,16,rep,name=shared_with,json=sharedWith,proto3" json:"shared_with,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -239,6 +245,20 @@ func (x *SessionInfo) GetCloseReason() string {
 		return x.CloseReason
 	}
 	return ""
+}
+
+func (x *SessionInfo) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetSharedWith() []string {
+	if x != nil {
+		return x.SharedWith
+	}
+	return nil
 }
 
 // ListSessionsRequest pages sessions.
@@ -1236,11 +1256,315 @@ func (x *RunCommandResponse) GetState() string {
 	return ""
 }
 
+// ShareSessionRequest shares a session with a token name or with everyone.
+type ShareSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Idempotency key; a retry with the same id and body returns the same response.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The session to share (required).
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// A token name, or "*" for every app token (required). The name need not
+	// exist yet: a token created later with this name sees the session.
+	TokenName     string `protobuf:"bytes,3,opt,name=token_name,json=tokenName,proto3" json:"token_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShareSessionRequest) Reset() {
+	*x = ShareSessionRequest{}
+	mi := &file_aophub_v1_session_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareSessionRequest) ProtoMessage() {}
+
+func (x *ShareSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_session_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareSessionRequest.ProtoReflect.Descriptor instead.
+func (*ShareSessionRequest) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_session_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ShareSessionRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ShareSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ShareSessionRequest) GetTokenName() string {
+	if x != nil {
+		return x.TokenName
+	}
+	return ""
+}
+
+// ShareSessionResponse is the outcome of ShareSession.
+type ShareSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The outcome.
+	//
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*ShareSessionResponse_Accepted
+	//	*ShareSessionResponse_Rejected
+	Outcome       isShareSessionResponse_Outcome `protobuf_oneof:"outcome"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShareSessionResponse) Reset() {
+	*x = ShareSessionResponse{}
+	mi := &file_aophub_v1_session_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShareSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShareSessionResponse) ProtoMessage() {}
+
+func (x *ShareSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_session_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShareSessionResponse.ProtoReflect.Descriptor instead.
+func (*ShareSessionResponse) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_session_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ShareSessionResponse) GetOutcome() isShareSessionResponse_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *ShareSessionResponse) GetAccepted() *SessionInfo {
+	if x != nil {
+		if x, ok := x.Outcome.(*ShareSessionResponse_Accepted); ok {
+			return x.Accepted
+		}
+	}
+	return nil
+}
+
+func (x *ShareSessionResponse) GetRejected() *aop.Rejection {
+	if x != nil {
+		if x, ok := x.Outcome.(*ShareSessionResponse_Rejected); ok {
+			return x.Rejected
+		}
+	}
+	return nil
+}
+
+type isShareSessionResponse_Outcome interface {
+	isShareSessionResponse_Outcome()
+}
+
+type ShareSessionResponse_Accepted struct {
+	// The session, with its new shared_with.
+	Accepted *SessionInfo `protobuf:"bytes,1,opt,name=accepted,proto3,oneof"`
+}
+
+type ShareSessionResponse_Rejected struct {
+	// Why it was refused (NOT_FOUND, INVALID_ARGUMENT, PERMISSION_DENIED for
+	// a token that sees the session but does not own it).
+	Rejected *aop.Rejection `protobuf:"bytes,2,opt,name=rejected,proto3,oneof"`
+}
+
+func (*ShareSessionResponse_Accepted) isShareSessionResponse_Outcome() {}
+
+func (*ShareSessionResponse_Rejected) isShareSessionResponse_Outcome() {}
+
+// UnshareSessionRequest takes back a share of a session.
+type UnshareSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Idempotency key; a retry with the same id and body returns the same response.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The session (required).
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// The token name, or "*", to take the share back from (required).
+	TokenName     string `protobuf:"bytes,3,opt,name=token_name,json=tokenName,proto3" json:"token_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnshareSessionRequest) Reset() {
+	*x = UnshareSessionRequest{}
+	mi := &file_aophub_v1_session_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnshareSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnshareSessionRequest) ProtoMessage() {}
+
+func (x *UnshareSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_session_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnshareSessionRequest.ProtoReflect.Descriptor instead.
+func (*UnshareSessionRequest) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_session_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *UnshareSessionRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *UnshareSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *UnshareSessionRequest) GetTokenName() string {
+	if x != nil {
+		return x.TokenName
+	}
+	return ""
+}
+
+// UnshareSessionResponse is the outcome of UnshareSession.
+type UnshareSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The outcome.
+	//
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*UnshareSessionResponse_Accepted
+	//	*UnshareSessionResponse_Rejected
+	Outcome       isUnshareSessionResponse_Outcome `protobuf_oneof:"outcome"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnshareSessionResponse) Reset() {
+	*x = UnshareSessionResponse{}
+	mi := &file_aophub_v1_session_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnshareSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnshareSessionResponse) ProtoMessage() {}
+
+func (x *UnshareSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_session_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnshareSessionResponse.ProtoReflect.Descriptor instead.
+func (*UnshareSessionResponse) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_session_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *UnshareSessionResponse) GetOutcome() isUnshareSessionResponse_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *UnshareSessionResponse) GetAccepted() *SessionInfo {
+	if x != nil {
+		if x, ok := x.Outcome.(*UnshareSessionResponse_Accepted); ok {
+			return x.Accepted
+		}
+	}
+	return nil
+}
+
+func (x *UnshareSessionResponse) GetRejected() *aop.Rejection {
+	if x != nil {
+		if x, ok := x.Outcome.(*UnshareSessionResponse_Rejected); ok {
+			return x.Rejected
+		}
+	}
+	return nil
+}
+
+type isUnshareSessionResponse_Outcome interface {
+	isUnshareSessionResponse_Outcome()
+}
+
+type UnshareSessionResponse_Accepted struct {
+	// The session, with its new shared_with.
+	Accepted *SessionInfo `protobuf:"bytes,1,opt,name=accepted,proto3,oneof"`
+}
+
+type UnshareSessionResponse_Rejected struct {
+	// Why it was refused (as for ShareSession).
+	Rejected *aop.Rejection `protobuf:"bytes,2,opt,name=rejected,proto3,oneof"`
+}
+
+func (*UnshareSessionResponse_Accepted) isUnshareSessionResponse_Outcome() {}
+
+func (*UnshareSessionResponse_Rejected) isUnshareSessionResponse_Outcome() {}
+
 var File_aophub_v1_session_proto protoreflect.FileDescriptor
 
 const file_aophub_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"\x17aophub/v1/session.proto\x12\taophub.v1\x1a\x0eaop/chat.proto\x1a\x15aophub/v1/agent.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9c\x04\n" +
+	"\x17aophub/v1/session.proto\x12\taophub.v1\x1a\x0eaop/chat.proto\x1a\x15aophub/v1/agent.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd3\x04\n" +
 	"\vSessionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x14\n" +
@@ -1260,7 +1584,10 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\fqueued_turns\x18\v \x01(\rR\vqueuedTurns\x121\n" +
 	"\x14pending_interactions\x18\f \x01(\rR\x13pendingInteractions\x12*\n" +
 	"\x11parent_session_id\x18\r \x01(\tR\x0fparentSessionId\x12!\n" +
-	"\fclose_reason\x18\x0e \x01(\tR\vcloseReason\"\xbc\x01\n" +
+	"\fclose_reason\x18\x0e \x01(\tR\vcloseReason\x12\x14\n" +
+	"\x05owner\x18\x0f \x01(\tR\x05owner\x12\x1f\n" +
+	"\vshared_with\x18\x10 \x03(\tR\n" +
+	"sharedWith\"\xbc\x01\n" +
 	"\x13ListSessionsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -1328,11 +1655,33 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\foperation_id\x18\x01 \x01(\tR\voperationId\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x14\n" +
-	"\x05state\x18\x03 \x01(\tR\x05state*_\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state\"r\n" +
+	"\x13ShareSessionRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"token_name\x18\x03 \x01(\tR\ttokenName\"\x85\x01\n" +
+	"\x14ShareSessionResponse\x124\n" +
+	"\baccepted\x18\x01 \x01(\v2\x16.aophub.v1.SessionInfoH\x00R\baccepted\x12,\n" +
+	"\brejected\x18\x02 \x01(\v2\x0e.aop.RejectionH\x00R\brejectedB\t\n" +
+	"\aoutcome\"t\n" +
+	"\x15UnshareSessionRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x1d\n" +
+	"\n" +
+	"token_name\x18\x03 \x01(\tR\ttokenName\"\x87\x01\n" +
+	"\x16UnshareSessionResponse\x124\n" +
+	"\baccepted\x18\x01 \x01(\v2\x16.aophub.v1.SessionInfoH\x00R\baccepted\x12,\n" +
+	"\brejected\x18\x02 \x01(\v2\x0e.aop.RejectionH\x00R\brejectedB\t\n" +
+	"\aoutcome*_\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SESSION_STATE_OPEN\x10\x01\x12\x18\n" +
-	"\x14SESSION_STATE_CLOSED\x10\x022\x94\x05\n" +
+	"\x14SESSION_STATE_CLOSED\x10\x022\xbc\x06\n" +
 	"\x0eSessionService\x12T\n" +
 	"\fListSessions\x12\x1e.aophub.v1.ListSessionsRequest\x1a\x1f.aophub.v1.ListSessionsResponse\"\x03\x90\x02\x01\x12N\n" +
 	"\n" +
@@ -1344,7 +1693,9 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"RunCommand\x12\x1c.aophub.v1.RunCommandRequest\x1a\x1d.aophub.v1.RunCommandResponse\x12B\n" +
 	"\n" +
-	"ListEvents\x12\x16.aop.ListEventsRequest\x1a\x17.aop.ListEventsResponse\"\x03\x90\x02\x01BI\n" +
+	"ListEvents\x12\x16.aop.ListEventsRequest\x1a\x17.aop.ListEventsResponse\"\x03\x90\x02\x01\x12O\n" +
+	"\fShareSession\x12\x1e.aophub.v1.ShareSessionRequest\x1a\x1f.aophub.v1.ShareSessionResponse\x12U\n" +
+	"\x0eUnshareSession\x12 .aophub.v1.UnshareSessionRequest\x1a!.aophub.v1.UnshareSessionResponseBI\n" +
 	"\x11dev.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3"
 
 var (
@@ -1360,7 +1711,7 @@ func file_aophub_v1_session_proto_rawDescGZIP() []byte {
 }
 
 var file_aophub_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_aophub_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_aophub_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_aophub_v1_session_proto_goTypes = []any{
 	(SessionState)(0),              // 0: aophub.v1.SessionState
 	(*SessionInfo)(nil),            // 1: aophub.v1.SessionInfo
@@ -1380,48 +1731,60 @@ var file_aophub_v1_session_proto_goTypes = []any{
 	(*ListCommandsResponse)(nil),   // 15: aophub.v1.ListCommandsResponse
 	(*RunCommandRequest)(nil),      // 16: aophub.v1.RunCommandRequest
 	(*RunCommandResponse)(nil),     // 17: aophub.v1.RunCommandResponse
-	(*timestamppb.Timestamp)(nil),  // 18: google.protobuf.Timestamp
-	(*aop.Rejection)(nil),          // 19: aop.Rejection
-	(*Command)(nil),                // 20: aophub.v1.Command
-	(*aop.ListEventsRequest)(nil),  // 21: aop.ListEventsRequest
-	(*aop.ListEventsResponse)(nil), // 22: aop.ListEventsResponse
+	(*ShareSessionRequest)(nil),    // 18: aophub.v1.ShareSessionRequest
+	(*ShareSessionResponse)(nil),   // 19: aophub.v1.ShareSessionResponse
+	(*UnshareSessionRequest)(nil),  // 20: aophub.v1.UnshareSessionRequest
+	(*UnshareSessionResponse)(nil), // 21: aophub.v1.UnshareSessionResponse
+	(*timestamppb.Timestamp)(nil),  // 22: google.protobuf.Timestamp
+	(*aop.Rejection)(nil),          // 23: aop.Rejection
+	(*Command)(nil),                // 24: aophub.v1.Command
+	(*aop.ListEventsRequest)(nil),  // 25: aop.ListEventsRequest
+	(*aop.ListEventsResponse)(nil), // 26: aop.ListEventsResponse
 }
 var file_aophub_v1_session_proto_depIdxs = []int32{
 	0,  // 0: aophub.v1.SessionInfo.state:type_name -> aophub.v1.SessionState
-	18, // 1: aophub.v1.SessionInfo.created_at:type_name -> google.protobuf.Timestamp
-	18, // 2: aophub.v1.SessionInfo.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 1: aophub.v1.SessionInfo.created_at:type_name -> google.protobuf.Timestamp
+	22, // 2: aophub.v1.SessionInfo.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 3: aophub.v1.ListSessionsResponse.sessions:type_name -> aophub.v1.SessionInfo
 	1,  // 4: aophub.v1.GetSessionResponse.session:type_name -> aophub.v1.SessionInfo
 	1,  // 5: aophub.v1.UpdateSessionResponse.accepted:type_name -> aophub.v1.SessionInfo
-	19, // 6: aophub.v1.UpdateSessionResponse.rejected:type_name -> aop.Rejection
+	23, // 6: aophub.v1.UpdateSessionResponse.rejected:type_name -> aop.Rejection
 	1,  // 7: aophub.v1.SessionReset.new_session:type_name -> aophub.v1.SessionInfo
 	1,  // 8: aophub.v1.SessionReset.closed_session:type_name -> aophub.v1.SessionInfo
 	9,  // 9: aophub.v1.ResetSessionResponse.accepted:type_name -> aophub.v1.SessionReset
-	19, // 10: aophub.v1.ResetSessionResponse.rejected:type_name -> aop.Rejection
+	23, // 10: aophub.v1.ResetSessionResponse.rejected:type_name -> aop.Rejection
 	12, // 11: aophub.v1.DeleteSessionResponse.accepted:type_name -> aophub.v1.SessionDeleted
-	19, // 12: aophub.v1.DeleteSessionResponse.rejected:type_name -> aop.Rejection
-	20, // 13: aophub.v1.ListCommandsResponse.commands:type_name -> aophub.v1.Command
-	2,  // 14: aophub.v1.SessionService.ListSessions:input_type -> aophub.v1.ListSessionsRequest
-	4,  // 15: aophub.v1.SessionService.GetSession:input_type -> aophub.v1.GetSessionRequest
-	6,  // 16: aophub.v1.SessionService.UpdateSession:input_type -> aophub.v1.UpdateSessionRequest
-	8,  // 17: aophub.v1.SessionService.ResetSession:input_type -> aophub.v1.ResetSessionRequest
-	11, // 18: aophub.v1.SessionService.DeleteSession:input_type -> aophub.v1.DeleteSessionRequest
-	14, // 19: aophub.v1.SessionService.ListCommands:input_type -> aophub.v1.ListCommandsRequest
-	16, // 20: aophub.v1.SessionService.RunCommand:input_type -> aophub.v1.RunCommandRequest
-	21, // 21: aophub.v1.SessionService.ListEvents:input_type -> aop.ListEventsRequest
-	3,  // 22: aophub.v1.SessionService.ListSessions:output_type -> aophub.v1.ListSessionsResponse
-	5,  // 23: aophub.v1.SessionService.GetSession:output_type -> aophub.v1.GetSessionResponse
-	7,  // 24: aophub.v1.SessionService.UpdateSession:output_type -> aophub.v1.UpdateSessionResponse
-	10, // 25: aophub.v1.SessionService.ResetSession:output_type -> aophub.v1.ResetSessionResponse
-	13, // 26: aophub.v1.SessionService.DeleteSession:output_type -> aophub.v1.DeleteSessionResponse
-	15, // 27: aophub.v1.SessionService.ListCommands:output_type -> aophub.v1.ListCommandsResponse
-	17, // 28: aophub.v1.SessionService.RunCommand:output_type -> aophub.v1.RunCommandResponse
-	22, // 29: aophub.v1.SessionService.ListEvents:output_type -> aop.ListEventsResponse
-	22, // [22:30] is the sub-list for method output_type
-	14, // [14:22] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	23, // 12: aophub.v1.DeleteSessionResponse.rejected:type_name -> aop.Rejection
+	24, // 13: aophub.v1.ListCommandsResponse.commands:type_name -> aophub.v1.Command
+	1,  // 14: aophub.v1.ShareSessionResponse.accepted:type_name -> aophub.v1.SessionInfo
+	23, // 15: aophub.v1.ShareSessionResponse.rejected:type_name -> aop.Rejection
+	1,  // 16: aophub.v1.UnshareSessionResponse.accepted:type_name -> aophub.v1.SessionInfo
+	23, // 17: aophub.v1.UnshareSessionResponse.rejected:type_name -> aop.Rejection
+	2,  // 18: aophub.v1.SessionService.ListSessions:input_type -> aophub.v1.ListSessionsRequest
+	4,  // 19: aophub.v1.SessionService.GetSession:input_type -> aophub.v1.GetSessionRequest
+	6,  // 20: aophub.v1.SessionService.UpdateSession:input_type -> aophub.v1.UpdateSessionRequest
+	8,  // 21: aophub.v1.SessionService.ResetSession:input_type -> aophub.v1.ResetSessionRequest
+	11, // 22: aophub.v1.SessionService.DeleteSession:input_type -> aophub.v1.DeleteSessionRequest
+	14, // 23: aophub.v1.SessionService.ListCommands:input_type -> aophub.v1.ListCommandsRequest
+	16, // 24: aophub.v1.SessionService.RunCommand:input_type -> aophub.v1.RunCommandRequest
+	25, // 25: aophub.v1.SessionService.ListEvents:input_type -> aop.ListEventsRequest
+	18, // 26: aophub.v1.SessionService.ShareSession:input_type -> aophub.v1.ShareSessionRequest
+	20, // 27: aophub.v1.SessionService.UnshareSession:input_type -> aophub.v1.UnshareSessionRequest
+	3,  // 28: aophub.v1.SessionService.ListSessions:output_type -> aophub.v1.ListSessionsResponse
+	5,  // 29: aophub.v1.SessionService.GetSession:output_type -> aophub.v1.GetSessionResponse
+	7,  // 30: aophub.v1.SessionService.UpdateSession:output_type -> aophub.v1.UpdateSessionResponse
+	10, // 31: aophub.v1.SessionService.ResetSession:output_type -> aophub.v1.ResetSessionResponse
+	13, // 32: aophub.v1.SessionService.DeleteSession:output_type -> aophub.v1.DeleteSessionResponse
+	15, // 33: aophub.v1.SessionService.ListCommands:output_type -> aophub.v1.ListCommandsResponse
+	17, // 34: aophub.v1.SessionService.RunCommand:output_type -> aophub.v1.RunCommandResponse
+	26, // 35: aophub.v1.SessionService.ListEvents:output_type -> aop.ListEventsResponse
+	19, // 36: aophub.v1.SessionService.ShareSession:output_type -> aophub.v1.ShareSessionResponse
+	21, // 37: aophub.v1.SessionService.UnshareSession:output_type -> aophub.v1.UnshareSessionResponse
+	28, // [28:38] is the sub-list for method output_type
+	18, // [18:28] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_aophub_v1_session_proto_init() }
@@ -1443,13 +1806,21 @@ func file_aophub_v1_session_proto_init() {
 		(*DeleteSessionResponse_Accepted)(nil),
 		(*DeleteSessionResponse_Rejected)(nil),
 	}
+	file_aophub_v1_session_proto_msgTypes[18].OneofWrappers = []any{
+		(*ShareSessionResponse_Accepted)(nil),
+		(*ShareSessionResponse_Rejected)(nil),
+	}
+	file_aophub_v1_session_proto_msgTypes[20].OneofWrappers = []any{
+		(*UnshareSessionResponse_Accepted)(nil),
+		(*UnshareSessionResponse_Rejected)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_aophub_v1_session_proto_rawDesc), len(file_aophub_v1_session_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,7 +27,7 @@ from aop import event_pb2 as aop_dot_event__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x61ophub/v1/scan.proto\x12\taophub.v1\x1a\x0e\x61op/chat.proto\x1a\x0f\x61op/event.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc0\x01\n\x0cScanProgress\x12\x16\n\x06\x65vents\x18\x01 \x01(\x04R\x06\x65vents\x12\x1d\n\ntool_calls\x18\x02 \x01(\rR\ttoolCalls\x12\x14\n\x05steps\x18\x03 \x01(\rR\x05steps\x12#\n\rlast_activity\x18\x04 \x01(\tR\x0clastActivity\x12>\n\rlast_event_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0blastEventAt\"\xa2\x05\n\x04Scan\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12-\n\x06status\x18\x02 \x01(\x0e\x32\x15.aophub.v1.ScanStatusR\x06status\x12\x16\n\x06target\x18\x03 \x01(\tR\x06target\x12\x12\n\x04mode\x18\x04 \x01(\tR\x04mode\x12\x17\n\x07node_id\x18\x05 \x01(\tR\x06nodeId\x12\x1d\n\nsession_id\x18\x06 \x01(\tR\tsessionId\x12\x36\n\x07options\x18\x07 \x03(\x0b\x32\x1c.aophub.v1.Scan.OptionsEntryR\x07options\x12\x33\n\x08progress\x18\x08 \x01(\x0b\x32\x17.aophub.v1.ScanProgressR\x08progress\x12(\n\x05\x65rror\x18\t \x01(\x0b\x32\x12.aop.ProtocolErrorR\x05\x65rror\x12\x39\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nstarted_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n\x0b\x66inished_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nfinishedAt\x12!\n\x0creport_ready\x18\r \x01(\x08R\x0breportReady\x12\'\n\x0ftimeout_seconds\x18\x0e \x01(\rR\x0etimeoutSeconds\x12%\n\x0equeue_position\x18\x0f \x01(\rR\rqueuePosition\x1a:\n\x0cOptionsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xa1\x02\n\x11SubmitScanRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x16\n\x06target\x18\x02 \x01(\tR\x06target\x12\x12\n\x04mode\x18\x03 \x01(\tR\x04mode\x12\x43\n\x07options\x18\x04 \x03(\x0b\x32).aophub.v1.SubmitScanRequest.OptionsEntryR\x07options\x12\x17\n\x07node_id\x18\x05 \x01(\tR\x06nodeId\x12\'\n\x0ftimeout_seconds\x18\x06 \x01(\rR\x0etimeoutSeconds\x1a:\n\x0cOptionsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"|\n\x12SubmitScanResponse\x12-\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x0f.aophub.v1.ScanH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\")\n\x0eGetScanRequest\x12\x17\n\x07scan_id\x18\x01 \x01(\tR\x06scanId\"6\n\x0fGetScanResponse\x12#\n\x04scan\x18\x01 \x01(\x0b\x32\x0f.aophub.v1.ScanR\x04scan\"\x81\x01\n\x10ListScansRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\rR\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x31\n\x08statuses\x18\x03 \x03(\x0e\x32\x15.aophub.v1.ScanStatusR\x08statuses\"b\n\x11ListScansResponse\x12%\n\x05scans\x18\x01 \x03(\x0b\x32\x0f.aophub.v1.ScanR\x05scans\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"c\n\x11\x43\x61ncelScanRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x17\n\x07scan_id\x18\x02 \x01(\tR\x06scanId\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason\"|\n\x12\x43\x61ncelScanResponse\x12-\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x0f.aophub.v1.ScanH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"/\n\x14GetScanReportRequest\x12\x17\n\x07scan_id\x18\x01 \x01(\tR\x06scanId\"\x8b\x01\n\x15GetScanReportResponse\x12\x17\n\x07scan_id\x18\x01 \x01(\tR\x06scanId\x12\x1a\n\x08markdown\x18\x02 \x01(\tR\x08markdown\x12=\n\x0c\x63ompleted_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0b\x63ompletedAt\"N\n\x10WatchScanRequest\x12\x17\n\x07scan_id\x18\x01 \x01(\tR\x06scanId\x12!\n\x0c\x61\x66ter_cursor\x18\x02 \x01(\tR\x0b\x61\x66terCursor\"3\n\x0cScanSnapshot\x12#\n\x04scan\x18\x01 \x01(\x0b\x32\x0f.aophub.v1.ScanR\x04scan\"1\n\nScanUpdate\x12#\n\x04scan\x18\x01 \x01(\x0b\x32\x0f.aophub.v1.ScanR\x04scan\"F\n\tScanEvent\x12\x17\n\x07scan_id\x18\x01 \x01(\tR\x06scanId\x12 \n\x05\x65vent\x18\x02 \x01(\x0b\x32\n.aop.EventR\x05\x65vent\"\xb1\x02\n\x13ScanProtocolMessage\x12K\n\x12watch_scan_request\x18\n \x01(\x0b\x32\x1b.aophub.v1.WatchScanRequestH\x00R\x10watchScanRequest\x12\x35\n\x08snapshot\x18\x0b \x01(\x0b\x32\x17.aophub.v1.ScanSnapshotH\x00R\x08snapshot\x12/\n\x06update\x18\x0c \x01(\x0b\x32\x15.aophub.v1.ScanUpdateH\x00R\x06update\x12,\n\x05\x65vent\x18\r \x01(\x0b\x32\x14.aophub.v1.ScanEventH\x00R\x05\x65vent\x12,\n\x08rejected\x18\x0e \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07message*\xa7\x01\n\nScanStatus\x12\x1b\n\x17SCAN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12SCAN_STATUS_QUEUED\x10\x01\x12\x17\n\x13SCAN_STATUS_RUNNING\x10\x02\x12\x19\n\x15SCAN_STATUS_COMPLETED\x10\x03\x12\x16\n\x12SCAN_STATUS_FAILED\x10\x04\x12\x18\n\x14SCAN_STATUS_CANCELED\x10\x05\x32\x90\x03\n\x0bScanService\x12I\n\nSubmitScan\x12\x1c.aophub.v1.SubmitScanRequest\x1a\x1d.aophub.v1.SubmitScanResponse\x12\x45\n\x07GetScan\x12\x19.aophub.v1.GetScanRequest\x1a\x1a.aophub.v1.GetScanResponse\"\x03\x90\x02\x01\x12K\n\tListScans\x12\x1b.aophub.v1.ListScansRequest\x1a\x1c.aophub.v1.ListScansResponse\"\x03\x90\x02\x01\x12I\n\nCancelScan\x12\x1c.aophub.v1.CancelScanRequest\x1a\x1d.aophub.v1.CancelScanResponse\x12W\n\rGetScanReport\x12\x1f.aophub.v1.GetScanReportRequest\x1a .aophub.v1.GetScanReportResponse\"\x03\x90\x02\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x61ophub/v1/scan.proto\x12\taophub.v1\x1a\x0e\x61op/chat.proto\x1a\x0f\x61op/event.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc0\x01\n\x0cScanProgress\x12\x16\n\x06\x65vents\x18\x01 \x01(\x04R\x06\x65vents\x12\x1d\n\ntool_calls\x18\x02 \x01(\rR\ttoolCalls\x12\x14\n\x05steps\x18\x03 \x01(\rR\x05steps\x12#\n\rlast_activity\x18\x04 \x01(\tR\x0clastActivity\x12>\n\rlast_event_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0blastEventAt\"\xb8\x05\n\x04Scan\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12-\n\x06status\x18\x02 \x01(\x0e\x32\x15.aophub.v1.ScanStatusR\x06status\x12\x16\n\x06target\x18\x03 \x01(\tR\x06target\x12\x12\n\x04mode\x18\x04 \x01(\tR\x04mode\x12\x17\n\x07node_id\x18\x05 \x01(\tR\x06nodeId\x12\x1d\n\nsession_id\x18\x06 \x01(\tR\tsessionId\x12\x36\n\x07options\x18\x07 \x03(\x0b\x32\x1c.aophub.v1.Scan.OptionsEntryR\x07options\x12\x33\n\x08progress\x18\x08 \x01(\x0b\x32\x17.aophub.v1.ScanProgressR\x08progress\x12(\n\x05\x65rror\x18\t \x01(\x0b\x32\x12.aop.ProtocolErrorR\x05\x65rror\x12\x39\n\ncreated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nstarted_at\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n\x0b\x66inished_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nfinishedAt\x12!\n\x0creport_ready\x18\r \x01(\x08R\x0breportReady\x12\'\n\x0ftimeout_seconds\x18\x0e \x01(\rR\x0etimeoutSeconds\x12%\n\x0equeue_position\x18\x0f \x01(\rR\rqueuePosition\x12\x14\n\x05owner\x18\x10 \x01(\tR\x05owner\x1a:\n\x0cOptionsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xa1\x02\n\x11SubmitScanRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x16\n\x06target\x18\x02 \x01(\tR\x06target\x12\x12\n\x04mode\x18\x03 \x01(\tR\x04mode\x12\x43\n\x07options\x18\x04 \x03(\x0b\x32).aophub.v1.SubmitScanRequest.OptionsEntryR\x07options\x12\x17\n\x07node_id\x18\x05 \x01(\tR\x06nodeId\x12\'\n\x0ftimeout_seconds\x18\x06 \x01(\rR\x0etimeoutSeconds\x1a:\n\x0cOptionsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"|\n\x12SubmitScanResponse\x12-\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x0f.aophub.v1.ScanH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\")\n\x0eGetScanRequest\x12\x17\n\x07scan_id\x18\x01 \x01(\tR\x06scanId\"6\n\x0fGetScanResponse\x12#\n\x04scan\x18\x01 \x01(\x0b\x32\x0f.aophub.v1.ScanR\x04scan\"\x81\x01\n\x10ListScansRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\rR\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12\x31\n\x08statuses\x18\x03 \x03(\x0e\x32\x15.aophub.v1.ScanStatusR\x08statuses\"b\n\x11ListScansResponse\x12%\n\x05scans\x18\x01 \x03(\x0b\x32\x0f.aophub.v1.ScanR\x05scans\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"c\n\x11\x43\x61ncelScanRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x17\n\x07scan_id\x18\x02 \x01(\tR\x06scanId\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason\"|\n\x12\x43\x61ncelScanResponse\x12-\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x0f.aophub.v1.ScanH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"/\n\x14GetScanReportRequest\x12\x17\n\x07scan_id\x18\x01 \x01(\tR\x06scanId\"\x8b\x01\n\x15GetScanReportResponse\x12\x17\n\x07scan_id\x18\x01 \x01(\tR\x06scanId\x12\x1a\n\x08markdown\x18\x02 \x01(\tR\x08markdown\x12=\n\x0c\x63ompleted_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0b\x63ompletedAt\"N\n\x10WatchScanRequest\x12\x17\n\x07scan_id\x18\x01 \x01(\tR\x06scanId\x12!\n\x0c\x61\x66ter_cursor\x18\x02 \x01(\tR\x0b\x61\x66terCursor\"3\n\x0cScanSnapshot\x12#\n\x04scan\x18\x01 \x01(\x0b\x32\x0f.aophub.v1.ScanR\x04scan\"1\n\nScanUpdate\x12#\n\x04scan\x18\x01 \x01(\x0b\x32\x0f.aophub.v1.ScanR\x04scan\"F\n\tScanEvent\x12\x17\n\x07scan_id\x18\x01 \x01(\tR\x06scanId\x12 \n\x05\x65vent\x18\x02 \x01(\x0b\x32\n.aop.EventR\x05\x65vent\"\xb1\x02\n\x13ScanProtocolMessage\x12K\n\x12watch_scan_request\x18\n \x01(\x0b\x32\x1b.aophub.v1.WatchScanRequestH\x00R\x10watchScanRequest\x12\x35\n\x08snapshot\x18\x0b \x01(\x0b\x32\x17.aophub.v1.ScanSnapshotH\x00R\x08snapshot\x12/\n\x06update\x18\x0c \x01(\x0b\x32\x15.aophub.v1.ScanUpdateH\x00R\x06update\x12,\n\x05\x65vent\x18\r \x01(\x0b\x32\x14.aophub.v1.ScanEventH\x00R\x05\x65vent\x12,\n\x08rejected\x18\x0e \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07message*\xa7\x01\n\nScanStatus\x12\x1b\n\x17SCAN_STATUS_UNSPECIFIED\x10\x00\x12\x16\n\x12SCAN_STATUS_QUEUED\x10\x01\x12\x17\n\x13SCAN_STATUS_RUNNING\x10\x02\x12\x19\n\x15SCAN_STATUS_COMPLETED\x10\x03\x12\x16\n\x12SCAN_STATUS_FAILED\x10\x04\x12\x18\n\x14SCAN_STATUS_CANCELED\x10\x05\x32\x90\x03\n\x0bScanService\x12I\n\nSubmitScan\x12\x1c.aophub.v1.SubmitScanRequest\x1a\x1d.aophub.v1.SubmitScanResponse\x12\x45\n\x07GetScan\x12\x19.aophub.v1.GetScanRequest\x1a\x1a.aophub.v1.GetScanResponse\"\x03\x90\x02\x01\x12K\n\tListScans\x12\x1b.aophub.v1.ListScansRequest\x1a\x1c.aophub.v1.ListScansResponse\"\x03\x90\x02\x01\x12I\n\nCancelScan\x12\x1c.aophub.v1.CancelScanRequest\x1a\x1d.aophub.v1.CancelScanResponse\x12W\n\rGetScanReport\x12\x1f.aophub.v1.GetScanReportRequest\x1a .aophub.v1.GetScanReportResponse\"\x03\x90\x02\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -45,46 +45,46 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SCANSERVICE'].methods_by_name['ListScans']._serialized_options = b'\220\002\001'
   _globals['_SCANSERVICE'].methods_by_name['GetScanReport']._loaded_options = None
   _globals['_SCANSERVICE'].methods_by_name['GetScanReport']._serialized_options = b'\220\002\001'
-  _globals['_SCANSTATUS']._serialized_start=2705
-  _globals['_SCANSTATUS']._serialized_end=2872
+  _globals['_SCANSTATUS']._serialized_start=2727
+  _globals['_SCANSTATUS']._serialized_end=2894
   _globals['_SCANPROGRESS']._serialized_start=102
   _globals['_SCANPROGRESS']._serialized_end=294
   _globals['_SCAN']._serialized_start=297
-  _globals['_SCAN']._serialized_end=971
-  _globals['_SCAN_OPTIONSENTRY']._serialized_start=913
-  _globals['_SCAN_OPTIONSENTRY']._serialized_end=971
-  _globals['_SUBMITSCANREQUEST']._serialized_start=974
-  _globals['_SUBMITSCANREQUEST']._serialized_end=1263
-  _globals['_SUBMITSCANREQUEST_OPTIONSENTRY']._serialized_start=913
-  _globals['_SUBMITSCANREQUEST_OPTIONSENTRY']._serialized_end=971
-  _globals['_SUBMITSCANRESPONSE']._serialized_start=1265
-  _globals['_SUBMITSCANRESPONSE']._serialized_end=1389
-  _globals['_GETSCANREQUEST']._serialized_start=1391
-  _globals['_GETSCANREQUEST']._serialized_end=1432
-  _globals['_GETSCANRESPONSE']._serialized_start=1434
-  _globals['_GETSCANRESPONSE']._serialized_end=1488
-  _globals['_LISTSCANSREQUEST']._serialized_start=1491
-  _globals['_LISTSCANSREQUEST']._serialized_end=1620
-  _globals['_LISTSCANSRESPONSE']._serialized_start=1622
-  _globals['_LISTSCANSRESPONSE']._serialized_end=1720
-  _globals['_CANCELSCANREQUEST']._serialized_start=1722
-  _globals['_CANCELSCANREQUEST']._serialized_end=1821
-  _globals['_CANCELSCANRESPONSE']._serialized_start=1823
-  _globals['_CANCELSCANRESPONSE']._serialized_end=1947
-  _globals['_GETSCANREPORTREQUEST']._serialized_start=1949
-  _globals['_GETSCANREPORTREQUEST']._serialized_end=1996
-  _globals['_GETSCANREPORTRESPONSE']._serialized_start=1999
-  _globals['_GETSCANREPORTRESPONSE']._serialized_end=2138
-  _globals['_WATCHSCANREQUEST']._serialized_start=2140
-  _globals['_WATCHSCANREQUEST']._serialized_end=2218
-  _globals['_SCANSNAPSHOT']._serialized_start=2220
-  _globals['_SCANSNAPSHOT']._serialized_end=2271
-  _globals['_SCANUPDATE']._serialized_start=2273
-  _globals['_SCANUPDATE']._serialized_end=2322
-  _globals['_SCANEVENT']._serialized_start=2324
-  _globals['_SCANEVENT']._serialized_end=2394
-  _globals['_SCANPROTOCOLMESSAGE']._serialized_start=2397
-  _globals['_SCANPROTOCOLMESSAGE']._serialized_end=2702
-  _globals['_SCANSERVICE']._serialized_start=2875
-  _globals['_SCANSERVICE']._serialized_end=3275
+  _globals['_SCAN']._serialized_end=993
+  _globals['_SCAN_OPTIONSENTRY']._serialized_start=935
+  _globals['_SCAN_OPTIONSENTRY']._serialized_end=993
+  _globals['_SUBMITSCANREQUEST']._serialized_start=996
+  _globals['_SUBMITSCANREQUEST']._serialized_end=1285
+  _globals['_SUBMITSCANREQUEST_OPTIONSENTRY']._serialized_start=935
+  _globals['_SUBMITSCANREQUEST_OPTIONSENTRY']._serialized_end=993
+  _globals['_SUBMITSCANRESPONSE']._serialized_start=1287
+  _globals['_SUBMITSCANRESPONSE']._serialized_end=1411
+  _globals['_GETSCANREQUEST']._serialized_start=1413
+  _globals['_GETSCANREQUEST']._serialized_end=1454
+  _globals['_GETSCANRESPONSE']._serialized_start=1456
+  _globals['_GETSCANRESPONSE']._serialized_end=1510
+  _globals['_LISTSCANSREQUEST']._serialized_start=1513
+  _globals['_LISTSCANSREQUEST']._serialized_end=1642
+  _globals['_LISTSCANSRESPONSE']._serialized_start=1644
+  _globals['_LISTSCANSRESPONSE']._serialized_end=1742
+  _globals['_CANCELSCANREQUEST']._serialized_start=1744
+  _globals['_CANCELSCANREQUEST']._serialized_end=1843
+  _globals['_CANCELSCANRESPONSE']._serialized_start=1845
+  _globals['_CANCELSCANRESPONSE']._serialized_end=1969
+  _globals['_GETSCANREPORTREQUEST']._serialized_start=1971
+  _globals['_GETSCANREPORTREQUEST']._serialized_end=2018
+  _globals['_GETSCANREPORTRESPONSE']._serialized_start=2021
+  _globals['_GETSCANREPORTRESPONSE']._serialized_end=2160
+  _globals['_WATCHSCANREQUEST']._serialized_start=2162
+  _globals['_WATCHSCANREQUEST']._serialized_end=2240
+  _globals['_SCANSNAPSHOT']._serialized_start=2242
+  _globals['_SCANSNAPSHOT']._serialized_end=2293
+  _globals['_SCANUPDATE']._serialized_start=2295
+  _globals['_SCANUPDATE']._serialized_end=2344
+  _globals['_SCANEVENT']._serialized_start=2346
+  _globals['_SCANEVENT']._serialized_end=2416
+  _globals['_SCANPROTOCOLMESSAGE']._serialized_start=2419
+  _globals['_SCANPROTOCOLMESSAGE']._serialized_end=2724
+  _globals['_SCANSERVICE']._serialized_start=2897
+  _globals['_SCANSERVICE']._serialized_end=3297
 # @@protoc_insertion_point(module_scope)

@@ -42,7 +42,7 @@ class ScanProgress(_message.Message):
     def __init__(self, events: _Optional[int] = ..., tool_calls: _Optional[int] = ..., steps: _Optional[int] = ..., last_activity: _Optional[str] = ..., last_event_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Scan(_message.Message):
-    __slots__ = ("id", "status", "target", "mode", "node_id", "session_id", "options", "progress", "error", "created_at", "started_at", "finished_at", "report_ready", "timeout_seconds", "queue_position")
+    __slots__ = ("id", "status", "target", "mode", "node_id", "session_id", "options", "progress", "error", "created_at", "started_at", "finished_at", "report_ready", "timeout_seconds", "queue_position", "owner")
     class OptionsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -65,6 +65,7 @@ class Scan(_message.Message):
     REPORT_READY_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
     QUEUE_POSITION_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
     id: str
     status: ScanStatus
     target: str
@@ -80,7 +81,8 @@ class Scan(_message.Message):
     report_ready: bool
     timeout_seconds: int
     queue_position: int
-    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[ScanStatus, str]] = ..., target: _Optional[str] = ..., mode: _Optional[str] = ..., node_id: _Optional[str] = ..., session_id: _Optional[str] = ..., options: _Optional[_Mapping[str, str]] = ..., progress: _Optional[_Union[ScanProgress, _Mapping]] = ..., error: _Optional[_Union[_event_pb2.ProtocolError, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., report_ready: _Optional[bool] = ..., timeout_seconds: _Optional[int] = ..., queue_position: _Optional[int] = ...) -> None: ...
+    owner: str
+    def __init__(self, id: _Optional[str] = ..., status: _Optional[_Union[ScanStatus, str]] = ..., target: _Optional[str] = ..., mode: _Optional[str] = ..., node_id: _Optional[str] = ..., session_id: _Optional[str] = ..., options: _Optional[_Mapping[str, str]] = ..., progress: _Optional[_Union[ScanProgress, _Mapping]] = ..., error: _Optional[_Union[_event_pb2.ProtocolError, _Mapping]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., report_ready: _Optional[bool] = ..., timeout_seconds: _Optional[int] = ..., queue_position: _Optional[int] = ..., owner: _Optional[str] = ...) -> None: ...
 
 class SubmitScanRequest(_message.Message):
     __slots__ = ("request_id", "target", "mode", "options", "node_id", "timeout_seconds")

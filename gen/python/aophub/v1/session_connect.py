@@ -22,7 +22,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .session_pb2 import DeleteSessionRequest, DeleteSessionResponse, GetSessionRequest, GetSessionResponse, ListCommandsRequest, ListCommandsResponse, ListSessionsRequest, ListSessionsResponse, ResetSessionRequest, ResetSessionResponse, RunCommandRequest, RunCommandResponse, UpdateSessionRequest, UpdateSessionResponse
+from .session_pb2 import DeleteSessionRequest, DeleteSessionResponse, GetSessionRequest, GetSessionResponse, ListCommandsRequest, ListCommandsResponse, ListSessionsRequest, ListSessionsResponse, ResetSessionRequest, ResetSessionResponse, RunCommandRequest, RunCommandResponse, ShareSessionRequest, ShareSessionResponse, UnshareSessionRequest, UnshareSessionResponse, UpdateSessionRequest, UpdateSessionResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -94,6 +94,23 @@ class SessionService(Protocol):
         """
         ListEvents pages a session's persisted events oldest-first, exactly like
         list_events_request on the application channel.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def share_session(self, request: ShareSessionRequest, ctx: RequestContext[ShareSessionRequest, ShareSessionResponse], /) -> ShareSessionResponse:
+        """
+        ShareSession lets another token name (or "*", every app token) see and
+        act in a session as its owner does. Only the owner or an admin may share.
+        Sharing again with the same name changes nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def unshare_session(self, request: UnshareSessionRequest, ctx: RequestContext[UnshareSessionRequest, UnshareSessionResponse], /) -> UnshareSessionResponse:
+        """
+        UnshareSession takes a share back: the name (or "*") no longer sees the
+        session, and its open watches of it end with NOT_FOUND. Only the owner or
+        an admin may unshare. Unsharing a name the session is not shared with
+        changes nothing.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -198,6 +215,28 @@ class SessionServiceASGIApplication(ConnectASGIApplication[SessionService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.list_events,
+                ),
+                "/aophub.v1.SessionService/ShareSession": Endpoint.unary(
+                    method=MethodInfo(
+                        name="ShareSession",
+                        service_name="aophub.v1.SessionService",
+                        input=ShareSessionRequest,
+                        output=ShareSessionResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.share_session,
+                ),
+                "/aophub.v1.SessionService/UnshareSession": Endpoint.unary(
+                    method=MethodInfo(
+                        name="UnshareSession",
+                        service_name="aophub.v1.SessionService",
+                        input=UnshareSessionRequest,
+                        output=UnshareSessionResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.unshare_session,
                 ),
             },
             interceptors=interceptors,
@@ -439,6 +478,57 @@ class SessionServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
             use_get=use_get,
         )
+    async def share_session(
+        self,
+        request: ShareSessionRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ShareSessionResponse:
+        """
+        ShareSession lets another token name (or "*", every app token) see and
+        act in a session as its owner does. Only the owner or an admin may share.
+        Sharing again with the same name changes nothing.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ShareSession",
+                service_name="aophub.v1.SessionService",
+                input=ShareSessionRequest,
+                output=ShareSessionResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    async def unshare_session(
+        self,
+        request: UnshareSessionRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> UnshareSessionResponse:
+        """
+        UnshareSession takes a share back: the name (or "*") no longer sees the
+        session, and its open watches of it end with NOT_FOUND. Only the owner or
+        an admin may unshare. Unsharing a name the session is not shared with
+        changes nothing.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="UnshareSession",
+                service_name="aophub.v1.SessionService",
+                input=UnshareSessionRequest,
+                output=UnshareSessionResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class SessionServiceSync(Protocol):
     """
@@ -496,6 +586,23 @@ class SessionServiceSync(Protocol):
         """
         ListEvents pages a session's persisted events oldest-first, exactly like
         list_events_request on the application channel.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def share_session(self, request: ShareSessionRequest, ctx: RequestContext[ShareSessionRequest, ShareSessionResponse], /) -> ShareSessionResponse:
+        """
+        ShareSession lets another token name (or "*", every app token) see and
+        act in a session as its owner does. Only the owner or an admin may share.
+        Sharing again with the same name changes nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def unshare_session(self, request: UnshareSessionRequest, ctx: RequestContext[UnshareSessionRequest, UnshareSessionResponse], /) -> UnshareSessionResponse:
+        """
+        UnshareSession takes a share back: the name (or "*") no longer sees the
+        session, and its open watches of it end with NOT_FOUND. Only the owner or
+        an admin may unshare. Unsharing a name the session is not shared with
+        changes nothing.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -598,6 +705,28 @@ class SessionServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.list_events,
+                ),
+                "/aophub.v1.SessionService/ShareSession": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="ShareSession",
+                        service_name="aophub.v1.SessionService",
+                        input=ShareSessionRequest,
+                        output=ShareSessionResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.share_session,
+                ),
+                "/aophub.v1.SessionService/UnshareSession": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="UnshareSession",
+                        service_name="aophub.v1.SessionService",
+                        input=UnshareSessionRequest,
+                        output=UnshareSessionResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.unshare_session,
                 ),
             },
             interceptors=interceptors,
@@ -838,4 +967,55 @@ class SessionServiceClientSync(ConnectClientSync):
             headers=headers,
             timeout_ms=timeout_ms,
             use_get=use_get,
+        )
+    def share_session(
+        self,
+        request: ShareSessionRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> ShareSessionResponse:
+        """
+        ShareSession lets another token name (or "*", every app token) see and
+        act in a session as its owner does. Only the owner or an admin may share.
+        Sharing again with the same name changes nothing.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="ShareSession",
+                service_name="aophub.v1.SessionService",
+                input=ShareSessionRequest,
+                output=ShareSessionResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def unshare_session(
+        self,
+        request: UnshareSessionRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> UnshareSessionResponse:
+        """
+        UnshareSession takes a share back: the name (or "*") no longer sees the
+        session, and its open watches of it end with NOT_FOUND. Only the owner or
+        an admin may unshare. Unsharing a name the session is not shared with
+        changes nothing.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="UnshareSession",
+                service_name="aophub.v1.SessionService",
+                input=UnshareSessionRequest,
+                output=UnshareSessionResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
         )

@@ -27,7 +27,7 @@ from aophub.v1 import agent_pb2 as aophub_dot_v1_dot_agent__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61ophub/v1/session.proto\x12\taophub.v1\x1a\x0e\x61op/chat.proto\x1a\x15\x61ophub/v1/agent.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9c\x04\n\x0bSessionInfo\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n\x07node_id\x18\x02 \x01(\tR\x06nodeId\x12\x14\n\x05title\x18\x03 \x01(\tR\x05title\x12-\n\x05state\x18\x04 \x01(\x0e\x32\x17.aophub.v1.SessionStateR\x05state\x12\x1a\n\x08\x61rchived\x18\x05 \x01(\x08R\x08\x61rchived\x12\x39\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1f\n\x0blast_cursor\x18\x08 \x01(\tR\nlastCursor\x12\x1f\n\x0b\x65vent_count\x18\t \x01(\x04R\neventCount\x12&\n\x0frunning_turn_id\x18\n \x01(\tR\rrunningTurnId\x12!\n\x0cqueued_turns\x18\x0b \x01(\rR\x0bqueuedTurns\x12\x31\n\x14pending_interactions\x18\x0c \x01(\rR\x13pendingInteractions\x12*\n\x11parent_session_id\x18\r \x01(\tR\x0fparentSessionId\x12!\n\x0c\x63lose_reason\x18\x0e \x01(\tR\x0b\x63loseReason\"\xbc\x01\n\x13ListSessionsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\rR\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12%\n\x0einclude_closed\x18\x03 \x01(\x08R\rincludeClosed\x12)\n\x10include_archived\x18\x04 \x01(\x08R\x0fincludeArchived\x12\x17\n\x07node_id\x18\x05 \x01(\tR\x06nodeId\"r\n\x14ListSessionsResponse\x12\x32\n\x08sessions\x18\x01 \x03(\x0b\x32\x16.aophub.v1.SessionInfoR\x08sessions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"2\n\x11GetSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"F\n\x12GetSessionResponse\x12\x30\n\x07session\x18\x01 \x01(\x0b\x32\x16.aophub.v1.SessionInfoR\x07session\"\xa7\x01\n\x14UpdateSessionRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x19\n\x05title\x18\x03 \x01(\tH\x00R\x05title\x88\x01\x01\x12\x1f\n\x08\x61rchived\x18\x04 \x01(\x08H\x01R\x08\x61rchived\x88\x01\x01\x42\x08\n\x06_titleB\x0b\n\t_archived\"\x86\x01\n\x15UpdateSessionResponse\x12\x34\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x16.aophub.v1.SessionInfoH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"S\n\x13ResetSessionRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\"\x86\x01\n\x0cSessionReset\x12\x37\n\x0bnew_session\x18\x01 \x01(\x0b\x32\x16.aophub.v1.SessionInfoR\nnewSession\x12=\n\x0e\x63losed_session\x18\x02 \x01(\x0b\x32\x16.aophub.v1.SessionInfoR\rclosedSession\"\x86\x01\n\x14ResetSessionResponse\x12\x35\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x17.aophub.v1.SessionResetH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"T\n\x14\x44\x65leteSessionRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\"V\n\x0eSessionDeleted\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12%\n\x0e\x65vents_deleted\x18\x02 \x01(\x04R\reventsDeleted\"\x89\x01\n\x15\x44\x65leteSessionResponse\x12\x37\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x19.aophub.v1.SessionDeletedH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"4\n\x13ListCommandsRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"F\n\x14ListCommandsResponse\x12.\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x12.aophub.v1.CommandR\x08\x63ommands\"F\n\x11RunCommandRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n\x04line\x18\x02 \x01(\tR\x04line\"l\n\x12RunCommandResponse\x12!\n\x0coperation_id\x18\x01 \x01(\tR\x0boperationId\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x14\n\x05state\x18\x03 \x01(\tR\x05state*_\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12SESSION_STATE_OPEN\x10\x01\x12\x18\n\x14SESSION_STATE_CLOSED\x10\x02\x32\x94\x05\n\x0eSessionService\x12T\n\x0cListSessions\x12\x1e.aophub.v1.ListSessionsRequest\x1a\x1f.aophub.v1.ListSessionsResponse\"\x03\x90\x02\x01\x12N\n\nGetSession\x12\x1c.aophub.v1.GetSessionRequest\x1a\x1d.aophub.v1.GetSessionResponse\"\x03\x90\x02\x01\x12R\n\rUpdateSession\x12\x1f.aophub.v1.UpdateSessionRequest\x1a .aophub.v1.UpdateSessionResponse\x12O\n\x0cResetSession\x12\x1e.aophub.v1.ResetSessionRequest\x1a\x1f.aophub.v1.ResetSessionResponse\x12R\n\rDeleteSession\x12\x1f.aophub.v1.DeleteSessionRequest\x1a .aophub.v1.DeleteSessionResponse\x12T\n\x0cListCommands\x12\x1e.aophub.v1.ListCommandsRequest\x1a\x1f.aophub.v1.ListCommandsResponse\"\x03\x90\x02\x01\x12I\n\nRunCommand\x12\x1c.aophub.v1.RunCommandRequest\x1a\x1d.aophub.v1.RunCommandResponse\x12\x42\n\nListEvents\x12\x16.aop.ListEventsRequest\x1a\x17.aop.ListEventsResponse\"\x03\x90\x02\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x61ophub/v1/session.proto\x12\taophub.v1\x1a\x0e\x61op/chat.proto\x1a\x15\x61ophub/v1/agent.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd3\x04\n\x0bSessionInfo\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n\x07node_id\x18\x02 \x01(\tR\x06nodeId\x12\x14\n\x05title\x18\x03 \x01(\tR\x05title\x12-\n\x05state\x18\x04 \x01(\x0e\x32\x17.aophub.v1.SessionStateR\x05state\x12\x1a\n\x08\x61rchived\x18\x05 \x01(\x08R\x08\x61rchived\x12\x39\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x1f\n\x0blast_cursor\x18\x08 \x01(\tR\nlastCursor\x12\x1f\n\x0b\x65vent_count\x18\t \x01(\x04R\neventCount\x12&\n\x0frunning_turn_id\x18\n \x01(\tR\rrunningTurnId\x12!\n\x0cqueued_turns\x18\x0b \x01(\rR\x0bqueuedTurns\x12\x31\n\x14pending_interactions\x18\x0c \x01(\rR\x13pendingInteractions\x12*\n\x11parent_session_id\x18\r \x01(\tR\x0fparentSessionId\x12!\n\x0c\x63lose_reason\x18\x0e \x01(\tR\x0b\x63loseReason\x12\x14\n\x05owner\x18\x0f \x01(\tR\x05owner\x12\x1f\n\x0bshared_with\x18\x10 \x03(\tR\nsharedWith\"\xbc\x01\n\x13ListSessionsRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\rR\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\x12%\n\x0einclude_closed\x18\x03 \x01(\x08R\rincludeClosed\x12)\n\x10include_archived\x18\x04 \x01(\x08R\x0fincludeArchived\x12\x17\n\x07node_id\x18\x05 \x01(\tR\x06nodeId\"r\n\x14ListSessionsResponse\x12\x32\n\x08sessions\x18\x01 \x03(\x0b\x32\x16.aophub.v1.SessionInfoR\x08sessions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"2\n\x11GetSessionRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"F\n\x12GetSessionResponse\x12\x30\n\x07session\x18\x01 \x01(\x0b\x32\x16.aophub.v1.SessionInfoR\x07session\"\xa7\x01\n\x14UpdateSessionRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x19\n\x05title\x18\x03 \x01(\tH\x00R\x05title\x88\x01\x01\x12\x1f\n\x08\x61rchived\x18\x04 \x01(\x08H\x01R\x08\x61rchived\x88\x01\x01\x42\x08\n\x06_titleB\x0b\n\t_archived\"\x86\x01\n\x15UpdateSessionResponse\x12\x34\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x16.aophub.v1.SessionInfoH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"S\n\x13ResetSessionRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\"\x86\x01\n\x0cSessionReset\x12\x37\n\x0bnew_session\x18\x01 \x01(\x0b\x32\x16.aophub.v1.SessionInfoR\nnewSession\x12=\n\x0e\x63losed_session\x18\x02 \x01(\x0b\x32\x16.aophub.v1.SessionInfoR\rclosedSession\"\x86\x01\n\x14ResetSessionResponse\x12\x35\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x17.aophub.v1.SessionResetH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"T\n\x14\x44\x65leteSessionRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\"V\n\x0eSessionDeleted\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12%\n\x0e\x65vents_deleted\x18\x02 \x01(\x04R\reventsDeleted\"\x89\x01\n\x15\x44\x65leteSessionResponse\x12\x37\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x19.aophub.v1.SessionDeletedH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"4\n\x13ListCommandsRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"F\n\x14ListCommandsResponse\x12.\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x12.aophub.v1.CommandR\x08\x63ommands\"F\n\x11RunCommandRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n\x04line\x18\x02 \x01(\tR\x04line\"l\n\x12RunCommandResponse\x12!\n\x0coperation_id\x18\x01 \x01(\tR\x0boperationId\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x14\n\x05state\x18\x03 \x01(\tR\x05state\"r\n\x13ShareSessionRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x1d\n\ntoken_name\x18\x03 \x01(\tR\ttokenName\"\x85\x01\n\x14ShareSessionResponse\x12\x34\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x16.aophub.v1.SessionInfoH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"t\n\x15UnshareSessionRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x1d\n\nsession_id\x18\x02 \x01(\tR\tsessionId\x12\x1d\n\ntoken_name\x18\x03 \x01(\tR\ttokenName\"\x87\x01\n\x16UnshareSessionResponse\x12\x34\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x16.aophub.v1.SessionInfoH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome*_\n\x0cSessionState\x12\x1d\n\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n\x12SESSION_STATE_OPEN\x10\x01\x12\x18\n\x14SESSION_STATE_CLOSED\x10\x02\x32\xbc\x06\n\x0eSessionService\x12T\n\x0cListSessions\x12\x1e.aophub.v1.ListSessionsRequest\x1a\x1f.aophub.v1.ListSessionsResponse\"\x03\x90\x02\x01\x12N\n\nGetSession\x12\x1c.aophub.v1.GetSessionRequest\x1a\x1d.aophub.v1.GetSessionResponse\"\x03\x90\x02\x01\x12R\n\rUpdateSession\x12\x1f.aophub.v1.UpdateSessionRequest\x1a .aophub.v1.UpdateSessionResponse\x12O\n\x0cResetSession\x12\x1e.aophub.v1.ResetSessionRequest\x1a\x1f.aophub.v1.ResetSessionResponse\x12R\n\rDeleteSession\x12\x1f.aophub.v1.DeleteSessionRequest\x1a .aophub.v1.DeleteSessionResponse\x12T\n\x0cListCommands\x12\x1e.aophub.v1.ListCommandsRequest\x1a\x1f.aophub.v1.ListCommandsResponse\"\x03\x90\x02\x01\x12I\n\nRunCommand\x12\x1c.aophub.v1.RunCommandRequest\x1a\x1d.aophub.v1.RunCommandResponse\x12\x42\n\nListEvents\x12\x16.aop.ListEventsRequest\x1a\x17.aop.ListEventsResponse\"\x03\x90\x02\x01\x12O\n\x0cShareSession\x12\x1e.aophub.v1.ShareSessionRequest\x1a\x1f.aophub.v1.ShareSessionResponse\x12U\n\x0eUnshareSession\x12 .aophub.v1.UnshareSessionRequest\x1a!.aophub.v1.UnshareSessionResponseBI\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,42 +43,50 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SESSIONSERVICE'].methods_by_name['ListCommands']._serialized_options = b'\220\002\001'
   _globals['_SESSIONSERVICE'].methods_by_name['ListEvents']._loaded_options = None
   _globals['_SESSIONSERVICE'].methods_by_name['ListEvents']._serialized_options = b'\220\002\001'
-  _globals['_SESSIONSTATE']._serialized_start=2372
-  _globals['_SESSIONSTATE']._serialized_end=2467
+  _globals['_SESSIONSTATE']._serialized_start=2935
+  _globals['_SESSIONSTATE']._serialized_end=3030
   _globals['_SESSIONINFO']._serialized_start=111
-  _globals['_SESSIONINFO']._serialized_end=651
-  _globals['_LISTSESSIONSREQUEST']._serialized_start=654
-  _globals['_LISTSESSIONSREQUEST']._serialized_end=842
-  _globals['_LISTSESSIONSRESPONSE']._serialized_start=844
-  _globals['_LISTSESSIONSRESPONSE']._serialized_end=958
-  _globals['_GETSESSIONREQUEST']._serialized_start=960
-  _globals['_GETSESSIONREQUEST']._serialized_end=1010
-  _globals['_GETSESSIONRESPONSE']._serialized_start=1012
-  _globals['_GETSESSIONRESPONSE']._serialized_end=1082
-  _globals['_UPDATESESSIONREQUEST']._serialized_start=1085
-  _globals['_UPDATESESSIONREQUEST']._serialized_end=1252
-  _globals['_UPDATESESSIONRESPONSE']._serialized_start=1255
-  _globals['_UPDATESESSIONRESPONSE']._serialized_end=1389
-  _globals['_RESETSESSIONREQUEST']._serialized_start=1391
-  _globals['_RESETSESSIONREQUEST']._serialized_end=1474
-  _globals['_SESSIONRESET']._serialized_start=1477
-  _globals['_SESSIONRESET']._serialized_end=1611
-  _globals['_RESETSESSIONRESPONSE']._serialized_start=1614
-  _globals['_RESETSESSIONRESPONSE']._serialized_end=1748
-  _globals['_DELETESESSIONREQUEST']._serialized_start=1750
-  _globals['_DELETESESSIONREQUEST']._serialized_end=1834
-  _globals['_SESSIONDELETED']._serialized_start=1836
-  _globals['_SESSIONDELETED']._serialized_end=1922
-  _globals['_DELETESESSIONRESPONSE']._serialized_start=1925
-  _globals['_DELETESESSIONRESPONSE']._serialized_end=2062
-  _globals['_LISTCOMMANDSREQUEST']._serialized_start=2064
-  _globals['_LISTCOMMANDSREQUEST']._serialized_end=2116
-  _globals['_LISTCOMMANDSRESPONSE']._serialized_start=2118
-  _globals['_LISTCOMMANDSRESPONSE']._serialized_end=2188
-  _globals['_RUNCOMMANDREQUEST']._serialized_start=2190
-  _globals['_RUNCOMMANDREQUEST']._serialized_end=2260
-  _globals['_RUNCOMMANDRESPONSE']._serialized_start=2262
-  _globals['_RUNCOMMANDRESPONSE']._serialized_end=2370
-  _globals['_SESSIONSERVICE']._serialized_start=2470
-  _globals['_SESSIONSERVICE']._serialized_end=3130
+  _globals['_SESSIONINFO']._serialized_end=706
+  _globals['_LISTSESSIONSREQUEST']._serialized_start=709
+  _globals['_LISTSESSIONSREQUEST']._serialized_end=897
+  _globals['_LISTSESSIONSRESPONSE']._serialized_start=899
+  _globals['_LISTSESSIONSRESPONSE']._serialized_end=1013
+  _globals['_GETSESSIONREQUEST']._serialized_start=1015
+  _globals['_GETSESSIONREQUEST']._serialized_end=1065
+  _globals['_GETSESSIONRESPONSE']._serialized_start=1067
+  _globals['_GETSESSIONRESPONSE']._serialized_end=1137
+  _globals['_UPDATESESSIONREQUEST']._serialized_start=1140
+  _globals['_UPDATESESSIONREQUEST']._serialized_end=1307
+  _globals['_UPDATESESSIONRESPONSE']._serialized_start=1310
+  _globals['_UPDATESESSIONRESPONSE']._serialized_end=1444
+  _globals['_RESETSESSIONREQUEST']._serialized_start=1446
+  _globals['_RESETSESSIONREQUEST']._serialized_end=1529
+  _globals['_SESSIONRESET']._serialized_start=1532
+  _globals['_SESSIONRESET']._serialized_end=1666
+  _globals['_RESETSESSIONRESPONSE']._serialized_start=1669
+  _globals['_RESETSESSIONRESPONSE']._serialized_end=1803
+  _globals['_DELETESESSIONREQUEST']._serialized_start=1805
+  _globals['_DELETESESSIONREQUEST']._serialized_end=1889
+  _globals['_SESSIONDELETED']._serialized_start=1891
+  _globals['_SESSIONDELETED']._serialized_end=1977
+  _globals['_DELETESESSIONRESPONSE']._serialized_start=1980
+  _globals['_DELETESESSIONRESPONSE']._serialized_end=2117
+  _globals['_LISTCOMMANDSREQUEST']._serialized_start=2119
+  _globals['_LISTCOMMANDSREQUEST']._serialized_end=2171
+  _globals['_LISTCOMMANDSRESPONSE']._serialized_start=2173
+  _globals['_LISTCOMMANDSRESPONSE']._serialized_end=2243
+  _globals['_RUNCOMMANDREQUEST']._serialized_start=2245
+  _globals['_RUNCOMMANDREQUEST']._serialized_end=2315
+  _globals['_RUNCOMMANDRESPONSE']._serialized_start=2317
+  _globals['_RUNCOMMANDRESPONSE']._serialized_end=2425
+  _globals['_SHARESESSIONREQUEST']._serialized_start=2427
+  _globals['_SHARESESSIONREQUEST']._serialized_end=2541
+  _globals['_SHARESESSIONRESPONSE']._serialized_start=2544
+  _globals['_SHARESESSIONRESPONSE']._serialized_end=2677
+  _globals['_UNSHARESESSIONREQUEST']._serialized_start=2679
+  _globals['_UNSHARESESSIONREQUEST']._serialized_end=2795
+  _globals['_UNSHARESESSIONRESPONSE']._serialized_start=2798
+  _globals['_UNSHARESESSIONRESPONSE']._serialized_end=2933
+  _globals['_SESSIONSERVICE']._serialized_start=3033
+  _globals['_SESSIONSERVICE']._serialized_end=3861
 # @@protoc_insertion_point(module_scope)

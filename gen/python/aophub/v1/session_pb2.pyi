@@ -22,7 +22,7 @@ SESSION_STATE_OPEN: SessionState
 SESSION_STATE_CLOSED: SessionState
 
 class SessionInfo(_message.Message):
-    __slots__ = ("id", "node_id", "title", "state", "archived", "created_at", "updated_at", "last_cursor", "event_count", "running_turn_id", "queued_turns", "pending_interactions", "parent_session_id", "close_reason")
+    __slots__ = ("id", "node_id", "title", "state", "archived", "created_at", "updated_at", "last_cursor", "event_count", "running_turn_id", "queued_turns", "pending_interactions", "parent_session_id", "close_reason", "owner", "shared_with")
     ID_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
@@ -37,6 +37,8 @@ class SessionInfo(_message.Message):
     PENDING_INTERACTIONS_FIELD_NUMBER: _ClassVar[int]
     PARENT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     CLOSE_REASON_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    SHARED_WITH_FIELD_NUMBER: _ClassVar[int]
     id: str
     node_id: str
     title: str
@@ -51,7 +53,9 @@ class SessionInfo(_message.Message):
     pending_interactions: int
     parent_session_id: str
     close_reason: str
-    def __init__(self, id: _Optional[str] = ..., node_id: _Optional[str] = ..., title: _Optional[str] = ..., state: _Optional[_Union[SessionState, str]] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_cursor: _Optional[str] = ..., event_count: _Optional[int] = ..., running_turn_id: _Optional[str] = ..., queued_turns: _Optional[int] = ..., pending_interactions: _Optional[int] = ..., parent_session_id: _Optional[str] = ..., close_reason: _Optional[str] = ...) -> None: ...
+    owner: str
+    shared_with: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., node_id: _Optional[str] = ..., title: _Optional[str] = ..., state: _Optional[_Union[SessionState, str]] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_cursor: _Optional[str] = ..., event_count: _Optional[int] = ..., running_turn_id: _Optional[str] = ..., queued_turns: _Optional[int] = ..., pending_interactions: _Optional[int] = ..., parent_session_id: _Optional[str] = ..., close_reason: _Optional[str] = ..., owner: _Optional[str] = ..., shared_with: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "include_closed", "include_archived", "node_id")
@@ -184,3 +188,39 @@ class RunCommandResponse(_message.Message):
     session_id: str
     state: str
     def __init__(self, operation_id: _Optional[str] = ..., session_id: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
+
+class ShareSessionRequest(_message.Message):
+    __slots__ = ("request_id", "session_id", "token_name")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_NAME_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    session_id: str
+    token_name: str
+    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., token_name: _Optional[str] = ...) -> None: ...
+
+class ShareSessionResponse(_message.Message):
+    __slots__ = ("accepted", "rejected")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_FIELD_NUMBER: _ClassVar[int]
+    accepted: SessionInfo
+    rejected: _chat_pb2.Rejection
+    def __init__(self, accepted: _Optional[_Union[SessionInfo, _Mapping]] = ..., rejected: _Optional[_Union[_chat_pb2.Rejection, _Mapping]] = ...) -> None: ...
+
+class UnshareSessionRequest(_message.Message):
+    __slots__ = ("request_id", "session_id", "token_name")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_NAME_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
+    session_id: str
+    token_name: str
+    def __init__(self, request_id: _Optional[str] = ..., session_id: _Optional[str] = ..., token_name: _Optional[str] = ...) -> None: ...
+
+class UnshareSessionResponse(_message.Message):
+    __slots__ = ("accepted", "rejected")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_FIELD_NUMBER: _ClassVar[int]
+    accepted: SessionInfo
+    rejected: _chat_pb2.Rejection
+    def __init__(self, accepted: _Optional[_Union[SessionInfo, _Mapping]] = ..., rejected: _Optional[_Union[_chat_pb2.Rejection, _Mapping]] = ...) -> None: ...

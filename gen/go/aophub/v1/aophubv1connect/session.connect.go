@@ -60,6 +60,12 @@ const (
 	// SessionServiceListEventsProcedure is the fully-qualified name of the SessionService's ListEvents
 	// RPC.
 	SessionServiceListEventsProcedure = "/aophub.v1.SessionService/ListEvents"
+	// SessionServiceShareSessionProcedure is the fully-qualified name of the SessionService's
+	// ShareSession RPC.
+	SessionServiceShareSessionProcedure = "/aophub.v1.SessionService/ShareSession"
+	// SessionServiceUnshareSessionProcedure is the fully-qualified name of the SessionService's
+	// UnshareSession RPC.
+	SessionServiceUnshareSessionProcedure = "/aophub.v1.SessionService/UnshareSession"
 )
 
 // SessionServiceClient is a client for the aophub.v1.SessionService service.
@@ -86,6 +92,15 @@ type SessionServiceClient interface {
 	// ListEvents pages a session's persisted events oldest-first, exactly like
 	// list_events_request on the application channel.
 	ListEvents(context.Context, *connect.Request[aop.ListEventsRequest]) (*connect.Response[aop.ListEventsResponse], error)
+	// ShareSession lets another token name (or "*", every app token) see and
+	// act in a session as its owner does. Only the owner or an admin may share.
+	// Sharing again with the same name changes nothing.
+	ShareSession(context.Context, *connect.Request[v1.ShareSessionRequest]) (*connect.Response[v1.ShareSessionResponse], error)
+	// UnshareSession takes a share back: the name (or "*") no longer sees the
+	// session, and its open watches of it end with NOT_FOUND. Only the owner or
+	// an admin may unshare. Unsharing a name the session is not shared with
+	// changes nothing.
+	UnshareSession(context.Context, *connect.Request[v1.UnshareSessionRequest]) (*connect.Response[v1.UnshareSessionResponse], error)
 }
 
 // NewSessionServiceClient constructs a client for the aophub.v1.SessionService service. By default,
@@ -151,19 +166,33 @@ func NewSessionServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		shareSession: connect.NewClient[v1.ShareSessionRequest, v1.ShareSessionResponse](
+			httpClient,
+			baseURL+SessionServiceShareSessionProcedure,
+			connect.WithSchema(sessionServiceMethods.ByName("ShareSession")),
+			connect.WithClientOptions(opts...),
+		),
+		unshareSession: connect.NewClient[v1.UnshareSessionRequest, v1.UnshareSessionResponse](
+			httpClient,
+			baseURL+SessionServiceUnshareSessionProcedure,
+			connect.WithSchema(sessionServiceMethods.ByName("UnshareSession")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // sessionServiceClient implements SessionServiceClient.
 type sessionServiceClient struct {
-	listSessions  *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
-	getSession    *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
-	updateSession *connect.Client[v1.UpdateSessionRequest, v1.UpdateSessionResponse]
-	resetSession  *connect.Client[v1.ResetSessionRequest, v1.ResetSessionResponse]
-	deleteSession *connect.Client[v1.DeleteSessionRequest, v1.DeleteSessionResponse]
-	listCommands  *connect.Client[v1.ListCommandsRequest, v1.ListCommandsResponse]
-	runCommand    *connect.Client[v1.RunCommandRequest, v1.RunCommandResponse]
-	listEvents    *connect.Client[aop.ListEventsRequest, aop.ListEventsResponse]
+	listSessions   *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
+	getSession     *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
+	updateSession  *connect.Client[v1.UpdateSessionRequest, v1.UpdateSessionResponse]
+	resetSession   *connect.Client[v1.ResetSessionRequest, v1.ResetSessionResponse]
+	deleteSession  *connect.Client[v1.DeleteSessionRequest, v1.DeleteSessionResponse]
+	listCommands   *connect.Client[v1.ListCommandsRequest, v1.ListCommandsResponse]
+	runCommand     *connect.Client[v1.RunCommandRequest, v1.RunCommandResponse]
+	listEvents     *connect.Client[aop.ListEventsRequest, aop.ListEventsResponse]
+	shareSession   *connect.Client[v1.ShareSessionRequest, v1.ShareSessionResponse]
+	unshareSession *connect.Client[v1.UnshareSessionRequest, v1.UnshareSessionResponse]
 }
 
 // ListSessions calls aophub.v1.SessionService.ListSessions.
@@ -206,6 +235,16 @@ func (c *sessionServiceClient) ListEvents(ctx context.Context, req *connect.Requ
 	return c.listEvents.CallUnary(ctx, req)
 }
 
+// ShareSession calls aophub.v1.SessionService.ShareSession.
+func (c *sessionServiceClient) ShareSession(ctx context.Context, req *connect.Request[v1.ShareSessionRequest]) (*connect.Response[v1.ShareSessionResponse], error) {
+	return c.shareSession.CallUnary(ctx, req)
+}
+
+// UnshareSession calls aophub.v1.SessionService.UnshareSession.
+func (c *sessionServiceClient) UnshareSession(ctx context.Context, req *connect.Request[v1.UnshareSessionRequest]) (*connect.Response[v1.UnshareSessionResponse], error) {
+	return c.unshareSession.CallUnary(ctx, req)
+}
+
 // SessionServiceHandler is an implementation of the aophub.v1.SessionService service.
 type SessionServiceHandler interface {
 	// ListSessions pages sessions, most recently updated first.
@@ -230,6 +269,15 @@ type SessionServiceHandler interface {
 	// ListEvents pages a session's persisted events oldest-first, exactly like
 	// list_events_request on the application channel.
 	ListEvents(context.Context, *connect.Request[aop.ListEventsRequest]) (*connect.Response[aop.ListEventsResponse], error)
+	// ShareSession lets another token name (or "*", every app token) see and
+	// act in a session as its owner does. Only the owner or an admin may share.
+	// Sharing again with the same name changes nothing.
+	ShareSession(context.Context, *connect.Request[v1.ShareSessionRequest]) (*connect.Response[v1.ShareSessionResponse], error)
+	// UnshareSession takes a share back: the name (or "*") no longer sees the
+	// session, and its open watches of it end with NOT_FOUND. Only the owner or
+	// an admin may unshare. Unsharing a name the session is not shared with
+	// changes nothing.
+	UnshareSession(context.Context, *connect.Request[v1.UnshareSessionRequest]) (*connect.Response[v1.UnshareSessionResponse], error)
 }
 
 // NewSessionServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -291,6 +339,18 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	sessionServiceShareSessionHandler := connect.NewUnaryHandler(
+		SessionServiceShareSessionProcedure,
+		svc.ShareSession,
+		connect.WithSchema(sessionServiceMethods.ByName("ShareSession")),
+		connect.WithHandlerOptions(opts...),
+	)
+	sessionServiceUnshareSessionHandler := connect.NewUnaryHandler(
+		SessionServiceUnshareSessionProcedure,
+		svc.UnshareSession,
+		connect.WithSchema(sessionServiceMethods.ByName("UnshareSession")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/aophub.v1.SessionService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case SessionServiceListSessionsProcedure:
@@ -309,6 +369,10 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 			sessionServiceRunCommandHandler.ServeHTTP(w, r)
 		case SessionServiceListEventsProcedure:
 			sessionServiceListEventsHandler.ServeHTTP(w, r)
+		case SessionServiceShareSessionProcedure:
+			sessionServiceShareSessionHandler.ServeHTTP(w, r)
+		case SessionServiceUnshareSessionProcedure:
+			sessionServiceUnshareSessionHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -348,4 +412,12 @@ func (UnimplementedSessionServiceHandler) RunCommand(context.Context, *connect.R
 
 func (UnimplementedSessionServiceHandler) ListEvents(context.Context, *connect.Request[aop.ListEventsRequest]) (*connect.Response[aop.ListEventsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("aophub.v1.SessionService.ListEvents is not implemented"))
+}
+
+func (UnimplementedSessionServiceHandler) ShareSession(context.Context, *connect.Request[v1.ShareSessionRequest]) (*connect.Response[v1.ShareSessionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("aophub.v1.SessionService.ShareSession is not implemented"))
+}
+
+func (UnimplementedSessionServiceHandler) UnshareSession(context.Context, *connect.Request[v1.UnshareSessionRequest]) (*connect.Response[v1.UnshareSessionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("aophub.v1.SessionService.UnshareSession is not implemented"))
 }

@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/session.proto.
  */
 export const file_aophub_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("Chdhb3BodWIvdjEvc2Vzc2lvbi5wcm90bxIJYW9waHViLnYxIvsCCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEg0KBXRpdGxlGAMgASgJEiYKBXN0YXRlGAQgASgOMhcuYW9waHViLnYxLlNlc3Npb25TdGF0ZRIQCghhcmNoaXZlZBgFIAEoCBIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtsYXN0X2N1cnNvchgIIAEoCRITCgtldmVudF9jb3VudBgJIAEoBBIXCg9ydW5uaW5nX3R1cm5faWQYCiABKAkSFAoMcXVldWVkX3R1cm5zGAsgASgNEhwKFHBlbmRpbmdfaW50ZXJhY3Rpb25zGAwgASgNEhkKEXBhcmVudF9zZXNzaW9uX2lkGA0gASgJEhQKDGNsb3NlX3JlYXNvbhgOIAEoCSJ/ChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJEhYKDmluY2x1ZGVfY2xvc2VkGAMgASgIEhgKEGluY2x1ZGVfYXJjaGl2ZWQYBCABKAgSDwoHbm9kZV9pZBgFIAEoCSJZChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIoCghzZXNzaW9ucxgBIAMoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mbxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJwoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI9ChJHZXRTZXNzaW9uUmVzcG9uc2USJwoHc2Vzc2lvbhgBIAEoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mbyKAAQoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKBXRpdGxlGAMgASgJSACIAQESFQoIYXJjaGl2ZWQYBCABKAhIAYgBAUIICgZfdGl0bGVCCwoJX2FyY2hpdmVkInIKFVVwZGF0ZVNlc3Npb25SZXNwb25zZRIqCghhY2NlcHRlZBgBIAEoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mb0gAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiPQoTUmVzZXRTZXNzaW9uUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiawoMU2Vzc2lvblJlc2V0EisKC25ld19zZXNzaW9uGAEgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvEi4KDmNsb3NlZF9zZXNzaW9uGAIgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvInIKFFJlc2V0U2Vzc2lvblJlc3BvbnNlEisKCGFjY2VwdGVkGAEgASgLMhcuYW9waHViLnYxLlNlc3Npb25SZXNldEgAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiPgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIjwKDlNlc3Npb25EZWxldGVkEhIKCnNlc3Npb25faWQYASABKAkSFgoOZXZlbnRzX2RlbGV0ZWQYAiABKAQidQoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlEi0KCGFjY2VwdGVkGAEgASgLMhkuYW9waHViLnYxLlNlc3Npb25EZWxldGVkSAASIgoIcmVqZWN0ZWQYAiABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSIpChNMaXN0Q29tbWFuZHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiPAoUTGlzdENvbW1hbmRzUmVzcG9uc2USJAoIY29tbWFuZHMYASADKAsyEi5hb3BodWIudjEuQ29tbWFuZCI1ChFSdW5Db21tYW5kUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBGxpbmUYAiABKAkiTQoSUnVuQ29tbWFuZFJlc3BvbnNlEhQKDG9wZXJhdGlvbl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg0KBXN0YXRlGAMgASgJKl8KDFNlc3Npb25TdGF0ZRIdChlTRVNTSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASFgoSU0VTU0lPTl9TVEFURV9PUEVOEAESGAoUU0VTU0lPTl9TVEFURV9DTE9TRUQQAjKUBQoOU2Vzc2lvblNlcnZpY2USVAoMTGlzdFNlc3Npb25zEh4uYW9waHViLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHy5hb3BodWIudjEuTGlzdFNlc3Npb25zUmVzcG9uc2UiA5ACARJOCgpHZXRTZXNzaW9uEhwuYW9waHViLnYxLkdldFNlc3Npb25SZXF1ZXN0Gh0uYW9waHViLnYxLkdldFNlc3Npb25SZXNwb25zZSIDkAIBElIKDVVwZGF0ZVNlc3Npb24SHy5hb3BodWIudjEuVXBkYXRlU2Vzc2lvblJlcXVlc3QaIC5hb3BodWIudjEuVXBkYXRlU2Vzc2lvblJlc3BvbnNlEk8KDFJlc2V0U2Vzc2lvbhIeLmFvcGh1Yi52MS5SZXNldFNlc3Npb25SZXF1ZXN0Gh8uYW9waHViLnYxLlJlc2V0U2Vzc2lvblJlc3BvbnNlElIKDURlbGV0ZVNlc3Npb24SHy5hb3BodWIudjEuRGVsZXRlU2Vzc2lvblJlcXVlc3QaIC5hb3BodWIudjEuRGVsZXRlU2Vzc2lvblJlc3BvbnNlElQKDExpc3RDb21tYW5kcxIeLmFvcGh1Yi52MS5MaXN0Q29tbWFuZHNSZXF1ZXN0Gh8uYW9waHViLnYxLkxpc3RDb21tYW5kc1Jlc3BvbnNlIgOQAgESSQoKUnVuQ29tbWFuZBIcLmFvcGh1Yi52MS5SdW5Db21tYW5kUmVxdWVzdBodLmFvcGh1Yi52MS5SdW5Db21tYW5kUmVzcG9uc2USQgoKTGlzdEV2ZW50cxIWLmFvcC5MaXN0RXZlbnRzUmVxdWVzdBoXLmFvcC5MaXN0RXZlbnRzUmVzcG9uc2UiA5ACAUJJChFkZXYuYW9waHViLmFwaS52MVABWjJnaXRodWIuY29tL2FvcGh1Yi9hb3BodWIvZ2VuL2dvL2FvcGh1Yi92MTthb3BodWJ2MWIGcHJvdG8z", [file_aop_chat, file_aophub_v1_agent, file_google_protobuf_timestamp]);
+  fileDesc("Chdhb3BodWIvdjEvc2Vzc2lvbi5wcm90bxIJYW9waHViLnYxIp8DCgtTZXNzaW9uSW5mbxIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEg0KBXRpdGxlGAMgASgJEiYKBXN0YXRlGAQgASgOMhcuYW9waHViLnYxLlNlc3Npb25TdGF0ZRIQCghhcmNoaXZlZBgFIAEoCBIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtsYXN0X2N1cnNvchgIIAEoCRITCgtldmVudF9jb3VudBgJIAEoBBIXCg9ydW5uaW5nX3R1cm5faWQYCiABKAkSFAoMcXVldWVkX3R1cm5zGAsgASgNEhwKFHBlbmRpbmdfaW50ZXJhY3Rpb25zGAwgASgNEhkKEXBhcmVudF9zZXNzaW9uX2lkGA0gASgJEhQKDGNsb3NlX3JlYXNvbhgOIAEoCRINCgVvd25lchgPIAEoCRITCgtzaGFyZWRfd2l0aBgQIAMoCSJ/ChNMaXN0U2Vzc2lvbnNSZXF1ZXN0EhEKCXBhZ2Vfc2l6ZRgBIAEoDRISCgpwYWdlX3Rva2VuGAIgASgJEhYKDmluY2x1ZGVfY2xvc2VkGAMgASgIEhgKEGluY2x1ZGVfYXJjaGl2ZWQYBCABKAgSDwoHbm9kZV9pZBgFIAEoCSJZChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIoCghzZXNzaW9ucxgBIAMoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mbxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJwoRR2V0U2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCSI9ChJHZXRTZXNzaW9uUmVzcG9uc2USJwoHc2Vzc2lvbhgBIAEoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mbyKAAQoUVXBkYXRlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKBXRpdGxlGAMgASgJSACIAQESFQoIYXJjaGl2ZWQYBCABKAhIAYgBAUIICgZfdGl0bGVCCwoJX2FyY2hpdmVkInIKFVVwZGF0ZVNlc3Npb25SZXNwb25zZRIqCghhY2NlcHRlZBgBIAEoCzIWLmFvcGh1Yi52MS5TZXNzaW9uSW5mb0gAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiPQoTUmVzZXRTZXNzaW9uUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkiawoMU2Vzc2lvblJlc2V0EisKC25ld19zZXNzaW9uGAEgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvEi4KDmNsb3NlZF9zZXNzaW9uGAIgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvInIKFFJlc2V0U2Vzc2lvblJlc3BvbnNlEisKCGFjY2VwdGVkGAEgASgLMhcuYW9waHViLnYxLlNlc3Npb25SZXNldEgAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiPgoURGVsZXRlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJIjwKDlNlc3Npb25EZWxldGVkEhIKCnNlc3Npb25faWQYASABKAkSFgoOZXZlbnRzX2RlbGV0ZWQYAiABKAQidQoVRGVsZXRlU2Vzc2lvblJlc3BvbnNlEi0KCGFjY2VwdGVkGAEgASgLMhkuYW9waHViLnYxLlNlc3Npb25EZWxldGVkSAASIgoIcmVqZWN0ZWQYAiABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSIpChNMaXN0Q29tbWFuZHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkiPAoUTGlzdENvbW1hbmRzUmVzcG9uc2USJAoIY29tbWFuZHMYASADKAsyEi5hb3BodWIudjEuQ29tbWFuZCI1ChFSdW5Db21tYW5kUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEgwKBGxpbmUYAiABKAkiTQoSUnVuQ29tbWFuZFJlc3BvbnNlEhQKDG9wZXJhdGlvbl9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg0KBXN0YXRlGAMgASgJIlEKE1NoYXJlU2Vzc2lvblJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEhIKCnRva2VuX25hbWUYAyABKAkicQoUU2hhcmVTZXNzaW9uUmVzcG9uc2USKgoIYWNjZXB0ZWQYASABKAsyFi5hb3BodWIudjEuU2Vzc2lvbkluZm9IABIiCghyZWplY3RlZBgCIAEoCzIOLmFvcC5SZWplY3Rpb25IAEIJCgdvdXRjb21lIlMKFVVuc2hhcmVTZXNzaW9uUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSEgoKdG9rZW5fbmFtZRgDIAEoCSJzChZVbnNoYXJlU2Vzc2lvblJlc3BvbnNlEioKCGFjY2VwdGVkGAEgASgLMhYuYW9waHViLnYxLlNlc3Npb25JbmZvSAASIgoIcmVqZWN0ZWQYAiABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSpfCgxTZXNzaW9uU3RhdGUSHQoZU0VTU0lPTl9TVEFURV9VTlNQRUNJRklFRBAAEhYKElNFU1NJT05fU1RBVEVfT1BFThABEhgKFFNFU1NJT05fU1RBVEVfQ0xPU0VEEAIyvAYKDlNlc3Npb25TZXJ2aWNlElQKDExpc3RTZXNzaW9ucxIeLmFvcGh1Yi52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh8uYW9waHViLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlIgOQAgESTgoKR2V0U2Vzc2lvbhIcLmFvcGh1Yi52MS5HZXRTZXNzaW9uUmVxdWVzdBodLmFvcGh1Yi52MS5HZXRTZXNzaW9uUmVzcG9uc2UiA5ACARJSCg1VcGRhdGVTZXNzaW9uEh8uYW9waHViLnYxLlVwZGF0ZVNlc3Npb25SZXF1ZXN0GiAuYW9waHViLnYxLlVwZGF0ZVNlc3Npb25SZXNwb25zZRJPCgxSZXNldFNlc3Npb24SHi5hb3BodWIudjEuUmVzZXRTZXNzaW9uUmVxdWVzdBofLmFvcGh1Yi52MS5SZXNldFNlc3Npb25SZXNwb25zZRJSCg1EZWxldGVTZXNzaW9uEh8uYW9waHViLnYxLkRlbGV0ZVNlc3Npb25SZXF1ZXN0GiAuYW9waHViLnYxLkRlbGV0ZVNlc3Npb25SZXNwb25zZRJUCgxMaXN0Q29tbWFuZHMSHi5hb3BodWIudjEuTGlzdENvbW1hbmRzUmVxdWVzdBofLmFvcGh1Yi52MS5MaXN0Q29tbWFuZHNSZXNwb25zZSIDkAIBEkkKClJ1bkNvbW1hbmQSHC5hb3BodWIudjEuUnVuQ29tbWFuZFJlcXVlc3QaHS5hb3BodWIudjEuUnVuQ29tbWFuZFJlc3BvbnNlEkIKCkxpc3RFdmVudHMSFi5hb3AuTGlzdEV2ZW50c1JlcXVlc3QaFy5hb3AuTGlzdEV2ZW50c1Jlc3BvbnNlIgOQAgESTwoMU2hhcmVTZXNzaW9uEh4uYW9waHViLnYxLlNoYXJlU2Vzc2lvblJlcXVlc3QaHy5hb3BodWIudjEuU2hhcmVTZXNzaW9uUmVzcG9uc2USVQoOVW5zaGFyZVNlc3Npb24SIC5hb3BodWIudjEuVW5zaGFyZVNlc3Npb25SZXF1ZXN0GiEuYW9waHViLnYxLlVuc2hhcmVTZXNzaW9uUmVzcG9uc2VCSQoRZGV2LmFvcGh1Yi5hcGkudjFQAVoyZ2l0aHViLmNvbS9hb3BodWIvYW9waHViL2dlbi9nby9hb3BodWIvdjE7YW9waHVidjFiBnByb3RvMw", [file_aop_chat, file_aophub_v1_agent, file_google_protobuf_timestamp]);
 
 /**
  * SessionInfo is the management view of a session.
@@ -123,6 +123,22 @@ export type SessionInfo = Message<"aophub.v1.SessionInfo"> & {
    * @generated from field: string close_reason = 14;
    */
   closeReason: string;
+
+  /**
+   * The name of the token that opened the session ("admin" for the access
+   * key, and for sessions opened before sessions had owners).
+   *
+   * @generated from field: string owner = 15;
+   */
+  owner: string;
+
+  /**
+   * The token names the owner shared the session with, sorted; "*" means
+   * every app token.
+   *
+   * @generated from field: repeated string shared_with = 16;
+   */
+  sharedWith: string[];
 };
 
 /**
@@ -623,6 +639,152 @@ export const RunCommandResponseSchema: GenMessage<RunCommandResponse> = /*@__PUR
   messageDesc(file_aophub_v1_session, 16);
 
 /**
+ * ShareSessionRequest shares a session with a token name or with everyone.
+ *
+ * @generated from message aophub.v1.ShareSessionRequest
+ */
+export type ShareSessionRequest = Message<"aophub.v1.ShareSessionRequest"> & {
+  /**
+   * Idempotency key; a retry with the same id and body returns the same response.
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * The session to share (required).
+   *
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+
+  /**
+   * A token name, or "*" for every app token (required). The name need not
+   * exist yet: a token created later with this name sees the session.
+   *
+   * @generated from field: string token_name = 3;
+   */
+  tokenName: string;
+};
+
+/**
+ * Describes the message aophub.v1.ShareSessionRequest.
+ * Use `create(ShareSessionRequestSchema)` to create a new message.
+ */
+export const ShareSessionRequestSchema: GenMessage<ShareSessionRequest> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_session, 17);
+
+/**
+ * ShareSessionResponse is the outcome of ShareSession.
+ *
+ * @generated from message aophub.v1.ShareSessionResponse
+ */
+export type ShareSessionResponse = Message<"aophub.v1.ShareSessionResponse"> & {
+  /**
+   * The outcome.
+   *
+   * @generated from oneof aophub.v1.ShareSessionResponse.outcome
+   */
+  outcome: {
+    /**
+     * The session, with its new shared_with.
+     *
+     * @generated from field: aophub.v1.SessionInfo accepted = 1;
+     */
+    value: SessionInfo;
+    case: "accepted";
+  } | {
+    /**
+     * Why it was refused (NOT_FOUND, INVALID_ARGUMENT, PERMISSION_DENIED for
+     * a token that sees the session but does not own it).
+     *
+     * @generated from field: aop.Rejection rejected = 2;
+     */
+    value: Rejection;
+    case: "rejected";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message aophub.v1.ShareSessionResponse.
+ * Use `create(ShareSessionResponseSchema)` to create a new message.
+ */
+export const ShareSessionResponseSchema: GenMessage<ShareSessionResponse> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_session, 18);
+
+/**
+ * UnshareSessionRequest takes back a share of a session.
+ *
+ * @generated from message aophub.v1.UnshareSessionRequest
+ */
+export type UnshareSessionRequest = Message<"aophub.v1.UnshareSessionRequest"> & {
+  /**
+   * Idempotency key; a retry with the same id and body returns the same response.
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * The session (required).
+   *
+   * @generated from field: string session_id = 2;
+   */
+  sessionId: string;
+
+  /**
+   * The token name, or "*", to take the share back from (required).
+   *
+   * @generated from field: string token_name = 3;
+   */
+  tokenName: string;
+};
+
+/**
+ * Describes the message aophub.v1.UnshareSessionRequest.
+ * Use `create(UnshareSessionRequestSchema)` to create a new message.
+ */
+export const UnshareSessionRequestSchema: GenMessage<UnshareSessionRequest> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_session, 19);
+
+/**
+ * UnshareSessionResponse is the outcome of UnshareSession.
+ *
+ * @generated from message aophub.v1.UnshareSessionResponse
+ */
+export type UnshareSessionResponse = Message<"aophub.v1.UnshareSessionResponse"> & {
+  /**
+   * The outcome.
+   *
+   * @generated from oneof aophub.v1.UnshareSessionResponse.outcome
+   */
+  outcome: {
+    /**
+     * The session, with its new shared_with.
+     *
+     * @generated from field: aophub.v1.SessionInfo accepted = 1;
+     */
+    value: SessionInfo;
+    case: "accepted";
+  } | {
+    /**
+     * Why it was refused (as for ShareSession).
+     *
+     * @generated from field: aop.Rejection rejected = 2;
+     */
+    value: Rejection;
+    case: "rejected";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message aophub.v1.UnshareSessionResponse.
+ * Use `create(UnshareSessionResponseSchema)` to create a new message.
+ */
+export const UnshareSessionResponseSchema: GenMessage<UnshareSessionResponse> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_session, 20);
+
+/**
  * SessionState is the lifecycle state of a session.
  *
  * @generated from enum aophub.v1.SessionState
@@ -748,6 +910,31 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof ListEventsRequestSchema;
     output: typeof ListEventsResponseSchema;
+  },
+  /**
+   * ShareSession lets another token name (or "*", every app token) see and
+   * act in a session as its owner does. Only the owner or an admin may share.
+   * Sharing again with the same name changes nothing.
+   *
+   * @generated from rpc aophub.v1.SessionService.ShareSession
+   */
+  shareSession: {
+    methodKind: "unary";
+    input: typeof ShareSessionRequestSchema;
+    output: typeof ShareSessionResponseSchema;
+  },
+  /**
+   * UnshareSession takes a share back: the name (or "*") no longer sees the
+   * session, and its open watches of it end with NOT_FOUND. Only the owner or
+   * an admin may unshare. Unsharing a name the session is not shared with
+   * changes nothing.
+   *
+   * @generated from rpc aophub.v1.SessionService.UnshareSession
+   */
+  unshareSession: {
+    methodKind: "unary";
+    input: typeof UnshareSessionRequestSchema;
+    output: typeof UnshareSessionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_aophub_v1_session, 0);

@@ -38,6 +38,7 @@ private static final long serialVersionUID = 0L;
     mode_ = "";
     nodeId_ = "";
     sessionId_ = "";
+    owner_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -662,6 +663,55 @@ java.lang.String defaultValue) {
     return queuePosition_;
   }
 
+  public static final int OWNER_FIELD_NUMBER = 16;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object owner_ = "";
+  /**
+   * <pre>
+   * The name of the token that submitted the scan ("admin" for the access
+   * key); the scan's session belongs to it.
+   * </pre>
+   *
+   * <code>string owner = 16 [json_name = "owner"];</code>
+   * @return The owner.
+   */
+  @java.lang.Override
+  public java.lang.String getOwner() {
+    java.lang.Object ref = owner_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      owner_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The name of the token that submitted the scan ("admin" for the access
+   * key); the scan's session belongs to it.
+   * </pre>
+   *
+   * <code>string owner = 16 [json_name = "owner"];</code>
+   * @return The bytes for owner.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getOwnerBytes() {
+    java.lang.Object ref = owner_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      owner_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -723,6 +773,9 @@ java.lang.String defaultValue) {
     }
     if (queuePosition_ != 0) {
       output.writeUInt32(15, queuePosition_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(owner_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 16, owner_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -788,6 +841,9 @@ java.lang.String defaultValue) {
     if (queuePosition_ != 0) {
       size += com.google.protobuf.CodedOutputStream
         .computeUInt32Size(15, queuePosition_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(owner_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(16, owner_);
     }
     return size;
   }
@@ -857,6 +913,8 @@ java.lang.String defaultValue) {
         != other.getTimeoutSeconds()) return false;
     if (getQueuePosition()
         != other.getQueuePosition()) return false;
+    if (!getOwner()
+        .equals(other.getOwner())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -911,6 +969,8 @@ java.lang.String defaultValue) {
     hash = (53 * hash) + getTimeoutSeconds();
     hash = (37 * hash) + QUEUE_POSITION_FIELD_NUMBER;
     hash = (53 * hash) + getQueuePosition();
+    hash = (37 * hash) + OWNER_FIELD_NUMBER;
+    hash = (53 * hash) + getOwner().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1113,6 +1173,7 @@ java.lang.String defaultValue) {
       reportReady_ = false;
       timeoutSeconds_ = 0;
       queuePosition_ = 0;
+      owner_ = "";
       return this;
     }
 
@@ -1208,6 +1269,9 @@ java.lang.String defaultValue) {
       if (((from_bitField0_ & 0x00004000) != 0)) {
         result.queuePosition_ = queuePosition_;
       }
+      if (((from_bitField0_ & 0x00008000) != 0)) {
+        result.owner_ = owner_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1277,6 +1341,11 @@ java.lang.String defaultValue) {
       }
       if (other.getQueuePosition() != 0) {
         setQueuePosition(other.getQueuePosition());
+      }
+      if (!other.getOwner().isEmpty()) {
+        owner_ = other.owner_;
+        bitField0_ |= 0x00008000;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1391,6 +1460,11 @@ java.lang.String defaultValue) {
               bitField0_ |= 0x00004000;
               break;
             } // case 120
+            case 130: {
+              owner_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00008000;
+              break;
+            } // case 130
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2998,6 +3072,103 @@ java.lang.String defaultValue) {
     public Builder clearQueuePosition() {
       bitField0_ = (bitField0_ & ~0x00004000);
       queuePosition_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object owner_ = "";
+    /**
+     * <pre>
+     * The name of the token that submitted the scan ("admin" for the access
+     * key); the scan's session belongs to it.
+     * </pre>
+     *
+     * <code>string owner = 16 [json_name = "owner"];</code>
+     * @return The owner.
+     */
+    public java.lang.String getOwner() {
+      java.lang.Object ref = owner_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        owner_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The name of the token that submitted the scan ("admin" for the access
+     * key); the scan's session belongs to it.
+     * </pre>
+     *
+     * <code>string owner = 16 [json_name = "owner"];</code>
+     * @return The bytes for owner.
+     */
+    public com.google.protobuf.ByteString
+        getOwnerBytes() {
+      java.lang.Object ref = owner_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        owner_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The name of the token that submitted the scan ("admin" for the access
+     * key); the scan's session belongs to it.
+     * </pre>
+     *
+     * <code>string owner = 16 [json_name = "owner"];</code>
+     * @param value The owner to set.
+     * @return This builder for chaining.
+     */
+    public Builder setOwner(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      owner_ = value;
+      bitField0_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The name of the token that submitted the scan ("admin" for the access
+     * key); the scan's session belongs to it.
+     * </pre>
+     *
+     * <code>string owner = 16 [json_name = "owner"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearOwner() {
+      owner_ = getDefaultInstance().getOwner();
+      bitField0_ = (bitField0_ & ~0x00008000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The name of the token that submitted the scan ("admin" for the access
+     * key); the scan's session belongs to it.
+     * </pre>
+     *
+     * <code>string owner = 16 [json_name = "owner"];</code>
+     * @param value The bytes for owner to set.
+     * @return This builder for chaining.
+     */
+    public Builder setOwnerBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      owner_ = value;
+      bitField0_ |= 0x00008000;
       onChanged();
       return this;
     }

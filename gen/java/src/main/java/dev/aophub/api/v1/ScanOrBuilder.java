@@ -347,4 +347,26 @@ java.lang.String defaultValue);
    * @return The queuePosition.
    */
   int getQueuePosition();
+
+  /**
+   * <pre>
+   * The name of the token that submitted the scan ("admin" for the access
+   * key); the scan's session belongs to it.
+   * </pre>
+   *
+   * <code>string owner = 16 [json_name = "owner"];</code>
+   * @return The owner.
+   */
+  java.lang.String getOwner();
+  /**
+   * <pre>
+   * The name of the token that submitted the scan ("admin" for the access
+   * key); the scan's session belongs to it.
+   * </pre>
+   *
+   * <code>string owner = 16 [json_name = "owner"];</code>
+   * @return The bytes for owner.
+   */
+  com.google.protobuf.ByteString
+      getOwnerBytes();
 }

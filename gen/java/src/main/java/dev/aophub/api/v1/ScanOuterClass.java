@@ -137,7 +137,7 @@ public final class ScanOuterClass extends com.google.protobuf.GeneratedFile {
       "R\ttoolCalls\022\024\n\005steps\030\003 \001(\rR\005steps\022#\n\rlas" +
       "t_activity\030\004 \001(\tR\014lastActivity\022>\n\rlast_e" +
       "vent_at\030\005 \001(\0132\032.google.protobuf.Timestam" +
-      "pR\013lastEventAt\"\242\005\n\004Scan\022\016\n\002id\030\001 \001(\tR\002id\022" +
+      "pR\013lastEventAt\"\270\005\n\004Scan\022\016\n\002id\030\001 \001(\tR\002id\022" +
       "-\n\006status\030\002 \001(\0162\025.aophub.v1.ScanStatusR\006" +
       "status\022\026\n\006target\030\003 \001(\tR\006target\022\022\n\004mode\030\004" +
       " \001(\tR\004mode\022\027\n\007node_id\030\005 \001(\tR\006nodeId\022\035\n\ns" +
@@ -152,68 +152,69 @@ public final class ScanOuterClass extends com.google.protobuf.GeneratedFile {
       "oogle.protobuf.TimestampR\nfinishedAt\022!\n\014" +
       "report_ready\030\r \001(\010R\013reportReady\022\'\n\017timeo" +
       "ut_seconds\030\016 \001(\rR\016timeoutSeconds\022%\n\016queu" +
-      "e_position\030\017 \001(\rR\rqueuePosition\032:\n\014Optio" +
-      "nsEntry\022\020\n\003key\030\001 \001(\tR\003key\022\024\n\005value\030\002 \001(\t" +
-      "R\005value:\0028\001\"\241\002\n\021SubmitScanRequest\022\035\n\nreq" +
-      "uest_id\030\001 \001(\tR\trequestId\022\026\n\006target\030\002 \001(\t" +
-      "R\006target\022\022\n\004mode\030\003 \001(\tR\004mode\022C\n\007options\030" +
-      "\004 \003(\0132).aophub.v1.SubmitScanRequest.Opti" +
-      "onsEntryR\007options\022\027\n\007node_id\030\005 \001(\tR\006node" +
-      "Id\022\'\n\017timeout_seconds\030\006 \001(\rR\016timeoutSeco" +
-      "nds\032:\n\014OptionsEntry\022\020\n\003key\030\001 \001(\tR\003key\022\024\n" +
-      "\005value\030\002 \001(\tR\005value:\0028\001\"|\n\022SubmitScanRes" +
-      "ponse\022-\n\010accepted\030\001 \001(\0132\017.aophub.v1.Scan" +
-      "H\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Rej" +
-      "ectionH\000R\010rejectedB\t\n\007outcome\")\n\016GetScan" +
-      "Request\022\027\n\007scan_id\030\001 \001(\tR\006scanId\"6\n\017GetS" +
-      "canResponse\022#\n\004scan\030\001 \001(\0132\017.aophub.v1.Sc" +
-      "anR\004scan\"\201\001\n\020ListScansRequest\022\033\n\tpage_si" +
-      "ze\030\001 \001(\rR\010pageSize\022\035\n\npage_token\030\002 \001(\tR\t" +
-      "pageToken\0221\n\010statuses\030\003 \003(\0162\025.aophub.v1." +
-      "ScanStatusR\010statuses\"b\n\021ListScansRespons" +
-      "e\022%\n\005scans\030\001 \003(\0132\017.aophub.v1.ScanR\005scans" +
-      "\022&\n\017next_page_token\030\002 \001(\tR\rnextPageToken" +
-      "\"c\n\021CancelScanRequest\022\035\n\nrequest_id\030\001 \001(" +
-      "\tR\trequestId\022\027\n\007scan_id\030\002 \001(\tR\006scanId\022\026\n" +
-      "\006reason\030\003 \001(\tR\006reason\"|\n\022CancelScanRespo" +
-      "nse\022-\n\010accepted\030\001 \001(\0132\017.aophub.v1.ScanH\000" +
-      "R\010accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Rejec" +
-      "tionH\000R\010rejectedB\t\n\007outcome\"/\n\024GetScanRe" +
-      "portRequest\022\027\n\007scan_id\030\001 \001(\tR\006scanId\"\213\001\n" +
-      "\025GetScanReportResponse\022\027\n\007scan_id\030\001 \001(\tR" +
-      "\006scanId\022\032\n\010markdown\030\002 \001(\tR\010markdown\022=\n\014c" +
-      "ompleted_at\030\003 \001(\0132\032.google.protobuf.Time" +
-      "stampR\013completedAt\"N\n\020WatchScanRequest\022\027" +
-      "\n\007scan_id\030\001 \001(\tR\006scanId\022!\n\014after_cursor\030" +
-      "\002 \001(\tR\013afterCursor\"3\n\014ScanSnapshot\022#\n\004sc" +
-      "an\030\001 \001(\0132\017.aophub.v1.ScanR\004scan\"1\n\nScanU" +
-      "pdate\022#\n\004scan\030\001 \001(\0132\017.aophub.v1.ScanR\004sc" +
-      "an\"F\n\tScanEvent\022\027\n\007scan_id\030\001 \001(\tR\006scanId" +
-      "\022 \n\005event\030\002 \001(\0132\n.aop.EventR\005event\"\261\002\n\023S" +
-      "canProtocolMessage\022K\n\022watch_scan_request" +
-      "\030\n \001(\0132\033.aophub.v1.WatchScanRequestH\000R\020w" +
-      "atchScanRequest\0225\n\010snapshot\030\013 \001(\0132\027.aoph" +
-      "ub.v1.ScanSnapshotH\000R\010snapshot\022/\n\006update" +
-      "\030\014 \001(\0132\025.aophub.v1.ScanUpdateH\000R\006update\022" +
-      ",\n\005event\030\r \001(\0132\024.aophub.v1.ScanEventH\000R\005" +
-      "event\022,\n\010rejected\030\016 \001(\0132\016.aop.RejectionH" +
-      "\000R\010rejectedB\t\n\007message*\247\001\n\nScanStatus\022\033\n" +
-      "\027SCAN_STATUS_UNSPECIFIED\020\000\022\026\n\022SCAN_STATU" +
-      "S_QUEUED\020\001\022\027\n\023SCAN_STATUS_RUNNING\020\002\022\031\n\025S" +
-      "CAN_STATUS_COMPLETED\020\003\022\026\n\022SCAN_STATUS_FA" +
-      "ILED\020\004\022\030\n\024SCAN_STATUS_CANCELED\020\0052\220\003\n\013Sca" +
-      "nService\022I\n\nSubmitScan\022\034.aophub.v1.Submi" +
-      "tScanRequest\032\035.aophub.v1.SubmitScanRespo" +
-      "nse\022E\n\007GetScan\022\031.aophub.v1.GetScanReques" +
-      "t\032\032.aophub.v1.GetScanResponse\"\003\220\002\001\022K\n\tLi" +
-      "stScans\022\033.aophub.v1.ListScansRequest\032\034.a" +
-      "ophub.v1.ListScansResponse\"\003\220\002\001\022I\n\nCance" +
-      "lScan\022\034.aophub.v1.CancelScanRequest\032\035.ao" +
-      "phub.v1.CancelScanResponse\022W\n\rGetScanRep" +
-      "ort\022\037.aophub.v1.GetScanReportRequest\032 .a" +
-      "ophub.v1.GetScanReportResponse\"\003\220\002\001BI\n\021d" +
-      "ev.aophub.api.v1P\001Z2github.com/aophub/ao" +
-      "phub/gen/go/aophub/v1;aophubv1b\006proto3"
+      "e_position\030\017 \001(\rR\rqueuePosition\022\024\n\005owner" +
+      "\030\020 \001(\tR\005owner\032:\n\014OptionsEntry\022\020\n\003key\030\001 \001" +
+      "(\tR\003key\022\024\n\005value\030\002 \001(\tR\005value:\0028\001\"\241\002\n\021Su" +
+      "bmitScanRequest\022\035\n\nrequest_id\030\001 \001(\tR\treq" +
+      "uestId\022\026\n\006target\030\002 \001(\tR\006target\022\022\n\004mode\030\003" +
+      " \001(\tR\004mode\022C\n\007options\030\004 \003(\0132).aophub.v1." +
+      "SubmitScanRequest.OptionsEntryR\007options\022" +
+      "\027\n\007node_id\030\005 \001(\tR\006nodeId\022\'\n\017timeout_seco" +
+      "nds\030\006 \001(\rR\016timeoutSeconds\032:\n\014OptionsEntr" +
+      "y\022\020\n\003key\030\001 \001(\tR\003key\022\024\n\005value\030\002 \001(\tR\005valu" +
+      "e:\0028\001\"|\n\022SubmitScanResponse\022-\n\010accepted\030" +
+      "\001 \001(\0132\017.aophub.v1.ScanH\000R\010accepted\022,\n\010re" +
+      "jected\030\002 \001(\0132\016.aop.RejectionH\000R\010rejected" +
+      "B\t\n\007outcome\")\n\016GetScanRequest\022\027\n\007scan_id" +
+      "\030\001 \001(\tR\006scanId\"6\n\017GetScanResponse\022#\n\004sca" +
+      "n\030\001 \001(\0132\017.aophub.v1.ScanR\004scan\"\201\001\n\020ListS" +
+      "cansRequest\022\033\n\tpage_size\030\001 \001(\rR\010pageSize" +
+      "\022\035\n\npage_token\030\002 \001(\tR\tpageToken\0221\n\010statu" +
+      "ses\030\003 \003(\0162\025.aophub.v1.ScanStatusR\010status" +
+      "es\"b\n\021ListScansResponse\022%\n\005scans\030\001 \003(\0132\017" +
+      ".aophub.v1.ScanR\005scans\022&\n\017next_page_toke" +
+      "n\030\002 \001(\tR\rnextPageToken\"c\n\021CancelScanRequ" +
+      "est\022\035\n\nrequest_id\030\001 \001(\tR\trequestId\022\027\n\007sc" +
+      "an_id\030\002 \001(\tR\006scanId\022\026\n\006reason\030\003 \001(\tR\006rea" +
+      "son\"|\n\022CancelScanResponse\022-\n\010accepted\030\001 " +
+      "\001(\0132\017.aophub.v1.ScanH\000R\010accepted\022,\n\010reje" +
+      "cted\030\002 \001(\0132\016.aop.RejectionH\000R\010rejectedB\t" +
+      "\n\007outcome\"/\n\024GetScanReportRequest\022\027\n\007sca" +
+      "n_id\030\001 \001(\tR\006scanId\"\213\001\n\025GetScanReportResp" +
+      "onse\022\027\n\007scan_id\030\001 \001(\tR\006scanId\022\032\n\010markdow" +
+      "n\030\002 \001(\tR\010markdown\022=\n\014completed_at\030\003 \001(\0132" +
+      "\032.google.protobuf.TimestampR\013completedAt" +
+      "\"N\n\020WatchScanRequest\022\027\n\007scan_id\030\001 \001(\tR\006s" +
+      "canId\022!\n\014after_cursor\030\002 \001(\tR\013afterCursor" +
+      "\"3\n\014ScanSnapshot\022#\n\004scan\030\001 \001(\0132\017.aophub." +
+      "v1.ScanR\004scan\"1\n\nScanUpdate\022#\n\004scan\030\001 \001(" +
+      "\0132\017.aophub.v1.ScanR\004scan\"F\n\tScanEvent\022\027\n" +
+      "\007scan_id\030\001 \001(\tR\006scanId\022 \n\005event\030\002 \001(\0132\n." +
+      "aop.EventR\005event\"\261\002\n\023ScanProtocolMessage" +
+      "\022K\n\022watch_scan_request\030\n \001(\0132\033.aophub.v1" +
+      ".WatchScanRequestH\000R\020watchScanRequest\0225\n" +
+      "\010snapshot\030\013 \001(\0132\027.aophub.v1.ScanSnapshot" +
+      "H\000R\010snapshot\022/\n\006update\030\014 \001(\0132\025.aophub.v1" +
+      ".ScanUpdateH\000R\006update\022,\n\005event\030\r \001(\0132\024.a" +
+      "ophub.v1.ScanEventH\000R\005event\022,\n\010rejected\030" +
+      "\016 \001(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007mes" +
+      "sage*\247\001\n\nScanStatus\022\033\n\027SCAN_STATUS_UNSPE" +
+      "CIFIED\020\000\022\026\n\022SCAN_STATUS_QUEUED\020\001\022\027\n\023SCAN" +
+      "_STATUS_RUNNING\020\002\022\031\n\025SCAN_STATUS_COMPLET" +
+      "ED\020\003\022\026\n\022SCAN_STATUS_FAILED\020\004\022\030\n\024SCAN_STA" +
+      "TUS_CANCELED\020\0052\220\003\n\013ScanService\022I\n\nSubmit" +
+      "Scan\022\034.aophub.v1.SubmitScanRequest\032\035.aop" +
+      "hub.v1.SubmitScanResponse\022E\n\007GetScan\022\031.a" +
+      "ophub.v1.GetScanRequest\032\032.aophub.v1.GetS" +
+      "canResponse\"\003\220\002\001\022K\n\tListScans\022\033.aophub.v" +
+      "1.ListScansRequest\032\034.aophub.v1.ListScans" +
+      "Response\"\003\220\002\001\022I\n\nCancelScan\022\034.aophub.v1." +
+      "CancelScanRequest\032\035.aophub.v1.CancelScan" +
+      "Response\022W\n\rGetScanReport\022\037.aophub.v1.Ge" +
+      "tScanReportRequest\032 .aophub.v1.GetScanRe" +
+      "portResponse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001" +
+      "Z2github.com/aophub/aophub/gen/go/aophub" +
+      "/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -233,7 +234,7 @@ public final class ScanOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_Scan_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_Scan_descriptor,
-        new java.lang.String[] { "Id", "Status", "Target", "Mode", "NodeId", "SessionId", "Options", "Progress", "Error", "CreatedAt", "StartedAt", "FinishedAt", "ReportReady", "TimeoutSeconds", "QueuePosition", });
+        new java.lang.String[] { "Id", "Status", "Target", "Mode", "NodeId", "SessionId", "Options", "Progress", "Error", "CreatedAt", "StartedAt", "FinishedAt", "ReportReady", "TimeoutSeconds", "QueuePosition", "Owner", });
     internal_static_aophub_v1_Scan_OptionsEntry_descriptor =
       internal_static_aophub_v1_Scan_descriptor.getNestedType(0);
     internal_static_aophub_v1_Scan_OptionsEntry_fieldAccessorTable = new

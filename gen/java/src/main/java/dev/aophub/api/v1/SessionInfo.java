@@ -40,6 +40,9 @@ private static final long serialVersionUID = 0L;
     runningTurnId_ = "";
     parentSessionId_ = "";
     closeReason_ = "";
+    owner_ = "";
+    sharedWith_ =
+        com.google.protobuf.LazyStringArrayList.emptyList();
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -552,6 +555,112 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int OWNER_FIELD_NUMBER = 15;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object owner_ = "";
+  /**
+   * <pre>
+   * The name of the token that opened the session ("admin" for the access
+   * key, and for sessions opened before sessions had owners).
+   * </pre>
+   *
+   * <code>string owner = 15 [json_name = "owner"];</code>
+   * @return The owner.
+   */
+  @java.lang.Override
+  public java.lang.String getOwner() {
+    java.lang.Object ref = owner_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      owner_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The name of the token that opened the session ("admin" for the access
+   * key, and for sessions opened before sessions had owners).
+   * </pre>
+   *
+   * <code>string owner = 15 [json_name = "owner"];</code>
+   * @return The bytes for owner.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getOwnerBytes() {
+    java.lang.Object ref = owner_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      owner_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int SHARED_WITH_FIELD_NUMBER = 16;
+  @SuppressWarnings("serial")
+  private com.google.protobuf.LazyStringArrayList sharedWith_ =
+      com.google.protobuf.LazyStringArrayList.emptyList();
+  /**
+   * <pre>
+   * The token names the owner shared the session with, sorted; "*" means
+   * every app token.
+   * </pre>
+   *
+   * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+   * @return A list containing the sharedWith.
+   */
+  public com.google.protobuf.ProtocolStringList
+      getSharedWithList() {
+    return sharedWith_;
+  }
+  /**
+   * <pre>
+   * The token names the owner shared the session with, sorted; "*" means
+   * every app token.
+   * </pre>
+   *
+   * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+   * @return The count of sharedWith.
+   */
+  public int getSharedWithCount() {
+    return sharedWith_.size();
+  }
+  /**
+   * <pre>
+   * The token names the owner shared the session with, sorted; "*" means
+   * every app token.
+   * </pre>
+   *
+   * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+   * @param index The index of the element to return.
+   * @return The sharedWith at the given index.
+   */
+  public java.lang.String getSharedWith(int index) {
+    return sharedWith_.get(index);
+  }
+  /**
+   * <pre>
+   * The token names the owner shared the session with, sorted; "*" means
+   * every app token.
+   * </pre>
+   *
+   * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+   * @param index The index of the value to return.
+   * @return The bytes of the sharedWith at the given index.
+   */
+  public com.google.protobuf.ByteString
+      getSharedWithBytes(int index) {
+    return sharedWith_.getByteString(index);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -608,6 +717,12 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(closeReason_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 14, closeReason_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(owner_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 15, owner_);
+    }
+    for (int i = 0; i < sharedWith_.size(); i++) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 16, sharedWith_.getRaw(i));
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -660,6 +775,17 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(closeReason_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(14, closeReason_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(owner_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(15, owner_);
+    }
+    {
+      int dataSize = 0;
+      for (int i = 0; i < sharedWith_.size(); i++) {
+        dataSize += computeStringSizeNoTag(sharedWith_.getRaw(i));
+      }
+      size += dataSize;
+      size += 2 * getSharedWithList().size();
     }
     return size;
   }
@@ -718,6 +844,10 @@ private static final long serialVersionUID = 0L;
         .equals(other.getParentSessionId())) return false;
     if (!getCloseReason()
         .equals(other.getCloseReason())) return false;
+    if (!getOwner()
+        .equals(other.getOwner())) return false;
+    if (!getSharedWithList()
+        .equals(other.getSharedWithList())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -763,6 +893,12 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getParentSessionId().hashCode();
     hash = (37 * hash) + CLOSE_REASON_FIELD_NUMBER;
     hash = (53 * hash) + getCloseReason().hashCode();
+    hash = (37 * hash) + OWNER_FIELD_NUMBER;
+    hash = (53 * hash) + getOwner().hashCode();
+    if (getSharedWithCount() > 0) {
+      hash = (37 * hash) + SHARED_WITH_FIELD_NUMBER;
+      hash = (53 * hash) + getSharedWithList().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -927,6 +1063,9 @@ private static final long serialVersionUID = 0L;
       pendingInteractions_ = 0;
       parentSessionId_ = "";
       closeReason_ = "";
+      owner_ = "";
+      sharedWith_ =
+          com.google.protobuf.LazyStringArrayList.emptyList();
       return this;
     }
 
@@ -1009,6 +1148,13 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00002000) != 0)) {
         result.closeReason_ = closeReason_;
       }
+      if (((from_bitField0_ & 0x00004000) != 0)) {
+        result.owner_ = owner_;
+      }
+      if (((from_bitField0_ & 0x00008000) != 0)) {
+        sharedWith_.makeImmutable();
+        result.sharedWith_ = sharedWith_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1078,6 +1224,21 @@ private static final long serialVersionUID = 0L;
       if (!other.getCloseReason().isEmpty()) {
         closeReason_ = other.closeReason_;
         bitField0_ |= 0x00002000;
+        onChanged();
+      }
+      if (!other.getOwner().isEmpty()) {
+        owner_ = other.owner_;
+        bitField0_ |= 0x00004000;
+        onChanged();
+      }
+      if (!other.sharedWith_.isEmpty()) {
+        if (sharedWith_.isEmpty()) {
+          sharedWith_ = other.sharedWith_;
+          bitField0_ |= 0x00008000;
+        } else {
+          ensureSharedWithIsMutable();
+          sharedWith_.addAll(other.sharedWith_);
+        }
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -1178,6 +1339,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00002000;
               break;
             } // case 114
+            case 122: {
+              owner_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00004000;
+              break;
+            } // case 122
+            case 130: {
+              ensureSharedWithIsMutable();
+              sharedWith_.add(input.readStringRequireUtf8());
+              break;
+            } // case 130
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2393,6 +2564,259 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       closeReason_ = value;
       bitField0_ |= 0x00002000;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object owner_ = "";
+    /**
+     * <pre>
+     * The name of the token that opened the session ("admin" for the access
+     * key, and for sessions opened before sessions had owners).
+     * </pre>
+     *
+     * <code>string owner = 15 [json_name = "owner"];</code>
+     * @return The owner.
+     */
+    public java.lang.String getOwner() {
+      java.lang.Object ref = owner_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        owner_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The name of the token that opened the session ("admin" for the access
+     * key, and for sessions opened before sessions had owners).
+     * </pre>
+     *
+     * <code>string owner = 15 [json_name = "owner"];</code>
+     * @return The bytes for owner.
+     */
+    public com.google.protobuf.ByteString
+        getOwnerBytes() {
+      java.lang.Object ref = owner_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        owner_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The name of the token that opened the session ("admin" for the access
+     * key, and for sessions opened before sessions had owners).
+     * </pre>
+     *
+     * <code>string owner = 15 [json_name = "owner"];</code>
+     * @param value The owner to set.
+     * @return This builder for chaining.
+     */
+    public Builder setOwner(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      owner_ = value;
+      bitField0_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The name of the token that opened the session ("admin" for the access
+     * key, and for sessions opened before sessions had owners).
+     * </pre>
+     *
+     * <code>string owner = 15 [json_name = "owner"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearOwner() {
+      owner_ = getDefaultInstance().getOwner();
+      bitField0_ = (bitField0_ & ~0x00004000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The name of the token that opened the session ("admin" for the access
+     * key, and for sessions opened before sessions had owners).
+     * </pre>
+     *
+     * <code>string owner = 15 [json_name = "owner"];</code>
+     * @param value The bytes for owner to set.
+     * @return This builder for chaining.
+     */
+    public Builder setOwnerBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      owner_ = value;
+      bitField0_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.LazyStringArrayList sharedWith_ =
+        com.google.protobuf.LazyStringArrayList.emptyList();
+    private void ensureSharedWithIsMutable() {
+      if (!sharedWith_.isModifiable()) {
+        sharedWith_ = new com.google.protobuf.LazyStringArrayList(sharedWith_);
+      }
+      bitField0_ |= 0x00008000;
+    }
+    /**
+     * <pre>
+     * The token names the owner shared the session with, sorted; "*" means
+     * every app token.
+     * </pre>
+     *
+     * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+     * @return A list containing the sharedWith.
+     */
+    public com.google.protobuf.ProtocolStringList
+        getSharedWithList() {
+      sharedWith_.makeImmutable();
+      return sharedWith_;
+    }
+    /**
+     * <pre>
+     * The token names the owner shared the session with, sorted; "*" means
+     * every app token.
+     * </pre>
+     *
+     * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+     * @return The count of sharedWith.
+     */
+    public int getSharedWithCount() {
+      return sharedWith_.size();
+    }
+    /**
+     * <pre>
+     * The token names the owner shared the session with, sorted; "*" means
+     * every app token.
+     * </pre>
+     *
+     * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+     * @param index The index of the element to return.
+     * @return The sharedWith at the given index.
+     */
+    public java.lang.String getSharedWith(int index) {
+      return sharedWith_.get(index);
+    }
+    /**
+     * <pre>
+     * The token names the owner shared the session with, sorted; "*" means
+     * every app token.
+     * </pre>
+     *
+     * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+     * @param index The index of the value to return.
+     * @return The bytes of the sharedWith at the given index.
+     */
+    public com.google.protobuf.ByteString
+        getSharedWithBytes(int index) {
+      return sharedWith_.getByteString(index);
+    }
+    /**
+     * <pre>
+     * The token names the owner shared the session with, sorted; "*" means
+     * every app token.
+     * </pre>
+     *
+     * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+     * @param index The index to set the value at.
+     * @param value The sharedWith to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSharedWith(
+        int index, java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      ensureSharedWithIsMutable();
+      sharedWith_.set(index, value);
+      bitField0_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The token names the owner shared the session with, sorted; "*" means
+     * every app token.
+     * </pre>
+     *
+     * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+     * @param value The sharedWith to add.
+     * @return This builder for chaining.
+     */
+    public Builder addSharedWith(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      ensureSharedWithIsMutable();
+      sharedWith_.add(value);
+      bitField0_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The token names the owner shared the session with, sorted; "*" means
+     * every app token.
+     * </pre>
+     *
+     * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+     * @param values The sharedWith to add.
+     * @return This builder for chaining.
+     */
+    public Builder addAllSharedWith(
+        java.lang.Iterable<java.lang.String> values) {
+      ensureSharedWithIsMutable();
+      com.google.protobuf.AbstractMessageLite.Builder.addAll(
+          values, sharedWith_);
+      bitField0_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The token names the owner shared the session with, sorted; "*" means
+     * every app token.
+     * </pre>
+     *
+     * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSharedWith() {
+      sharedWith_ =
+        com.google.protobuf.LazyStringArrayList.emptyList();
+      bitField0_ = (bitField0_ & ~0x00008000);;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The token names the owner shared the session with, sorted; "*" means
+     * every app token.
+     * </pre>
+     *
+     * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+     * @param value The bytes of the sharedWith to add.
+     * @return This builder for chaining.
+     */
+    public Builder addSharedWithBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      ensureSharedWithIsMutable();
+      sharedWith_.add(value);
+      bitField0_ |= 0x00008000;
       onChanged();
       return this;
     }

@@ -262,4 +262,71 @@ public interface SessionInfoOrBuilder extends
    */
   com.google.protobuf.ByteString
       getCloseReasonBytes();
+
+  /**
+   * <pre>
+   * The name of the token that opened the session ("admin" for the access
+   * key, and for sessions opened before sessions had owners).
+   * </pre>
+   *
+   * <code>string owner = 15 [json_name = "owner"];</code>
+   * @return The owner.
+   */
+  java.lang.String getOwner();
+  /**
+   * <pre>
+   * The name of the token that opened the session ("admin" for the access
+   * key, and for sessions opened before sessions had owners).
+   * </pre>
+   *
+   * <code>string owner = 15 [json_name = "owner"];</code>
+   * @return The bytes for owner.
+   */
+  com.google.protobuf.ByteString
+      getOwnerBytes();
+
+  /**
+   * <pre>
+   * The token names the owner shared the session with, sorted; "*" means
+   * every app token.
+   * </pre>
+   *
+   * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+   * @return A list containing the sharedWith.
+   */
+  java.util.List<java.lang.String>
+      getSharedWithList();
+  /**
+   * <pre>
+   * The token names the owner shared the session with, sorted; "*" means
+   * every app token.
+   * </pre>
+   *
+   * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+   * @return The count of sharedWith.
+   */
+  int getSharedWithCount();
+  /**
+   * <pre>
+   * The token names the owner shared the session with, sorted; "*" means
+   * every app token.
+   * </pre>
+   *
+   * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+   * @param index The index of the element to return.
+   * @return The sharedWith at the given index.
+   */
+  java.lang.String getSharedWith(int index);
+  /**
+   * <pre>
+   * The token names the owner shared the session with, sorted; "*" means
+   * every app token.
+   * </pre>
+   *
+   * <code>repeated string shared_with = 16 [json_name = "sharedWith"];</code>
+   * @param index The index of the value to return.
+   * @return The bytes of the sharedWith at the given index.
+   */
+  com.google.protobuf.ByteString
+      getSharedWithBytes(int index);
 }
