@@ -1,4 +1,4 @@
-"""The application SDK (``aophub.client``) against a real hub: frame size limits.
+"""The application SDK (``aophub.client``) against a real hub: frame size limits, timeouts, watches.
 
 The hub takes frames up to ``--max-frame-bytes`` (16 MiB by default), so events that large
 exist; the SDK reads them with the same default limit. A frame over the SDK's own limit
@@ -9,9 +9,12 @@ the same frame for ever.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.server import ServerConnection, serve
 
 from aop import event_pb2
 from aophub.client import HubClient, HubClientError, Watcher
@@ -133,3 +136,65 @@ async def test_request_over_the_hubs_limit_fails_once(tmp_path: Path) -> None:
             assert failure.value.code == "RESOURCE_EXHAUSTED"
             assert (await client.list_events(session.id)).events
             assert client.dials == 2
+
+
+# -- Defects of the first SDK (issue 13) ---------------------------------------------------------
+
+
+async def test_the_docstring_example_iterates_a_watch_directly(tmp_path: Path) -> None:
+    """``async for item in hub.watch(...)`` yields the events (before: TypeError, a coroutine is not iterable)."""
+    async with running_hub(tmp_path) as hub, await HubClient.connect(hub.http, TOKEN) as client:
+        session = await client.open_session("local")
+        kinds = []
+        async with asyncio.timeout(TIMEOUT):
+            async for item in client.watch(session.id):
+                kinds.append(item.event.WhichOneof("payload"))
+                break
+    assert kinds == ["session_started"]
+
+
+@contextlib.asynccontextmanager
+async def silent_hub() -> AsyncIterator[str]:
+    """A WebSocket server that accepts every connection and never answers: the URL of its endpoint."""
+
+    async def swallow(connection: ServerConnection) -> None:
+        async for _ in connection:
+            pass
+
+    async with serve(swallow, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        yield f"ws://127.0.0.1:{port}/api/aop/application/ws"
+
+
+async def test_a_request_without_an_answer_times_out() -> None:
+    """No answer: ``TimeoutError`` after the request's timeout, naming the id to retry with (before: waited forever)."""
+    async with silent_hub() as url, await HubClient.connect(url, TOKEN, request_timeout=0.2) as client:
+        async with asyncio.timeout(TIMEOUT):
+            with pytest.raises(TimeoutError, match="envelope_id='retry-me'"):
+                await client.open_session("local", envelope_id="retry-me")
+            with pytest.raises(TimeoutError):
+                await client.list_events("s", timeout=0.05)
+            assert "pending=0" in repr(client)  # a request given up is not resent after a reconnect
+
+
+async def test_watching_from_now_costs_one_call_however_long_the_history(tmp_path: Path) -> None:
+    """``last_cursor`` is the newest stored cursor from one GetSession, even past one ListEvents page.
+
+    Before, programs listed up to 10,000 events (``list_events(limit=10_000)``) to find it, and with
+    pages capped by ``--max-page-bytes`` they got the end of the first page, not of the history.
+    """
+    async with running_hub(tmp_path, max_page_bytes=4096) as hub, await HubClient.connect(hub.http, TOKEN) as client:
+        session = await client.open_session("local")
+        async with asyncio.timeout(TIMEOUT):
+            async with client.watch(session.id) as watcher:
+                for index in range(3):
+                    receipt = await client.run_turn(session.id, f"turn {index} " + "p" * 2000)
+                    await until_turn_ended(watcher, receipt.turn_id)
+            stored = [item.cursor async for item in client.events(session.id)]
+            first_page = await client.list_events(session.id, limit=10_000)
+            assert first_page.next_cursor != stored[-1]  # what the old way found
+            assert await client.last_cursor(session.id) == stored[-1]
+            async with client.watch(session.id, await client.last_cursor(session.id)) as watcher:
+                receipt = await client.run_turn(session.id, "now")
+                seen = await until_turn_ended(watcher, receipt.turn_id)
+    assert {event.turn_id for event in seen} == {receipt.turn_id}  # nothing from before "now"
