@@ -14,6 +14,7 @@ from aophub.client.messages import (
     base_url,
     client_tool_output,
     interaction_of,
+    pack,
     text_of,
     user_text,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "base_url",
     "client_tool_output",
     "interaction_of",
+    "pack",
     "text_of",
     "user_text",
 ]
