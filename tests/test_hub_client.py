@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
-from aop import event_pb2
-from aophub.client import HubClient, HubClientError, Watcher
+from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aophub.client import HubClient, HubClientError, Watcher, pack
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES
 
 from .support.server import TOKEN, running_hub
@@ -198,3 +198,92 @@ async def test_watching_from_now_costs_one_call_however_long_the_history(tmp_pat
                 receipt = await client.run_turn(session.id, "now")
                 seen = await until_turn_ended(watcher, receipt.turn_id)
     assert {event.turn_id for event in seen} == {receipt.turn_id}  # nothing from before "now"
+
+
+# -- Against a scripted hub: what a real hub does too rarely to test on demand ---------------------
+
+
+def core_message(**fields: object) -> protocol_pb2.ProtocolMessage:
+    return protocol_pb2.ProtocolMessage(**fields)  # type: ignore[arg-type]
+
+
+def reply(envelope_id: str, message: protocol_pb2.ProtocolMessage, cursor: str = "") -> bytes:
+    return envelope_pb2.Envelope(
+        reply_to=envelope_id, delivery_cursor=cursor, payload=pack(message)
+    ).SerializeToString()
+
+
+@contextlib.asynccontextmanager
+async def scripted_hub(script: Callable[[int, ServerConnection], Awaitable[None]]) -> AsyncIterator[str]:
+    """A WebSocket server running ``script(n, connection)`` for its n-th connection (from 1)."""
+    connections = 0
+
+    async def handle(connection: ServerConnection) -> None:
+        nonlocal connections
+        connections += 1
+        await script(connections, connection)
+
+    async with serve(handle, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        yield f"ws://127.0.0.1:{port}/api/aop/application/ws"
+
+
+async def receive(connection: ServerConnection) -> tuple[str, protocol_pb2.ProtocolMessage]:
+    envelope = envelope_pb2.Envelope.FromString(await connection.recv(decode=False))
+    message = protocol_pb2.ProtocolMessage()
+    assert envelope.payload.Unpack(message)
+    return envelope.id, message
+
+
+async def test_a_request_cut_off_is_resent_with_the_same_envelope_id() -> None:
+    """The connection drops before the answer: after the reconnect the same envelope id is sent again."""
+    seen: list[str] = []
+
+    async def script(number: int, connection: ServerConnection) -> None:
+        envelope_id, _ = await receive(connection)
+        seen.append(envelope_id)
+        if number == 1:
+            connection.transport.abort()  # gone before answering, as a network failure
+            return
+        session = chat_pb2.Session(id="s1", state="open", node_id="local")
+        await connection.send(
+            reply(envelope_id, core_message(open_session_response=chat_pb2.OpenSessionResponse(accepted=session)))
+        )
+        await connection.wait_closed()
+
+    async with scripted_hub(script) as url, await HubClient.connect(url, TOKEN, reconnect_min=0.01) as client:
+        async with asyncio.timeout(TIMEOUT):
+            session = await client.open_session("local")
+    assert session.id == "s1"
+    assert len(seen) == 2
+    assert seen[0] == seen[1]
+
+
+async def test_a_watch_refused_for_a_while_watches_again_from_its_cursor() -> None:
+    """A retryable protocol error on a watch: the client watches again after its cursor, under a new id."""
+    requests: list[tuple[str, str]] = []
+
+    async def script(number: int, connection: ServerConnection) -> None:
+        watch_id, message = await receive(connection)
+        requests.append((watch_id, message.watch_events_request.after_cursor))
+        first = event_pb2.Event(session_id="s", id="e1")
+        await connection.send(reply(watch_id, core_message(event=first), cursor="1"))
+        busy = event_pb2.ProtocolError(code="UNAVAILABLE", message="store busy", retryable=True)
+        await connection.send(reply(watch_id, core_message(protocol_error=busy)))
+        again, message = await receive(connection)
+        requests.append((again, message.watch_events_request.after_cursor))
+        await connection.send(reply(watch_id, core_message(event=event_pb2.Event(id="stale")), cursor="9"))
+        await connection.send(reply(again, core_message(event=first), cursor="1"))  # an overlap: dropped
+        await connection.send(reply(again, core_message(event=event_pb2.Event(session_id="s", id="e2")), cursor="2"))
+        await connection.wait_closed()
+
+    async with (
+        scripted_hub(script) as url,
+        await HubClient.connect(url, TOKEN, reconnect_min=0.01) as client,
+        asyncio.timeout(TIMEOUT),
+        client.watch("s") as watcher,
+    ):
+        got = [await anext(watcher), await anext(watcher)]
+    assert [(item.cursor, item.event.id) for item in got] == [("1", "e1"), ("2", "e2")]
+    assert [cursor for _, cursor in requests] == ["", "1"]
+    assert requests[0][0] != requests[1][0]
