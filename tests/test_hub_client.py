@@ -235,6 +235,25 @@ async def receive(connection: ServerConnection) -> tuple[str, protocol_pb2.Proto
     return envelope.id, message
 
 
+async def test_stopping_a_watch_ends_a_reader_waiting_on_it() -> None:
+    """``stop()`` from one task ends the ``async for`` of another (before: it waited for an event for ever)."""
+    watching = asyncio.Event()
+
+    async def script(number: int, connection: ServerConnection) -> None:
+        await receive(connection)
+        watching.set()  # the reader's iteration has started: it sent the watch
+        await connection.wait_closed()
+
+    async with scripted_hub(script) as url, await HubClient.connect(url, TOKEN) as client:
+        watcher = client.watch("s")
+        reader = asyncio.create_task(drain(watcher, []))
+        async with asyncio.timeout(TIMEOUT):
+            await watching.wait()
+            await watcher.stop()
+            await reader
+        assert "watches=0" in repr(client)
+
+
 async def test_a_request_cut_off_is_resent_with_the_same_envelope_id() -> None:
     """The connection drops before the answer: after the reconnect the same envelope id is sent again."""
     seen: list[str] = []

@@ -122,7 +122,6 @@ class Watcher:
         if self._stopped:
             return
         self._stopped = True
-        if self._watch.retry is not None:
-            self._watch.retry.cancel()
+        self._watch.end(StopAsyncIteration())  # a reader waiting on it elsewhere ends too
         if self._started:
             await self._client._unsubscribe(self._watch)
