@@ -24,18 +24,18 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 # The development install (tests, checks, code generation): every target but `make run`.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	@echo "== installing aophub and its development tools into $(VENV) (first time only)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --progress-bar on -e '.[dev]'
+	$(BIN)/pip install --progress-bar on -e ./clients/python -e '.[dev]'
 	touch $@ $(RUNTIME_STAMP)
 
 # What running the hub needs, nothing more: `make run` on a fresh clone installs only this.
-$(RUNTIME_STAMP): pyproject.toml
+$(RUNTIME_STAMP): pyproject.toml clients/python/pyproject.toml
 	@echo "== installing aophub (runtime packages only) into $(VENV) (first start only; 'make install' adds the dev tools)"
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --progress-bar on -e .
+	$(BIN)/pip install --progress-bar on -e ./clients/python -e .
 	touch $@
 
 install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tools (and bubblewrap)

@@ -1,16 +1,21 @@
-"""End-to-end: ``examples/acp/client.py`` run as a user runs it, against a hub in another process."""
+"""End-to-end: ``examples/python/client.py`` run as a user runs it, against a hub in another process.
+
+``examples/acp/client.py``, the path earlier versions printed at start, runs the same program.
+"""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from .support.server import ROOT, TOKEN, HubProcess
 
-CLIENT = ROOT / "examples" / "acp" / "client.py"
+CLIENT = ROOT / "examples" / "python" / "client.py"
+OLD_PATH = ROOT / "examples" / "acp" / "client.py"
 
 
 @pytest.fixture(scope="module")
@@ -20,9 +25,9 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HubProcess]:
 
 
 def run_client(
-    hub: HubProcess, *, token: str = TOKEN, node: str = "local", prompt: str = "hello"
+    hub: HubProcess, *, token: str = TOKEN, node: str = "local", prompt: str = "hello", program: Path = CLIENT
 ) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, str(CLIENT), "--server", hub.http, "--token", token, "--node", node, "-p", prompt]
+    command = [sys.executable, str(program), "--server", hub.http, "--token", token, "--node", node, "-p", prompt]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=30, check=False)
 
 
@@ -51,3 +56,10 @@ def test_unknown_node_fails_with_the_unavailable_refusal(hub: HubProcess) -> Non
     assert "UNAVAILABLE" in result.stderr
     assert "no-such-node" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_old_path_runs_the_same_program(hub: HubProcess) -> None:
+    """``examples/acp/client.py`` (printed by earlier hubs at start) still answers a prompt."""
+    result = run_client(hub, prompt="via the old path", program=OLD_PATH)
+    assert result.returncode == 0, result.stderr
+    assert "echo: via the old path" in result.stdout

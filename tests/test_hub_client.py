@@ -1,4 +1,4 @@
-"""The application SDK (``aophub.client``) against a real hub: frame size limits.
+"""The application SDK (``aophub.client``) against a real hub: frame size limits, timeouts, watches.
 
 The hub takes frames up to ``--max-frame-bytes`` (16 MiB by default), so events that large
 exist; the SDK reads them with the same default limit. A frame over the SDK's own limit
@@ -9,12 +9,15 @@ the same frame for ever.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.server import ServerConnection, serve
 
-from aop import event_pb2
-from aophub.client import HubClient, HubClientError, Watcher
+from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aophub.client import HubClient, HubClientError, Watcher, pack
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES
 
 from .support.server import TOKEN, running_hub
@@ -133,3 +136,173 @@ async def test_request_over_the_hubs_limit_fails_once(tmp_path: Path) -> None:
             assert failure.value.code == "RESOURCE_EXHAUSTED"
             assert (await client.list_events(session.id)).events
             assert client.dials == 2
+
+
+# -- Defects of the first SDK (issue 13) ---------------------------------------------------------
+
+
+async def test_the_docstring_example_iterates_a_watch_directly(tmp_path: Path) -> None:
+    """``async for item in hub.watch(...)`` yields the events (before: TypeError, a coroutine is not iterable)."""
+    async with running_hub(tmp_path) as hub, await HubClient.connect(hub.http, TOKEN) as client:
+        session = await client.open_session("local")
+        kinds = []
+        async with asyncio.timeout(TIMEOUT):
+            async for item in client.watch(session.id):
+                kinds.append(item.event.WhichOneof("payload"))
+                break
+    assert kinds == ["session_started"]
+
+
+@contextlib.asynccontextmanager
+async def silent_hub() -> AsyncIterator[str]:
+    """A WebSocket server that accepts every connection and never answers: the URL of its endpoint."""
+
+    async def swallow(connection: ServerConnection) -> None:
+        async for _ in connection:
+            pass
+
+    async with serve(swallow, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        yield f"ws://127.0.0.1:{port}/api/aop/application/ws"
+
+
+async def test_a_request_without_an_answer_times_out() -> None:
+    """No answer: ``TimeoutError`` after the request's timeout, naming the id to retry with (before: waited forever)."""
+    async with silent_hub() as url, await HubClient.connect(url, TOKEN, request_timeout=0.2) as client:
+        async with asyncio.timeout(TIMEOUT):
+            with pytest.raises(TimeoutError, match="envelope_id='retry-me'"):
+                await client.open_session("local", envelope_id="retry-me")
+            with pytest.raises(TimeoutError):
+                await client.list_events("s", timeout=0.05)
+            assert "pending=0" in repr(client)  # a request given up is not resent after a reconnect
+
+
+async def test_watching_from_now_costs_one_call_however_long_the_history(tmp_path: Path) -> None:
+    """``last_cursor`` is the newest stored cursor from one GetSession, even past one ListEvents page.
+
+    Before, programs listed up to 10,000 events (``list_events(limit=10_000)``) to find it, and with
+    pages capped by ``--max-page-bytes`` they got the end of the first page, not of the history.
+    """
+    async with running_hub(tmp_path, max_page_bytes=4096) as hub, await HubClient.connect(hub.http, TOKEN) as client:
+        session = await client.open_session("local")
+        async with asyncio.timeout(TIMEOUT):
+            async with client.watch(session.id) as watcher:
+                for index in range(3):
+                    receipt = await client.run_turn(session.id, f"turn {index} " + "p" * 2000)
+                    await until_turn_ended(watcher, receipt.turn_id)
+            stored = [item.cursor async for item in client.events(session.id)]
+            first_page = await client.list_events(session.id, limit=10_000)
+            assert first_page.next_cursor != stored[-1]  # what the old way found
+            assert await client.last_cursor(session.id) == stored[-1]
+            async with client.watch(session.id, await client.last_cursor(session.id)) as watcher:
+                receipt = await client.run_turn(session.id, "now")
+                seen = await until_turn_ended(watcher, receipt.turn_id)
+    assert {event.turn_id for event in seen} == {receipt.turn_id}  # nothing from before "now"
+
+
+# -- Against a scripted hub: what a real hub does too rarely to test on demand ---------------------
+
+
+def core_message(**fields: object) -> protocol_pb2.ProtocolMessage:
+    return protocol_pb2.ProtocolMessage(**fields)  # type: ignore[arg-type]
+
+
+def reply(envelope_id: str, message: protocol_pb2.ProtocolMessage, cursor: str = "") -> bytes:
+    return envelope_pb2.Envelope(
+        reply_to=envelope_id, delivery_cursor=cursor, payload=pack(message)
+    ).SerializeToString()
+
+
+@contextlib.asynccontextmanager
+async def scripted_hub(script: Callable[[int, ServerConnection], Awaitable[None]]) -> AsyncIterator[str]:
+    """A WebSocket server running ``script(n, connection)`` for its n-th connection (from 1)."""
+    connections = 0
+
+    async def handle(connection: ServerConnection) -> None:
+        nonlocal connections
+        connections += 1
+        await script(connections, connection)
+
+    async with serve(handle, "127.0.0.1", 0) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        yield f"ws://127.0.0.1:{port}/api/aop/application/ws"
+
+
+async def receive(connection: ServerConnection) -> tuple[str, protocol_pb2.ProtocolMessage]:
+    envelope = envelope_pb2.Envelope.FromString(await connection.recv(decode=False))
+    message = protocol_pb2.ProtocolMessage()
+    assert envelope.payload.Unpack(message)
+    return envelope.id, message
+
+
+async def test_stopping_a_watch_ends_a_reader_waiting_on_it() -> None:
+    """``stop()`` from one task ends the ``async for`` of another (before: it waited for an event for ever)."""
+    watching = asyncio.Event()
+
+    async def script(number: int, connection: ServerConnection) -> None:
+        await receive(connection)
+        watching.set()  # the reader's iteration has started: it sent the watch
+        await connection.wait_closed()
+
+    async with scripted_hub(script) as url, await HubClient.connect(url, TOKEN) as client:
+        watcher = client.watch("s")
+        reader = asyncio.create_task(drain(watcher, []))
+        async with asyncio.timeout(TIMEOUT):
+            await watching.wait()
+            await watcher.stop()
+            await reader
+        assert "watches=0" in repr(client)
+
+
+async def test_a_request_cut_off_is_resent_with_the_same_envelope_id() -> None:
+    """The connection drops before the answer: after the reconnect the same envelope id is sent again."""
+    seen: list[str] = []
+
+    async def script(number: int, connection: ServerConnection) -> None:
+        envelope_id, _ = await receive(connection)
+        seen.append(envelope_id)
+        if number == 1:
+            connection.transport.abort()  # gone before answering, as a network failure
+            return
+        session = chat_pb2.Session(id="s1", state="open", node_id="local")
+        await connection.send(
+            reply(envelope_id, core_message(open_session_response=chat_pb2.OpenSessionResponse(accepted=session)))
+        )
+        await connection.wait_closed()
+
+    async with scripted_hub(script) as url, await HubClient.connect(url, TOKEN, reconnect_min=0.01) as client:
+        async with asyncio.timeout(TIMEOUT):
+            session = await client.open_session("local")
+    assert session.id == "s1"
+    assert len(seen) == 2
+    assert seen[0] == seen[1]
+
+
+async def test_a_watch_refused_for_a_while_watches_again_from_its_cursor() -> None:
+    """A retryable protocol error on a watch: the client watches again after its cursor, under a new id."""
+    requests: list[tuple[str, str]] = []
+
+    async def script(number: int, connection: ServerConnection) -> None:
+        watch_id, message = await receive(connection)
+        requests.append((watch_id, message.watch_events_request.after_cursor))
+        first = event_pb2.Event(session_id="s", id="e1")
+        await connection.send(reply(watch_id, core_message(event=first), cursor="1"))
+        busy = event_pb2.ProtocolError(code="UNAVAILABLE", message="store busy", retryable=True)
+        await connection.send(reply(watch_id, core_message(protocol_error=busy)))
+        again, message = await receive(connection)
+        requests.append((again, message.watch_events_request.after_cursor))
+        await connection.send(reply(watch_id, core_message(event=event_pb2.Event(id="stale")), cursor="9"))
+        await connection.send(reply(again, core_message(event=first), cursor="1"))  # an overlap: dropped
+        await connection.send(reply(again, core_message(event=event_pb2.Event(session_id="s", id="e2")), cursor="2"))
+        await connection.wait_closed()
+
+    async with (
+        scripted_hub(script) as url,
+        await HubClient.connect(url, TOKEN, reconnect_min=0.01) as client,
+        asyncio.timeout(TIMEOUT),
+        client.watch("s") as watcher,
+    ):
+        got = [await anext(watcher), await anext(watcher)]
+    assert [(item.cursor, item.event.id) for item in got] == [("1", "e1"), ("2", "e2")]
+    assert [cursor for _, cursor in requests] == ["", "1"]
+    assert requests[0][0] != requests[1][0]

@@ -37,10 +37,10 @@ def installs(commands: list[str]) -> list[str]:
 
 
 def test_make_run_installs_only_the_runtime_package_and_shows_progress(tmp_path: Path) -> None:
-    """`make run` on a fresh venv: says what it does, one `pip install -e .` without --quiet, no dev extras."""
+    """`make run` on a fresh venv: says what it does, one `pip install` of the client and the hub, no dev extras."""
     commands = planned("run", tmp_path / "venv")
     [install] = installs(commands)
-    assert install.endswith("pip install --progress-bar on -e ."), install
+    assert install.endswith("pip install --progress-bar on -e ./clients/python -e ."), install
     assert "--quiet" not in install
     assert "[dev]" not in " ".join(commands)
     assert any(command.startswith("echo") and "runtime packages only" in command for command in commands)

@@ -15,7 +15,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 python=${AOPHUB_PYTHON:-$root/.venv/bin/python}
 GO=$(command -v go || echo /usr/local/go/bin/go)
-EXAMPLES=(example_go example_ts)
+EXAMPLES=(example_go example_ts example_python example_python_connectrpc)
 
 # expect_line PATTERN OUTPUT: fail unless OUTPUT has a line matching PATTERN.
 expect_line() {
@@ -65,6 +65,35 @@ example_ts() {
         echo "examples.sh: the resumed run printed the first turn again" >&2
         exit 1
     fi
+}
+
+# Python: the same two runs (a turn, then the next one resumed from the printed
+# session and cursor) with the client of clients/python.
+example_python() {
+    local out session cursor
+    out=$("$python" "$root/examples/python/client.py" -p "hello from python")
+    echo "$out"
+    expect_line '^echo: hello from python' "$out"
+    expect_line '^\[turn completed\]$' "$out"
+    session=$(sed -n 's/^session \([^ ]*\) cursor .*/\1/p' <<<"$out")
+    cursor=$(sed -n 's/^session [^ ]* cursor \(.*\)/\1/p' <<<"$out")
+    out=$("$python" "$root/examples/python/client.py" --session "$session" --cursor "$cursor" -p "and again")
+    echo "$out"
+    expect_line '^echo: and again' "$out"
+    expect_line "^session $session cursor " "$out"
+    PYTHON_SESSION=$session
+}
+
+# Python, management API: the sessions, then the events of the session the
+# Python example used, as ProtoJSON lines.
+example_python_connectrpc() {
+    local out
+    out=$("$python" "$root/examples/python/connectrpc.py")
+    echo "$out"
+    expect_line "^\{\"id\": \"$PYTHON_SESSION\"" "$out"
+    out=$("$python" "$root/examples/python/connectrpc.py" --session "$PYTHON_SESSION")
+    echo "$out"
+    expect_line '"turnEnded": \{"stopReason": "completed"' "$out"
 }
 
 workdir=$(mktemp -d)

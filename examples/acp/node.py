@@ -2,7 +2,7 @@
 
     python examples/acp/node.py --server http://127.0.0.1:8080 --token KEY --node-id dice
 
-Then open a session on node "dice" (e.g. examples/acp/client.py --node dice -p "roll 3 dice").
+Then open a session on node "dice" (e.g. examples/python/client.py --node dice -p "roll 3 dice").
 The agent streams its thinking and answer as deltas, calls a tool (announced as
 a tool_call, answered by a tool_result), reports usage, and ends the turn: the
 SDK sends turn_started/turn_ended and keeps the message ids of the deltas and

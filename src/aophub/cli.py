@@ -43,7 +43,7 @@ N = TypeVar("N", int, float)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 # In a checkout (editable install) the examples sit beside src/; an installed wheel has none.
-EXAMPLE_CLIENT = Path(__file__).resolve().parents[2] / "examples" / "acp" / "client.py"
+EXAMPLE_CLIENT = Path(__file__).resolve().parents[2] / "examples" / "python" / "client.py"
 
 
 def _at_least_one(kind: Callable[[str], N]) -> Callable[[str], N]:
