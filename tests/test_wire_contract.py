@@ -183,7 +183,8 @@ def test_workspace_listing_is_parsed_completely() -> None:
         "aop/pty/protocol.proto": "aop.pty",
     }
     pty = {m.name for m in workspace.messages if m.package == "aop.pty"}
-    assert len(pty) == 18 and {"Session", "Open", "Detached", "Kill", "Closed", "ProtocolMessage"} <= pty
+    assert len(pty) == 18
+    assert {"Session", "Open", "Detached", "Kill", "Closed", "ProtocolMessage"} <= pty
     oneof = next(m for m in workspace.messages if m.package == "aop.pty" and m.name == "ProtocolMessage")
     assert sorted(f.number for f in oneof.fields) == list(range(10, 26))
     shared = {m for m in workspace.messages if m.package in ("aop.file", "aop.exec")}

@@ -23,7 +23,8 @@ Rewrite the stored listings (only when the contract itself changed)::
 
     python -m tests.support.wire_contract ../shared/spec/AOP.md > testdata/wire_contract.json
     python -m tests.support.wire_contract --nodes ../shared/spec/AOP-nodes.md > testdata/wire_contract_nodes.json
-    python -m tests.support.wire_contract --workspace ../shared/spec/AOP-workspace.md > testdata/wire_contract_workspace.json
+    python -m tests.support.wire_contract --workspace ../shared/spec/AOP-workspace.md \
+        > testdata/wire_contract_workspace.json
 """
 
 from __future__ import annotations
