@@ -6,6 +6,7 @@
 
 import { createRegistry, type DescFile } from "@bufbuild/protobuf";
 
+import { file_aiscan_agent_detail } from "./gen/aiscan/agent/detail_pb.js";
 import { file_aiscan_command_protocol } from "./gen/aiscan/command/protocol_pb.js";
 import { file_aiscan_config_config } from "./gen/aiscan/config/config_pb.js";
 import { file_aiscan_reload_protocol } from "./gen/aiscan/reload/protocol_pb.js";
@@ -16,6 +17,7 @@ import { file_aop_event } from "./gen/aop/event_pb.js";
 import { file_aop_exec_protocol } from "./gen/aop/exec/protocol_pb.js";
 import { file_aop_file_protocol } from "./gen/aop/file/protocol_pb.js";
 import { file_aop_protocol } from "./gen/aop/protocol_pb.js";
+import { file_aop_pty_protocol } from "./gen/aop/pty/protocol_pb.js";
 import { file_aop_tool_protocol } from "./gen/aop/tool/protocol_pb.js";
 import { file_aop_value } from "./gen/aop/value_pb.js";
 import { file_aophub_v1_agent } from "./gen/aophub/v1/agent_pb.js";
@@ -26,12 +28,14 @@ import { file_aophub_v1_interaction } from "./gen/aophub/v1/interaction_pb.js";
 import { file_aophub_v1_scan } from "./gen/aophub/v1/scan_pb.js";
 import { file_aophub_v1_session } from "./gen/aophub/v1/session_pb.js";
 import { file_aophub_v1_system } from "./gen/aophub/v1/system_pb.js";
+import { file_aophub_v1_token } from "./gen/aophub/v1/token_pb.js";
 import { file_cyber_command_protocol } from "./gen/cyber/command/protocol_pb.js";
 import { file_cyber_config_config } from "./gen/cyber/config/config_pb.js";
 import { file_cyber_reload_protocol } from "./gen/cyber/reload/protocol_pb.js";
 
 /** Every generated file descriptor, in proto file name order. */
 export const files: readonly DescFile[] = [
+  file_aiscan_agent_detail,
   file_aiscan_command_protocol,
   file_aiscan_config_config,
   file_aiscan_reload_protocol,
@@ -42,6 +46,7 @@ export const files: readonly DescFile[] = [
   file_aop_exec_protocol,
   file_aop_file_protocol,
   file_aop_protocol,
+  file_aop_pty_protocol,
   file_aop_tool_protocol,
   file_aop_value,
   file_aophub_v1_agent,
@@ -52,6 +57,7 @@ export const files: readonly DescFile[] = [
   file_aophub_v1_scan,
   file_aophub_v1_session,
   file_aophub_v1_system,
+  file_aophub_v1_token,
   file_cyber_command_protocol,
   file_cyber_config_config,
   file_cyber_reload_protocol,
