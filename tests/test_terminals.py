@@ -470,3 +470,47 @@ async def test_open_attach_kill_and_close_are_audited_with_node_stream_peer_and_
     assert first["token"] == "admin"
     assert str(first["peer"]).startswith("127.0.0.1:")
     assert any(line["node_id"] == "gone" and line["outcome"] == "failed: node gone is not connected" for line in lines)
+
+
+async def test_one_connection_binds_at_most_max_terminal_streams(tmp_path: Path) -> None:
+    """--max-terminal-streams: one more stream gets pty.error in that stream and is not bound or forwarded."""
+    async with (
+        running_hub(tmp_path, max_terminal_streams=2) as hub,
+        await RawNode.connect(hub.node_url, "n1") as node,
+        await AppSocket.open(hub.app_url) as app,
+    ):
+        first, second, third = new_stream(), new_stream(), new_stream()
+        await open_stream(app, node, first)
+        await open_stream(app, node, second)
+        await app.send(pty(open=pty_pb2.Open(stream_id=third, node_id="n1")))
+        _, error = await app_pty(app, third, "error")
+        assert "--max-terminal-streams" in error.error.message
+        assert hub.runtime.hub.terminals.node_of(third) is None
+        await app.send(pty(detach=pty_pb2.Detach(stream_id=first)))  # a slot frees
+        await node_pty(node, "detach", first)
+        await open_stream(app, node, third)
+
+
+async def test_a_terminal_request_the_hub_cannot_audit_is_refused_in_the_stream(hub: RunningHub) -> None:
+    """[stricter] An open that cannot be written to the audit log is not forwarded: pty.error instead."""
+    stream = new_stream()
+
+    def broken(_action: object) -> None:
+        raise OSError("disk full")
+
+    terminals = hub.runtime.hub.terminals
+    async with await RawNode.connect(hub.node_url, "n1") as node, await AppSocket.open(hub.app_url) as app:
+        saved, terminals._audit = terminals._audit, broken  # the sink the hub was built with, failing
+        try:
+            await app.send(pty(open=pty_pb2.Open(stream_id=stream, node_id="n1")))
+            _, error = await app_pty(app, stream, "error")
+        finally:
+            terminals._audit = saved
+        assert "cannot audit" in error.error.message
+        await app.send(pty(list=pty_pb2.List(stream_id=stream, node_id="n1")))  # not audited: forwarded
+        await node_pty(node, "list", stream)
+        assert [
+            decode_pty(i.envelope).WhichOneof("message")
+            for i in node.received
+            if i.envelope.payload.type_url == PTY_URL
+        ] == ["list"]
