@@ -177,7 +177,7 @@ class TerminalRelay:
             )
         node = self._nodes.get(stream.node_id)
         if node is None:
-            self._record(stream, case, f"failed: node {stream.node_id} is not connected")
+            self._note(stream, case, f"failed: node {stream.node_id} is not connected")
             raise HubError(Code.PTY_FORWARD_FAILED, f"node {stream.node_id} is not connected")
         await self._forward(stream, node, case, message)
         if case == "detach":
@@ -211,7 +211,7 @@ class TerminalRelay:
             detached = pty_pb2.ProtocolMessage(detached=pty_pb2.Detached(stream_id=stream_id))
             await viewer.send_frame(encode_envelope(detached, reply_to=stream_id))
             self._unbind(stream)
-            self._record(stream, case, f"failed: node {node_id} is not connected")
+            self._note(stream, case, f"failed: node {node_id} is not connected")
             raise HubError(Code.PTY_FORWARD_FAILED, f"node {node_id} is not connected")
         try:
             await self._forward(stream, node, case, message)
@@ -237,7 +237,7 @@ class TerminalRelay:
         try:
             await node.link.send(envelope_pb2.Envelope(id=envelope_id, payload=pack(message)))
         except NodeGone:
-            self._record(stream, case, f"failed: node {stream.node_id} is not connected")
+            self._note(stream, case, f"failed: node {stream.node_id} is not connected")
             raise HubError(Code.PTY_FORWARD_FAILED, f"node {stream.node_id} is not connected") from None
         if case in _AUDITED:
             stream.awaiting = case
@@ -414,13 +414,18 @@ class TerminalRelay:
         )
 
     def _settle(self, stream: _Stream, outcome: str, session_id: str) -> None:
-        """Record the node's answer to the audited request the stream awaits (best effort: logged if not)."""
+        """Record the node's answer to the audited request the stream awaits."""
         case, stream.awaiting = stream.awaiting, ""
+        self._note(stream, case, outcome, session_id)
+
+    def _note(self, stream: _Stream, case: str, outcome: str, session_id: str = "") -> None:
+        """:meth:`_record` an outcome after the fact: one that cannot be written is logged (the request
+        went, or failed, already)."""
         try:
             self._record(stream, case, outcome, session_id)
         except OSError as error:
             log.error(
-                "audit log not writable: %s of stream %s answered, not recorded: %s", case, stream.stream_id, error
+                "audit log not writable: %s of stream %s (%s) not recorded: %s", case, stream.stream_id, outcome, error
             )
 
 

@@ -38,7 +38,8 @@ class WorkspaceAction:
     detail: str = ""
 
 
-# Records one action; raises OSError when it cannot (the hub then refuses what it was about to do).
+# Records one action; raises OSError when it cannot. A terminal request that cannot be recorded
+# before it is forwarded is refused (pty.error); outcomes recorded afterwards are logged instead.
 WorkspaceAudit = Callable[[WorkspaceAction], None]
 
 
