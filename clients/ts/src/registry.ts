@@ -29,6 +29,7 @@ import { file_aophub_v1_scan } from "./gen/aophub/v1/scan_pb.js";
 import { file_aophub_v1_session } from "./gen/aophub/v1/session_pb.js";
 import { file_aophub_v1_system } from "./gen/aophub/v1/system_pb.js";
 import { file_aophub_v1_token } from "./gen/aophub/v1/token_pb.js";
+import { file_aophub_v1_workspace } from "./gen/aophub/v1/workspace_pb.js";
 import { file_cyber_command_protocol } from "./gen/cyber/command/protocol_pb.js";
 import { file_cyber_config_config } from "./gen/cyber/config/config_pb.js";
 import { file_cyber_reload_protocol } from "./gen/cyber/reload/protocol_pb.js";
@@ -58,6 +59,7 @@ export const files: readonly DescFile[] = [
   file_aophub_v1_session,
   file_aophub_v1_system,
   file_aophub_v1_token,
+  file_aophub_v1_workspace,
   file_cyber_command_protocol,
   file_cyber_config_config,
   file_cyber_reload_protocol,
