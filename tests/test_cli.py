@@ -276,21 +276,28 @@ def test_remote_workspace_bounds_are_options_of_serve(capsys: pytest.CaptureFixt
         defaults.upload_timeout,
         defaults.terminal_buffer_bytes,
         defaults.max_terminal_streams,
-    ) == (25 * 1024 * 1024, 60.0, 1024 * 1024, 64)
+        defaults.workspace_call_timeout,
+        defaults.workspace_output_bytes,
+    ) == (25 * 1024 * 1024, 60.0, 1024 * 1024, 64, 600.0, 4 * 1024 * 1024)
     argv = ["serve", "--max-upload-bytes", "1000", "--upload-timeout", "2.5"]
-    args = parser.parse_args([*argv, "--terminal-buffer-bytes", "4096", "--max-terminal-streams", "3"])
+    argv += ["--terminal-buffer-bytes", "4096", "--max-terminal-streams", "3"]
+    args = parser.parse_args([*argv, "--workspace-call-timeout", "9", "--workspace-output-bytes", "512"])
     settings = with_workspace_options(Settings(access_key="k"), args)
     assert (
         settings.max_upload_bytes,
         settings.upload_timeout,
         settings.terminal_buffer_bytes,
         settings.max_terminal_streams,
-    ) == (1000, 2.5, 4096, 3)
+        settings.workspace_call_timeout,
+        settings.workspace_output_bytes,
+    ) == (1000, 2.5, 4096, 3, 9.0, 512)
     for refused in (
         ["--max-upload-bytes", "0"],
         ["--upload-timeout", "0"],
         ["--terminal-buffer-bytes", "0"],
         ["--max-terminal-streams", "0"],
+        ["--workspace-call-timeout", "0"],
+        ["--workspace-output-bytes", "0"],
     ):
         with pytest.raises(SystemExit) as exit_status:
             parser.parse_args(["serve", *refused])

@@ -227,6 +227,22 @@ def _add_workspace_options(serve: argparse.ArgumentParser) -> None:
         help="terminal streams one application connection may have bound at once; one more gets "
         "pty.error (default %(default)s)",
     )
+    workspace.add_argument(
+        "--workspace-call-timeout",
+        type=_positive_float,
+        default=Settings.workspace_call_timeout,
+        metavar="SECONDS",
+        help="the longest a file or exec call (aophub.v1.WorkspaceProtocolMessage) may last; then the node "
+        "is told to cancel it and the caller gets UNAVAILABLE (default %(default)s)",
+    )
+    workspace.add_argument(
+        "--workspace-output-bytes",
+        type=_at_least_one(int),
+        default=Settings.workspace_output_bytes,
+        metavar="BYTES",
+        help="replies of one file or exec call that may wait for a slow application; past it the call "
+        "is cancelled and fails RESOURCE_EXHAUSTED (default %(default)s, 4 MiB)",
+    )
 
 
 def with_workspace_options(settings: Settings, args: argparse.Namespace) -> Settings:
@@ -237,6 +253,8 @@ def with_workspace_options(settings: Settings, args: argparse.Namespace) -> Sett
         upload_timeout=args.upload_timeout,
         terminal_buffer_bytes=args.terminal_buffer_bytes,
         max_terminal_streams=args.max_terminal_streams,
+        workspace_call_timeout=args.workspace_call_timeout,
+        workspace_output_bytes=args.workspace_output_bytes,
     )
 
 

@@ -98,6 +98,10 @@ class Settings:
     upload_timeout: float = 60.0
     terminal_buffer_bytes: int = 1024 * 1024
     max_terminal_streams: int = 64
+    # File and exec calls applications address to a node (aophub.v1.WorkspaceProtocolMessage): the
+    # longest one may last, and the replies one may have waiting for a slow application.
+    workspace_call_timeout: float = 600.0
+    workspace_output_bytes: int = 4 * 1024 * 1024
 
     @property
     def database(self) -> Path:

@@ -104,6 +104,10 @@ APPLICATION_REQUESTS: Final[dict[str, Scope | None]] = {
     "cyber.command.CommandProtocolMessage.catalog": None,
     "cyber.command.CommandProtocolMessage.receipt": None,
     "cyber.command.CommandProtocolMessage.result": None,
+    # File and exec calls addressed to a session or node (aophub's, beyond AOP-workspace 8.7).
+    "aophub.v1.WorkspaceProtocolMessage.call": WORKSPACE,
+    "aophub.v1.WorkspaceProtocolMessage.file": None,
+    "aophub.v1.WorkspaceProtocolMessage.exec": None,
     # The remote workspace (AOP-workspace 8.1.1): uploads only in aop.file (read, write, list and
     # mkdir name no node, 8.7: refused as UNSUPPORTED_MESSAGE), every aop.pty case relayed.
     "aop.file.ProtocolMessage.upload_request": WORKSPACE,

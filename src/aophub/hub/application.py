@@ -154,8 +154,8 @@ class ApplicationConnection:
                 await self.send_protocol_error(envelope.id, error)
         elif case == "cancel_operation":
             target_id = message.cancel_operation.target_id
-            if not self.cancel_operation(target_id):
-                await self.hub.terminals.cancel(self, target_id)  # a terminal stream's id (AOP-workspace 8.4.8)
+            if not self.cancel_operation(target_id) and not await self.hub.terminals.cancel(self, target_id):
+                await self.hub.workspace_calls.cancel(self, target_id)  # a file or exec call of this connection
         elif case in _REQUESTS:
             await self._spawn(lambda: self._request(envelope.id, case, message))
         else:
@@ -332,6 +332,7 @@ class ApplicationConnection:
         self._closed = True
         self.gone.set()  # uploads waiting for their node stop waiting (AOP-workspace 8.2.4)
         await self.hub.terminals.viewer_closed(self)  # its terminal streams detach (8.4.9)
+        await self.hub.workspace_calls.viewer_closed(self)  # its file and exec calls are cancelled on their nodes
         watches = list(self._watches.values())
         for task in watches:
             task.cancel()

@@ -50,6 +50,7 @@ from aophub.hub.request_checks import check_id
 from aophub.hub.terminals import TerminalRelay
 from aophub.hub.turn_lifecycle import TurnKey, TurnLifecycle
 from aophub.hub.turns import Turn, TurnState
+from aophub.hub.workspace_calls import WorkspaceCalls
 from aophub.ids import IdGenerator
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, payload_name, unpack
 from aophub.protocol.error_mapping import to_protocol_error
@@ -104,6 +105,7 @@ class NodeRouter:
         pushes: LlmPusher,
         node_turns: NodeInitiatedTurns,
         terminals: TerminalRelay,
+        workspace_calls: WorkspaceCalls,
         spawn: Callable[[Awaitable[None]], None],
         clock: Callable[[], float],
         ids: IdGenerator,
@@ -113,6 +115,7 @@ class NodeRouter:
         # The bound on turns nodes start by themselves (AOP-nodes 9.5.8).
         self._node_turns = node_turns
         self._terminals = terminals
+        self._workspace_calls = workspace_calls
         self._nodes = nodes
         self._sessions = sessions
         self._turns = turns
@@ -220,6 +223,7 @@ class NodeRouter:
 
     async def _lost(self, handle: NodeHandle, why: str) -> None:
         self._node_turns.forget(handle)
+        self._workspace_calls.node_gone(handle)  # its file and exec calls fail UNAVAILABLE
         if self._stopping:
             return  # the node leaves because the hub stops: start() ends its turns hub_restarted
         lost = [key for key, node in self._turns.dispatched.items() if node is handle]
@@ -294,6 +298,8 @@ class NodeRouter:
             self._terminals.from_node(handle, unpack(envelope, pty_pb2.ProtocolMessage))
             return
         message = unpack(envelope, file_pb2.ProtocolMessage if name == _FILE_NAMESPACE else exec_pb2.ProtocolMessage)
+        if self._workspace_calls.from_node(handle, envelope.reply_to, message):
+            return  # an answer to an application's file or exec call
         if message.WhichOneof("message") == "result":  # an upload's (or exec's) answer; unsolicited ones go
             handle.resolve(envelope.reply_to, message)
 
@@ -305,6 +311,7 @@ class NodeRouter:
             handle.resolve(reply_to, message)
             or self._pushes.refused(handle, reply_to, error)
             or self._terminals.refused(handle, reply_to, error)
+            or self._workspace_calls.refused(handle, reply_to, error)
         ):
             return
         log.debug(

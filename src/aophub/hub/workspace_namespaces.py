@@ -5,6 +5,8 @@ router answers ``UNSUPPORTED_NAMESPACE``. Within ``aop.file`` only ``upload_requ
 (:mod:`aophub.hub.uploads`); every other case, an empty message included, is answered
 ``UNSUPPORTED_MESSAGE``: read, write, list and mkdir name no node or session to route to (8.7).
 Every ``aop.pty`` case is relayed (:mod:`aophub.hub.terminals`), in arrival order.
+``aophub.v1.WorkspaceProtocolMessage{call}`` carries a file or exec request with the session or
+node it is for (:mod:`aophub.hub.workspace_calls`).
 What each case needs (``workspace``, ``terminal``) is in :mod:`aophub.access.policy`.
 """
 
@@ -18,8 +20,9 @@ from aophub.hub.application import ApplicationConnection, InOrder, NamespaceHand
 from aophub.hub.uploads import Uploader
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
+from aophub.v1 import workspace_pb2
 
-__all__ = ["relay_terminal", "relay_upload", "with_workspace_namespaces"]
+__all__ = ["relay_terminal", "relay_upload", "run_workspace_call", "with_workspace_namespaces"]
 
 
 async def relay_upload(connection: ApplicationConnection, envelope_id: str, message: Message) -> Message | None:
@@ -43,8 +46,18 @@ async def relay_terminal(connection: ApplicationConnection, envelope_id: str, me
     return None
 
 
+async def run_workspace_call(connection: ApplicationConnection, envelope_id: str, message: Message) -> Message | None:
+    """``aophub.v1.WorkspaceProtocolMessage{call}``: a file or exec request run on the node it names."""
+    assert isinstance(message, workspace_pb2.WorkspaceProtocolMessage)
+    if message.WhichOneof("message") != "call":
+        raise HubError(Code.UNSUPPORTED_MESSAGE, "applications send call in aophub.v1.WorkspaceProtocolMessage")
+    await connection.hub.workspace_calls.call(connection, envelope_id, message.call)
+    return None
+
+
 def with_workspace_namespaces(router: NamespaceRouter[NamespaceHandler]) -> NamespaceRouter[NamespaceHandler]:
-    """``router`` with ``aop.file`` (uploads) and ``aop.pty`` (terminals, in order) registered."""
+    """``router`` with ``aop.file`` (uploads), ``aop.pty`` (terminals, in order) and workspace calls registered."""
     router.register(file_pb2.ProtocolMessage, relay_upload)
     router.register(pty_pb2.ProtocolMessage, InOrder(relay_terminal))
+    router.register(workspace_pb2.WorkspaceProtocolMessage, run_workspace_call)
     return router

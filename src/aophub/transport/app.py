@@ -161,6 +161,8 @@ def create_app(settings: Settings) -> Starlette:
         max_upload_bytes=settings.max_upload_bytes,
         terminal_buffer_bytes=settings.terminal_buffer_bytes,
         max_terminal_streams=settings.max_terminal_streams,
+        workspace_call_timeout=settings.workspace_call_timeout,
+        workspace_output_bytes=settings.workspace_output_bytes,
     )
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
     local_node = LocalNode(hub, agent, commands=builtin_commands(agent))
