@@ -33,7 +33,7 @@ from aop.exec import protocol_pb2 as exec_pb2
 from aop.file import protocol_pb2 as file_pb2
 from aop.pty import protocol_pb2 as pty_pb2
 from aop.tool import protocol_pb2 as tool_pb2
-from aophub.v1 import extensions_pb2, interaction_pb2, scan_pb2
+from aophub.v1 import extensions_pb2, interaction_pb2, scan_pb2, workspace_pb2
 from cyber.command import protocol_pb2 as cyber_command_pb2
 
 __all__ = ["VECTORS", "serialize", "to_json", "write_all"]
@@ -477,6 +477,12 @@ def env_pty_error() -> Message:
     return envelope("", pty_pb2.ProtocolMessage(error=error), reply_to="stream_01")
 
 
+def env_workspace_call() -> Message:
+    request = exec_pb2.ProtocolMessage(request=exec_pb2.Request(command="ls -la", cwd=".", timeout_seconds=10))
+    call = workspace_pb2.WorkspaceCall(session_id=SESSION_ID, timeout_seconds=30, exec=request)
+    return envelope("call-1", workspace_pb2.WorkspaceProtocolMessage(call=call))
+
+
 # ---------------------------------------------------------------------------
 # One Event of every payload kind
 
@@ -653,6 +659,7 @@ VECTORS: dict[str, Callable[[], Message]] = {
         env_pty_sessions,
         env_pty_closed,
         env_pty_error,
+        env_workspace_call,
         event_session_started,
         event_session_ended,
         event_turn_started,

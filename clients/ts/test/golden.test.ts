@@ -63,6 +63,7 @@ import {
   InteractionProtocolMessageSchema,
 } from "../src/gen/aophub/v1/interaction_pb.js";
 import { ScanProtocolMessageSchema, WatchScanRequestSchema } from "../src/gen/aophub/v1/scan_pb.js";
+import { WorkspaceCallSchema, WorkspaceProtocolMessageSchema } from "../src/gen/aophub/v1/workspace_pb.js";
 import {
   ClientToolsSchema,
   TurnOptionsSchema,
@@ -773,6 +774,19 @@ const envelopes: Record<string, () => Envelope> = {
   env_pty_error: () => {
     const error = create(PtyErrorSchema, { streamId: "stream_01", message: "output overrun" });
     return envelope("", pty({ case: "error", value: error }), { replyTo: "stream_01" });
+  },
+
+  env_workspace_call: () => {
+    const request = create(ExecProtocolMessageSchema, {
+      message: { case: "request", value: create(ExecRequestSchema, { command: "ls -la", cwd: ".", timeoutSeconds: 10 }) },
+    });
+    const call = create(WorkspaceCallSchema, {
+      sessionId: SESSION_ID,
+      timeoutSeconds: 30,
+      request: { case: "exec", value: request },
+    });
+    const message = create(WorkspaceProtocolMessageSchema, { message: { case: "call", value: call } });
+    return envelope("call-1", anyPack(WorkspaceProtocolMessageSchema, message));
   },
 };
 

@@ -72,6 +72,7 @@ var Vectors = map[string]func() proto.Message{
 	"env_pty_sessions":                   envPtySessions,
 	"env_pty_closed":                     envPtyClosed,
 	"env_pty_error":                      envPtyError,
+	"env_workspace_call":                 envWorkspaceCall,
 	"event_session_started":              eventSessionStarted,
 	"event_session_ended":                eventSessionEnded,
 	"event_turn_started":                 eventTurnStarted,
@@ -580,6 +581,17 @@ func envPtyError() proto.Message {
 	failure := &aoppty.Error{StreamId: "stream_01", Message: "output overrun"}
 	message := &aoppty.ProtocolMessage{Message: &aoppty.ProtocolMessage_Error{Error: failure}}
 	return envelope("", message, "stream_01", "")
+}
+
+func envWorkspaceCall() proto.Message {
+	request := &aopexec.ProtocolMessage{
+		Message: &aopexec.ProtocolMessage_Request{Request: &aopexec.Request{Command: "ls -la", Cwd: ".", TimeoutSeconds: 10}},
+	}
+	call := &aophubv1.WorkspaceCall{
+		SessionId: sessionID, TimeoutSeconds: 30, Request: &aophubv1.WorkspaceCall_Exec{Exec: request},
+	}
+	message := &aophubv1.WorkspaceProtocolMessage{Message: &aophubv1.WorkspaceProtocolMessage_Call{Call: call}}
+	return envelope("call-1", message, "", "")
 }
 
 // ---------------------------------------------------------------------------
