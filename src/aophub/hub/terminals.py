@@ -81,6 +81,8 @@ class TerminalViewer(Protocol):
 
     principal: Principal
     peer: str
+    # Set once the connection closed.
+    gone: asyncio.Event
 
     async def send_frame(self, frame: bytes) -> None:
         """Queue an encoded envelope for the application (waits while its connection's queue is full)."""

@@ -112,6 +112,8 @@ class WorkspaceCalls:
             raise HubError(Code.INVALID_ARGUMENT, "a workspace call needs an envelope id: its replies carry it")
         request = self._request(call)
         node = await self._target(call)
+        if viewer.gone.is_set():
+            return  # closed while the target was looked up: nothing to run it for
         operation = _operation(request)
         forward_id = self._ids("ws")
         held = self._by_viewer.setdefault(viewer, {})
