@@ -27,14 +27,17 @@ from websockets.exceptions import InvalidStatus
 
 import aophub.v1
 from aop import chat_pb2, envelope_pb2, protocol_pb2
+from aop.file import protocol_pb2 as file_pb2
+from aop.pty import protocol_pb2 as pty_pb2
 from aophub.access.policy import APPLICATION_REQUESTS, ENDPOINTS, RPC_METHODS
 from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal, Scope
 from aophub.hub.application import NamespaceHandler
+from aophub.hub.workspace_namespaces import with_workspace_namespaces
 from aophub.protocol.codec import TYPE_URL_PREFIX, pack
 from aophub.protocol.mux import NamespaceRouter
 from aophub.protocol.node_namespaces import NAMESPACES
 from aophub.rpc.commands import with_command_namespaces
-from aophub.v1 import interaction_pb2, scan_pb2
+from aophub.v1 import interaction_pb2, scan_pb2, workspace_pb2
 
 from .support.raw_node import RawNode
 from .support.rpc import post
@@ -79,8 +82,21 @@ def command_namespaces() -> list[type[Message]]:
     return served
 
 
+def workspace_namespaces() -> list[type[Message]]:
+    """The remote workspace's namespaces on the application endpoint: aop.file and aop.pty (AOP-workspace 8.1.1)."""
+    router: NamespaceRouter[NamespaceHandler] = with_workspace_namespaces(NamespaceRouter())
+    served: list[type[Message]] = [
+        message
+        for message in (file_pb2.ProtocolMessage, pty_pb2.ProtocolMessage)
+        if router.route(message.DESCRIPTOR.full_name)
+    ]
+    assert served == [file_pb2.ProtocolMessage, pty_pb2.ProtocolMessage]
+    return served
+
+
 def application_namespaces() -> list[Descriptor]:
-    """aop.ProtocolMessage, every aophub.v1 namespace message (``*ProtocolMessage``), and the command namespaces."""
+    """aop.ProtocolMessage, every aophub.v1 namespace message (``*ProtocolMessage``), the command namespaces and
+    the workspace's."""
     product = [
         message
         for file in _aophub_files()
@@ -88,6 +104,7 @@ def application_namespaces() -> list[Descriptor]:
         if message.name.endswith("ProtocolMessage")
     ]
     product += [cast(Descriptor, message.DESCRIPTOR) for message in command_namespaces()]
+    product += [cast(Descriptor, message.DESCRIPTOR) for message in workspace_namespaces()]
     return [_CORE, *sorted(product, key=lambda message: message.full_name)]
 
 
@@ -145,11 +162,13 @@ async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
 
 
 async def callers(hub: RunningHub) -> list[Caller]:
-    """The access key and one token of each available scope but admin (the key is admin)."""
+    """The access key, one token of each available scope but admin (the key is admin), and the workspace's
+    add-on scopes beside app and read."""
     made = [Caller("access key", TOKEN, ACCESS_KEY_PRINCIPAL)]
     tokens = hub.runtime.tokens
-    for scope, node_id in (("app", ""), ("read", ""), ("node", "n1")):
-        record, secret = await tokens.create(f"{scope}-token", [scope], node_id=node_id)
+    kinds = (("app", ""), ("read", ""), ("node", "n1"), ("app,workspace", ""), ("read,terminal", ""))
+    for scope, node_id in kinds:
+        record, secret = await tokens.create(f"{scope.replace(',', '-')}-token", [scope], node_id=node_id)
         verified = tokens.book.verify(secret, record.created_at)
         assert isinstance(verified, Principal)
         made.append(Caller(f"{scope} token", secret, verified))
@@ -182,8 +201,8 @@ async def test_every_rpc_is_allowed_or_refused_by_the_table_for_each_scope(hub: 
                     assert response.status_code == 403, (caller.label, path, response.text)
                     assert response.json() == {"code": "permission_denied", "message": expected_refusal(need, path)}
     refused = {label for (label, _), (status, _) in outcomes.items() if status == 403}
-    assert refused == {"app token", "read token", "node token"}
-    assert len(outcomes) == 4 * len(RPC_METHODS)
+    assert refused == {"app token", "read token", "node token", "app,workspace token", "read,terminal token"}
+    assert len(outcomes) == 6 * len(RPC_METHODS)
 
 
 def _request(case: str) -> Message:
@@ -193,8 +212,10 @@ def _request(case: str) -> Message:
         _CORE.full_name: protocol_pb2.ProtocolMessage,
         interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name: interaction_pb2.InteractionProtocolMessage,
         scan_pb2.ScanProtocolMessage.DESCRIPTOR.full_name: scan_pb2.ScanProtocolMessage,
+        workspace_pb2.WorkspaceProtocolMessage.DESCRIPTOR.full_name: workspace_pb2.WorkspaceProtocolMessage,
     }
     types.update({message.DESCRIPTOR.full_name: message for message in command_namespaces()})
+    types.update({message.DESCRIPTOR.full_name: message for message in workspace_namespaces()})
     message = types[namespace]()
     getattr(message, field).SetInParent()
     return message
@@ -239,13 +260,16 @@ async def test_every_application_request_is_allowed_or_refused_by_the_table_for_
                     field = case.rpartition(".")[2]
                     assert denied == [("PERMISSION_DENIED", expected_refusal(need, field))], (caller.label, case)
                 checked += 1
-    assert checked == 3 * len(requests)
+    assert checked == 5 * len(requests)
 
 
 @pytest.mark.parametrize(
     ("endpoint", "allowed"),
     [
-        ("/api/aop/application/ws", {"access key", "app token", "read token"}),
+        (
+            "/api/aop/application/ws",
+            {"access key", "app token", "read token", "app,workspace token", "read,terminal token"},
+        ),
         ("/api/aop/node/ws", {"access key", "node token"}),
     ],
 )

@@ -74,6 +74,19 @@ def test_require_node_says_what_is_missing() -> None:
         Principal("laptop", frozenset({Scope.NODE}), node_id="a").require_node("b")
 
 
+def test_workspace_and_terminal_are_available_beside_app_or_read() -> None:
+    """The remote workspace's scopes exist now; each grants only itself (AOP-workspace 8, policy table)."""
+    assert parse_scopes(["app,workspace,terminal"]) == {Scope.APP, Scope.WORKSPACE, Scope.TERMINAL}
+    assert parse_scopes(["read", "terminal"]) == {Scope.READ, Scope.TERMINAL}
+    shell = Principal("phone", frozenset({Scope.READ, Scope.TERMINAL}))
+    assert shell.allows(Scope.TERMINAL)
+    assert not shell.allows(Scope.WORKSPACE)
+    assert not shell.allows(Scope.APP)
+    assert not Principal("phone", frozenset({Scope.APP})).allows(Scope.TERMINAL)
+    assert ACCESS_KEY_PRINCIPAL.allows(Scope.TERMINAL)
+    assert ACCESS_KEY_PRINCIPAL.allows(Scope.WORKSPACE)
+
+
 def test_parse_scopes_accepts_repeats_and_commas() -> None:
     """--scope app --scope read,node gives three scopes; case and spaces do not matter."""
     assert parse_scopes(["app", " READ, node"]) == {Scope.APP, Scope.READ, Scope.NODE}
@@ -82,15 +95,16 @@ def test_parse_scopes_accepts_repeats_and_commas() -> None:
 @pytest.mark.parametrize(
     ("names", "message"),
     [
-        (["workspace"], "the workspace scope is not available yet"),
-        (["terminal"], "the terminal scope is not available yet"),
+        (["workspace"], "workspace only adds to another scope: give it with app or read"),
+        (["terminal"], "terminal only adds to another scope: give it with app or read"),
+        (["workspace,terminal"], r"terminal,workspace only adds to another scope: give it with app or read \(e\.g\."),
         (["root"], "unknown scope 'root'"),
         ([], "at least one scope"),
         ([" , "], "at least one scope"),
     ],
 )
-def test_parse_scopes_refuses_reserved_unknown_and_none(names: list[str], message: str) -> None:
-    """Reserved scopes are refused until their features land; unknown or no scopes too."""
+def test_parse_scopes_refuses_add_ons_alone_unknown_and_none(names: list[str], message: str) -> None:
+    """workspace and terminal alone are refused (they cannot even connect); unknown or no scopes too."""
     with pytest.raises(ValueError, match=message):
         parse_scopes(names)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from aophub.cli import build_parser, with_command_options
+from aophub.cli import build_parser, with_command_options, with_workspace_options
 from aophub.config import CONFIG_FILE
 from aophub.settings import Settings
 from aophub.transport.addresses import reachable_hosts
@@ -261,6 +261,44 @@ def test_slash_command_bounds_are_options_of_serve(capsys: pytest.CaptureFixture
     settings = with_command_options(Settings(access_key="k"), args)
     assert (settings.command_timeout, settings.max_pending_commands) == (2.5, 3)
     for refused in (["--command-timeout", "0"], ["--max-pending-commands", "0"]):
+        with pytest.raises(SystemExit) as exit_status:
+            parser.parse_args(["serve", *refused])
+        assert exit_status.value.code == 2
+        assert refused[0] in capsys.readouterr().err
+
+
+def test_remote_workspace_bounds_are_options_of_serve(capsys: pytest.CaptureFixture[str]) -> None:
+    """--max-upload-bytes, --upload-timeout, --terminal-buffer-bytes, --max-terminal-streams reach the settings."""
+    parser = build_parser()
+    defaults = with_workspace_options(Settings(access_key="k"), parser.parse_args(["serve"]))
+    assert (
+        defaults.max_upload_bytes,
+        defaults.upload_timeout,
+        defaults.terminal_buffer_bytes,
+        defaults.max_terminal_streams,
+        defaults.workspace_call_timeout,
+        defaults.workspace_output_bytes,
+    ) == (25 * 1024 * 1024, 60.0, 1024 * 1024, 64, 600.0, 4 * 1024 * 1024)
+    argv = ["serve", "--max-upload-bytes", "1000", "--upload-timeout", "2.5"]
+    argv += ["--terminal-buffer-bytes", "4096", "--max-terminal-streams", "3"]
+    args = parser.parse_args([*argv, "--workspace-call-timeout", "9", "--workspace-output-bytes", "512"])
+    settings = with_workspace_options(Settings(access_key="k"), args)
+    assert (
+        settings.max_upload_bytes,
+        settings.upload_timeout,
+        settings.terminal_buffer_bytes,
+        settings.max_terminal_streams,
+        settings.workspace_call_timeout,
+        settings.workspace_output_bytes,
+    ) == (1000, 2.5, 4096, 3, 9.0, 512)
+    for refused in (
+        ["--max-upload-bytes", "0"],
+        ["--upload-timeout", "0"],
+        ["--terminal-buffer-bytes", "0"],
+        ["--max-terminal-streams", "0"],
+        ["--workspace-call-timeout", "0"],
+        ["--workspace-output-bytes", "0"],
+    ):
         with pytest.raises(SystemExit) as exit_status:
             parser.parse_args(["serve", *refused])
         assert exit_status.value.code == 2

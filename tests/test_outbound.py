@@ -161,3 +161,18 @@ def test_bounds_must_be_positive() -> None:
         OutboundFrames(0)
     with pytest.raises(ValueError, match="must be at least 1"):
         OutboundFrames(8, max_bytes=0)
+
+
+async def test_offer_queues_only_while_there_is_room() -> None:
+    """offer never waits: it queues like put while there is room, refuses once full, and drops after close."""
+    outbound = OutboundFrames(8, max_bytes=4)
+    assert outbound.offer(b"ab")
+    assert outbound.offer(b"cd")  # reaches the byte bound: full from now on
+    assert not outbound.offer(b"e")
+    assert list(await outbound.take()) == [b"ab", b"cd"]
+    assert not outbound.offer(b"e")  # taken is not sent: the bytes still count
+    outbound.sent(b"ab")
+    assert outbound.offer(b"e")
+    outbound.close()
+    assert outbound.offer(b"dropped")
+    assert len(outbound) == 0

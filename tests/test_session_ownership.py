@@ -20,6 +20,7 @@ import pytest
 from google.protobuf.message import Message
 
 from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aop.file import protocol_pb2 as file_pb2
 from aop.tool import protocol_pb2 as tool_pb2
 from aophub.config import ConfigStore, default_config
 from aophub.protocol.codec import pack
@@ -32,6 +33,7 @@ from aophub.v1 import (
     session_pb2,
     token_connect,
     token_pb2,
+    workspace_pb2,
 )
 
 from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
@@ -442,3 +444,27 @@ async def test_an_idempotency_key_is_each_tokens_own(world: World) -> None:
     assert alices.open_session_response.accepted.id
     assert bobs.open_session_response.accepted.id not in ("", alices.open_session_response.accepted.id)
     assert again == bobs  # his own retry is still a replay
+
+
+async def test_uploads_and_workspace_calls_refuse_another_users_session_as_an_unknown_one(world: World) -> None:
+    """A token with the workspace add-on gets, for Alice's session, the bytes an unknown session gets: an upload
+    (aop.file) and a workspace call naming the session (aophub.v1.WorkspaceProtocolMessage)."""
+    async with token_connect.TokenServiceClient(world.hub.http, interceptors=[BearerKey(TOKEN)]) as tokens:
+        created = await tokens.create_token(token_pb2.CreateTokenRequest(name="dave", scopes=["app", "workspace"]))
+    world.secrets["dave"] = created.secret
+    session_id, unknown = world.session_id, same_length_unknown(world.session_id)
+
+    def upload(sid: str) -> Message:
+        request = file_pb2.UploadRequest(session_id=sid, filename="a.txt", media_type="text/plain", data=b"hi")
+        return file_pb2.ProtocolMessage(upload_request=request)
+
+    def call(sid: str) -> Message:
+        read = file_pb2.ProtocolMessage(read_request=file_pb2.ReadRequest(path="a.txt", limit=16))
+        return workspace_pb2.WorkspaceProtocolMessage(call=workspace_pb2.WorkspaceCall(session_id=sid, file=read))
+
+    async with await world.socket("dave") as dave:
+        for build in (upload, call):
+            hidden = await answer_of(dave, build(session_id))
+            missing = await answer_of(dave, build(unknown))
+            assert b"unknown session" in missing, missing
+            assert normalized(hidden, session_id, unknown) == missing

@@ -114,14 +114,14 @@ async def test_through_a_running_hub_with_server(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "status", "message"),
     [
-        (["--scope", "workspace"], 1, "aophub token: the workspace scope is not available yet"),
+        (["--scope", "workspace"], 1, "aophub token: workspace only adds to another scope: give it with app or read"),
         (["--scope", "app", "--expires", "soon"], 2, "expected a duration such as 90m, 12h, 30d or 2w, not 'soon'"),
         (["--scope", "app", "--expires", "0d"], 2, "expected a duration"),
         (["--scope", "node"], 1, "the node scope needs a node id or a glob of ids (--node-id)"),
     ],
 )
 async def test_bad_input_gets_a_clear_error(tmp_path: Path, args: list[str], status: int, message: str) -> None:
-    """Reserved scopes, bad durations and a node scope without an id are refused, naming the problem."""
+    """An add-on scope alone, bad durations and a node scope without an id are refused, naming the problem."""
     got, out, err = await aophub("token", "create", "--name", "x", *args, "--data-dir", str(tmp_path))
     assert got == status
     assert message in err

@@ -108,8 +108,8 @@ async def test_token_service_creates_lists_and_revokes(tokens: token_connect.Tok
 @pytest.mark.parametrize(
     ("request_fields", "code", "message"),
     [
-        ({"name": "x", "scopes": ["workspace"]}, Code.INVALID_ARGUMENT, "the workspace scope is not available yet"),
-        ({"name": "x", "scopes": ["terminal"]}, Code.INVALID_ARGUMENT, "the terminal scope is not available yet"),
+        ({"name": "x", "scopes": ["workspace"]}, Code.INVALID_ARGUMENT, "workspace only adds to another scope"),
+        ({"name": "x", "scopes": ["terminal"]}, Code.INVALID_ARGUMENT, "terminal only adds to another scope"),
         ({"name": "x", "scopes": ["root"]}, Code.INVALID_ARGUMENT, "unknown scope 'root'"),
         ({"name": "x", "scopes": []}, Code.INVALID_ARGUMENT, "at least one scope"),
         ({"name": "admin", "scopes": ["read"]}, Code.INVALID_ARGUMENT, "the access key's"),

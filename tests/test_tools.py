@@ -20,6 +20,7 @@ from aophub.agent.commands import ExecResult
 from aophub.agent.isolation import Isolation
 from aophub.agent.sandbox import ExecPolicy, Workspace
 from aophub.agent.tools import TOOL_NAMES, ToolBox, ToolOutcome
+from aophub.hub.workspace_audit import WorkspaceAction
 from tests.support.processes import PidFiles, running
 
 SECRET = "TOP-SECRET-CONTENT\n"
@@ -611,6 +612,32 @@ def test_audit_log_tightens_an_existing_file(tmp_path: Path) -> None:
     AuditLog(path).record(tool="exec", arguments={}, is_error=False, duration_ms=1, output="")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert json.loads(path.read_text())["time"].endswith("Z")
+
+
+def test_workspace_actions_share_the_audit_log(tmp_path: Path) -> None:
+    """The hub's relayed uploads and terminal requests are lines of the same log, kind "workspace", empty fields out."""
+    path = tmp_path / "audit.jsonl"
+    clock = lambda: datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)  # noqa: E731
+    log = AuditLog(path, clock=clock, max_string_chars=24)
+    log.record_workspace(
+        WorkspaceAction("pty.open", "laptop", "forwarded", peer="203.0.113.7:52114", token="phone", stream_id="s1")
+    )
+    log.record_workspace(WorkspaceAction("upload", "laptop", "failed: " + "x" * 40, envelope_id="e1", detail="a.txt"))
+    first, second = (json.loads(line) for line in path.read_text().splitlines())
+    assert first == {
+        "time": "2026-01-02T03:04:05.678Z",
+        "kind": "workspace",
+        "operation": "pty.open",
+        "node_id": "laptop",
+        "stream_id": "s1",
+        "peer": "203.0.113.7:52114",
+        "token": "phone",
+        "outcome": "forwarded",
+    }
+    assert second["envelope_id"] == "e1"
+    assert second["detail"] == "a.txt"
+    assert str(second["outcome"]).endswith("[24 more characters]")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
 async def test_audit_summary_and_arguments_are_bounded(setup: Setup) -> None:

@@ -9,7 +9,9 @@ descriptors of the generated Python code, and, where the spec itself is beside
 the checkout (development machines and CI), check that the stored listing still
 equals the spec. The reference agent nodes' namespaces (``aiscan.command``,
 ``aiscan.reload``, ``aiscan.config`` and their ``cyber`` twins, AOP-nodes 9.0)
-are a second listing, ``testdata/wire_contract_nodes.json``, checked the same way.
+are a second listing, ``testdata/wire_contract_nodes.json``, checked the same way. The workspace
+namespaces ``aop.file``, ``aop.exec`` and ``aop.pty`` (AOP-workspace 8.0) are a third,
+``testdata/wire_contract_workspace.json``.
 """
 
 from __future__ import annotations
@@ -27,11 +29,14 @@ from tests.support.wire_contract import (
     NODES_LISTING,
     NODES_SPEC,
     SPEC,
+    WORKSPACE_LISTING,
+    WORKSPACE_SPEC,
     Contract,
     Field,
     load_listing,
     parse_nodes_spec,
     parse_spec,
+    parse_workspace_spec,
     to_json,
 )
 
@@ -39,6 +44,7 @@ from tests.support.wire_contract import (
 LISTINGS: dict[str, tuple[Path, Path, Callable[[str], Contract]]] = {
     "aop": (LISTING, SPEC, parse_spec),
     "nodes": (NODES_LISTING, NODES_SPEC, parse_nodes_spec),
+    "workspace": (WORKSPACE_LISTING, WORKSPACE_SPEC, parse_workspace_spec),
 }
 
 SCALARS = {
@@ -166,6 +172,23 @@ def test_nodes_listing_is_parsed_completely() -> None:
         assert {f.number for f in distribute.fields} == {1}
         assert distribute.reserved == frozenset(range(2, 8))
     assert len(contract.files) == 6
+
+
+def test_workspace_listing_is_parsed_completely() -> None:
+    """8.0 lists the three workspace namespaces; its file and exec listings equal the core spec's."""
+    workspace, core = load_listing(WORKSPACE_LISTING), load_listing(LISTING)
+    assert workspace.files == {
+        "aop/file/protocol.proto": "aop.file",
+        "aop/exec/protocol.proto": "aop.exec",
+        "aop/pty/protocol.proto": "aop.pty",
+    }
+    pty = {m.name for m in workspace.messages if m.package == "aop.pty"}
+    assert len(pty) == 18
+    assert {"Session", "Open", "Detached", "Kill", "Closed", "ProtocolMessage"} <= pty
+    oneof = next(m for m in workspace.messages if m.package == "aop.pty" and m.name == "ProtocolMessage")
+    assert sorted(f.number for f in oneof.fields) == list(range(10, 26))
+    shared = {m for m in workspace.messages if m.package in ("aop.file", "aop.exec")}
+    assert shared == {m for m in core.messages if m.package in ("aop.file", "aop.exec")}
 
 
 def test_files_declare_the_contract_packages(spec: Contract) -> None:

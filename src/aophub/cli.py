@@ -135,6 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_node_turn_options(serve)
     add_turn_start_option(serve)
     _add_command_options(serve)
+    _add_workspace_options(serve)
 
     node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
@@ -187,6 +188,74 @@ def with_command_options(settings: Settings, args: argparse.Namespace) -> Settin
     """``settings`` with what :func:`_add_command_options` parsed."""
     return dataclasses.replace(
         settings, command_timeout=args.command_timeout, max_pending_commands=args.max_pending_commands
+    )
+
+
+# -- the remote workspace relayed to nodes (AOP-workspace 8; one block, kept together) ----------
+
+
+def _add_workspace_options(serve: argparse.ArgumentParser) -> None:
+    workspace = serve.add_argument_group("remote workspace (uploads and terminals relayed to nodes)")
+    workspace.add_argument(
+        "--max-upload-bytes",
+        type=_at_least_one(int),
+        default=Settings.max_upload_bytes,
+        metavar="BYTES",
+        help="largest aop.file upload the hub relays to a node; a larger one is FILE_UPLOAD_FAILED "
+        "(keep it below --max-frame-bytes) (default %(default)s, 25 MiB)",
+    )
+    workspace.add_argument(
+        "--upload-timeout",
+        type=_positive_float,
+        default=Settings.upload_timeout,
+        metavar="SECONDS",
+        help="how long the hub waits for the node's answer to an upload; then FILE_UPLOAD_FAILED, "
+        "retryable (default %(default)s)",
+    )
+    workspace.add_argument(
+        "--terminal-buffer-bytes",
+        type=_at_least_one(int),
+        default=Settings.terminal_buffer_bytes,
+        metavar="BYTES",
+        help="terminal output one stream may have waiting for a slow application; past it the stream "
+        "gets pty.error 'output overrun' and detached, and re-attaches (default %(default)s, 1 MiB)",
+    )
+    workspace.add_argument(
+        "--max-terminal-streams",
+        type=_at_least_one(int),
+        default=Settings.max_terminal_streams,
+        metavar="N",
+        help="terminal streams one application connection may have bound at once; one more gets "
+        "pty.error (default %(default)s)",
+    )
+    workspace.add_argument(
+        "--workspace-call-timeout",
+        type=_positive_float,
+        default=Settings.workspace_call_timeout,
+        metavar="SECONDS",
+        help="the longest a file or exec call (aophub.v1.WorkspaceProtocolMessage) may last; then the node "
+        "is told to cancel it and the caller gets UNAVAILABLE (default %(default)s)",
+    )
+    workspace.add_argument(
+        "--workspace-output-bytes",
+        type=_at_least_one(int),
+        default=Settings.workspace_output_bytes,
+        metavar="BYTES",
+        help="replies of one file or exec call that may wait for a slow application; past it the call "
+        "is cancelled and fails RESOURCE_EXHAUSTED (default %(default)s, 4 MiB)",
+    )
+
+
+def with_workspace_options(settings: Settings, args: argparse.Namespace) -> Settings:
+    """``settings`` with what :func:`_add_workspace_options` parsed."""
+    return dataclasses.replace(
+        settings,
+        max_upload_bytes=args.max_upload_bytes,
+        upload_timeout=args.upload_timeout,
+        terminal_buffer_bytes=args.terminal_buffer_bytes,
+        max_terminal_streams=args.max_terminal_streams,
+        workspace_call_timeout=args.workspace_call_timeout,
+        workspace_output_bytes=args.workspace_output_bytes,
     )
 
 
@@ -446,6 +515,7 @@ def serve(args: argparse.Namespace) -> int:
     settings = with_node_turn_options(settings, args)
     settings = dataclasses.replace(settings, turn_start_timeout=args.turn_start_timeout)
     settings = with_command_options(settings, args)
+    settings = with_workspace_options(settings, args)
     if key.source in ("generated", "file"):
         where = args.data_dir / "access_key"
         shown = f"  access key: {key.value}  ({'new, ' if key.source == 'generated' else ''}stored in {where})"

@@ -91,6 +91,17 @@ class Settings:
     # Seconds a turn a node accepted may wait for its first event before it fails agent_run_failed
     # (a dead session continuation, AOP-nodes 9.8.5), unless the node is still busy with the session.
     turn_start_timeout: float = 60.0
+    # The remote workspace relayed to nodes (AOP-workspace 8): the largest upload relayed and how long
+    # the hub waits for the node's answer; terminal output one stream may have waiting for its
+    # application (past it: "output overrun", re-attach), and streams one connection may bind.
+    max_upload_bytes: int = 25 * 1024 * 1024
+    upload_timeout: float = 60.0
+    terminal_buffer_bytes: int = 1024 * 1024
+    max_terminal_streams: int = 64
+    # File and exec calls applications address to a node (aophub.v1.WorkspaceProtocolMessage): the
+    # longest one may last, and the replies one may have waiting for a slow application.
+    workspace_call_timeout: float = 600.0
+    workspace_output_bytes: int = 4 * 1024 * 1024
 
     @property
     def database(self) -> Path:

@@ -29,8 +29,11 @@ from aiscan.command import protocol_pb2 as command_pb2
 from aiscan.config import config_pb2
 from aiscan.reload import protocol_pb2 as reload_pb2
 from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2, value_pb2
+from aop.exec import protocol_pb2 as exec_pb2
+from aop.file import protocol_pb2 as file_pb2
+from aop.pty import protocol_pb2 as pty_pb2
 from aop.tool import protocol_pb2 as tool_pb2
-from aophub.v1 import extensions_pb2, interaction_pb2, scan_pb2
+from aophub.v1 import extensions_pb2, interaction_pb2, scan_pb2, workspace_pb2
 from cyber.command import protocol_pb2 as cyber_command_pb2
 
 __all__ = ["VECTORS", "serialize", "to_json", "write_all"]
@@ -355,6 +358,131 @@ def env_reload_result() -> Message:
     return envelope("reload-ack-1", reload_pb2.ReloadProtocolMessage(result=result), reply_to="reload-1")
 
 
+# The workspace namespaces aop.file, aop.exec, aop.pty (AOP-workspace 8.0)
+
+
+def env_file_upload_request() -> Message:
+    request = file_pb2.UploadRequest(
+        session_id=SESSION_ID, filename="notes.txt", media_type="text/plain; charset=utf-8", data=b"hello\n"
+    )
+    return envelope("upload-1", file_pb2.ProtocolMessage(upload_request=request))
+
+
+def env_file_result() -> Message:
+    result = file_pb2.Result(
+        path="src",
+        filename="src",
+        size=4096,
+        data=b"",
+        entries=[
+            file_pb2.Entry(name="main.py", is_directory=False, size=1234),
+            file_pb2.Entry(name="pkg", is_directory=True, size=4096),
+        ],
+        media_type="inode/directory",
+        offset=0,
+        eof=True,
+    )
+    return envelope("file-result-1", file_pb2.ProtocolMessage(result=result), reply_to="upload-1")
+
+
+def env_exec_request() -> Message:
+    request = exec_pb2.Request(command="make test", cwd="src", timeout_seconds=60, env={"LANG": "C", "CI": "1"})
+    return envelope("exec-1", exec_pb2.ProtocolMessage(request=request))
+
+
+def env_exec_output() -> Message:
+    output = exec_pb2.Output(stream=exec_pb2.STREAM_STDERR, data=b"warning: x\n")
+    return envelope("exec-out-1", exec_pb2.ProtocolMessage(output=output), reply_to="exec-1")
+
+
+def env_exec_result() -> Message:
+    result = exec_pb2.Result(exit_code=-1, state="killed", kill_cause="timeout")
+    return envelope("exec-result-1", exec_pb2.ProtocolMessage(result=result), reply_to="exec-1")
+
+
+def pty_session() -> pty_pb2.Session:
+    return pty_pb2.Session(
+        id="pty_01",
+        kind="shell",
+        name="remote-shell",
+        command="/bin/bash",
+        pid=4242,
+        started_at=EMITTED_AT,
+        last_activity_at=EMITTED_AT,
+        activity_seq=17,
+        output_bytes=2048,
+        exit_code=0,
+        state="running",
+    )
+
+
+def env_pty_open() -> Message:
+    open_ = pty_pb2.Open(
+        stream_id="stream_01",
+        node_id="node-1",
+        kind="shell",
+        name="remote-shell",
+        command="",
+        args=["-i"],
+        cols=120,
+        rows=40,
+        singleton=True,
+    )
+    return envelope("stream_01", pty_pb2.ProtocolMessage(open=open_))
+
+
+def env_pty_opened() -> Message:
+    opened = pty_pb2.Opened(stream_id="stream_01", session=pty_session())
+    return envelope("", pty_pb2.ProtocolMessage(opened=opened), reply_to="stream_01")
+
+
+def env_pty_output() -> Message:
+    output = pty_pb2.Output(stream_id="stream_01", data=b"\x1b[1m$ \x1b[0m", offset=65536)
+    return envelope("", pty_pb2.ProtocolMessage(output=output), reply_to="stream_01")
+
+
+def env_pty_sessions() -> Message:
+    ended = pty_pb2.Session(
+        id="pty_00",
+        kind="command",
+        name="remote-command",
+        command="make",
+        pid=4000,
+        started_at=EMITTED_AT,
+        last_activity_at=EMITTED_AT,
+        ended_at=EMITTED_AT,
+        activity_seq=3,
+        output_bytes=10,
+        exit_code=2,
+        state="completed",
+        kill_cause="",
+    )
+    sessions = pty_pb2.Sessions(stream_id="stream_01", sessions=[ended, pty_session()])
+    return envelope("", pty_pb2.ProtocolMessage(sessions=sessions), reply_to="stream_01")
+
+
+def env_pty_closed() -> Message:
+    session = pty_session()
+    session.state = "killed"
+    session.kill_cause = "killed by user"
+    session.exit_code = -1
+    session.ended_at.CopyFrom(EMITTED_AT)
+    return envelope(
+        "", pty_pb2.ProtocolMessage(closed=pty_pb2.Closed(stream_id="stream_01", session=session)), reply_to="stream_01"
+    )
+
+
+def env_pty_error() -> Message:
+    error = pty_pb2.Error(stream_id="stream_01", message="output overrun")
+    return envelope("", pty_pb2.ProtocolMessage(error=error), reply_to="stream_01")
+
+
+def env_workspace_call() -> Message:
+    request = exec_pb2.ProtocolMessage(request=exec_pb2.Request(command="ls -la", cwd=".", timeout_seconds=10))
+    call = workspace_pb2.WorkspaceCall(session_id=SESSION_ID, timeout_seconds=30, exec=request)
+    return envelope("call-1", workspace_pb2.WorkspaceProtocolMessage(call=call))
+
+
 # ---------------------------------------------------------------------------
 # One Event of every payload kind
 
@@ -520,6 +648,18 @@ VECTORS: dict[str, Callable[[], Message]] = {
         env_command_result,
         env_reload_request,
         env_reload_result,
+        env_file_upload_request,
+        env_file_result,
+        env_exec_request,
+        env_exec_output,
+        env_exec_result,
+        env_pty_open,
+        env_pty_opened,
+        env_pty_output,
+        env_pty_sessions,
+        env_pty_closed,
+        env_pty_error,
+        env_workspace_call,
         event_session_started,
         event_session_ended,
         event_turn_started,

@@ -15,10 +15,16 @@ whose type is a message of the same package that the spec does not list (the
 product settings of ``DistributeConfig``, 2-7) is reserved in aophub's schema,
 so the stored listing has it as a reserved number.
 
+The workspace namespaces (``aop.file``, ``aop.exec``, ``aop.pty``, AOP-workspace 8.0) are a third
+listing, ``testdata/wire_contract_workspace.json``: the pty listing is there only, and the file and
+exec listings must agree with the core spec's.
+
 Rewrite the stored listings (only when the contract itself changed)::
 
     python -m tests.support.wire_contract ../shared/spec/AOP.md > testdata/wire_contract.json
     python -m tests.support.wire_contract --nodes ../shared/spec/AOP-nodes.md > testdata/wire_contract_nodes.json
+    python -m tests.support.wire_contract --workspace ../shared/spec/AOP-workspace.md \
+        > testdata/wire_contract_workspace.json
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ __all__ = [
     "NODES_LISTING",
     "NODES_SPEC",
     "SPEC",
+    "WORKSPACE_LISTING",
+    "WORKSPACE_SPEC",
     "Contract",
     "EnumSpec",
     "Field",
@@ -41,6 +49,7 @@ __all__ = [
     "load_listing",
     "parse_nodes_spec",
     "parse_spec",
+    "parse_workspace_spec",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +57,8 @@ LISTING = ROOT / "testdata" / "wire_contract.json"
 SPEC = ROOT.parent / "shared" / "spec" / "AOP.md"
 NODES_LISTING = ROOT / "testdata" / "wire_contract_nodes.json"
 NODES_SPEC = ROOT.parent / "shared" / "spec" / "AOP-nodes.md"
+WORKSPACE_LISTING = ROOT / "testdata" / "wire_contract_workspace.json"
+WORKSPACE_SPEC = ROOT.parent / "shared" / "spec" / "AOP-workspace.md"
 # Where aophub keeps each package of the nodes' listing (the spec names packages, not files).
 NODE_FILES = {
     "aiscan.command": "aiscan/command/protocol.proto",
@@ -156,13 +167,22 @@ def _message_line(line: str, package: str) -> MessageSpec | None:
 
 def parse_spec(text: str) -> Contract:
     """The messages, enums and ``{proto file: package}`` of the spec's schema section."""
-    section = text.split("## 3. Schema", 1)[1].split("## 4.", 1)[0]
+    return _parse_schema(text.split("## 3. Schema", 1)[1].split("## 4.", 1)[0])
+
+
+def parse_workspace_spec(text: str) -> Contract:
+    """The workspace namespaces ``aop.file``, ``aop.exec`` and ``aop.pty`` (AOP-workspace 8.0)."""
+    return _parse_schema(text.split("## 8.0 Schema", 1)[1].split("## 8.1", 1)[0])
+
+
+def _parse_schema(section: str) -> Contract:
+    """The messages, enums and files of a schema section (``#### `file.proto` (package `p`...)`` headers)."""
     messages: list[MessageSpec] = []
     enums: list[EnumSpec] = []
     files: dict[str, str] = {}
     package = ""
     for line in section.splitlines():
-        header = re.match(r"#### `([\w/]+\.proto)` \(package `([\w.]+)`\)", line)
+        header = re.match(r"#### `([\w/]+\.proto)` \(package `([\w.]+)`[);]", line)
         if header:
             files[header.group(1)] = package = header.group(2)
             continue
@@ -271,5 +291,8 @@ def load_listing(path: Path = LISTING) -> Contract:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--nodes"]:
         sys.stdout.write(to_json(parse_nodes_spec(Path(sys.argv[2] if len(sys.argv) > 2 else NODES_SPEC).read_text())))
+    elif sys.argv[1:2] == ["--workspace"]:
+        spec = Path(sys.argv[2] if len(sys.argv) > 2 else WORKSPACE_SPEC)
+        sys.stdout.write(to_json(parse_workspace_spec(spec.read_text())))
     else:
         sys.stdout.write(to_json(parse_spec(Path(sys.argv[1] if len(sys.argv) > 1 else SPEC).read_text())))

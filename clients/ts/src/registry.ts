@@ -17,6 +17,7 @@ import { file_aop_event } from "./gen/aop/event_pb.js";
 import { file_aop_exec_protocol } from "./gen/aop/exec/protocol_pb.js";
 import { file_aop_file_protocol } from "./gen/aop/file/protocol_pb.js";
 import { file_aop_protocol } from "./gen/aop/protocol_pb.js";
+import { file_aop_pty_protocol } from "./gen/aop/pty/protocol_pb.js";
 import { file_aop_tool_protocol } from "./gen/aop/tool/protocol_pb.js";
 import { file_aop_value } from "./gen/aop/value_pb.js";
 import { file_aophub_v1_agent } from "./gen/aophub/v1/agent_pb.js";
@@ -28,6 +29,7 @@ import { file_aophub_v1_scan } from "./gen/aophub/v1/scan_pb.js";
 import { file_aophub_v1_session } from "./gen/aophub/v1/session_pb.js";
 import { file_aophub_v1_system } from "./gen/aophub/v1/system_pb.js";
 import { file_aophub_v1_token } from "./gen/aophub/v1/token_pb.js";
+import { file_aophub_v1_workspace } from "./gen/aophub/v1/workspace_pb.js";
 import { file_cyber_command_protocol } from "./gen/cyber/command/protocol_pb.js";
 import { file_cyber_config_config } from "./gen/cyber/config/config_pb.js";
 import { file_cyber_reload_protocol } from "./gen/cyber/reload/protocol_pb.js";
@@ -45,6 +47,7 @@ export const files: readonly DescFile[] = [
   file_aop_exec_protocol,
   file_aop_file_protocol,
   file_aop_protocol,
+  file_aop_pty_protocol,
   file_aop_tool_protocol,
   file_aop_value,
   file_aophub_v1_agent,
@@ -56,6 +59,7 @@ export const files: readonly DescFile[] = [
   file_aophub_v1_session,
   file_aophub_v1_system,
   file_aophub_v1_token,
+  file_aophub_v1_workspace,
   file_cyber_command_protocol,
   file_cyber_config_config,
   file_cyber_reload_protocol,

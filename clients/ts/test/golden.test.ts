@@ -63,6 +63,7 @@ import {
   InteractionProtocolMessageSchema,
 } from "../src/gen/aophub/v1/interaction_pb.js";
 import { ScanProtocolMessageSchema, WatchScanRequestSchema } from "../src/gen/aophub/v1/scan_pb.js";
+import { WorkspaceCallSchema, WorkspaceProtocolMessageSchema } from "../src/gen/aophub/v1/workspace_pb.js";
 import {
   ClientToolsSchema,
   TurnOptionsSchema,
@@ -129,6 +130,30 @@ import {
   CancelOperationSchema,
   ProtocolMessageSchema,
 } from "../src/gen/aop/protocol_pb.js";
+import {
+  ProtocolMessageSchema as ExecProtocolMessageSchema,
+  OutputSchema as ExecOutputSchema,
+  RequestSchema as ExecRequestSchema,
+  ResultSchema as ExecResultSchema,
+  Stream as ExecStream,
+} from "../src/gen/aop/exec/protocol_pb.js";
+import {
+  EntrySchema as FileEntrySchema,
+  ProtocolMessageSchema as FileProtocolMessageSchema,
+  ResultSchema as FileResultSchema,
+  UploadRequestSchema as FileUploadRequestSchema,
+} from "../src/gen/aop/file/protocol_pb.js";
+import {
+  ClosedSchema as PtyClosedSchema,
+  ErrorSchema as PtyErrorSchema,
+  OpenedSchema as PtyOpenedSchema,
+  OpenSchema as PtyOpenSchema,
+  OutputSchema as PtyOutputSchema,
+  ProtocolMessageSchema as PtyProtocolMessageSchema,
+  SessionSchema as PtySessionSchema,
+  SessionsSchema as PtySessionsSchema,
+  type Session as PtySession,
+} from "../src/gen/aop/pty/protocol_pb.js";
 import { ArtifactSchema, ProgressSchema } from "../src/gen/aop/tool/protocol_pb.js";
 import { EncodedValueSchema, type EncodedValue } from "../src/gen/aop/value_pb.js";
 import { files, registry } from "../src/registry.js";
@@ -235,6 +260,26 @@ function usage(): TokenUsage {
     // Sorted keys: map entries are written in insertion order.
     detail: { cached_tokens: 64n, reasoning_tokens: 120n },
   });
+}
+
+function ptySession(): PtySession {
+  return create(PtySessionSchema, {
+    id: "pty_01",
+    kind: "shell",
+    name: "remote-shell",
+    command: "/bin/bash",
+    pid: 4242,
+    startedAt: timestampFromMs(EMITTED_AT_MS),
+    lastActivityAt: timestampFromMs(EMITTED_AT_MS),
+    activitySeq: 17n,
+    outputBytes: 2048n,
+    exitCode: 0,
+    state: "running",
+  });
+}
+
+function pty(message: MessageInitShape<typeof PtyProtocolMessageSchema>["message"]): Any {
+  return anyPack(PtyProtocolMessageSchema, create(PtyProtocolMessageSchema, { message }));
 }
 
 // ---------------------------------------------------------------------------
@@ -607,6 +652,141 @@ const envelopes: Record<string, () => Envelope> = {
     const result = create(ReloadResultSchema, { ok: true, provider: "openai", model: "gpt-test", error: "" });
     const message = create(ReloadProtocolMessageSchema, { message: { case: "result", value: result } });
     return envelope("reload-ack-1", anyPack(ReloadProtocolMessageSchema, message), { replyTo: "reload-1" });
+  },
+
+  // The workspace namespaces aop.file, aop.exec, aop.pty (AOP-workspace 8.0)
+
+  env_file_upload_request: () => {
+    const request = create(FileUploadRequestSchema, {
+      sessionId: SESSION_ID,
+      filename: "notes.txt",
+      mediaType: "text/plain; charset=utf-8",
+      data: new TextEncoder().encode("hello\n"),
+    });
+    const message = create(FileProtocolMessageSchema, { message: { case: "uploadRequest", value: request } });
+    return envelope("upload-1", anyPack(FileProtocolMessageSchema, message));
+  },
+
+  env_file_result: () => {
+    const result = create(FileResultSchema, {
+      path: "src",
+      filename: "src",
+      size: 4096n,
+      data: new Uint8Array(),
+      entries: [
+        create(FileEntrySchema, { name: "main.py", isDirectory: false, size: 1234n }),
+        create(FileEntrySchema, { name: "pkg", isDirectory: true, size: 4096n }),
+      ],
+      mediaType: "inode/directory",
+      offset: 0n,
+      eof: true,
+    });
+    const message = create(FileProtocolMessageSchema, { message: { case: "result", value: result } });
+    return envelope("file-result-1", anyPack(FileProtocolMessageSchema, message), { replyTo: "upload-1" });
+  },
+
+  env_exec_request: () => {
+    // Sorted keys: map entries are written in insertion order.
+    const request = create(ExecRequestSchema, {
+      command: "make test",
+      cwd: "src",
+      timeoutSeconds: 60,
+      env: { CI: "1", LANG: "C" },
+    });
+    const message = create(ExecProtocolMessageSchema, { message: { case: "request", value: request } });
+    return envelope("exec-1", anyPack(ExecProtocolMessageSchema, message));
+  },
+
+  env_exec_output: () => {
+    const output = create(ExecOutputSchema, {
+      stream: ExecStream.STDERR,
+      data: new TextEncoder().encode("warning: x\n"),
+    });
+    const message = create(ExecProtocolMessageSchema, { message: { case: "output", value: output } });
+    return envelope("exec-out-1", anyPack(ExecProtocolMessageSchema, message), { replyTo: "exec-1" });
+  },
+
+  env_exec_result: () => {
+    const result = create(ExecResultSchema, { exitCode: -1, state: "killed", killCause: "timeout" });
+    const message = create(ExecProtocolMessageSchema, { message: { case: "result", value: result } });
+    return envelope("exec-result-1", anyPack(ExecProtocolMessageSchema, message), { replyTo: "exec-1" });
+  },
+
+  env_pty_open: () => {
+    const open = create(PtyOpenSchema, {
+      streamId: "stream_01",
+      nodeId: "node-1",
+      kind: "shell",
+      name: "remote-shell",
+      command: "",
+      args: ["-i"],
+      cols: 120,
+      rows: 40,
+      singleton: true,
+    });
+    return envelope("stream_01", pty({ case: "open", value: open }));
+  },
+
+  env_pty_opened: () => {
+    const opened = create(PtyOpenedSchema, { streamId: "stream_01", session: ptySession() });
+    return envelope("", pty({ case: "opened", value: opened }), { replyTo: "stream_01" });
+  },
+
+  env_pty_output: () => {
+    const output = create(PtyOutputSchema, {
+      streamId: "stream_01",
+      data: new TextEncoder().encode("\x1b[1m$ \x1b[0m"),
+      offset: 65536n,
+    });
+    return envelope("", pty({ case: "output", value: output }), { replyTo: "stream_01" });
+  },
+
+  env_pty_sessions: () => {
+    const ended = create(PtySessionSchema, {
+      id: "pty_00",
+      kind: "command",
+      name: "remote-command",
+      command: "make",
+      pid: 4000,
+      startedAt: timestampFromMs(EMITTED_AT_MS),
+      lastActivityAt: timestampFromMs(EMITTED_AT_MS),
+      endedAt: timestampFromMs(EMITTED_AT_MS),
+      activitySeq: 3n,
+      outputBytes: 10n,
+      exitCode: 2,
+      state: "completed",
+      killCause: "",
+    });
+    const sessions = create(PtySessionsSchema, { streamId: "stream_01", sessions: [ended, ptySession()] });
+    return envelope("", pty({ case: "sessions", value: sessions }), { replyTo: "stream_01" });
+  },
+
+  env_pty_closed: () => {
+    const session = ptySession();
+    session.state = "killed";
+    session.killCause = "killed by user";
+    session.exitCode = -1;
+    session.endedAt = timestampFromMs(EMITTED_AT_MS);
+    const closed = create(PtyClosedSchema, { streamId: "stream_01", session });
+    return envelope("", pty({ case: "closed", value: closed }), { replyTo: "stream_01" });
+  },
+
+  env_pty_error: () => {
+    const error = create(PtyErrorSchema, { streamId: "stream_01", message: "output overrun" });
+    return envelope("", pty({ case: "error", value: error }), { replyTo: "stream_01" });
+  },
+
+  env_workspace_call: () => {
+    const request = create(ExecProtocolMessageSchema, {
+      message: { case: "request", value: create(ExecRequestSchema, { command: "ls -la", cwd: ".", timeoutSeconds: 10 }) },
+    });
+    const call = create(WorkspaceCallSchema, {
+      sessionId: SESSION_ID,
+      timeoutSeconds: 30,
+      request: { case: "exec", value: request },
+    });
+    const message = create(WorkspaceProtocolMessageSchema, { message: { case: "call", value: call } });
+    return envelope("call-1", anyPack(WorkspaceProtocolMessageSchema, message));
   },
 };
 

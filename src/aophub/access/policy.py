@@ -6,6 +6,8 @@ needs ``admin`` (deny by default).
 
 The rules: reading (lists, watches, status) needs ``read``; acting as a person's application
 (sessions, turns, interactions, scans, artifacts) needs ``app``, which includes ``read``; the
+remote workspace on a node needs its own scope: uploads ``workspace``, every terminal message
+``terminal`` (AOP-workspace 8; the application endpoint itself still needs ``read``); the
 hub's configuration and tokens need ``admin``; the node endpoint needs ``node`` (and a node id the
 token's pattern matches). ConfigService is admin-only entirely: GetConfig shows endpoints and
 profiles, and TestLLM / ListModels / TestConnection make the hub call out on the caller's behalf.
@@ -28,6 +30,7 @@ __all__ = [
 ]
 
 ADMIN, APP, READ, NODE = Scope.ADMIN, Scope.APP, Scope.READ, Scope.NODE
+WORKSPACE, TERMINAL = Scope.WORKSPACE, Scope.TERMINAL
 
 # Every method of every aophub.v1 service, by its path "<package>.<Service>/<Method>".
 RPC_METHODS: Final[dict[str, Scope]] = {
@@ -104,6 +107,39 @@ APPLICATION_REQUESTS: Final[dict[str, Scope | None]] = {
     "cyber.command.CommandProtocolMessage.catalog": None,
     "cyber.command.CommandProtocolMessage.receipt": None,
     "cyber.command.CommandProtocolMessage.result": None,
+    # File and exec calls addressed to a session or node (aophub's, beyond AOP-workspace 8.7).
+    "aophub.v1.WorkspaceProtocolMessage.call": WORKSPACE,
+    "aophub.v1.WorkspaceProtocolMessage.file": None,
+    "aophub.v1.WorkspaceProtocolMessage.exec": None,
+    # The remote workspace (AOP-workspace 8.1.1): uploads only in aop.file (read, write, list and
+    # mkdir name no node, 8.7: refused as UNSUPPORTED_MESSAGE), every aop.pty case relayed.
+    "aop.file.ProtocolMessage.upload_request": WORKSPACE,
+    "aop.file.ProtocolMessage.read_request": None,
+    "aop.file.ProtocolMessage.write_request": None,
+    "aop.file.ProtocolMessage.list_request": None,
+    "aop.file.ProtocolMessage.mkdir_request": None,
+    "aop.file.ProtocolMessage.result": None,
+    **{
+        f"aop.pty.ProtocolMessage.{case}": TERMINAL
+        for case in (
+            "open",
+            "input",
+            "output",
+            "resize",
+            "list",
+            "sessions",
+            "attach",
+            "detach",
+            "close",
+            "state",
+            "error",
+            "opened",
+            "attached",
+            "detached",
+            "kill",
+            "closed",
+        )
+    },
 }
 
 APPLICATION_ENDPOINT = "/api/aop/application/ws"

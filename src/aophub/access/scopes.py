@@ -12,7 +12,12 @@ Scopes, and what each grants:
   interactions, scans; and everything ``read`` may.
 - ``read``: list and watch only (a dashboard, an auditor).
 - ``node``: the node endpoint only, as the node ids its pattern matches.
-- ``workspace``, ``terminal``: reserved for remote files and terminals; refused at creation.
+- ``workspace``: uploads to a session's node (remote files, AOP-workspace 8.2).
+- ``terminal``: terminals on nodes (``aop.pty``, AOP-workspace 8.4): a shell on the node's machine.
+
+``workspace`` and ``terminal`` are add-ons: they grant nothing else, not even a connection to the
+application endpoint (``read``), so a token holds them beside ``app`` or ``read``
+(``--scope app,terminal``); a token of add-ons alone is refused at creation.
 
 Sessions will record ``Principal.name`` as their owner (per-session ownership), so a principal is
 identified by its token's name; ``token_id`` tells connections of one token apart from another of
@@ -32,6 +37,7 @@ from aophub.protocol.errors import Code, HubError
 __all__ = [
     "ACCESS_KEY_NAME",
     "ACCESS_KEY_PRINCIPAL",
+    "ADD_ON_SCOPES",
     "AVAILABLE_SCOPES",
     "RESERVED_SCOPES",
     "Principal",
@@ -59,11 +65,14 @@ _GRANTS: dict[Scope, frozenset[Scope]] = {
     Scope.APP: frozenset({Scope.APP, Scope.READ}),
     Scope.READ: frozenset({Scope.READ}),
     Scope.NODE: frozenset({Scope.NODE}),
-    Scope.WORKSPACE: frozenset(),
-    Scope.TERMINAL: frozenset(),
+    Scope.WORKSPACE: frozenset({Scope.WORKSPACE}),
+    Scope.TERMINAL: frozenset({Scope.TERMINAL}),
 }
-RESERVED_SCOPES = frozenset({Scope.WORKSPACE, Scope.TERMINAL})
+# Scopes still reserved (none since the remote workspace exists); refused at token creation.
+RESERVED_SCOPES: frozenset[Scope] = frozenset()
 AVAILABLE_SCOPES = frozenset(Scope) - RESERVED_SCOPES
+# Scopes that only add to another: a token needs one more besides them.
+ADD_ON_SCOPES = frozenset({Scope.WORKSPACE, Scope.TERMINAL})
 
 # The access key's name; no token may take it.
 ACCESS_KEY_NAME = "admin"
@@ -146,6 +155,9 @@ def parse_scopes(names: Iterable[str]) -> frozenset[Scope]:
             scopes.add(scope)
     if not scopes:
         raise ValueError("a token needs at least one scope")
+    if scopes <= ADD_ON_SCOPES:
+        named = ",".join(sorted(scopes))
+        raise ValueError(f"{named} only adds to another scope: give it with app or read (e.g. app,{named})")
     return frozenset(scopes)
 
 

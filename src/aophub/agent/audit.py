@@ -13,6 +13,13 @@ the text then goes in ``raw_arguments``); strings in it longer than
 the application implements. ``summary`` is the first 200 characters of the
 result the model got: the tool's output, or why the call was not run (unknown
 tool, bad arguments, denied by the user, the turn canceled).
+
+The hub's relay of the remote workspace (uploads, terminal open/attach/kill/close; AOP-workspace
+8.6.2) writes to the same log, one line per :class:`~aophub.hub.workspace_audit.WorkspaceAction`
+with ``"kind": "workspace"``::
+
+    {"time": "...", "kind": "workspace", "operation": "pty.open", "node_id": "laptop",
+     "stream_id": "...", "peer": "203.0.113.7:52114", "token": "phone", "outcome": "forwarded"}
 """
 
 from __future__ import annotations
@@ -22,6 +29,10 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the hub hands its actions in; the agent does not depend on the hub
+    from aophub.hub.workspace_audit import WorkspaceAction
 
 __all__ = ["SUMMARY_CHARS", "AuditLog"]
 
@@ -79,6 +90,23 @@ class AuditLog:
         if raw_arguments is not None:
             entry["raw_arguments"] = self._shorten(raw_arguments)
         entry |= {"is_error": is_error, "duration_ms": duration_ms, "summary": output[:SUMMARY_CHARS]}
+        self._append(self._encode(entry))
+
+    def record_workspace(self, action: WorkspaceAction) -> None:
+        """Append one line for a workspace operation the hub relayed (empty fields left out)."""
+        entry: dict[str, object] = {
+            "time": self._clock().astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "kind": "workspace",
+            "operation": action.operation,
+            "node_id": action.node_id,
+        }
+        for key in ("stream_id", "envelope_id", "session_id", "peer", "token"):
+            value = getattr(action, key)
+            if value:
+                entry[key] = self._shorten(value)
+        entry["outcome"] = self._shorten(action.outcome)
+        if action.detail:
+            entry["detail"] = self._shorten(action.detail)
         self._append(self._encode(entry))
 
     def _encode(self, entry: dict[str, object]) -> bytes:

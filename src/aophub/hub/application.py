@@ -34,7 +34,7 @@ from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
 from aophub.store.base import StoreError
 
-__all__ = ["MAX_INFLIGHT", "MAX_WATCHES", "ApplicationConnection", "Close", "NamespaceHandler"]
+__all__ = ["MAX_INFLIGHT", "MAX_WATCHES", "ApplicationConnection", "Close", "InOrder", "NamespaceHandler"]
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +44,30 @@ MAX_WATCHES = 64
 # Requests of closed connections still finishing (kept referenced until done).
 _ORPHANS: set[asyncio.Task[None]] = set()
 Send = Callable[[bytes], Awaitable[None]]
+# Queue a frame only if there is room at once (False: not queued); see OutboundFrames.offer.
+Offer = Callable[[bytes], bool]
 Close = tuple[int, str]
 # A product namespace handler: (connection, envelope id, decoded message) -> reply payload or None.
 NamespaceHandler = Callable[["ApplicationConnection", str, Message], Awaitable[Message | None]]
+
+
+class InOrder:
+    """A namespace handler run in the order its envelopes arrive, each before the next frame is read.
+
+    Other namespace requests run concurrently; a terminal stream's input must reach the node in
+    the order it was typed (AOP-workspace 8.4.5). The handler's wait (a node whose queue is full)
+    holds the connection's reading: backpressure on the application, not a growing queue.
+    """
+
+    def __init__(self, handler: NamespaceHandler) -> None:
+        self.handler = handler
+
+    def __repr__(self) -> str:
+        return f"<InOrder {self.handler!r}>"
+
+    async def __call__(self, connection: ApplicationConnection, envelope_id: str, message: Message) -> Message | None:
+        return await self.handler(connection, envelope_id, message)
+
 
 _CORE = "aop.ProtocolMessage"
 _REQUESTS = {
@@ -68,7 +89,8 @@ _REJECTABLE: dict[str, type[Message]] = {
 class ApplicationConnection:
     """State of one application connection: in-flight requests and watches.
 
-    ``principal`` is who the connection authenticated as (default: the access key's admin).
+    ``principal`` is who the connection authenticated as (default: the access key's admin);
+    ``peer`` is its remote address (``host:port``, for the audit log). ``gone`` is set once it closed.
     """
 
     def __init__(
@@ -80,9 +102,14 @@ class ApplicationConnection:
         max_inflight: int = MAX_INFLIGHT,
         max_watches: int = MAX_WATCHES,
         principal: Principal = ACCESS_KEY_PRINCIPAL,
+        peer: str = "",
+        offer: Offer | None = None,
     ) -> None:
         self.hub = hub
+        self._offer = offer
         self.principal = principal
+        self.peer = peer
+        self.gone = asyncio.Event()
         self._deliver = send
         self._closed = False
         self._namespaces = namespaces or NamespaceRouter()
@@ -130,7 +157,9 @@ class ApplicationConnection:
             except HubError as error:
                 await self.send_protocol_error(envelope.id, error)
         elif case == "cancel_operation":
-            self.cancel_operation(message.cancel_operation.target_id)
+            target_id = message.cancel_operation.target_id
+            if not self.cancel_operation(target_id) and not await self.hub.terminals.cancel(self, target_id):
+                await self.hub.workspace_calls.cancel(self, target_id)  # a file or exec call of this connection
         elif case in _REQUESTS:
             await self._spawn(lambda: self._request(envelope.id, case, message))
         else:
@@ -159,7 +188,10 @@ class ApplicationConnection:
             if reply is not None:
                 await self._send(encode_envelope(reply, reply_to=envelope_id))
 
-        await self._spawn(lambda: self._guard(envelope_id, run))
+        if isinstance(handler, InOrder):
+            await self._guard(envelope_id, run)
+        else:
+            await self._spawn(lambda: self._guard(envelope_id, run))
 
     def _refusal(self, namespace: str, case: str | None) -> HubError | None:
         """The ``PERMISSION_DENIED`` for request ``case`` of ``namespace`` if this principal may not send it."""
@@ -259,6 +291,15 @@ class ApplicationConnection:
         """Send an encoded envelope on this connection (dropped once it is closed)."""
         await self._send(frame)
 
+    def offer_frame(self, frame: bytes) -> bool:
+        """Queue an encoded envelope if the connection's queue has room now; False when it is full.
+
+        A connection built without ``offer`` always answers False (callers then :meth:`send_frame`).
+        """
+        if self._closed:
+            return True  # dropped, as send_frame drops it
+        return self._offer is not None and self._offer(frame)
+
     def _watch_done(self, watch_id: str, task: asyncio.Task[None]) -> None:
         if self._watches.get(watch_id) is task:
             del self._watches[watch_id]
@@ -298,6 +339,9 @@ class ApplicationConnection:
         only the reply is dropped.
         """
         self._closed = True
+        self.gone.set()  # uploads waiting for their node stop waiting (AOP-workspace 8.2.4)
+        await self.hub.terminals.viewer_closed(self)  # its terminal streams detach (8.4.9)
+        await self.hub.workspace_calls.viewer_closed(self)  # its file and exec calls are cancelled on their nodes
         watches = list(self._watches.values())
         for task in watches:
             task.cancel()

@@ -21,7 +21,11 @@ rest, each in its own module:
 - :mod:`aophub.hub.node_requests`: what the hub asks of nodes, bounded in time;
 - :mod:`aophub.hub.llm_push`: the operator's opt-in push of the LLM profile to reference nodes;
 - :mod:`aophub.hub.session_admin`: renaming, archiving and deleting sessions, paging their events;
-- :mod:`aophub.hub.commands`: slash commands, run by the hub or forwarded to the session's node.
+- :mod:`aophub.hub.commands`: slash commands, run by the hub or forwarded to the session's node;
+- :mod:`aophub.hub.uploads` and :mod:`aophub.hub.terminals`: the remote workspace relayed to nodes
+  (``aop.file`` uploads and ``aop.pty`` terminal streams, AOP-workspace section 8), and
+  :mod:`aophub.hub.workspace_calls`, file and exec calls addressed to a session or node, audited
+  through :mod:`aophub.hub.workspace_audit`.
 """
 
 from __future__ import annotations
@@ -48,8 +52,12 @@ from aophub.hub.node_routing import NodeRouter
 from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
 from aophub.hub.request_checks import check_ids, check_node_session_id, parse_cursor
 from aophub.hub.session_admin import SessionAdmin
+from aophub.hub.terminals import DEFAULT_MAX_TERMINAL_STREAMS, DEFAULT_TERMINAL_BUFFER_BYTES, TerminalRelay
 from aophub.hub.turn_lifecycle import TURN_START_TIMEOUT, TurnKey, TurnLifecycle
 from aophub.hub.turns import SessionState, Turn
+from aophub.hub.uploads import DEFAULT_MAX_UPLOAD_BYTES, UPLOAD_TIMEOUT, UploadRelay
+from aophub.hub.workspace_audit import WorkspaceAudit, no_audit
+from aophub.hub.workspace_calls import DEFAULT_CALL_OUTPUT_BYTES, DEFAULT_CALL_TIMEOUT, WorkspaceCalls
 from aophub.ids import IdGenerator, new_id
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
@@ -87,6 +95,13 @@ class Hub:
         turn_start_timeout: float = TURN_START_TIMEOUT,
         command_timeout: float = COMMAND_TIMEOUT,
         max_pending_commands: int = MAX_PENDING_COMMANDS,
+        audit: WorkspaceAudit = no_audit,
+        upload_timeout: float = UPLOAD_TIMEOUT,
+        max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
+        terminal_buffer_bytes: int = DEFAULT_TERMINAL_BUFFER_BYTES,
+        max_terminal_streams: int = DEFAULT_MAX_TERMINAL_STREAMS,
+        workspace_call_timeout: float = DEFAULT_CALL_TIMEOUT,
+        workspace_output_bytes: int = DEFAULT_CALL_OUTPUT_BYTES,
     ) -> None:
         self.store = store
         # Seconds an open session stays in memory unused (closed ones leave as soon as they can).
@@ -115,6 +130,22 @@ class Hub:
         )
         # The opt-in LLM configuration push (AOP-nodes 9.6.6); without ``llm_push``, none at all.
         self.llm_pusher = LlmPusher(self.nodes, llm_push, spawn=self._spawn, clock=clock, ids=ids)
+        # The remote workspace (AOP-workspace 8): uploads to a session's node, terminal streams.
+        self.terminals = TerminalRelay(
+            self.nodes, ids=ids, audit=audit, buffer_bytes=terminal_buffer_bytes, max_streams=max_terminal_streams
+        )
+        self.uploads = UploadRelay(
+            self._sessions, self.nodes, ids=ids, audit=audit, timeout=upload_timeout, max_bytes=max_upload_bytes
+        )
+        # File and exec calls applications address to a session or node (aophub.v1.WorkspaceProtocolMessage).
+        self.workspace_calls = WorkspaceCalls(
+            self._sessions,
+            self.nodes,
+            ids=ids,
+            audit=audit,
+            timeout=workspace_call_timeout,
+            buffer_bytes=workspace_output_bytes,
+        )
         self._node_router = NodeRouter(
             store,
             self.nodes,
@@ -124,6 +155,8 @@ class Hub:
             interactions=self.interactions,
             pushes=self.llm_pusher,
             node_turns=NodeInitiatedTurns(node_turn_limits or NodeTurnLimits(), clock=clock),
+            terminals=self.terminals,
+            workspace_calls=self.workspace_calls,
             spawn=self._spawn,
             clock=clock,
             ids=ids,

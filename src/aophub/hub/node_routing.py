@@ -20,6 +20,10 @@ A turn whose events the store refused ends ``store_failed`` and its node is told
 A turn the node starts by itself (AOP-nodes 9.5.8) is relayed whole as a turn of its session
 within the bound :mod:`aophub.hub.node_initiated` keeps, or dropped whole; past the bound, and when
 a turn fails for want of an LLM (9.4.9), the session is closed on the node and told why.
+The workspace namespaces ``aop.file``, ``aop.exec`` and ``aop.pty`` (AOP-workspace 8.1.2) never
+drop a node, whatever their case (none, the legacy file cases 21-23): a ``file.result`` or
+``exec.result`` completes the hub's request it answers, every ``aop.pty`` message goes to the
+terminal stream it names (:mod:`aophub.hub.terminals`), and the rest is ignored.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aop.exec import protocol_pb2 as exec_pb2
+from aop.file import protocol_pb2 as file_pb2
+from aop.pty import protocol_pb2 as pty_pb2
 from aop.tool import protocol_pb2 as tool_pb2
 from aophub.hub import node_commands
 from aophub.hub.continuations import is_continuation_of
@@ -40,8 +47,10 @@ from aophub.hub.node_initiated import NodeInitiatedTurns, StopReason, lacks_prov
 from aophub.hub.node_requests import NodeRequests
 from aophub.hub.nodes import Admission, NodeGone, NodeHandle, NodeLink, NodeRegistry
 from aophub.hub.request_checks import check_id
+from aophub.hub.terminals import TerminalRelay
 from aophub.hub.turn_lifecycle import TurnKey, TurnLifecycle
 from aophub.hub.turns import Turn, TurnState
+from aophub.hub.workspace_calls import WorkspaceCalls
 from aophub.ids import IdGenerator
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, payload_name, unpack
 from aophub.protocol.error_mapping import to_protocol_error
@@ -63,6 +72,9 @@ _TURN_EDGES = frozenset({"turn_started", "turn_ended"})
 _CONTINUATION_MARK = "-session-"
 _CORE_NAMESPACE = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
 _INTERACTION_NAMESPACE = interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
+_FILE_NAMESPACE = file_pb2.ProtocolMessage.DESCRIPTOR.full_name
+_EXEC_NAMESPACE = exec_pb2.ProtocolMessage.DESCRIPTOR.full_name
+_PTY_NAMESPACE = pty_pb2.ProtocolMessage.DESCRIPTOR.full_name
 _CATALOG_URL = TYPE_URL_PREFIX + agent_pb2.CommandCatalog.DESCRIPTOR.full_name
 _ARTIFACT_URL = TYPE_URL_PREFIX + tool_pb2.Artifact.DESCRIPTOR.full_name
 # How long a newcomer for a contested id waits for the holder's connection to end (a holder
@@ -92,6 +104,8 @@ class NodeRouter:
         interactions: Interactions,
         pushes: LlmPusher,
         node_turns: NodeInitiatedTurns,
+        terminals: TerminalRelay,
+        workspace_calls: WorkspaceCalls,
         spawn: Callable[[Awaitable[None]], None],
         clock: Callable[[], float],
         ids: IdGenerator,
@@ -100,6 +114,8 @@ class NodeRouter:
         self._pushes = pushes
         # The bound on turns nodes start by themselves (AOP-nodes 9.5.8).
         self._node_turns = node_turns
+        self._terminals = terminals
+        self._workspace_calls = workspace_calls
         self._nodes = nodes
         self._sessions = sessions
         self._turns = turns
@@ -172,6 +188,8 @@ class NodeRouter:
             )
             await self._lost(previous, "replaced by a new connection of the same node")
             self._spawn(previous.link.close("replaced by a new connection"))
+        # Terminal streams bound to this node id ask it for its sessions again (AOP-workspace 8.4.11).
+        await self._terminals.node_registered(handle)
         return handle
 
     def _refuse_rival(self, node_id: str, peer: str) -> None:
@@ -197,12 +215,15 @@ class NodeRouter:
 
     async def detach(self, handle: NodeHandle) -> None:
         """Forget a node whose connection ended; its running turns end with ``agent_disconnected``."""
-        self._nodes.unregister(handle)
+        left = self._nodes.unregister(handle)
         handle.last_seen_at = self._clock()
+        if left:  # not replaced by a reconnect: its terminal streams are told (AOP-workspace 8.4.10)
+            self._terminals.node_left(handle.node_id)
         await self._lost(handle, "disconnected")
 
     async def _lost(self, handle: NodeHandle, why: str) -> None:
         self._node_turns.forget(handle)
+        self._workspace_calls.node_gone(handle)  # its file and exec calls fail UNAVAILABLE
         if self._stopping:
             return  # the node leaves because the hub stops: start() ends its turns hub_restarted
         lost = [key for key, node in self._turns.dispatched.items() if node is handle]
@@ -230,17 +251,9 @@ class NodeRouter:
         check_id("the envelope id", envelope.id)
         try:
             name = payload_name(envelope)
-            if name == _INTERACTION_NAMESPACE:
-                interaction = unpack(envelope, interaction_pb2.InteractionProtocolMessage)
-                if interaction.WhichOneof("message") == "requested":
-                    await self._interactions.request(handle, envelope.id, interaction.requested)
-                return
-            if node_commands.speaks(name):
-                if node_commands.receive(handle, envelope, name, self._pushes):
-                    await self._pushes.node_ready(handle)  # its generation is known now (9.0.5.2)
-                return
             if name != _CORE_NAMESPACE:
-                raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken on the node channel")
+                await self._namespace(handle, envelope, name)
+                return
             message = unpack(envelope, protocol_pb2.ProtocolMessage)
         except HubError as error:
             await self._refuse(handle, envelope.id, error)
@@ -261,11 +274,45 @@ class NodeRouter:
         else:
             log.info("node %s sent %s, which nodes do not send; ignored", handle.node_id, case)
 
+    async def _namespace(self, handle: NodeHandle, envelope: envelope_pb2.Envelope, name: str) -> None:
+        """A node's message in a namespace other than the core's; raises :class:`HubError` for one it cannot read."""
+        if name == _INTERACTION_NAMESPACE:
+            interaction = unpack(envelope, interaction_pb2.InteractionProtocolMessage)
+            if interaction.WhichOneof("message") == "requested":
+                await self._interactions.request(handle, envelope.id, interaction.requested)
+        elif name in (_FILE_NAMESPACE, _EXEC_NAMESPACE, _PTY_NAMESPACE):
+            self._workspace(handle, envelope, name)
+        elif node_commands.speaks(name):
+            if node_commands.receive(handle, envelope, name, self._pushes):
+                await self._pushes.node_ready(handle)  # its generation is known now (9.0.5.2)
+        else:
+            raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken on the node channel")
+
+    def _workspace(self, handle: NodeHandle, envelope: envelope_pb2.Envelope, name: str) -> None:
+        """A node's message in ``aop.file``, ``aop.exec`` or ``aop.pty`` (AOP-workspace 8.1.2).
+
+        Raises :class:`HubError` ``INVALID_PAYLOAD`` for a payload that does not decode (answered
+        in-band; the node stays). Any case, no case and the legacy file cases 21-23 are taken.
+        """
+        if name == _PTY_NAMESPACE:
+            self._terminals.from_node(handle, unpack(envelope, pty_pb2.ProtocolMessage))
+            return
+        message = unpack(envelope, file_pb2.ProtocolMessage if name == _FILE_NAMESPACE else exec_pb2.ProtocolMessage)
+        if self._workspace_calls.from_node(handle, envelope.reply_to, message):
+            return  # an answer to an application's file or exec call
+        if message.WhichOneof("message") == "result":  # an upload's (or exec's) answer; unsolicited ones go
+            handle.resolve(envelope.reply_to, message)
+
     def _protocol_error(self, handle: NodeHandle, reply_to: str, message: protocol_pb2.ProtocolMessage) -> None:
         """A node's ``protocol_error`` fails the hub's request (or LLM push) it answers; any other one
         is dropped and never answered (AOP-nodes 9.1.7: an answer would start an error exchange with no end)."""
         error = message.protocol_error
-        if handle.resolve(reply_to, message) or self._pushes.refused(handle, reply_to, error):
+        if (
+            handle.resolve(reply_to, message)
+            or self._pushes.refused(handle, reply_to, error)
+            or self._terminals.refused(handle, reply_to, error)
+            or self._workspace_calls.refused(handle, reply_to, error)
+        ):
             return
         log.debug(
             "node %s: protocol_error %s (%s) answers nothing pending; dropped",

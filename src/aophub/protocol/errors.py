@@ -29,6 +29,14 @@ class Code(enum.StrEnum):
     WRONG_ENDPOINT = "WRONG_ENDPOINT"
     # A slash command the hub or the node refused or could not run (AOP-nodes 9.7).
     COMMAND_FAILED = "COMMAND_FAILED"
+    # The remote workspace namespaces (AOP-workspace 8.1.5): hub to app.
+    FILE_UPLOAD_FAILED = "FILE_UPLOAD_FAILED"
+    INVALID_PTY = "INVALID_PTY"
+    PTY_FORWARD_FAILED = "PTY_FORWARD_FAILED"
+    # ...and node to hub (a node's answer, passed through in the message of FILE_UPLOAD_FAILED).
+    FILE_OPERATION_FAILED = "FILE_OPERATION_FAILED"
+    OPERATION_FAILED = "OPERATION_FAILED"
+    EXEC_FAILED = "EXEC_FAILED"
     # Anything unexpected; its details are logged, never sent.
     INTERNAL = "INTERNAL"
     UNAUTHENTICATED = "UNAUTHENTICATED"

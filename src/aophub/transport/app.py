@@ -19,7 +19,8 @@ from aophub.access.admin import TokenAdmin
 from aophub.access.authenticator import Authenticator
 from aophub.access.live import close_expired
 from aophub.access.throttle import AuthThrottle
-from aophub.agent.builtin import builtin_agent, builtin_commands
+from aophub.agent.audit import AuditLog
+from aophub.agent.builtin import AUDIT_LOG, builtin_agent, builtin_commands
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
@@ -27,6 +28,7 @@ from aophub.hub.interactions import InteractionPolicy
 from aophub.hub.llm_push import LlmPushSource
 from aophub.hub.node_initiated import NodeTurnLimits
 from aophub.hub.scans import Scans
+from aophub.hub.workspace_namespaces import with_workspace_namespaces
 from aophub.node.local import LocalNode
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
@@ -134,6 +136,8 @@ def create_app(settings: Settings) -> Starlette:
     """Build the hub's ASGI application for ``settings``."""
     # Slash commands in both generations' command namespace (AOP-nodes 9.7.1), then the product's.
     namespaces: NamespaceRouter[NamespaceHandler] = with_command_namespaces(NamespaceRouter())
+    # The remote workspace: aop.file uploads and aop.pty terminals (AOP-workspace 8.1.1; not aop.exec).
+    namespaces = with_workspace_namespaces(namespaces)
     # Built here without I/O (the config file aside, so a bad one fails at once); opened in the lifespan.
     config = ConfigStore(settings.data_dir)
     store = SQLiteStore(settings.database, synchronous=settings.durability)
@@ -151,6 +155,14 @@ def create_app(settings: Settings) -> Starlette:
         turn_start_timeout=settings.turn_start_timeout,
         command_timeout=settings.command_timeout,
         max_pending_commands=settings.max_pending_commands,
+        # Uploads and terminal opens/attaches/kills go in the audit log beside tool calls (8.6.2).
+        audit=AuditLog(settings.data_dir / AUDIT_LOG).record_workspace,
+        upload_timeout=settings.upload_timeout,
+        max_upload_bytes=settings.max_upload_bytes,
+        terminal_buffer_bytes=settings.terminal_buffer_bytes,
+        max_terminal_streams=settings.max_terminal_streams,
+        workspace_call_timeout=settings.workspace_call_timeout,
+        workspace_output_bytes=settings.workspace_output_bytes,
     )
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
     local_node = LocalNode(hub, agent, commands=builtin_commands(agent))

@@ -83,7 +83,13 @@ async def serve_application(
         raise
     outbound = OutboundFrames(OUTBOUND_QUEUE, max_bytes=limits.max_outbound_bytes)
     connection = ApplicationConnection(
-        hub, outbound.put, namespaces=namespaces, max_watches=limits.max_watches, principal=authorized.principal
+        hub,
+        outbound.put,
+        namespaces=namespaces,
+        max_watches=limits.max_watches,
+        principal=authorized.principal,
+        peer=peer_address(websocket),
+        offer=outbound.offer,
     )
     writer = asyncio.create_task(_write(websocket, outbound))
     reader = asyncio.create_task(_read(websocket, connection))

@@ -62,6 +62,19 @@ class OutboundFrames:
         """
         while not self._space.is_set():
             await self._space.wait()
+        self._append(frame)
+
+    def offer(self, frame: bytes) -> bool:
+        """Queue ``frame`` if there is room now, without waiting; False (not queued) when the queue is full.
+
+        After :meth:`close` the frame is dropped and ``offer`` returns True, as :meth:`put` returns.
+        """
+        if not self._space.is_set():
+            return False
+        self._append(frame)
+        return True
+
+    def _append(self, frame: bytes) -> None:
         if self._closed:
             return
         self._frames.append(frame)

@@ -22,14 +22,12 @@ import (
 	aiscanconfig "github.com/aophub/aophub/gen/go/aiscan/config"
 	aiscanreload "github.com/aophub/aophub/gen/go/aiscan/reload"
 	"github.com/aophub/aophub/gen/go/aop"
+	aopexec "github.com/aophub/aophub/gen/go/aop/exec"
+	aopfile "github.com/aophub/aophub/gen/go/aop/file"
+	aoppty "github.com/aophub/aophub/gen/go/aop/pty"
 	aoptool "github.com/aophub/aophub/gen/go/aop/tool"
 	aophubv1 "github.com/aophub/aophub/gen/go/aophub/v1"
 	cybercommand "github.com/aophub/aophub/gen/go/cyber/command"
-
-	// Registered for Any resolution in protojson, although no vector uses
-	// them yet.
-	_ "github.com/aophub/aophub/gen/go/aop/exec"
-	_ "github.com/aophub/aophub/gen/go/aop/file"
 )
 
 // Vectors maps each vector name in testdata/golden/index.json to the builder
@@ -63,6 +61,18 @@ var Vectors = map[string]func() proto.Message{
 	"env_command_result":                 envCommandResult,
 	"env_reload_request":                 envReloadRequest,
 	"env_reload_result":                  envReloadResult,
+	"env_file_upload_request":            envFileUploadRequest,
+	"env_file_result":                    envFileResult,
+	"env_exec_request":                   envExecRequest,
+	"env_exec_output":                    envExecOutput,
+	"env_exec_result":                    envExecResult,
+	"env_pty_open":                       envPtyOpen,
+	"env_pty_opened":                     envPtyOpened,
+	"env_pty_output":                     envPtyOutput,
+	"env_pty_sessions":                   envPtySessions,
+	"env_pty_closed":                     envPtyClosed,
+	"env_pty_error":                      envPtyError,
+	"env_workspace_call":                 envWorkspaceCall,
 	"event_session_started":              eventSessionStarted,
 	"event_session_ended":                eventSessionEnded,
 	"event_turn_started":                 eventTurnStarted,
@@ -441,6 +451,147 @@ func envReloadResult() proto.Message {
 		Message: &aiscanreload.ReloadProtocolMessage_Result{Result: result},
 	}
 	return envelope("reload-ack-1", message, "reload-1", "")
+}
+
+// ---------------------------------------------------------------------------
+// The workspace namespaces aop.file, aop.exec, aop.pty (AOP-workspace 8.0)
+
+func envFileUploadRequest() proto.Message {
+	request := &aopfile.UploadRequest{
+		SessionId: sessionID, Filename: "notes.txt", MediaType: "text/plain; charset=utf-8", Data: []byte("hello\n"),
+	}
+	message := &aopfile.ProtocolMessage{Message: &aopfile.ProtocolMessage_UploadRequest{UploadRequest: request}}
+	return envelope("upload-1", message, "", "")
+}
+
+func envFileResult() proto.Message {
+	result := &aopfile.Result{
+		Path:     "src",
+		Filename: "src",
+		Size:     4096,
+		Data:     []byte{},
+		Entries: []*aopfile.Entry{
+			{Name: "main.py", IsDirectory: false, Size: 1234},
+			{Name: "pkg", IsDirectory: true, Size: 4096},
+		},
+		MediaType: "inode/directory",
+		Offset:    0,
+		Eof:       true,
+	}
+	message := &aopfile.ProtocolMessage{Message: &aopfile.ProtocolMessage_Result{Result: result}}
+	return envelope("file-result-1", message, "upload-1", "")
+}
+
+func envExecRequest() proto.Message {
+	request := &aopexec.Request{
+		Command: "make test", Cwd: "src", TimeoutSeconds: 60, Env: map[string]string{"LANG": "C", "CI": "1"},
+	}
+	message := &aopexec.ProtocolMessage{Message: &aopexec.ProtocolMessage_Request{Request: request}}
+	return envelope("exec-1", message, "", "")
+}
+
+func envExecOutput() proto.Message {
+	output := &aopexec.Output{Stream: aopexec.Stream_STREAM_STDERR, Data: []byte("warning: x\n")}
+	message := &aopexec.ProtocolMessage{Message: &aopexec.ProtocolMessage_Output{Output: output}}
+	return envelope("exec-out-1", message, "exec-1", "")
+}
+
+func envExecResult() proto.Message {
+	result := &aopexec.Result{ExitCode: -1, State: "killed", KillCause: "timeout"}
+	message := &aopexec.ProtocolMessage{Message: &aopexec.ProtocolMessage_Result{Result: result}}
+	return envelope("exec-result-1", message, "exec-1", "")
+}
+
+func ptySession() *aoppty.Session {
+	return &aoppty.Session{
+		Id:             "pty_01",
+		Kind:           "shell",
+		Name:           "remote-shell",
+		Command:        "/bin/bash",
+		Pid:            4242,
+		StartedAt:      emittedAt(),
+		LastActivityAt: emittedAt(),
+		ActivitySeq:    17,
+		OutputBytes:    2048,
+		ExitCode:       0,
+		State:          "running",
+	}
+}
+
+func envPtyOpen() proto.Message {
+	open := &aoppty.Open{
+		StreamId:  "stream_01",
+		NodeId:    "node-1",
+		Kind:      "shell",
+		Name:      "remote-shell",
+		Command:   "",
+		Args:      []string{"-i"},
+		Cols:      120,
+		Rows:      40,
+		Singleton: true,
+	}
+	return envelope("stream_01", &aoppty.ProtocolMessage{Message: &aoppty.ProtocolMessage_Open{Open: open}}, "", "")
+}
+
+func envPtyOpened() proto.Message {
+	opened := &aoppty.Opened{StreamId: "stream_01", Session: ptySession()}
+	message := &aoppty.ProtocolMessage{Message: &aoppty.ProtocolMessage_Opened{Opened: opened}}
+	return envelope("", message, "stream_01", "")
+}
+
+func envPtyOutput() proto.Message {
+	output := &aoppty.Output{StreamId: "stream_01", Data: []byte("\x1b[1m$ \x1b[0m"), Offset: 65536}
+	message := &aoppty.ProtocolMessage{Message: &aoppty.ProtocolMessage_Output{Output: output}}
+	return envelope("", message, "stream_01", "")
+}
+
+func envPtySessions() proto.Message {
+	ended := &aoppty.Session{
+		Id:             "pty_00",
+		Kind:           "command",
+		Name:           "remote-command",
+		Command:        "make",
+		Pid:            4000,
+		StartedAt:      emittedAt(),
+		LastActivityAt: emittedAt(),
+		EndedAt:        emittedAt(),
+		ActivitySeq:    3,
+		OutputBytes:    10,
+		ExitCode:       2,
+		State:          "completed",
+		KillCause:      "",
+	}
+	sessions := &aoppty.Sessions{StreamId: "stream_01", Sessions: []*aoppty.Session{ended, ptySession()}}
+	message := &aoppty.ProtocolMessage{Message: &aoppty.ProtocolMessage_Sessions{Sessions: sessions}}
+	return envelope("", message, "stream_01", "")
+}
+
+func envPtyClosed() proto.Message {
+	session := ptySession()
+	session.State = "killed"
+	session.KillCause = "killed by user"
+	session.ExitCode = -1
+	session.EndedAt = emittedAt()
+	closed := &aoppty.Closed{StreamId: "stream_01", Session: session}
+	message := &aoppty.ProtocolMessage{Message: &aoppty.ProtocolMessage_Closed{Closed: closed}}
+	return envelope("", message, "stream_01", "")
+}
+
+func envPtyError() proto.Message {
+	failure := &aoppty.Error{StreamId: "stream_01", Message: "output overrun"}
+	message := &aoppty.ProtocolMessage{Message: &aoppty.ProtocolMessage_Error{Error: failure}}
+	return envelope("", message, "stream_01", "")
+}
+
+func envWorkspaceCall() proto.Message {
+	request := &aopexec.ProtocolMessage{
+		Message: &aopexec.ProtocolMessage_Request{Request: &aopexec.Request{Command: "ls -la", Cwd: ".", TimeoutSeconds: 10}},
+	}
+	call := &aophubv1.WorkspaceCall{
+		SessionId: sessionID, TimeoutSeconds: 30, Request: &aophubv1.WorkspaceCall_Exec{Exec: request},
+	}
+	message := &aophubv1.WorkspaceProtocolMessage{Message: &aophubv1.WorkspaceProtocolMessage_Call{Call: call}}
+	return envelope("call-1", message, "", "")
 }
 
 // ---------------------------------------------------------------------------

@@ -29,7 +29,7 @@ type Token struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The token's name, unique among the hub's tokens.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// Its scopes: "admin", "app", "read" or "node".
+	// Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
 	Scopes []string `protobuf:"bytes,2,rep,name=scopes,proto3" json:"scopes,omitempty"`
 	// For the node scope: the node id, or a glob of ids ("lab-*"), it may
 	// connect as. Empty otherwise.

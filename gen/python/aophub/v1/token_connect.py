@@ -47,8 +47,9 @@ class TokenService(Protocol):
         """
         CreateToken makes a new named token and returns its secret (shown once).
         ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
-        bad name, scope, node id pattern or expiry, and for the reserved scopes
-        "workspace" and "terminal" ("not available yet"). Not journaled: a
+        bad name, scope, node id pattern or expiry, and for the add-on scopes
+        "workspace" and "terminal" given alone (they go beside "app" or "read").
+        Not journaled: a
         journaled response would keep the secret in clear; the name is the
         idempotency key (a retried create gets ALREADY_EXISTS).
         """
@@ -168,8 +169,9 @@ class TokenServiceClient(ConnectClient):
         """
         CreateToken makes a new named token and returns its secret (shown once).
         ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
-        bad name, scope, node id pattern or expiry, and for the reserved scopes
-        "workspace" and "terminal" ("not available yet"). Not journaled: a
+        bad name, scope, node id pattern or expiry, and for the add-on scopes
+        "workspace" and "terminal" given alone (they go beside "app" or "read").
+        Not journaled: a
         journaled response would keep the secret in clear; the name is the
         idempotency key (a retried create gets ALREADY_EXISTS).
         """
@@ -247,8 +249,9 @@ class TokenServiceSync(Protocol):
         """
         CreateToken makes a new named token and returns its secret (shown once).
         ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
-        bad name, scope, node id pattern or expiry, and for the reserved scopes
-        "workspace" and "terminal" ("not available yet"). Not journaled: a
+        bad name, scope, node id pattern or expiry, and for the add-on scopes
+        "workspace" and "terminal" given alone (they go beside "app" or "read").
+        Not journaled: a
         journaled response would keep the secret in clear; the name is the
         idempotency key (a retried create gets ALREADY_EXISTS).
         """
@@ -366,8 +369,9 @@ class TokenServiceClientSync(ConnectClientSync):
         """
         CreateToken makes a new named token and returns its secret (shown once).
         ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
-        bad name, scope, node id pattern or expiry, and for the reserved scopes
-        "workspace" and "terminal" ("not available yet"). Not journaled: a
+        bad name, scope, node id pattern or expiry, and for the add-on scopes
+        "workspace" and "terminal" given alone (they go beside "app" or "read").
+        Not journaled: a
         journaled response would keep the secret in clear; the name is the
         idempotency key (a retried create gets ALREADY_EXISTS).
         """

@@ -49,8 +49,9 @@ const (
 type TokenServiceClient interface {
 	// CreateToken makes a new named token and returns its secret (shown once).
 	// ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
-	// bad name, scope, node id pattern or expiry, and for the reserved scopes
-	// "workspace" and "terminal" ("not available yet"). Not journaled: a
+	// bad name, scope, node id pattern or expiry, and for the add-on scopes
+	// "workspace" and "terminal" given alone (they go beside "app" or "read").
+	// Not journaled: a
 	// journaled response would keep the secret in clear; the name is the
 	// idempotency key (a retried create gets ALREADY_EXISTS).
 	CreateToken(context.Context, *connect.Request[v1.CreateTokenRequest]) (*connect.Response[v1.CreateTokenResponse], error)
@@ -121,8 +122,9 @@ func (c *tokenServiceClient) RevokeToken(ctx context.Context, req *connect.Reque
 type TokenServiceHandler interface {
 	// CreateToken makes a new named token and returns its secret (shown once).
 	// ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
-	// bad name, scope, node id pattern or expiry, and for the reserved scopes
-	// "workspace" and "terminal" ("not available yet"). Not journaled: a
+	// bad name, scope, node id pattern or expiry, and for the add-on scopes
+	// "workspace" and "terminal" given alone (they go beside "app" or "read").
+	// Not journaled: a
 	// journaled response would keep the secret in clear; the name is the
 	// idempotency key (a retried create gets ALREADY_EXISTS).
 	CreateToken(context.Context, *connect.Request[v1.CreateTokenRequest]) (*connect.Response[v1.CreateTokenResponse], error)

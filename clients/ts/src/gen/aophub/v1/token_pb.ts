@@ -30,7 +30,7 @@ export type Token = Message<"aophub.v1.Token"> & {
   name: string;
 
   /**
-   * Its scopes: "admin", "app", "read" or "node".
+   * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
    *
    * @generated from field: repeated string scopes = 2;
    */
@@ -242,8 +242,9 @@ export const TokenService: GenService<{
   /**
    * CreateToken makes a new named token and returns its secret (shown once).
    * ALREADY_EXISTS when a token of that name exists; INVALID_ARGUMENT for a
-   * bad name, scope, node id pattern or expiry, and for the reserved scopes
-   * "workspace" and "terminal" ("not available yet"). Not journaled: a
+   * bad name, scope, node id pattern or expiry, and for the add-on scopes
+   * "workspace" and "terminal" given alone (they go beside "app" or "read").
+   * Not journaled: a
    * journaled response would keep the secret in clear; the name is the
    * idempotency key (a retried create gets ALREADY_EXISTS).
    *

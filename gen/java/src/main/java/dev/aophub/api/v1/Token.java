@@ -111,7 +111,7 @@ private static final long serialVersionUID = 0L;
       com.google.protobuf.LazyStringArrayList.emptyList();
   /**
    * <pre>
-   * Its scopes: "admin", "app", "read" or "node".
+   * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
    * </pre>
    *
    * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -123,7 +123,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Its scopes: "admin", "app", "read" or "node".
+   * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
    * </pre>
    *
    * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -134,7 +134,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Its scopes: "admin", "app", "read" or "node".
+   * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
    * </pre>
    *
    * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -146,7 +146,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Its scopes: "admin", "app", "read" or "node".
+   * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
    * </pre>
    *
    * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -942,7 +942,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Its scopes: "admin", "app", "read" or "node".
+     * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
      * </pre>
      *
      * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -955,7 +955,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Its scopes: "admin", "app", "read" or "node".
+     * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
      * </pre>
      *
      * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -966,7 +966,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Its scopes: "admin", "app", "read" or "node".
+     * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
      * </pre>
      *
      * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -978,7 +978,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Its scopes: "admin", "app", "read" or "node".
+     * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
      * </pre>
      *
      * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -991,7 +991,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Its scopes: "admin", "app", "read" or "node".
+     * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
      * </pre>
      *
      * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -1010,7 +1010,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Its scopes: "admin", "app", "read" or "node".
+     * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
      * </pre>
      *
      * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -1028,7 +1028,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Its scopes: "admin", "app", "read" or "node".
+     * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
      * </pre>
      *
      * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -1046,7 +1046,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Its scopes: "admin", "app", "read" or "node".
+     * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
      * </pre>
      *
      * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -1061,7 +1061,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Its scopes: "admin", "app", "read" or "node".
+     * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
      * </pre>
      *
      * <code>repeated string scopes = 2 [json_name = "scopes"];</code>

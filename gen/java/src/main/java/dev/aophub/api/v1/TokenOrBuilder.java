@@ -32,7 +32,7 @@ public interface TokenOrBuilder extends
 
   /**
    * <pre>
-   * Its scopes: "admin", "app", "read" or "node".
+   * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
    * </pre>
    *
    * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -42,7 +42,7 @@ public interface TokenOrBuilder extends
       getScopesList();
   /**
    * <pre>
-   * Its scopes: "admin", "app", "read" or "node".
+   * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
    * </pre>
    *
    * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -51,7 +51,7 @@ public interface TokenOrBuilder extends
   int getScopesCount();
   /**
    * <pre>
-   * Its scopes: "admin", "app", "read" or "node".
+   * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
    * </pre>
    *
    * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
@@ -61,7 +61,7 @@ public interface TokenOrBuilder extends
   java.lang.String getScopes(int index);
   /**
    * <pre>
-   * Its scopes: "admin", "app", "read" or "node".
+   * Its scopes: "admin", "app", "read", "node", "workspace" or "terminal".
    * </pre>
    *
    * <code>repeated string scopes = 2 [json_name = "scopes"];</code>
