@@ -1344,8 +1344,8 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"RunCommand\x12\x1c.aophub.v1.RunCommandRequest\x1a\x1d.aophub.v1.RunCommandResponse\x12B\n" +
 	"\n" +
-	"ListEvents\x12\x16.aop.ListEventsRequest\x1a\x17.aop.ListEventsResponse\"\x03\x90\x02\x01BI\n" +
-	"\x11dev.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3"
+	"ListEvents\x12\x16.aop.ListEventsRequest\x1a\x17.aop.ListEventsResponse\"\x03\x90\x02\x01BW\n" +
+	"\x11dev.aophub.api.v1B\fSessionProtoP\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3"
 
 var (
 	file_aophub_v1_session_proto_rawDescOnce sync.Once

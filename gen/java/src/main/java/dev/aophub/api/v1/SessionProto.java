@@ -6,8 +6,8 @@
 package dev.aophub.api.v1;
 
 @com.google.protobuf.Generated
-public final class Session extends com.google.protobuf.GeneratedFile {
-  private Session() {}
+public final class SessionProto extends com.google.protobuf.GeneratedFile {
+  private SessionProto() {}
   static {
     com.google.protobuf.RuntimeVersion.validateProtobufGencodeVersion(
       com.google.protobuf.RuntimeVersion.RuntimeDomain.PUBLIC,
@@ -15,7 +15,7 @@ public final class Session extends com.google.protobuf.GeneratedFile {
       /* minor= */ 36,
       /* patch= */ 2,
       /* suffix= */ "",
-      "Session");
+      "SessionProto");
   }
   public static void registerAllExtensions(
       com.google.protobuf.ExtensionRegistryLite registry) {
@@ -198,9 +198,9 @@ public final class Session extends com.google.protobuf.GeneratedFile {
       "d\022\034.aophub.v1.RunCommandRequest\032\035.aophub" +
       ".v1.RunCommandResponse\022B\n\nListEvents\022\026.a" +
       "op.ListEventsRequest\032\027.aop.ListEventsRes" +
-      "ponse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z2githu" +
-      "b.com/aophub/aophub/gen/go/aophub/v1;aop" +
-      "hubv1b\006proto3"
+      "ponse\"\003\220\002\001BW\n\021dev.aophub.api.v1B\014Session" +
+      "ProtoP\001Z2github.com/aophub/aophub/gen/go" +
+      "/aophub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
