@@ -119,7 +119,9 @@ final class Connection implements WebSocket.Listener {
             .handle((ignored, error) -> null)
             .thenCompose(ignored -> target.sendBinary(ByteBuffer.wrap(frame), true))
             .orTimeout(WRITE_TIMEOUT_SECONDS, TimeUnit.SECONDS)
-            .whenComplete(
+            // Async: a write that fails at once must not report the loss from inside send(),
+            // where the caller may hold the client's lock.
+            .whenCompleteAsync(
                 (ignored, error) -> {
                   if (error != null) {
                     drop(-1, false);

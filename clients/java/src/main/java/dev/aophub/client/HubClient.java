@@ -33,6 +33,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -89,7 +90,7 @@ public final class HubClient implements AutoCloseable {
     this.base = base;
     this.token = token;
     this.options = options;
-    this.http = options.httpClient() != null ? options.httpClient() : HttpClient.newBuilder().executor(Executors.newCachedThreadPool(r -> { Thread t = new Thread(r, "aophub-ws"); t.setDaemon(true); return t; })).build();
+    this.http = options.httpClient() != null ? options.httpClient() : HttpClient.newHttpClient();
     this.backoff = options.reconnectMin();
     this.timers =
         Executors.newSingleThreadScheduledExecutor(
@@ -707,11 +708,7 @@ public final class HubClient implements AutoCloseable {
         backoff = options.reconnectMax();
       }
     }
-    try {
-      timers.schedule(this::reconnect, wait, TimeUnit.NANOSECONDS);
-    } catch (java.util.concurrent.RejectedExecutionException closed) {
-      // the client was closed meanwhile
-    }
+    schedule(this::reconnect, wait);
   }
 
   /** A wait between half and all of d, so that clients cut off together do not return at once. */
@@ -823,7 +820,7 @@ public final class HubClient implements AutoCloseable {
       }
       watch.generation = 0; // no live subscription: the next connection's install sends one
     }
-    timers.schedule(
+    schedule(
         () -> {
           byte[] frame;
           Connection current;
@@ -836,7 +833,15 @@ public final class HubClient implements AutoCloseable {
           }
           current.send(frame);
         },
-        jitter(options.reconnectMin()),
-        TimeUnit.NANOSECONDS);
+        jitter(options.reconnectMin()));
+  }
+
+  /** Runs task after nanos on the client's timer, unless the client was closed meanwhile. */
+  private void schedule(Runnable task, long nanos) {
+    try {
+      timers.schedule(task, nanos, TimeUnit.NANOSECONDS);
+    } catch (RejectedExecutionException closed) {
+      // the client was closed: nothing is to be done any more
+    }
   }
 }

@@ -65,6 +65,23 @@ class HubClientTest {
     }
   }
 
+  /** A request made while the connection is down goes out, with its id, on the next one. */
+  @Test
+  void requestSurvivesACutWithItsId() throws Exception {
+    TestHub hub = TestHub.get();
+    try (CuttableProxy network = new CuttableProxy(hub.url);
+        HubClient client = HubClient.connect(network.url(), hub.token,
+            Options.defaults().withReconnect(java.time.Duration.ofMillis(200), java.time.Duration.ofMillis(400)))) {
+      OpenSessionRequest request = OpenSessionRequest.newBuilder().setNodeId(hub.node).setTitle("cut").build();
+      String id = HubClient.newId();
+      assertEquals(1, network.cut());
+      Session first = client.openSession(request, CallOptions.id(id)); // sent on the second connection
+      assertEquals(2, network.dials());
+      Session again = client.openSession(request, CallOptions.id(id)); // the hub's stored answer
+      assertEquals(first.getId(), again.getId());
+    }
+  }
+
   @Test
   void managementOverGrpcWithTheToken() throws Exception {
     TestHub hub = TestHub.get();
