@@ -649,7 +649,7 @@ public final class HubClient implements AutoCloseable {
       return;
     }
     if (System.nanoTime() - current.lastHeardNanos > 2 * options.pingInterval().toNanos()) {
-      current.drop(-1, false); // silent for two intervals: gone
+      current.drop(-1, false); // nothing heard for two intervals, not even a pong: gone
     } else {
       current.ping();
     }

@@ -14,8 +14,8 @@ import java.util.Objects;
  * @param reconnectMin the first wait before dialling again after the connection dropped; it
  *     doubles up to {@code reconnectMax}, and each wait is jittered to between half and all of it
  * @param reconnectMax the longest wait between dials
- * @param pingInterval how often the connection is pinged; one silent for two intervals is dropped
- *     (and dialled again). Zero: no pings. The pings are also how a dropped connection is noticed:
+ * @param pingInterval how often the connection is pinged; one silent for two intervals (no frame,
+ *     not even a pong) is dropped and dialled again. Zero: no pings. The pings are also how a dropped connection is noticed:
  *     the JDK's WebSocket (17) often misses a TCP connection closed under it (its socket stays in
  *     CLOSE_WAIT, no onClose) until it next writes, so keep them on
  * @param httpClient carries the WebSocket upgrade (proxies, TLS); null: a new default client
