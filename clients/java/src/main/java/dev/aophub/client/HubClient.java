@@ -623,15 +623,16 @@ public final class HubClient implements AutoCloseable {
         return;
       }
       connection = fresh;
+      // Watches first: a turn started while disconnected must find its watch already there.
+      for (Map.Entry<String, Watch> entry : new ArrayList<>(watches.entrySet())) {
+        if (entry.getValue().generation != fresh.generation) {
+          frames.add(subscribeLocked(entry.getKey(), entry.getValue()));
+        }
+      }
       for (Pending call : pending.values()) {
         if (call.generation != fresh.generation) {
           call.generation = fresh.generation;
           frames.add(call.frame);
-        }
-      }
-      for (Map.Entry<String, Watch> entry : new ArrayList<>(watches.entrySet())) {
-        if (entry.getValue().generation != fresh.generation) {
-          frames.add(subscribeLocked(entry.getKey(), entry.getValue()));
         }
       }
       for (byte[] frame : frames) {

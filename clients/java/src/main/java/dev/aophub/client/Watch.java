@@ -156,6 +156,7 @@ public final class Watch implements Flow.Publisher<Delivery>, AutoCloseable {
       public void cancel() {
         if (cancelled.compareAndSet(false, true)) {
           close();
+          demand.release(); // wakes the pump if it waits for demand: it sees the end and stops
         }
       }
     });
