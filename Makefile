@@ -18,7 +18,7 @@ GENERATED := gen/python gen/go/aop gen/go/aophub gen/go/aiscan gen/go/cyber gen/
 BREAKING_AGAINST ?= .git\#ref=HEAD~1
 
 .PHONY: help install run test check lint-proto breaking gen check-gen golden \
-        test-python test-go test-ts check-go check-ts check-java test-examples clean bench
+        test-python test-go test-ts check-go check-ts check-java test-java test-examples clean bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -43,6 +43,7 @@ install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tool
 	bash tools/go.sh install
 	bash tools/ts.sh install
 	bash tools/java.sh protoc >/dev/null
+	bash tools/java.sh grpc-plugin >/dev/null
 
 run: $(RUNTIME_STAMP) ## start the hub on 127.0.0.1:8080 (installs only the runtime packages; RUN_ARGS="...")
 	$(BIN)/aophub serve $(RUN_ARGS)
@@ -95,13 +96,18 @@ test-ts: $(STAMP)
 check-java:
 	bash tools/java.sh check
 
+# The Java client's tests (the conformance scenario among them) start a hub
+# with the venv's Python.
+test-java: $(STAMP)
+	bash tools/java.sh test
+
 test-examples: $(STAMP) ## run every example program of examples/ against a live hub
 	bash tools/examples.sh
 
-test: check check-gen check-go check-ts check-java test-python test-go test-ts test-examples ## everything CI runs
+test: check check-gen check-go check-ts check-java test-python test-go test-ts test-java test-examples ## everything CI runs
 
 clean: ## remove the virtualenv, tool binaries and build output
-	rm -rf $(VENV) .tools clients/ts/node_modules gen/java/target .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .tools clients/ts/node_modules gen/java/target clients/java/target examples/java/target .mypy_cache .ruff_cache .pytest_cache
 
 bench: $(STAMP) ## compare the hub with bare baselines (BENCH_ARGS="B1 B2 --quick"); bench/results/latest.md
 	$(BIN)/python -m bench $(BENCH_ARGS)

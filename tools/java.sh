@@ -9,6 +9,12 @@
 #                               python/pyi), fetching it from Maven Central
 #                               (com.google.protobuf:protoc, the version of
 #                               protobuf-java in gen/java/pom.xml) if needed
+#   bash tools/java.sh grpc-plugin  the same for protoc-gen-grpc-java
+#                               (io.grpc:protoc-gen-grpc-java, the grpc.version
+#                               of gen/java/pom.xml): the grpc-java service stubs
+#   bash tools/java.sh test     build gen/java and clients/java and run the Java
+#                               client's tests, the conformance scenario among
+#                               them, against a hub they start (needs the venv)
 #
 # Runs from any directory, with or without a terminal or stdin (CI=true and
 # no stdin included). Maven uses the default local repository (~/.m2), so
@@ -20,7 +26,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 project="$root/gen/java"
 
 usage() {
-  echo "usage: bash tools/java.sh check|protoc" >&2
+  echo "usage: bash tools/java.sh check|protoc|grpc-plugin|test" >&2
   exit 2
 }
 
@@ -48,37 +54,67 @@ check() {
     </dev/null 2>&1 | strip_sgr
 }
 
-protoc() {
+# pom_property NAME: a <NAME> property of gen/java/pom.xml.
+pom_property() {
+  local value
+  value=$(sed -n "s:.*<$1>\(.*\)</$1>.*:\1:p" "$project/pom.xml")
+  [ -n "$value" ] || { echo "tools/java.sh: no $1 in gen/java/pom.xml" >&2; exit 1; }
+  echo "$value"
+}
+
+# maven_exe GROUP ARTIFACT VERSION: print the path of a native executable
+# published on Maven Central with an OS-arch classifier, fetching it once.
+maven_exe() {
   need mvn
-  local version os arch m2 exe
-  version=$(sed -n 's:.*<protobuf.version>\(.*\)</protobuf.version>.*:\1:p' "$project/pom.xml")
-  [ -n "$version" ] || { echo "tools/java.sh: no protobuf.version in gen/java/pom.xml" >&2; exit 1; }
+  local group=$1 artifact=$2 version=$3 os arch m2 exe
   case "$(uname -s)" in
     Linux) os=linux ;;
     Darwin) os=osx ;;
-    *) echo "tools/java.sh: no protoc build for $(uname -s)" >&2; exit 1 ;;
+    *) echo "tools/java.sh: no $artifact build for $(uname -s)" >&2; exit 1 ;;
   esac
   case "$(uname -m)" in
     x86_64 | amd64) arch=x86_64 ;;
     aarch64 | arm64) arch=aarch_64 ;;
-    *) echo "tools/java.sh: no protoc build for $(uname -m)" >&2; exit 1 ;;
+    *) echo "tools/java.sh: no $artifact build for $(uname -m)" >&2; exit 1 ;;
   esac
   # The default local repository (a localRepository set in settings.xml is
   # not followed).
   m2="$HOME/.m2/repository"
-  exe="$m2/com/google/protobuf/protoc/$version/protoc-$version-$os-$arch.exe"
+  exe="$m2/${group//.//}/$artifact/$version/$artifact-$version-$os-$arch.exe"
   if [ ! -f "$exe" ]; then
     mvn -q -B -ntp -Dstyle.color=never \
       org.apache.maven.plugins:maven-dependency-plugin:3.8.1:get \
-      -Dartifact="com.google.protobuf:protoc:$version:exe:$os-$arch" \
+      -Dartifact="$group:$artifact:$version:exe:$os-$arch" \
       -Dtransitive=false </dev/null 2>&1 | strip_sgr >&2
   fi
   [ -x "$exe" ] || chmod +x "$exe"
   echo "$exe"
 }
 
+protoc() {
+  maven_exe com.google.protobuf protoc "$(pom_property protobuf.version)"
+}
+
+grpc_plugin() {
+  maven_exe io.grpc protoc-gen-grpc-java "$(pom_property grpc.version)"
+}
+
+# The generated code goes to the local repository first (the client depends
+# on dev.aophub:aophub-proto), then the client is packaged, which runs its
+# tests: Surefire's summary and the conformance results are printed.
+test_java() {
+  need java
+  need mvn
+  mvn -q -B -ntp -Dstyle.color=never -f "$project/pom.xml" install \
+    </dev/null 2>&1 | strip_sgr
+  mvn -B -ntp -Dstyle.color=never -f "$root/clients/java/pom.xml" install \
+    </dev/null 2>&1 | strip_sgr | grep -Ev '^\[INFO\] (Download|Copying|Installing|Building jar|--- |$)'
+}
+
 case "${1:-}" in
   check) check ;;
   protoc) protoc ;;
+  grpc-plugin) grpc_plugin ;;
+  test) test_java ;;
   *) usage ;;
 esac

@@ -164,10 +164,14 @@ async def _serve(hub: HubProcess, token: str, max_watches: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-watches", type=int, default=8, help="the hub's --max-watches (default 8)")
+    parser.add_argument(
+        "--http2", action="store_true", help="start the hub with --http2 (gRPC for the management services)"
+    )
     args = parser.parse_args(argv)
     token = secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="aophub-conformance-") as data_dir:
-        hub = HubProcess(Path(data_dir), "--max-watches", str(args.max_watches), token=None)
+        extra = ["--max-watches", str(args.max_watches)] + (["--http2"] if args.http2 else [])
+        hub = HubProcess(Path(data_dir), *extra, token=None)
         hub.env["AOPHUB_TOKEN"] = token
         hub.start()
         try:

@@ -1695,8 +1695,8 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"ListEvents\x12\x16.aop.ListEventsRequest\x1a\x17.aop.ListEventsResponse\"\x03\x90\x02\x01\x12O\n" +
 	"\fShareSession\x12\x1e.aophub.v1.ShareSessionRequest\x1a\x1f.aophub.v1.ShareSessionResponse\x12U\n" +
-	"\x0eUnshareSession\x12 .aophub.v1.UnshareSessionRequest\x1a!.aophub.v1.UnshareSessionResponseBI\n" +
-	"\x11dev.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3"
+	"\x0eUnshareSession\x12 .aophub.v1.UnshareSessionRequest\x1a!.aophub.v1.UnshareSessionResponseBW\n" +
+	"\x11dev.aophub.api.v1B\fSessionProtoP\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3"
 
 var (
 	file_aophub_v1_session_proto_rawDescOnce sync.Once

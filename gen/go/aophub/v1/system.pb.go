@@ -507,8 +507,8 @@ const file_aophub_v1_system_proto_rawDesc = "" +
 	"\x19SANDBOX_STATE_UNSANDBOXED\x10\x02\x12\x1e\n" +
 	"\x1aSANDBOX_STATE_EXEC_REFUSED\x10\x032\\\n" +
 	"\rSystemService\x12K\n" +
-	"\tGetStatus\x12\x1b.aophub.v1.GetStatusRequest\x1a\x1c.aophub.v1.GetStatusResponse\"\x03\x90\x02\x01BI\n" +
-	"\x11dev.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3"
+	"\tGetStatus\x12\x1b.aophub.v1.GetStatusRequest\x1a\x1c.aophub.v1.GetStatusResponse\"\x03\x90\x02\x01BV\n" +
+	"\x11dev.aophub.api.v1B\vSystemProtoP\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3"
 
 var (
 	file_aophub_v1_system_proto_rawDescOnce sync.Once

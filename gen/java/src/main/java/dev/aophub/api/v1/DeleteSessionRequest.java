@@ -38,18 +38,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_DeleteSessionRequest_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_DeleteSessionRequest_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_DeleteSessionRequest_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_DeleteSessionRequest_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_DeleteSessionRequest_fieldAccessorTable
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_DeleteSessionRequest_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.DeleteSessionRequest.class, dev.aophub.api.v1.DeleteSessionRequest.Builder.class);
   }
@@ -331,13 +331,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.DeleteSessionRequestOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_DeleteSessionRequest_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_DeleteSessionRequest_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_DeleteSessionRequest_fieldAccessorTable
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_DeleteSessionRequest_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.DeleteSessionRequest.class, dev.aophub.api.v1.DeleteSessionRequest.Builder.class);
     }
@@ -364,7 +364,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_DeleteSessionRequest_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_DeleteSessionRequest_descriptor;
     }
 
     @java.lang.Override

@@ -36,18 +36,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_DeleteSessionResponse_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_DeleteSessionResponse_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_DeleteSessionResponse_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_DeleteSessionResponse_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_DeleteSessionResponse_fieldAccessorTable
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_DeleteSessionResponse_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.DeleteSessionResponse.class, dev.aophub.api.v1.DeleteSessionResponse.Builder.class);
   }
@@ -382,13 +382,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.DeleteSessionResponseOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_DeleteSessionResponse_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_DeleteSessionResponse_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_DeleteSessionResponse_fieldAccessorTable
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_DeleteSessionResponse_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.DeleteSessionResponse.class, dev.aophub.api.v1.DeleteSessionResponse.Builder.class);
     }
@@ -421,7 +421,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_DeleteSessionResponse_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_DeleteSessionResponse_descriptor;
     }
 
     @java.lang.Override

@@ -36,18 +36,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_GetStatusRequest_descriptor;
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_GetStatusRequest_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_GetStatusRequest_descriptor;
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_GetStatusRequest_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_GetStatusRequest_fieldAccessorTable
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_GetStatusRequest_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.GetStatusRequest.class, dev.aophub.api.v1.GetStatusRequest.Builder.class);
   }
@@ -210,13 +210,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.GetStatusRequestOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_GetStatusRequest_descriptor;
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_GetStatusRequest_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_GetStatusRequest_fieldAccessorTable
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_GetStatusRequest_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.GetStatusRequest.class, dev.aophub.api.v1.GetStatusRequest.Builder.class);
     }
@@ -240,7 +240,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_GetStatusRequest_descriptor;
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_GetStatusRequest_descriptor;
     }
 
     @java.lang.Override

@@ -37,18 +37,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_GetStatusResponse_descriptor;
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_GetStatusResponse_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_GetStatusResponse_descriptor;
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_GetStatusResponse_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_GetStatusResponse_fieldAccessorTable
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_GetStatusResponse_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.GetStatusResponse.class, dev.aophub.api.v1.GetStatusResponse.Builder.class);
   }
@@ -621,13 +621,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.GetStatusResponseOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_GetStatusResponse_descriptor;
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_GetStatusResponse_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_GetStatusResponse_fieldAccessorTable
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_GetStatusResponse_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.GetStatusResponse.class, dev.aophub.api.v1.GetStatusResponse.Builder.class);
     }
@@ -687,7 +687,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_GetStatusResponse_descriptor;
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_GetStatusResponse_descriptor;
     }
 
     @java.lang.Override

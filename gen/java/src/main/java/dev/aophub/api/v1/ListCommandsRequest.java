@@ -37,18 +37,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_ListCommandsRequest_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ListCommandsRequest_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_ListCommandsRequest_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ListCommandsRequest_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_ListCommandsRequest_fieldAccessorTable
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ListCommandsRequest_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.ListCommandsRequest.class, dev.aophub.api.v1.ListCommandsRequest.Builder.class);
   }
@@ -273,13 +273,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.ListCommandsRequestOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_ListCommandsRequest_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ListCommandsRequest_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_ListCommandsRequest_fieldAccessorTable
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ListCommandsRequest_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.ListCommandsRequest.class, dev.aophub.api.v1.ListCommandsRequest.Builder.class);
     }
@@ -305,7 +305,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_ListCommandsRequest_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ListCommandsRequest_descriptor;
     }
 
     @java.lang.Override

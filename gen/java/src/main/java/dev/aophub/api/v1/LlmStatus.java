@@ -40,18 +40,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_LlmStatus_descriptor;
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_LlmStatus_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_LlmStatus_descriptor;
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_LlmStatus_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_LlmStatus_fieldAccessorTable
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_LlmStatus_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.LlmStatus.class, dev.aophub.api.v1.LlmStatus.Builder.class);
   }
@@ -474,13 +474,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.LlmStatusOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_LlmStatus_descriptor;
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_LlmStatus_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_LlmStatus_fieldAccessorTable
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_LlmStatus_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.LlmStatus.class, dev.aophub.api.v1.LlmStatus.Builder.class);
     }
@@ -510,7 +510,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_LlmStatus_descriptor;
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_LlmStatus_descriptor;
     }
 
     @java.lang.Override

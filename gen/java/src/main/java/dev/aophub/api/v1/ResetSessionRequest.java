@@ -38,18 +38,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_ResetSessionRequest_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ResetSessionRequest_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_ResetSessionRequest_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ResetSessionRequest_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_ResetSessionRequest_fieldAccessorTable
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ResetSessionRequest_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.ResetSessionRequest.class, dev.aophub.api.v1.ResetSessionRequest.Builder.class);
   }
@@ -331,13 +331,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.ResetSessionRequestOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_ResetSessionRequest_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ResetSessionRequest_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_ResetSessionRequest_fieldAccessorTable
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ResetSessionRequest_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.ResetSessionRequest.class, dev.aophub.api.v1.ResetSessionRequest.Builder.class);
     }
@@ -364,7 +364,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_ResetSessionRequest_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ResetSessionRequest_descriptor;
     }
 
     @java.lang.Override

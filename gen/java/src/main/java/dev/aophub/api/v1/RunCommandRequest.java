@@ -38,18 +38,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_RunCommandRequest_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_RunCommandRequest_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_RunCommandRequest_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_RunCommandRequest_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_RunCommandRequest_fieldAccessorTable
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_RunCommandRequest_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.RunCommandRequest.class, dev.aophub.api.v1.RunCommandRequest.Builder.class);
   }
@@ -331,13 +331,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.RunCommandRequestOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_RunCommandRequest_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_RunCommandRequest_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_RunCommandRequest_fieldAccessorTable
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_RunCommandRequest_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.RunCommandRequest.class, dev.aophub.api.v1.RunCommandRequest.Builder.class);
     }
@@ -364,7 +364,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_RunCommandRequest_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_RunCommandRequest_descriptor;
     }
 
     @java.lang.Override

@@ -40,18 +40,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_RunCommandResponse_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_RunCommandResponse_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_RunCommandResponse_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_RunCommandResponse_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_RunCommandResponse_fieldAccessorTable
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_RunCommandResponse_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.RunCommandResponse.class, dev.aophub.api.v1.RunCommandResponse.Builder.class);
   }
@@ -391,13 +391,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.RunCommandResponseOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_RunCommandResponse_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_RunCommandResponse_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_RunCommandResponse_fieldAccessorTable
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_RunCommandResponse_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.RunCommandResponse.class, dev.aophub.api.v1.RunCommandResponse.Builder.class);
     }
@@ -425,7 +425,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_RunCommandResponse_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_RunCommandResponse_descriptor;
     }
 
     @java.lang.Override

@@ -151,7 +151,7 @@ public enum SandboxState
   }
   public static com.google.protobuf.Descriptors.EnumDescriptor
       getDescriptor() {
-    return dev.aophub.api.v1.System.getDescriptor().getEnumType(0);
+    return dev.aophub.api.v1.SystemProto.getDescriptor().getEnumType(0);
   }
 
   private static final SandboxState[] VALUES = values();

@@ -38,18 +38,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_SandboxStatus_descriptor;
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_SandboxStatus_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_SandboxStatus_descriptor;
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_SandboxStatus_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_SandboxStatus_fieldAccessorTable
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_SandboxStatus_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.SandboxStatus.class, dev.aophub.api.v1.SandboxStatus.Builder.class);
   }
@@ -339,13 +339,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.SandboxStatusOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_SandboxStatus_descriptor;
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_SandboxStatus_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_SandboxStatus_fieldAccessorTable
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_SandboxStatus_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.SandboxStatus.class, dev.aophub.api.v1.SandboxStatus.Builder.class);
     }
@@ -373,7 +373,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_SandboxStatus_descriptor;
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_SandboxStatus_descriptor;
     }
 
     @java.lang.Override

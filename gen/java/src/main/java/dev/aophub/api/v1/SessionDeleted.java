@@ -37,18 +37,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_SessionDeleted_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_SessionDeleted_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_SessionDeleted_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_SessionDeleted_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_SessionDeleted_fieldAccessorTable
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_SessionDeleted_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.SessionDeleted.class, dev.aophub.api.v1.SessionDeleted.Builder.class);
   }
@@ -300,13 +300,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.SessionDeletedOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_SessionDeleted_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_SessionDeleted_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_SessionDeleted_fieldAccessorTable
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_SessionDeleted_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.SessionDeleted.class, dev.aophub.api.v1.SessionDeleted.Builder.class);
     }
@@ -333,7 +333,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_SessionDeleted_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_SessionDeleted_descriptor;
     }
 
     @java.lang.Override

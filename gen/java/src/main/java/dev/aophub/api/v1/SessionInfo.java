@@ -47,18 +47,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_SessionInfo_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_SessionInfo_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_SessionInfo_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_SessionInfo_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_SessionInfo_fieldAccessorTable
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_SessionInfo_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.SessionInfo.class, dev.aophub.api.v1.SessionInfo.Builder.class);
   }
@@ -1009,13 +1009,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.SessionInfoOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_SessionInfo_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_SessionInfo_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_SessionInfo_fieldAccessorTable
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_SessionInfo_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.SessionInfo.class, dev.aophub.api.v1.SessionInfo.Builder.class);
     }
@@ -1072,7 +1072,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_SessionInfo_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_SessionInfo_descriptor;
     }
 
     @java.lang.Override

@@ -134,7 +134,7 @@ public enum SessionState
   }
   public static com.google.protobuf.Descriptors.EnumDescriptor
       getDescriptor() {
-    return dev.aophub.api.v1.Session.getDescriptor().getEnumType(0);
+    return dev.aophub.api.v1.SessionProto.getDescriptor().getEnumType(0);
   }
 
   private static final SessionState[] VALUES = values();

@@ -39,18 +39,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_ShareSessionRequest_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ShareSessionRequest_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_ShareSessionRequest_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ShareSessionRequest_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_ShareSessionRequest_fieldAccessorTable
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ShareSessionRequest_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.ShareSessionRequest.class, dev.aophub.api.v1.ShareSessionRequest.Builder.class);
   }
@@ -391,13 +391,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.ShareSessionRequestOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_ShareSessionRequest_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ShareSessionRequest_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_ShareSessionRequest_fieldAccessorTable
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ShareSessionRequest_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.ShareSessionRequest.class, dev.aophub.api.v1.ShareSessionRequest.Builder.class);
     }
@@ -425,7 +425,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_ShareSessionRequest_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ShareSessionRequest_descriptor;
     }
 
     @java.lang.Override

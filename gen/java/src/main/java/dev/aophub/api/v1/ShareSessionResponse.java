@@ -36,18 +36,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_ShareSessionResponse_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ShareSessionResponse_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_ShareSessionResponse_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ShareSessionResponse_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_ShareSessionResponse_fieldAccessorTable
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ShareSessionResponse_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.ShareSessionResponse.class, dev.aophub.api.v1.ShareSessionResponse.Builder.class);
   }
@@ -385,13 +385,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.ShareSessionResponseOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_ShareSessionResponse_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ShareSessionResponse_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_ShareSessionResponse_fieldAccessorTable
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ShareSessionResponse_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.ShareSessionResponse.class, dev.aophub.api.v1.ShareSessionResponse.Builder.class);
     }
@@ -424,7 +424,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_ShareSessionResponse_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_ShareSessionResponse_descriptor;
     }
 
     @java.lang.Override

@@ -38,18 +38,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_StoreHealth_descriptor;
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_StoreHealth_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_StoreHealth_descriptor;
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_StoreHealth_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.System.internal_static_aophub_v1_StoreHealth_fieldAccessorTable
+    return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_StoreHealth_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.StoreHealth.class, dev.aophub.api.v1.StoreHealth.Builder.class);
   }
@@ -385,13 +385,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.StoreHealthOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_StoreHealth_descriptor;
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_StoreHealth_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_StoreHealth_fieldAccessorTable
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_StoreHealth_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.StoreHealth.class, dev.aophub.api.v1.StoreHealth.Builder.class);
     }
@@ -420,7 +420,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.System.internal_static_aophub_v1_StoreHealth_descriptor;
+      return dev.aophub.api.v1.SystemProto.internal_static_aophub_v1_StoreHealth_descriptor;
     }
 
     @java.lang.Override

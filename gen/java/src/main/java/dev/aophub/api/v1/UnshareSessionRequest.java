@@ -39,18 +39,18 @@ private static final long serialVersionUID = 0L;
 
   public static final com.google.protobuf.Descriptors.Descriptor
       getDescriptor() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_UnshareSessionRequest_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_UnshareSessionRequest_descriptor;
   }
 
   @java.lang.Override
   public com.google.protobuf.Descriptors.Descriptor getDescriptorForType() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_UnshareSessionRequest_descriptor;
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_UnshareSessionRequest_descriptor;
   }
 
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
-    return dev.aophub.api.v1.Session.internal_static_aophub_v1_UnshareSessionRequest_fieldAccessorTable
+    return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_UnshareSessionRequest_fieldAccessorTable
         .ensureFieldAccessorsInitialized(
             dev.aophub.api.v1.UnshareSessionRequest.class, dev.aophub.api.v1.UnshareSessionRequest.Builder.class);
   }
@@ -389,13 +389,13 @@ private static final long serialVersionUID = 0L;
       dev.aophub.api.v1.UnshareSessionRequestOrBuilder {
     public static final com.google.protobuf.Descriptors.Descriptor
         getDescriptor() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_UnshareSessionRequest_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_UnshareSessionRequest_descriptor;
     }
 
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_UnshareSessionRequest_fieldAccessorTable
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_UnshareSessionRequest_fieldAccessorTable
           .ensureFieldAccessorsInitialized(
               dev.aophub.api.v1.UnshareSessionRequest.class, dev.aophub.api.v1.UnshareSessionRequest.Builder.class);
     }
@@ -423,7 +423,7 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public com.google.protobuf.Descriptors.Descriptor
         getDescriptorForType() {
-      return dev.aophub.api.v1.Session.internal_static_aophub_v1_UnshareSessionRequest_descriptor;
+      return dev.aophub.api.v1.SessionProto.internal_static_aophub_v1_UnshareSessionRequest_descriptor;
     }
 
     @java.lang.Override

@@ -6,8 +6,8 @@
 package dev.aophub.api.v1;
 
 @com.google.protobuf.Generated
-public final class System extends com.google.protobuf.GeneratedFile {
-  private System() {}
+public final class SystemProto extends com.google.protobuf.GeneratedFile {
+  private SystemProto() {}
   static {
     com.google.protobuf.RuntimeVersion.validateProtobufGencodeVersion(
       com.google.protobuf.RuntimeVersion.RuntimeDomain.PUBLIC,
@@ -15,7 +15,7 @@ public final class System extends com.google.protobuf.GeneratedFile {
       /* minor= */ 36,
       /* patch= */ 2,
       /* suffix= */ "",
-      "System");
+      "SystemProto");
   }
   public static void registerAllExtensions(
       com.google.protobuf.ExtensionRegistryLite registry) {
@@ -88,9 +88,10 @@ public final class System extends com.google.protobuf.GeneratedFile {
       "\n\031SANDBOX_STATE_UNSANDBOXED\020\002\022\036\n\032SANDBOX" +
       "_STATE_EXEC_REFUSED\020\0032\\\n\rSystemService\022K" +
       "\n\tGetStatus\022\033.aophub.v1.GetStatusRequest" +
-      "\032\034.aophub.v1.GetStatusResponse\"\003\220\002\001BI\n\021d" +
-      "ev.aophub.api.v1P\001Z2github.com/aophub/ao" +
-      "phub/gen/go/aophub/v1;aophubv1b\006proto3"
+      "\032\034.aophub.v1.GetStatusResponse\"\003\220\002\001BV\n\021d" +
+      "ev.aophub.api.v1B\013SystemProtoP\001Z2github." +
+      "com/aophub/aophub/gen/go/aophub/v1;aophu" +
+      "bv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,

@@ -6,8 +6,8 @@
 package dev.aophub.api.v1;
 
 @com.google.protobuf.Generated
-public final class Session extends com.google.protobuf.GeneratedFile {
-  private Session() {}
+public final class SessionProto extends com.google.protobuf.GeneratedFile {
+  private SessionProto() {}
   static {
     com.google.protobuf.RuntimeVersion.validateProtobufGencodeVersion(
       com.google.protobuf.RuntimeVersion.RuntimeDomain.PUBLIC,
@@ -15,7 +15,7 @@ public final class Session extends com.google.protobuf.GeneratedFile {
       /* minor= */ 36,
       /* patch= */ 2,
       /* suffix= */ "",
-      "Session");
+      "SessionProto");
   }
   public static void registerAllExtensions(
       com.google.protobuf.ExtensionRegistryLite registry) {
@@ -236,9 +236,9 @@ public final class Session extends com.google.protobuf.GeneratedFile {
       "1.ShareSessionRequest\032\037.aophub.v1.ShareS" +
       "essionResponse\022U\n\016UnshareSession\022 .aophu" +
       "b.v1.UnshareSessionRequest\032!.aophub.v1.U" +
-      "nshareSessionResponseBI\n\021dev.aophub.api." +
-      "v1P\001Z2github.com/aophub/aophub/gen/go/ao" +
-      "phub/v1;aophubv1b\006proto3"
+      "nshareSessionResponseBW\n\021dev.aophub.api." +
+      "v1B\014SessionProtoP\001Z2github.com/aophub/ao" +
+      "phub/gen/go/aophub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
