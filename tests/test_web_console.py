@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import httpx
+from starlette.applications import Starlette
 
 from aophub.settings import Settings
 from aophub.transport.app import create_app
@@ -68,7 +69,10 @@ async def test_the_page_names_assets_that_are_served_with_their_types(tmp_path: 
     """Each asset index.html names is served with its media type and revalidates by ETag (304)."""
     html = (CONSOLE_DIR / "index.html").read_text()
     async with _client(tmp_path) as client:
-        for name, media_type in (("app.js", "text/javascript; charset=utf-8"), ("style.css", "text/css; charset=utf-8")):
+        for name, media_type in (
+            ("app.js", "text/javascript; charset=utf-8"),
+            ("style.css", "text/css; charset=utf-8"),
+        ):
             response = await client.get("/" + _asset(html, name))
             assert response.status_code == 200
             assert response.headers["content-type"] == media_type
@@ -82,8 +86,6 @@ async def test_the_page_names_assets_that_are_served_with_their_types(tmp_path: 
 
 async def test_an_unbuilt_console_says_how_to_build_it(tmp_path: Path) -> None:
     """Without built assets, / answers 503 naming `make web` (a checkout that skipped the build)."""
-    from starlette.applications import Starlette
-
     app = Starlette(routes=console_routes(tmp_path / "missing"))
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://hub") as client:
         response = await client.get("/")

@@ -136,7 +136,7 @@ export function chatView(context: Context, sessionId: string): () => void {
     const reasoningText = h("div", { class: "reasoning-text" });
     const reasoning = h("details", { class: "reasoning", hidden: true }, h("summary", {}, "Reasoning"), reasoningText);
     const body = h("div", { class: "body" });
-    const element = h("li", { class: `message ${role}`, "data-role": role, "data-message-id": id }, reasoning, body);
+    const element = h("li", { class: `message ${role}`, "data-role": role, "data-message-id": id, "data-empty": true }, reasoning, body);
     b = { element, body, reasoning, reasoningText, text: "", thinking: "", final: false };
     bubbles.set(id, b);
     add(element);
@@ -151,6 +151,7 @@ export function chatView(context: Context, sessionId: string): () => void {
       b.reasoning.hidden = b.thinking === "";
       b.reasoningText.textContent = b.thinking;
       b.element.toggleAttribute("data-final", b.final);
+      b.element.toggleAttribute("data-empty", b.text === "" && b.thinking === "");
     }
     dirty.clear();
     if (stick) scroller.scrollTop = scroller.scrollHeight;

@@ -95,5 +95,5 @@ def console_routes(directory: Path = CONSOLE_DIR) -> list[Route]:
             return Response(status_code=304, headers=headers)
         return Response(asset.body, media_type=asset.media_type, headers=headers)
 
-    paths = ["/"] + sorted(path for path in assets if path not in {"/", "/index.html"})
+    paths = ["/", *sorted(path for path in assets if path not in {"/", "/index.html"})]
     return [Route(path, serve, methods=["GET", "HEAD"]) for path in paths]

@@ -1,0 +1,85 @@
+"""The web console end to end: Debian's chromium, driven by playwright-core (web/test/e2e.mjs).
+
+Each test starts a hub and runs one scenario of the script in node. Screenshots of each page,
+phone (390x844) and desktop, go to web/test/screenshots (gitignored). Without chromium or the
+console's npm packages the tests are skipped, unless AOPHUB_WEB_E2E=required (as .ci/run sets).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
+from .support.interactions import agent_hub
+from .support.server import ROOT, TOKEN, RunningHub, running_hub
+
+WEB = ROOT / "web"
+SCRIPT = WEB / "test" / "e2e.mjs"
+SCREENSHOTS = WEB / "test" / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# A scenario drives a real browser through many steps on a shared 2-core machine.
+SCENARIO_TIMEOUT = 150.0
+
+pytestmark = pytest.mark.timeout(SCENARIO_TIMEOUT + 30)
+
+
+def _missing() -> str:
+    if shutil.which("node") is None:
+        return "node is not installed"
+    if not Path(CHROMIUM).exists():
+        return f"no chromium at {CHROMIUM} (bash tools/web.sh chromium installs it)"
+    if not (WEB / "node_modules" / "playwright-core").is_dir():
+        return "web/node_modules is missing (bash tools/web.sh install)"
+    return ""
+
+
+@pytest.fixture(autouse=True)
+def _browser_available() -> None:
+    reason = _missing()
+    if reason and os.environ.get("AOPHUB_WEB_E2E") == "required":
+        pytest.fail(f"AOPHUB_WEB_E2E=required but {reason}")
+    if reason:
+        pytest.skip(reason)
+
+
+async def run_scenario(hub: RunningHub, name: str) -> None:
+    """Runs `node web/test/e2e.mjs NAME` against hub; its output is the failure message."""
+    env = {**os.environ, "HUB_URL": hub.http, "HUB_TOKEN": TOKEN, "SCREENSHOTS": str(SCREENSHOTS), "CHROMIUM": CHROMIUM}
+    process = await asyncio.create_subprocess_exec(
+        "node", str(SCRIPT), name, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    try:
+        output, _ = await asyncio.wait_for(process.communicate(), SCENARIO_TIMEOUT)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 0, output.decode(errors="replace")
+    assert f"e2e {name}: passed" in output.decode()
+
+
+async def test_console_echo_turns_cancel_resume_sessions_agents_phone(tmp_path: Path) -> None:
+    """Login (a wrong token first), an echo turn, cancel, a WebSocket cut mid-answer that resumes
+    to exactly the stored text, rename and search, agents, logout, the phone viewport."""
+    async with running_hub(tmp_path, echo_delay=0.03) as hub:
+        await run_scenario(hub, "echo")
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    async with fake_openai(api_key="sk-test") as server:
+        yield server
+
+
+async def test_console_approval_in_one_context_updates_the_other(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """A tool call of the fake provider waits for approval in two browser contexts; the first
+    answer wins and the other view shows it answered, then the turn's answer."""
+    fake.script(tool_calls(("call_read", "read_file", '{"path": "notes.txt"}')), answer("the notes say alpha"))
+    async with agent_hub(tmp_path, fake) as hub:
+        await run_scenario(hub, "approval")

@@ -1,0 +1,299 @@
+// End-to-end tests of the web console in Debian's chromium, driven by playwright-core.
+// tests/test_web_e2e.py starts a hub and runs one scenario per process:
+//
+//   node web/test/e2e.mjs echo       login (wrong token, then right), a turn with the echo
+//                                    agent, cancel, a cut WebSocket mid-answer, sessions,
+//                                    agents, logout, the phone viewport
+//   node web/test/e2e.mjs approval   approve a tool call of the fake provider from one
+//                                    browser context while a second one watches (first
+//                                    answer wins, the other view updates)
+//
+// Environment: HUB_URL (http://127.0.0.1:PORT), HUB_TOKEN, SCREENSHOTS (a folder),
+// CHROMIUM (default /usr/bin/chromium). Every page must log no console error.
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+import { chromium } from "playwright-core";
+
+const HUB = process.env.HUB_URL;
+const TOKEN = process.env.HUB_TOKEN;
+const SHOTS = process.env.SCREENSHOTS ?? "screenshots";
+const TIMEOUT = 15_000;
+assert.ok(HUB && TOKEN, "set HUB_URL and HUB_TOKEN");
+mkdirSync(SHOTS, { recursive: true });
+
+const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
+const DESKTOP = { viewport: { width: 1280, height: 800 } };
+
+/** Console errors of a page; `expect` lets one known message through once (a refused login's 401). */
+function watchConsole(page, errors) {
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(message.text());
+  });
+  page.on("pageerror", (error) => errors.push(String(error)));
+}
+
+async function newPage(browser, options, errors) {
+  const context = await browser.newContext(options);
+  const page = await context.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  watchConsole(page, errors);
+  return { context, page };
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
+}
+
+/** The stored events of a session, through the Connect JSON protocol with the bearer token. */
+async function storedEvents(sessionId) {
+  const response = await fetch(`${HUB}/aophub.v1.SessionService/ListEvents`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ sessionId }),
+  });
+  assert.equal(response.status, 200, await response.clone().text());
+  return ((await response.json()).events ?? []).map((d) => d.event);
+}
+
+async function storedAssistantTexts(sessionId) {
+  return (await storedEvents(sessionId))
+    .filter((e) => e.message?.role === "assistant")
+    .map((e) => (e.message.content ?? []).map((c) => c.text?.text ?? "").join(""));
+}
+
+/** A new named token with scopes (TokenService.CreateToken); its secret. */
+async function createToken(name, scopes, expiresAt) {
+  const response = await fetch(`${HUB}/aophub.v1.TokenService/CreateToken`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${TOKEN}` },
+    body: JSON.stringify({ name, scopes, ...(expiresAt ? { expiresAt: expiresAt.toISOString() } : {}) }),
+  });
+  assert.equal(response.status, 200, await response.clone().text());
+  return (await response.json()).secret;
+}
+
+async function login(page, token = TOKEN) {
+  await page.goto(HUB);
+  await page.fill("#token", token);
+  await page.press("#token", "Enter");
+}
+
+async function newSession(page, title) {
+  await page.goto(`${HUB}/#/sessions`);
+  await page.waitForSelector("#new-agent option[value='local']", { state: "attached" });
+  await page.fill("#new-title", title);
+  await page.click("#new-session");
+  await page.waitForURL(/#\/s\//);
+  return decodeURIComponent(page.url().split("#/s/")[1]);
+}
+
+/** The text of the last assistant bubble once it holds the complete message. */
+async function finalAnswer(page) {
+  const bubble = page.locator(".message.assistant[data-final]").last();
+  await bubble.waitFor();
+  return (await bubble.locator(".body").textContent()) ?? "";
+}
+
+async function echo(browser) {
+  const errors = [];
+  const { context, page } = await newPage(browser, DESKTOP, errors);
+
+  // A wrong token: a clear message, and still the login form.
+  await login(page, "not-the-key");
+  const refused = await page.locator("#login-error").textContent({ timeout: TIMEOUT });
+  await page.waitForFunction(() => document.querySelector("#login-error")?.textContent !== "");
+  assert.match(await page.locator("#login-error").textContent(), /refused this token/i, refused ?? "");
+  await shot(page, "login-refused-desktop");
+  // The browser itself logs the 401 of the refused login; nothing else may be logged.
+  assert.ok(errors.every((e) => /401/.test(e)), errors.join("\n"));
+  errors.length = 0;
+
+  // Log in: the sessions page, the connection indicator online, the cookie HttpOnly and SameSite=Strict.
+  await page.fill("#token", TOKEN);
+  await page.press("#token", "Enter");
+  await page.waitForSelector("#link-state[data-state='online']");
+  const [cookie] = (await context.cookies()).filter((c) => c.name !== "");
+  assert.ok(cookie.httpOnly, "the session cookie is HttpOnly");
+  assert.equal(cookie.sameSite, "Strict");
+  assert.equal(await page.evaluate(() => document.cookie), "", "the page's script cannot read the cookie");
+  await shot(page, "sessions-desktop");
+
+  // A turn with the echo agent, streamed then complete, equal to the stored message.
+  const sessionId = await newSession(page, "web e2e echo");
+  await page.fill("#prompt", "hello from the console");
+  await page.keyboard.press("Enter");
+  assert.equal(await finalAnswer(page), "echo: hello from the console");
+  assert.deepEqual(await storedAssistantTexts(sessionId), ["echo: hello from the console"]);
+  await page.locator("#cancel").waitFor({ state: "hidden" });
+  await shot(page, "chat-desktop");
+
+  // Cancel a turn: a long answer, Stop while it streams; the turn ends canceled.
+  const long = Array.from({ length: 200 }, (_, i) => `w${i}`).join(" ");
+  await page.fill("#prompt", long);
+  await page.click("#send");
+  await page.locator(".message.assistant:not([data-final])").last().filter({ hasText: "w3" }).waitFor();
+  await page.click("#cancel");
+  await page.locator(".notice[data-stop='canceled']").waitFor();
+  await page.locator("#cancel").waitFor({ state: "hidden" });
+  await shot(page, "chat-canceled-desktop");
+
+  // Cut the WebSocket mid-answer: the indicator shows it, the client resumes from its cursor,
+  // and the final text equals the stored message exactly (no missing, no doubled word).
+  const sockets = [];
+  await page.routeWebSocket(/\/api\/aop\/application\/ws$/, (ws) => {
+    ws.connectToServer();
+    sockets.push(ws);
+  });
+  await page.reload();
+  await page.waitForSelector("#link-state[data-state='online']");
+  assert.equal(sockets.length, 1, "the reloaded page connects through the route");
+  const cut = Array.from({ length: 80 }, (_, i) => `c${i}`).join(" ");
+  await page.fill("#prompt", cut);
+  await page.click("#send");
+  await page.locator(".message.assistant:not([data-final])").last().filter({ hasText: "c5" }).waitFor();
+  await sockets[0].close({ code: 4000, reason: "cut by the test" });
+  await page.waitForSelector("#link-state:not([data-state='online'])");
+  await shot(page, "chat-offline-desktop");
+  await page.waitForSelector("#link-state[data-state='online']");
+  assert.ok(sockets.length >= 2, "the client reconnected");
+  await page.locator(".message.assistant[data-final]").filter({ hasText: "c79" }).waitFor();
+  const texts = await storedAssistantTexts(sessionId);
+  const stored = texts.at(-1);
+  assert.equal(stored, `echo: ${cut}`);
+  const shown = await page.locator(".message.assistant .body").allTextContents();
+  assert.equal(shown.at(-1), stored, "the final text equals the stored message");
+  assert.equal(page.locator(`.message.assistant`).filter({ hasText: "c79" }).count !== undefined, true);
+  assert.equal(await page.locator(".message.assistant").filter({ hasText: "c79" }).count(), 1, "one bubble per message");
+
+  // Sessions: rename, archive; agents: the built-in node online with its model.
+  await page.goto(`${HUB}/#/sessions`);
+  const row = page.locator(`[data-session="${sessionId}"]`);
+  await row.locator("summary").click();
+  await row.getByRole("button", { name: "Rename" }).click();
+  await row.getByLabel("New title").fill("renamed in the console");
+  await row.getByLabel("New title").press("Enter");
+  await page.locator(`[data-session="${sessionId}"] .title`, { hasText: "renamed in the console" }).waitFor();
+  await page.fill("#search", "renamed");
+  assert.equal(await page.locator("#session-list [data-session]").count(), 1);
+  await page.fill("#search", "");
+  await page.goto(`${HUB}/#/agents`);
+  await page.locator("[data-node='local'][data-state='idle']").waitFor();
+  assert.match(await page.locator("[data-node='local']").textContent(), /echo/);
+  await shot(page, "agents-desktop");
+
+  // Keyboard: the login-free shell is reachable by Tab, with a skip link first.
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Skip to content");
+
+  // Archive, then delete a session of its own.
+  const spare = await newSession(page, "to archive and delete");
+  await page.goto(`${HUB}/#/sessions`);
+  const spareRow = page.locator(`[data-session="${spare}"]`);
+  await spareRow.locator("summary").click();
+  await spareRow.getByRole("button", { name: "Archive" }).click();
+  await spareRow.waitFor({ state: "detached" });
+  await page.check("#show-archived");
+  await spareRow.locator(".badge", { hasText: "archived" }).waitFor();
+  await spareRow.locator("summary").click();
+  page.once("dialog", (dialog) => void dialog.accept());
+  await spareRow.getByRole("button", { name: "Delete" }).click();
+  await spareRow.waitFor({ state: "detached" });
+  await page.uncheck("#show-archived");
+
+  // Logout: back to the login form; the cookie is gone.
+  await page.click("#logout");
+  await page.waitForSelector("#token");
+  assert.equal((await context.cookies()).length, 0);
+  await context.close();
+
+  // A read-only token: what it may not do is hidden (no new session, no composer, no actions).
+  const reader = await newPage(browser, DESKTOP, errors);
+  await login(reader.page, await createToken("web-reader", ["read"]));
+  await reader.page.waitForSelector("#link-state[data-state='online']");
+  await reader.page.locator("#session-list").waitFor();
+  assert.equal(await reader.page.locator("#new-session, .actions").count(), 0);
+  await shot(reader.page, "sessions-read-only-desktop");
+  await reader.context.close();
+
+  // An expired token: the login says so.
+  const expiry = new Date(Date.now() + 1500);
+  const expiring = await createToken("web-expiring", ["app"], expiry);
+  const late = await newPage(browser, DESKTOP, []);
+  await late.page.waitForFunction((at) => Date.now() > at + 100, expiry.getTime(), { polling: 100 });
+  await login(late.page, expiring);
+  await late.page.waitForFunction(() => document.querySelector("#login-error")?.textContent !== "");
+  assert.match(await late.page.locator("#login-error").textContent(), /expired/i);
+  await late.context.close();
+
+  // The phone viewport: log in, a turn, nothing wider than the screen.
+  const phone = await newPage(browser, PHONE, errors);
+  await login(phone.page);
+  await phone.page.waitForSelector("#link-state[data-state='online']");
+  await shot(phone.page, "sessions-phone");
+  await newSession(phone.page, "phone");
+  await phone.page.fill("#prompt", "from a phone");
+  await phone.page.click("#send");
+  assert.equal(await finalAnswer(phone.page), "echo: from a phone");
+  const overflow = await phone.page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `the page is ${overflow} px wider than the phone`);
+  for (const control of ["#logout", "#send", "#link-state"]) {
+    const box = await phone.page.locator(control).boundingBox();
+    assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `${control} is on the phone's screen: ${JSON.stringify(box)}`);
+  }
+  await shot(phone.page, "chat-phone");
+  await phone.page.goto(`${HUB}/#/agents`);
+  await phone.page.locator("[data-node='local']").waitFor();
+  await shot(phone.page, "agents-phone");
+  await phone.context.close();
+
+  assert.deepEqual(errors, [], "no console errors");
+}
+
+async function approval(browser) {
+  const errors = [];
+  const first = await newPage(browser, PHONE, errors);
+  const second = await newPage(browser, DESKTOP, errors);
+  await login(first.page);
+  await first.page.waitForSelector("#link-state[data-state='online']");
+  const sessionId = await newSession(first.page, "approval");
+  await login(second.page);
+  await second.page.waitForSelector("#link-state[data-state='online']");
+  await second.page.goto(`${HUB}/#/s/${encodeURIComponent(sessionId)}`);
+  await second.page.locator("#prompt").waitFor();
+
+  await first.page.fill("#prompt", "read my notes");
+  await first.page.click("#send");
+  for (const { page } of [first, second]) {
+    await page.locator(".interaction[data-state='pending'] [data-answer='approve']").waitFor();
+  }
+  await shot(first.page, "approval-pending-phone");
+  await shot(second.page, "approval-pending-desktop");
+  await first.page.click(".interaction [data-answer='approve']");
+  // The other view updates: the answered card, its buttons gone.
+  for (const { page } of [first, second]) {
+    await page.locator(".interaction[data-state='answered']", { hasText: "Approved" }).waitFor();
+    assert.equal(await page.locator(".interaction [data-answer]").count(), 0);
+    await page.locator(".tool[data-state='done'] .tool-name", { hasText: "read_file" }).waitFor();
+  }
+  // The turn goes on with the tool's result to the final answer, shown in both.
+  for (const { page } of [first, second]) assert.equal(await finalAnswer(page), "the notes say alpha");
+  await shot(first.page, "approval-done-phone");
+  await shot(second.page, "approval-done-desktop");
+  assert.deepEqual(errors, [], "no console errors");
+}
+
+const scenarios = { echo, approval };
+const name = process.argv[2];
+assert.ok(name in scenarios, `usage: node e2e.mjs ${Object.keys(scenarios).join("|")}`);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  args: ["--no-sandbox", "--disable-dev-shm-usage"],
+});
+try {
+  await scenarios[name](browser);
+  console.log(`e2e ${name}: passed`);
+} finally {
+  await browser.close();
+}
