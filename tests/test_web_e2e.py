@@ -60,6 +60,7 @@ async def run_scenario(hub: RunningHub, name: str) -> None:
         if process.returncode is None:
             process.kill()
             await process.wait()
+    print(output.decode(errors="replace"))  # axe-core's counts, shown with pytest -s
     assert process.returncode == 0, output.decode(errors="replace")
     assert f"e2e {name}: passed" in output.decode()
 

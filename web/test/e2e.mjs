@@ -11,7 +11,8 @@
 // Environment: HUB_URL (http://127.0.0.1:PORT), HUB_TOKEN, SCREENSHOTS (a folder),
 // CHROMIUM (default /usr/bin/chromium). Every page must log no console error.
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 
 import { chromium } from "playwright-core";
@@ -23,12 +24,28 @@ const TIMEOUT = 15_000;
 assert.ok(HUB && TOKEN, "set HUB_URL and HUB_TOKEN");
 mkdirSync(SHOTS, { recursive: true });
 
+const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/** axe-core's serious and critical violations on the page as it is now (none allowed). */
+async function accessible(page, name) {
+  if (!(await page.evaluate(() => "axe" in window))) await page.evaluate(AXE);
+  const found = await page.evaluate(async () => {
+    const result = await window.axe.run(document, { resultTypes: ["violations"] });
+    console.debug(`axe: ${result.violations.length} violations, ${result.passes.length} rules passed`);
+    return result.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
+  });
+  assert.deepEqual(found, [], `axe-core finds serious violations on ${name}`);
+}
+
 const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
 const DESKTOP = { viewport: { width: 1280, height: 800 } };
 
 /** Console errors of a page; `expect` lets one known message through once (a refused login's 401). */
 function watchConsole(page, errors) {
   page.on("console", (message) => {
+    if (message.type() === "debug") console.log(message.text());
     if (message.type() === "error") errors.push(message.text());
   });
   page.on("pageerror", (error) => errors.push(String(error)));
@@ -42,7 +59,9 @@ async function newPage(browser, options, errors) {
   return { context, page };
 }
 
+/** A screenshot of the page, after checking it with axe-core. */
 async function shot(page, name) {
+  await accessible(page, name);
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
 }
 
