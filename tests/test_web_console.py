@@ -12,6 +12,8 @@ from aophub.settings import Settings
 from aophub.transport.app import create_app
 from aophub.transport.console import CONSOLE_DIR, console_routes
 
+from .support.server import TOKEN, running_hub
+
 
 def _client(tmp_path: Path) -> httpx.AsyncClient:
     transport = httpx.ASGITransport(app=create_app(Settings(access_key="k", data_dir=tmp_path)))
@@ -91,3 +93,20 @@ async def test_an_unbuilt_console_says_how_to_build_it(tmp_path: Path) -> None:
         response = await client.get("/")
     assert response.status_code == 503
     assert "make web" in response.text
+
+
+async def test_the_login_cookie_is_secure_behind_a_tls_proxy(tmp_path: Path) -> None:
+    """Behind a TLS-terminating proxy (--forwarded-allow-ips) the console's cookie is Secure, and
+    always HttpOnly and SameSite=Strict; over plain http on loopback it is not Secure."""
+    async with running_hub(tmp_path, forwarded_allow_ips=("127.0.0.1",)) as hub, httpx.AsyncClient() as client:
+        proxied = await client.post(
+            f"{hub.http}/api/auth/login", json={"token": TOKEN}, headers={"X-Forwarded-Proto": "https"}
+        )
+        plain = await client.post(f"{hub.http}/api/auth/login", json={"token": TOKEN})
+    for response in (proxied, plain):
+        assert response.status_code == 200
+        attributes = response.headers["set-cookie"].split("; ")
+        assert "HttpOnly" in attributes
+        assert "SameSite=Strict" in attributes
+    assert "Secure" in proxied.headers["set-cookie"].split("; ")
+    assert "Secure" not in plain.headers["set-cookie"].split("; ")
