@@ -9,6 +9,10 @@
 #   bash tools/web.sh check     tsc --noEmit over web/src (strict)
 #   bash tools/web.sh fresh     build, then fail if src/aophub/console changed: the committed
 #                               assets must be what the sources build (like check-gen)
+#   bash tools/web.sh latency [ROUNDS]
+#                               time to the first streamed token after send: the console in
+#                               chromium against the TypeScript client alone (HUB_URL, HUB_TOKEN
+#                               name a running hub; see web/test/latency.ts)
 #   bash tools/web.sh chromium  install Debian's chromium for the end-to-end tests when it is
 #                               missing (as root with apt-get, e.g. CI), else say how
 set -euo pipefail
@@ -84,14 +88,20 @@ cmd_chromium() {
   command -v chromium >/dev/null
 }
 
+cmd_latency() {
+  need_install
+  (cd "$root/clients/ts" && node --import tsx "$web/test/latency.ts" "$@")
+}
+
 case "${1:-}" in
   install) cmd_install ;;
   build) cmd_build ;;
   check) cmd_check ;;
   fresh) cmd_fresh ;;
   chromium) cmd_chromium ;;
+  latency) shift && cmd_latency "$@" ;;
   *)
-    echo "usage: bash tools/web.sh install|build|check|fresh|chromium" >&2
+    echo "usage: bash tools/web.sh install|build|check|fresh|latency|chromium" >&2
     exit 2
     ;;
 esac

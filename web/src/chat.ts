@@ -157,9 +157,21 @@ export function chatView(context: Context, sessionId: string): () => void {
     if (stick) scroller.scrollTop = scroller.scrollHeight;
   }
 
+  // A change paints at once unless the last paint was within a frame; then at the next frame
+  // (so the first token shows without waiting for a frame, and a burst of deltas paints once per frame).
+  let painted = 0;
   function changed(b: Bubble): void {
     dirty.add(b);
-    if (!frame) frame = requestAnimationFrame(paint);
+    if (frame) return;
+    if (performance.now() - painted >= 16) {
+      paint();
+      painted = performance.now();
+    } else {
+      frame = requestAnimationFrame(() => {
+        paint();
+        painted = performance.now();
+      });
+    }
   }
 
   function onMessage(message: Message, eventId: string): void {
