@@ -5,6 +5,7 @@ import { abilities, currentIdentity, HubLink, type Identity, login, logout } fro
 import { errorText, h, replace } from "./dom.js";
 import { agentsView } from "./agents.js";
 import { chatView } from "./chat.js";
+import { scanView, scansView } from "./scans.js";
 import { sessionsView } from "./sessions.js";
 
 /** What a view gets; it returns a function that stops it (watches, timers). */
@@ -80,6 +81,7 @@ async function start(identity: Identity): Promise<void> {
     "nav",
     { "aria-label": "Sections" },
     h("a", { href: "#/sessions", id: "nav-sessions" }, "Sessions"),
+    h("a", { href: "#/scans", id: "nav-scans" }, "Scans"),
     h("a", { href: "#/agents", id: "nav-agents" }, "Agents"),
   );
   const header = h(
@@ -128,9 +130,12 @@ async function start(identity: Identity): Promise<void> {
   function route(): void {
     stopView();
     const [, section = "sessions", argument = ""] = /^#\/([^/]*)\/?(.*)$/.exec(location.hash) ?? [];
-    const view: View = section === "s" && argument ? chatView : section === "agents" ? agentsView : sessionsView;
+    const views: Record<string, View> = { agents: agentsView, scans: scansView };
+    const view: View =
+      section === "s" && argument ? chatView : section === "scan" && argument ? scanView : (views[section] ?? sessionsView);
     for (const a of nav.querySelectorAll("a")) {
-      a.toggleAttribute("aria-current", a.getAttribute("href") === `#/${section}`);
+      const current = a.getAttribute("href") === `#/${section === "scan" ? "scans" : section === "s" ? "sessions" : section}`;
+      a.toggleAttribute("aria-current", current);
     }
     replace(main);
     stopView = view(context, decodeURIComponent(argument));

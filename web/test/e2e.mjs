@@ -206,6 +206,18 @@ async function echo(browser) {
   await page.keyboard.press("Tab");
   assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Skip to content");
 
+  // A scan: submitted, watched to its end, its report read.
+  await page.goto(`${HUB}/#/scans`);
+  await page.fill("#scan-target", "web/src");
+  await page.click("#submit-scan");
+  await page.waitForURL(/#\/scan\//);
+  await page.locator("#scan-state[data-status='completed']").waitFor();
+  await page.locator("#scan-report", { hasText: "echo: Review the code at web/src" }).waitFor();
+  await shot(page, "scan-desktop");
+  await page.goto(`${HUB}/#/scans`);
+  await page.locator("#scan-list [data-scan]", { hasText: "web/src" }).waitFor();
+  await shot(page, "scans-desktop");
+
   // Archive, then delete a session of its own.
   const spare = await newSession(page, "to archive and delete");
   await page.goto(`${HUB}/#/sessions`);
@@ -262,6 +274,12 @@ async function echo(browser) {
     assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `${control} is on the phone's screen: ${JSON.stringify(box)}`);
   }
   await shot(phone.page, "chat-phone");
+  await phone.page.goto(`${HUB}/#/scans`);
+  await phone.page.locator("#scan-list [data-scan]").first().waitFor();
+  await shot(phone.page, "scans-phone");
+  const lastLink = await phone.page.locator("#nav-agents").boundingBox();
+  const indicator = await phone.page.locator("#link-state").boundingBox();
+  assert.ok(lastLink && indicator && lastLink.x + lastLink.width <= indicator.x, "the header's links do not run under the indicator");
   await phone.page.goto(`${HUB}/#/agents`);
   await phone.page.locator("[data-node='local']").waitFor();
   await shot(phone.page, "agents-phone");
