@@ -7,6 +7,7 @@ import { agentsView } from "./agents.js";
 import { chatView } from "./chat.js";
 import { scanView, scansView } from "./scans.js";
 import { sessionsView } from "./sessions.js";
+import { settingsView } from "./settings.js";
 
 /** What a view gets; it returns a function that stops it (watches, timers). */
 export interface Context {
@@ -83,6 +84,7 @@ async function start(identity: Identity): Promise<void> {
     h("a", { href: "#/sessions", id: "nav-sessions" }, "Sessions"),
     h("a", { href: "#/scans", id: "nav-scans" }, "Scans"),
     h("a", { href: "#/agents", id: "nav-agents" }, "Agents"),
+    can.admin ? h("a", { href: "#/settings", id: "nav-settings" }, "Settings") : null,
   );
   const header = h(
     "header",
@@ -131,6 +133,7 @@ async function start(identity: Identity): Promise<void> {
     stopView();
     const [, section = "sessions", argument = ""] = /^#\/([^/]*)\/?(.*)$/.exec(location.hash) ?? [];
     const views: Record<string, View> = { agents: agentsView, scans: scansView };
+    if (can.admin) views.settings = settingsView;
     const view: View =
       section === "s" && argument ? chatView : section === "scan" && argument ? scanView : (views[section] ?? sessionsView);
     for (const a of nav.querySelectorAll("a")) {

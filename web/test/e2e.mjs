@@ -233,6 +233,36 @@ async function echo(browser) {
   await spareRow.waitFor({ state: "detached" });
   await page.uncheck("#show-archived");
 
+  // Settings (admin): a profile with a write-only key, tested; a token created (secret once) and revoked.
+  await page.goto(`${HUB}/#/settings`);
+  await page.click("#add-profile");
+  await page.fill("#profile-id", "nowhere");
+  await page.fill("#profile-name", "Nowhere");
+  await page.fill("#profile-base-url", "http://127.0.0.1:9/v1");
+  await page.fill("#profile-model", "none");
+  await page.fill("#profile-api-key", "sk-web-secret");
+  await page.click("#save-profile");
+  const profile = page.locator("[data-profile='nowhere']");
+  await profile.locator(".key-state", { hasText: "set (write-only)" }).waitFor();
+  assert.equal(await page.locator("#profile-api-key").count(), 0, "the form closed");
+  assert.ok(!(await page.content()).includes("sk-web-secret"), "the key is never shown back");
+  await profile.getByRole("button", { name: "Edit" }).click();
+  assert.equal(await page.locator("#profile-api-key").inputValue(), "", "editing shows no key");
+  await page.fill("#profile-model", "other");
+  await page.click("#save-profile");
+  await profile.locator("dd", { hasText: "other" }).waitFor();
+  await profile.locator(".key-state", { hasText: "set (write-only)" }).waitFor();
+  await profile.getByRole("button", { name: "Test" }).click();
+  await profile.locator("[role='status']", { hasText: "Failed" }).waitFor();
+  await page.fill("#token-name", "web-phone");
+  await page.click("#create-token");
+  await page.locator("#token-secret code").waitFor();
+  await page.locator("[data-token='web-phone']").waitFor();
+  await shot(page, "settings-desktop");
+  page.once("dialog", (dialog) => void dialog.accept());
+  await page.locator("[data-token='web-phone']").getByRole("button", { name: "Revoke" }).click();
+  await page.locator("[data-token='web-phone']").waitFor({ state: "detached" });
+
   // Logout: back to the login form; the cookie is gone.
   await page.click("#logout");
   await page.waitForSelector("#token");
@@ -244,7 +274,7 @@ async function echo(browser) {
   await login(reader.page, await createToken("web-reader", ["read"]));
   await reader.page.waitForSelector("#link-state[data-state='online']");
   await reader.page.locator("#session-list").waitFor();
-  assert.equal(await reader.page.locator("#new-session, .actions").count(), 0);
+  assert.equal(await reader.page.locator("#new-session, .actions, #nav-settings").count(), 0);
   await shot(reader.page, "sessions-read-only-desktop");
   await reader.context.close();
 
@@ -277,12 +307,15 @@ async function echo(browser) {
   await phone.page.goto(`${HUB}/#/scans`);
   await phone.page.locator("#scan-list [data-scan]").first().waitFor();
   await shot(phone.page, "scans-phone");
-  const lastLink = await phone.page.locator("#nav-agents").boundingBox();
+  const lastLink = await phone.page.locator("header nav a").last().boundingBox();
   const indicator = await phone.page.locator("#link-state").boundingBox();
   assert.ok(lastLink && indicator && lastLink.x + lastLink.width <= indicator.x, "the header's links do not run under the indicator");
   await phone.page.goto(`${HUB}/#/agents`);
   await phone.page.locator("[data-node='local']").waitFor();
   await shot(phone.page, "agents-phone");
+  await phone.page.goto(`${HUB}/#/settings`);
+  await phone.page.locator("[data-profile='nowhere']").waitFor();
+  await shot(phone.page, "settings-phone");
   await phone.context.close();
 
   assert.deepEqual(errors, [], "no console errors");
