@@ -4,13 +4,15 @@
 // bubble; the complete message that follows replaces the bubble's text, so text
 // lost while offline is filled in and nothing is doubled.
 
-import { type Event as HubEvent, interactionOf, InteractionKind, InteractionState, type Interaction, type Message, text, userText, type Watch } from "@aophub/client";
+import { type Event as HubEvent, interactionOf, InteractionKind, InteractionState, type Interaction, type Message, text, type Watch } from "@aophub/client";
 import { DeltaOperation } from "@aophub/client/gen/aop/event_pb.js";
-import type { ToolCall, ToolResult } from "@aophub/client/gen/aop/content_pb.js";
+import type { Content, ToolCall, ToolResult } from "@aophub/client/gen/aop/content_pb.js";
+import { TurnOptionsSchema, TurnPolicy } from "@aophub/client/gen/aophub/v1/extensions_pb.js";
 
 import { duration, errorText, h, replace } from "./dom.js";
 import type { Context } from "./main.js";
 import { markdown } from "./markdown.js";
+import { anyPack, create } from "./protobuf.js";
 
 interface Bubble {
   element: HTMLElement;
@@ -44,6 +46,7 @@ export function chatView(context: Context, sessionId: string): () => void {
   const interactions = new Map<string, HTMLElement>();
   const dirty = new Set<Bubble>();
   let runningTurn = "";
+  let lastAnswer = false;
   let frame = 0;
 
   const heading = h("h1", { class: "grow" }, sessionId);
@@ -81,6 +84,66 @@ export function chatView(context: Context, sessionId: string): () => void {
     },
     "Stop",
   );
+  // Files attached to the next turn, sent inline as MediaContent parts of its input.
+  let attached: File[] = [];
+  const chips = h("ul", { class: "chips", id: "attachments", "aria-label": "Attached files" });
+  const files = h("input", {
+    type: "file",
+    id: "attach",
+    multiple: true,
+    class: "visually-hidden",
+    onchange: () => {
+      attached = [...attached, ...Array.from(files.files ?? [])];
+      files.value = "";
+      showChips();
+    },
+  });
+  function showChips(): void {
+    replace(
+      chips,
+      attached.map((file, i) =>
+        h(
+          "li",
+          {},
+          file.name,
+          h("button", { type: "button", class: "ghost", "aria-label": `Remove ${file.name}`, onclick: () => (attached.splice(i, 1), showChips()) }, "×"),
+        ),
+      ),
+    );
+  }
+  const policy = h(
+    "select",
+    { id: "policy", "aria-label": "When a turn is running", title: "When a turn is already running" },
+    h("option", { value: String(TurnPolicy.ENQUEUE) }, "queue"),
+    h("option", { value: String(TurnPolicy.REJECT) }, "reject"),
+    h("option", { value: String(TurnPolicy.INTERRUPT) }, "interrupt"),
+  );
+  const options = (regenerate = false) => [
+    anyPack(TurnOptionsSchema, create(TurnOptionsSchema, { policy: Number(policy.value) as TurnPolicy, regenerate })),
+  ];
+  const regenerate = h(
+    "button",
+    {
+      type: "button",
+      id: "regenerate",
+      class: "ghost",
+      hidden: true,
+      onclick: () => {
+        regenerate.disabled = true;
+        client
+          .runTurn({ sessionId, extensions: options(true) })
+          .catch((err: unknown) => context.status(`Not regenerated: ${errorText(err)}`, "error"))
+          .finally(() => (regenerate.disabled = false));
+      },
+    },
+    "Regenerate",
+  );
+  async function media(file: File): Promise<Content> {
+    const data = new Uint8Array(await file.arrayBuffer());
+    const kind = file.type.startsWith("image/") ? "image" : file.type.startsWith("audio/") ? "audio" : "file";
+    const resource = { source: { case: "data" as const, value: data }, mediaType: file.type || "application/octet-stream", filename: file.name };
+    return { $typeName: "aop.Content", value: { case: "media", value: { $typeName: "aop.MediaContent", kind, resource: { $typeName: "aop.Resource", ...resource }, transcript: "" } } };
+  }
   const composer = h(
     "form",
     {
@@ -88,18 +151,33 @@ export function chatView(context: Context, sessionId: string): () => void {
       onsubmit: (event: Event) => {
         event.preventDefault();
         const prompt = input.value.trim();
-        if (!prompt) return;
+        if (!prompt && attached.length === 0) return;
         send.disabled = true;
-        client
-          .runTurn({ sessionId, input: userText(prompt) })
-          .then(() => (input.value = ""))
+        const sending = attached;
+        Promise.all(sending.map(media))
+          .then((parts) => {
+            const content: Content[] = prompt ? [{ $typeName: "aop.Content", value: { case: "text", value: { $typeName: "aop.TextContent", text: prompt, annotations: [] } } }] : [];
+            return client.runTurn({ sessionId, input: { role: "user", content: [...content, ...parts] }, extensions: options() });
+          })
+          .then(() => {
+            input.value = "";
+            attached = attached.filter((file) => !sending.includes(file));
+            showChips();
+          })
           .catch((err: unknown) => context.status(`Not sent: ${errorText(err)}`, "error"))
           .finally(() => (send.disabled = false));
       },
     },
-    input,
-    cancel,
-    send,
+    chips,
+    h(
+      "div",
+      { class: "composer-row" },
+      h("label", { for: "attach", class: "attach", title: "Attach files" }, files, h("span", { "aria-hidden": "true", class: "plus" }, "+"), h("span", { class: "visually-hidden" }, "Attach files")),
+      input,
+      cancel,
+      send,
+    ),
+    h("div", { class: "composer-row small" }, h("label", { class: "check", for: "policy" }, "while busy"), policy, regenerate),
   );
 
   replace(
@@ -180,6 +258,25 @@ export function chatView(context: Context, sessionId: string): () => void {
     b.text = text(message);
     b.thinking = message.content.map((part) => (part.value.case === "reasoning" ? part.value.value.text : "")).join("");
     b.final = true;
+    const attachments = message.content.flatMap((part) => (part.value.case === "media" ? [part.value.value] : []));
+    if (attachments.length && !b.element.querySelector(".files")) {
+      b.element.appendChild(
+        h(
+          "ul",
+          { class: "files" },
+          attachments.map((m) => {
+            const resource = m.resource;
+            const name = resource?.filename || m.kind;
+            if (m.kind === "image" && resource?.source.case === "data") {
+              const url = URL.createObjectURL(new Blob([new Uint8Array(resource.source.value)], { type: resource.mediaType }));
+              return h("li", {}, h("img", { src: url, alt: name, class: "thumb" }));
+            }
+            return h("li", { class: "file" }, name);
+          }),
+        ),
+      );
+    }
+    if (message.role === "assistant") lastAnswer = true;
     changed(b);
   }
 
@@ -309,6 +406,7 @@ export function chatView(context: Context, sessionId: string): () => void {
   function setRunning(turnId: string): void {
     runningTurn = turnId;
     cancel.hidden = turnId === "";
+    regenerate.hidden = turnId !== "" || !lastAnswer;
     transcript.toggleAttribute("data-busy", turnId !== "");
   }
 

@@ -148,13 +148,53 @@ async function echo(browser) {
   await page.locator("#cancel").waitFor({ state: "hidden" });
   await shot(page, "chat-desktop");
 
+  // Attach a file: sent as a MediaContent part of the input, shown on the user's message.
+  await page.setInputFiles("#attach", { name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("alpha\n") });
+  await page.locator("#attachments li", { hasText: "notes.txt" }).waitFor();
+  await page.fill("#prompt", "see attached");
+  await page.click("#send");
+  await page.locator(".message.user[data-final] .file", { hasText: "notes.txt" }).waitFor();
+  await page.locator(".message.assistant[data-final]", { hasText: "echo: see attached" }).waitFor();
+  assert.equal(await page.locator("#attachments li").count(), 0, "sent files leave the composer");
+  const userMessages = (await storedEvents(sessionId)).filter((e) => e.message?.role === "user");
+  const media = userMessages.at(-1).message.content.find((c) => c.media)?.media;
+  assert.equal(media?.resource?.filename, "notes.txt");
+  assert.equal(Buffer.from(media.resource.data, "base64").toString(), "alpha\n");
+
+  // Regenerate: a turn with TurnOptions.regenerate and no input answers again, as a new message
+  // (the echo model has no history: it answers the empty input).
+  await page.locator("#regenerate").waitFor();
+  const answers = await page.locator(".message.assistant[data-final]").count();
+  await page.click("#regenerate");
+  await page.locator(".message.assistant[data-final]").nth(answers).waitFor();
+  const regenerated = (await storedEvents(sessionId)).filter((e) => e.turnStarted !== undefined).length;
+  assert.ok(regenerated >= 3, "the regenerate ran as a turn of its own");
+
+  // The busy policy: with a turn running, "reject" refuses the next one, "interrupt" cancels the running one for it.
+  const busy = Array.from({ length: 200 }, (_, i) => `b${i}`).join(" ");
+  await page.fill("#prompt", busy);
+  await page.click("#send");
+  await page.locator(".message.assistant:not([data-final])").last().filter({ hasText: "b3" }).waitFor();
+  await page.selectOption("#policy", { label: "reject" });
+  await page.fill("#prompt", "refused");
+  await page.click("#send");
+  await page.locator(".toast[data-kind='error']", { hasText: "Not sent" }).waitFor();
+  errors.splice(0, errors.length, ...errors.filter((e) => !/Not sent/.test(e)));
+  await page.selectOption("#policy", { label: "interrupt" });
+  await page.fill("#prompt", "after the interrupt");
+  await page.click("#send");
+  await page.locator(".notice[data-stop='canceled']").waitFor();
+  await page.locator(".message.assistant[data-final]", { hasText: "echo: after the interrupt" }).waitFor();
+  await page.selectOption("#policy", { label: "queue" });
+  await shot(page, "chat-policy-desktop");
+
   // Cancel a turn: a long answer, Stop while it streams; the turn ends canceled.
   const long = Array.from({ length: 200 }, (_, i) => `w${i}`).join(" ");
   await page.fill("#prompt", long);
   await page.click("#send");
   await page.locator(".message.assistant:not([data-final])").last().filter({ hasText: "w3" }).waitFor();
   await page.click("#cancel");
-  await page.locator(".notice[data-stop='canceled']").waitFor();
+  await page.locator(".notice[data-stop='canceled']").nth(1).waitFor();
   await page.locator("#cancel").waitFor({ state: "hidden" });
   await shot(page, "chat-canceled-desktop");
 
