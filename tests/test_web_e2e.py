@@ -8,6 +8,7 @@ console's npm packages the tests are skipped, unless AOPHUB_WEB_E2E=required (as
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 from collections.abc import AsyncIterator
@@ -80,7 +81,26 @@ async def fake() -> AsyncIterator[FakeOpenAI]:
 
 async def test_console_approval_in_one_context_updates_the_other(tmp_path: Path, fake: FakeOpenAI) -> None:
     """A tool call of the fake provider waits for approval in two browser contexts; the first
-    answer wins and the other view shows it answered, then the turn's answer."""
-    fake.script(tool_calls(("call_read", "read_file", '{"path": "notes.txt"}')), answer("the notes say alpha"))
+    answer wins and the other view shows it answered, then the turn's answer. Then the console's
+    client tools: a choice and a JSON-schema form, answered in the page, reach the model as the
+    tools' results."""
+    form = {
+        "title": "Your details",
+        "schema": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "age": {"type": "integer"}, "subscribe": {"type": "boolean"}},
+            "required": ["name"],
+        },
+    }
+    fake.script(
+        tool_calls(("call_read", "read_file", '{"path": "notes.txt"}')),
+        answer("the notes say alpha"),
+        tool_calls(("call_choose", "choose", json.dumps({"question": "Which colour?", "options": ["red", "blue"]}))),
+        tool_calls(("call_form", "fill_form", json.dumps(form))),
+        answer("thanks, Ada"),
+    )
     async with agent_hub(tmp_path, fake) as hub:
         await run_scenario(hub, "approval")
+    results = {m["tool_call_id"]: m["content"] for m in fake.chat_requests[-1].messages if m["role"] == "tool"}
+    assert results["call_choose"] == "blue"
+    assert json.loads(results["call_form"]) == {"name": "Ada", "age": 36, "subscribe": True}

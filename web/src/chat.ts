@@ -11,6 +11,7 @@ import { TurnOptionsSchema, TurnPolicy } from "@aophub/client/gen/aophub/v1/exte
 
 import { duration, errorText, h, replace } from "./dom.js";
 import type { Context } from "./main.js";
+import { clientToolControls } from "./client_tools.js";
 import { markdown } from "./markdown.js";
 import { anyPack, create } from "./protobuf.js";
 
@@ -334,7 +335,7 @@ export function chatView(context: Context, sessionId: string): () => void {
     const name = interaction.toolName || interaction.call?.name || "tool";
     const approval = interaction.kind !== InteractionKind.CLIENT_TOOL;
     const title = approval ? `Approve ${name}?` : `${name} asks for your input`;
-    const body: (Node | null)[] = [h("p", { class: "ask" }, title), args ? h("pre", { class: "args" }, args) : null];
+    const body: (Node | null)[] = [h("p", { class: "ask" }, title), args && approval ? h("pre", { class: "args" }, args) : null];
     if (interaction.state === InteractionState.PENDING) {
       if (context.can.write) body.push(approval ? approvalControls(interaction) : inputControls(interaction));
     } else {
@@ -345,7 +346,7 @@ export function chatView(context: Context, sessionId: string): () => void {
             ? answer.value.approved
               ? "Approved"
               : `Denied${answer.value.reason ? `: ${answer.value.reason}` : ""}`
-            : "Answered"
+            : `Answered${answer?.case === "output" ? `: ${answer.value.output.map((part) => (part.value.case === "text" ? part.value.value.text : "")).join("")}` : ""}`
           : interaction.state === InteractionState.EXPIRED
             ? "Expired"
             : "Canceled";
@@ -380,26 +381,16 @@ export function chatView(context: Context, sessionId: string): () => void {
   }
 
   function inputControls(interaction: Interaction): HTMLElement {
-    const field = h("textarea", { rows: 2, "aria-label": "Your answer", class: "grow" });
-    const submit = h("button", { type: "submit", class: "primary" }, "Answer");
-    return h(
-      "form",
-      {
-        class: "row",
-        onsubmit: (event: Event) => {
-          event.preventDefault();
-          answered(
-            interaction,
-            client.answerInteraction({
-              interactionId: interaction.id,
-              answer: { answer: { case: "output", value: { output: [{ value: { case: "text", value: { text: field.value } } }] } } },
-            }),
-            [submit],
-          );
-        },
-      },
-      field,
-      submit,
+    const name = interaction.toolName || interaction.call?.name || "";
+    return clientToolControls(name, interaction.argumentsJson, (output, buttons) =>
+      answered(
+        interaction,
+        client.answerInteraction({
+          interactionId: interaction.id,
+          answer: { answer: { case: "output", value: { output: [{ value: { case: "text", value: { text: output } } }] } } },
+        }),
+        buttons,
+      ),
     );
   }
 

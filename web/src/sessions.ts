@@ -3,6 +3,7 @@
 
 import type { SessionInfo } from "@aophub/client/gen/aophub/v1/session_pb.js";
 
+import { consoleClientTools } from "./client_tools.js";
 import { errorText, h, replace } from "./dom.js";
 import type { Context } from "./main.js";
 
@@ -187,7 +188,7 @@ function newSessionForm(context: Context): HTMLElement {
         event.preventDefault();
         button.disabled = true;
         client
-          .openSession({ nodeId: agent.value, title: title.value.trim() })
+          .openSession({ nodeId: agent.value, title: title.value.trim(), extensions: [consoleClientTools()] })
           .then((session) => context.go(`#/s/${encodeURIComponent(session.id)}`))
           .catch((err: unknown) => {
             context.status(`Cannot open a session: ${errorText(err)}`, "error");

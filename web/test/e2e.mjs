@@ -391,6 +391,22 @@ async function approval(browser) {
   for (const { page } of [first, second]) assert.equal(await finalAnswer(page), "the notes say alpha");
   await shot(first.page, "approval-done-phone");
   await shot(second.page, "approval-done-desktop");
+
+  // The console's client tools: a choice answered in the second view, then a JSON-schema form in the first.
+  await first.page.fill("#prompt", "ask me things");
+  await first.page.click("#send");
+  await second.page.locator(".interaction[data-state='pending'] [data-answer='blue']").click();
+  await first.page.locator(".interaction[data-state='answered']", { hasText: "Answered: blue" }).waitFor();
+  const form = first.page.locator(".interaction[data-state='pending'] form.schema-form");
+  await form.getByLabel("name *").fill("Ada");
+  await form.getByLabel("age").fill("36");
+  await form.getByLabel("subscribe").check();
+  await shot(first.page, "client-tool-form-phone");
+  await form.getByRole("button", { name: "Send" }).click();
+  for (const { page } of [first, second]) {
+    await page.locator(".message.assistant[data-final]", { hasText: "thanks, Ada" }).waitFor();
+    assert.equal(await page.locator(".interaction[data-state='pending']").count(), 0);
+  }
   assert.deepEqual(errors, [], "no console errors");
 }
 
