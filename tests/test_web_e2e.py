@@ -19,6 +19,7 @@ import pytest
 from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
 from .support.interactions import agent_hub
 from .support.server import ROOT, TOKEN, RunningHub, running_hub
+from .support.wire import AppSocket
 
 WEB = ROOT / "web"
 SCRIPT = WEB / "test" / "e2e.mjs"
@@ -26,6 +27,8 @@ SCREENSHOTS = WEB / "test" / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 # A scenario drives a real browser through many steps on a shared 2-core machine.
 SCENARIO_TIMEOUT = 150.0
+# Sessions opened before the echo scenario (web/test/e2e.mjs expects this many "paged NN").
+PAGED_SESSIONS = 21
 
 pytestmark = pytest.mark.timeout(SCENARIO_TIMEOUT + 30)
 
@@ -70,6 +73,10 @@ async def test_console_echo_turns_cancel_resume_sessions_agents_phone(tmp_path: 
     """Login (a wrong token first), an echo turn, cancel, a WebSocket cut mid-answer that resumes
     to exactly the stored text, rename and search, agents, logout, the phone viewport."""
     async with running_hub(tmp_path, echo_delay=0.03) as hub:
+        # More sessions than one page of the list (20): the list pages with "More".
+        async with await AppSocket.open(hub.app_url) as app:
+            for n in range(PAGED_SESSIONS):
+                await app.open_session(title=f"paged {n:02d}")
         await run_scenario(hub, "echo")
 
 

@@ -102,6 +102,20 @@ export function sessionsView(context: Context): () => void {
     }
   }
 
+  /** Re-reads the first page, keeping the later pages already loaded (so "More" is not undone). */
+  async function refreshFirstPage(): Promise<void> {
+    if (loaded.length <= PAGE) return load(true);
+    try {
+      const page = await sessions.listSessions({ pageSize: PAGE, includeArchived: showArchived, includeClosed: true });
+      if (stopped) return;
+      const first = new Set(page.sessions.map((s) => s.id));
+      loaded = [...page.sessions, ...loaded.slice(PAGE).filter((s) => !first.has(s.id))];
+      render();
+    } catch (err) {
+      context.status(`Cannot list sessions: ${errorText(err)}`, "error");
+    }
+  }
+
   async function update(info: SessionInfo, change: { title?: string; archived?: boolean }): Promise<void> {
     try {
       await sessions.updateSession({ requestId: crypto.randomUUID(), sessionId: info.id, ...change });
@@ -158,7 +172,7 @@ export function sessionsView(context: Context): () => void {
     ),
   );
   void load(true);
-  const refresh = setInterval(() => void load(true), 5000);
+  const refresh = setInterval(() => void refreshFirstPage(), 5000);
   return () => {
     stopped = true;
     clearInterval(refresh);

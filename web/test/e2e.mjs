@@ -139,6 +139,16 @@ async function echo(browser) {
   assert.equal(await page.evaluate(() => document.cookie), "", "the page's script cannot read the cookie");
   await shot(page, "sessions-desktop");
 
+  // Paging: 21 sessions opened before the test ("paged 00".."paged 20"), 20 a page, "More" loads the rest.
+  await page.locator("#session-list [data-session]").nth(19).waitFor();
+  assert.equal(await page.locator("#session-list [data-session]").count(), 20);
+  await page.click("#more");
+  await page.locator("#session-list [data-session]").nth(20).waitFor();
+  await page.locator("#more").waitFor({ state: "hidden" });
+  await page.fill("#search", "paged 07");
+  assert.equal(await page.locator("#session-list [data-session]").count(), 1);
+  await page.fill("#search", "");
+
   // A turn with the echo agent, streamed then complete, equal to the stored message.
   const sessionId = await newSession(page, "web e2e echo");
   await page.fill("#prompt", "hello from the console");
@@ -235,6 +245,7 @@ async function echo(browser) {
   await row.getByLabel("New title").press("Enter");
   await page.locator(`[data-session="${sessionId}"] .title`, { hasText: "renamed in the console" }).waitFor();
   await page.fill("#search", "renamed");
+  await page.locator("#session-list [data-session]").first().waitFor();
   assert.equal(await page.locator("#session-list [data-session]").count(), 1);
   await page.fill("#search", "");
   await page.goto(`${HUB}/#/agents`);
@@ -379,6 +390,12 @@ async function approval(browser) {
     await page.locator(".interaction[data-state='pending'] [data-answer='approve']").waitFor();
   }
   await shot(first.page, "approval-pending-phone");
+  // The sessions list counts the approval waiting.
+  const list = await newPage(browser, DESKTOP, errors);
+  await login(list.page);
+  await list.page.locator(`[data-session="${sessionId}"] .badge.pending`, { hasText: "1 pending" }).waitFor();
+  await shot(list.page, "sessions-pending-desktop");
+  await list.context.close();
   await shot(second.page, "approval-pending-desktop");
   await first.page.click(".interaction [data-answer='approve']");
   // The other view updates: the answered card, its buttons gone.
