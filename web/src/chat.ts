@@ -23,6 +23,7 @@ interface Bubble {
   text: string;
   thinking: string;
   final: boolean;
+  paintedAt: number;
 }
 
 const decoder = new TextDecoder();
@@ -216,16 +217,19 @@ export function chatView(context: Context, sessionId: string): () => void {
     const reasoning = h("details", { class: "reasoning", hidden: true }, h("summary", {}, "Reasoning"), reasoningText);
     const body = h("div", { class: "body" });
     const element = h("li", { class: `message ${role}`, "data-role": role, "data-message-id": id, "data-empty": true }, reasoning, body);
-    b = { element, body, reasoning, reasoningText, text: "", thinking: "", final: false };
+    b = { element, body, reasoning, reasoningText, text: "", thinking: "", final: false, paintedAt: -Infinity };
     bubbles.set(id, b);
     add(element);
     return b;
   }
 
   function paint(): void {
+    cancelAnimationFrame(frame);
     frame = 0;
     const stick = nearBottom();
+    const now = performance.now();
     for (const b of dirty) {
+      b.paintedAt = now;
       replace(b.body, markdown(b.text));
       b.reasoning.hidden = b.thinking === "";
       b.reasoningText.textContent = b.thinking;
@@ -236,21 +240,14 @@ export function chatView(context: Context, sessionId: string): () => void {
     if (stick) scroller.scrollTop = scroller.scrollHeight;
   }
 
-  // A change paints at once unless the last paint was within a frame; then at the next frame
-  // (so the first token shows without waiting for a frame, and a burst of deltas paints once per frame).
-  let painted = 0;
+  // A bubble's change paints at once unless that bubble painted within the last frame; then at
+  // the next frame (so a new message's first token shows without waiting for a frame, and a
+  // burst of deltas paints once per frame).
   function changed(b: Bubble): void {
     dirty.add(b);
     if (frame) return;
-    if (performance.now() - painted >= 16) {
-      paint();
-      painted = performance.now();
-    } else {
-      frame = requestAnimationFrame(() => {
-        paint();
-        painted = performance.now();
-      });
-    }
+    if (performance.now() - b.paintedAt >= 16) paint();
+    else frame = requestAnimationFrame(paint);
   }
 
   function onMessage(message: Message, eventId: string): void {
