@@ -8,6 +8,7 @@ console's npm packages the tests are skipped, unless AOPHUB_WEB_E2E=required (as
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -16,10 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from aop.file import protocol_pb2 as file_pb2
+
 from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
 from .support.interactions import agent_hub
+from .support.raw_node import RawNode, Received
 from .support.server import ROOT, TOKEN, RunningHub, running_hub
 from .support.wire import AppSocket
+from .support.workspace import FILE_URL
 
 WEB = ROOT / "web"
 SCRIPT = WEB / "test" / "e2e.mjs"
@@ -111,3 +116,59 @@ async def test_console_approval_in_one_context_updates_the_other(tmp_path: Path,
     results = {m["tool_call_id"]: m["content"] for m in fake.chat_requests[-1].messages if m["role"] == "tool"}
     assert results["call_choose"] == "blue"
     assert json.loads(results["call_form"]) == {"name": "Ada", "age": 36, "subscribe": True}
+
+
+async def serve_files(node: RawNode, root: Path) -> None:
+    """Answer the hub's aop.file list, read and write requests from the files under ``root``."""
+    served = 0
+    while True:
+        served += 1
+        item, request = await node_file_request(node, served)
+        case = request.WhichOneof("message")
+        result = file_pb2.Result()
+        if case == "list_request":
+            folder = root / request.list_request.path
+            result.path = request.list_request.path
+            for child in sorted(folder.iterdir()):
+                size = 0 if child.is_dir() else child.stat().st_size
+                result.entries.add(name=child.name, is_directory=child.is_dir(), size=size)
+        elif case == "read_request":
+            data = (root / request.read_request.path).read_bytes()[request.read_request.offset :]
+            result.path, result.data, result.eof = request.read_request.path, data, True
+        elif case == "write_request":
+            (root / request.write_request.path).write_bytes(request.write_request.data)
+            result.path, result.size = request.write_request.path, len(request.write_request.data)
+        await node.send(file_pb2.ProtocolMessage(result=result), reply_to=item.envelope.id)
+
+
+async def node_file_request(node: RawNode, nth: int) -> tuple[Received, file_pb2.ProtocolMessage]:
+    """The ``nth`` (1-based) aop.file message the hub sent the node; waits as long as the scenario may."""
+    count = 0
+
+    def matches(item: Received) -> bool:
+        nonlocal count
+        if item.envelope.payload.type_url != FILE_URL:
+            return False
+        count += 1
+        return count == nth
+
+    item = await node.wait_for(matches, SCENARIO_TIMEOUT)
+    return item, file_pb2.ProtocolMessage.FromString(item.envelope.payload.value)
+
+
+async def test_console_browses_downloads_and_uploads_a_sessions_files(tmp_path: Path) -> None:
+    """The Files page of a session on a node that serves aop.file: list, open a folder, download a
+    file (its bytes), upload one (it lands on the node)."""
+    root = tmp_path / "node-files"
+    (root / "src").mkdir(parents=True)
+    (root / "notes.txt").write_text("alpha\nbeta\n")
+    (root / "src" / "main.py").write_text("print('hi')\n")
+    async with running_hub(tmp_path / "hub") as hub, await RawNode.connect(hub.node_url, "files-node") as node:
+        server = asyncio.create_task(serve_files(node, root))
+        try:
+            await run_scenario(hub, "files")
+        finally:
+            server.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await server
+    assert (root / "src" / "uploaded.txt").read_text() == "from the browser\n"

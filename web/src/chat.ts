@@ -187,7 +187,13 @@ export function chatView(context: Context, sessionId: string): () => void {
     h(
       "section",
       { class: "chat" },
-      h("div", { class: "chat-head" }, h("a", { href: "#/sessions", class: "back", "aria-label": "Back to sessions" }, "←"), heading),
+      h(
+        "div",
+        { class: "chat-head" },
+        h("a", { href: "#/sessions", class: "back", "aria-label": "Back to sessions" }, "←"),
+        heading,
+        context.can.workspace ? h("a", { href: `#/files/${encodeURIComponent(sessionId)}`, id: "files-link" }, "Files") : null,
+      ),
       scroller,
       context.can.write ? composer : h("p", { class: "hint" }, "This token can read but not send."),
     ),

@@ -19,11 +19,14 @@ export interface Abilities {
   write: boolean;
   /** Manage tokens and settings (admin). */
   admin: boolean;
+  /** Browse and change a session's workspace files on its node (the `workspace` add-on, or admin). */
+  workspace: boolean;
 }
 
 export function abilities(identity: Identity): Abilities {
   const scopes = new Set(identity.scopes ?? []);
-  return { write: scopes.has("app") || scopes.has("admin"), admin: scopes.has("admin") };
+  const admin = scopes.has("admin");
+  return { write: scopes.has("app") || admin, admin, workspace: admin || scopes.has("workspace") };
 }
 
 /** The hub's JSON error message, or the HTTP status. */

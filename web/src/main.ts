@@ -5,6 +5,7 @@ import { abilities, currentIdentity, HubLink, type Identity, login, logout } fro
 import { errorText, h, replace } from "./dom.js";
 import { agentsView } from "./agents.js";
 import { chatView } from "./chat.js";
+import { filesView } from "./files.js";
 import { scanView, scansView } from "./scans.js";
 import { sessionsView } from "./sessions.js";
 import { settingsView } from "./settings.js";
@@ -135,7 +136,13 @@ async function start(identity: Identity): Promise<void> {
     const views: Record<string, View> = { agents: agentsView, scans: scansView };
     if (can.admin) views.settings = settingsView;
     const view: View =
-      section === "s" && argument ? chatView : section === "scan" && argument ? scanView : (views[section] ?? sessionsView);
+      section === "s" && argument
+        ? chatView
+        : section === "scan" && argument
+          ? scanView
+          : section === "files" && argument && can.workspace
+            ? filesView
+            : (views[section] ?? sessionsView);
     for (const a of nav.querySelectorAll("a")) {
       const current = a.getAttribute("href") === `#/${section === "scan" ? "scans" : section === "s" ? "sessions" : section}`;
       a.toggleAttribute("aria-current", current);

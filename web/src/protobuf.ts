@@ -3,3 +3,4 @@
 // and the bundle holds one copy.
 export { create } from "../../clients/ts/node_modules/@bufbuild/protobuf/dist/esm/index.js";
 export { anyPack } from "../../clients/ts/node_modules/@bufbuild/protobuf/dist/esm/wkt/index.js";
+export { anyUnpack } from "../../clients/ts/node_modules/@bufbuild/protobuf/dist/esm/wkt/index.js";

@@ -427,7 +427,40 @@ async function approval(browser) {
   assert.deepEqual(errors, [], "no console errors");
 }
 
-const scenarios = { echo, approval };
+async function files(browser) {
+  const errors = [];
+  for (const [options, suffix] of [[DESKTOP, "desktop"], [PHONE, "phone"]]) {
+    const { context, page } = await newPage(browser, { ...options, acceptDownloads: true }, errors);
+    await login(page);
+    await page.waitForSelector("#link-state[data-state='online']");
+    await page.waitForSelector("#new-agent option[value='files-node']", { state: "attached" });
+    await page.selectOption("#new-agent", "files-node");
+    await page.fill("#new-title", `files ${suffix}`);
+    await page.click("#new-session");
+    await page.waitForURL(/#\/s\//);
+    await page.click("#files-link");
+    await page.locator("#file-list [data-entry='notes.txt']").waitFor();
+    await shot(page, `files-${suffix}`);
+    if (suffix === "phone") {
+      await context.close();
+      continue;
+    }
+    const [download] = await Promise.all([page.waitForEvent("download"), page.locator("[data-entry='notes.txt'] button").click()]);
+    assert.equal(download.suggestedFilename(), "notes.txt");
+    const chunks = [];
+    for await (const chunk of await download.createReadStream()) chunks.push(chunk);
+    assert.equal(Buffer.concat(chunks).toString(), "alpha\nbeta\n");
+    await page.locator("[data-entry='src'] button").click();
+    await page.locator("#file-list [data-entry='main.py']").waitFor();
+    assert.equal(await page.locator("#files-path").textContent(), "/src");
+    await page.setInputFiles("#upload", { name: "uploaded.txt", mimeType: "text/plain", buffer: Buffer.from("from the browser\n") });
+    await page.locator("#file-list [data-entry='uploaded.txt']").waitFor();
+    await context.close();
+  }
+  assert.deepEqual(errors, [], "no console errors");
+}
+
+const scenarios = { echo, approval, files };
 const name = process.argv[2];
 assert.ok(name in scenarios, `usage: node e2e.mjs ${Object.keys(scenarios).join("|")}`);
 const browser = await chromium.launch({
