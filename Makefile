@@ -18,7 +18,8 @@ GENERATED := gen/python gen/go/aop gen/go/aophub gen/go/aiscan gen/go/cyber gen/
 BREAKING_AGAINST ?= .git\#ref=HEAD~1
 
 .PHONY: help install run test check lint-proto breaking gen check-gen golden \
-        test-python test-go test-ts check-go check-ts check-java test-java test-examples clean bench
+        test-python test-go test-ts check-go check-ts check-java test-java test-examples clean bench \
+        web check-web
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -42,6 +43,7 @@ install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tool
 	bash tools/bubblewrap.sh
 	bash tools/go.sh install
 	bash tools/ts.sh install
+	bash tools/web.sh install
 	bash tools/java.sh protoc >/dev/null
 	bash tools/java.sh grpc-plugin >/dev/null
 
@@ -104,10 +106,19 @@ test-java: $(STAMP)
 test-examples: $(STAMP) ## run every example program of examples/ against a live hub
 	bash tools/examples.sh
 
-test: check check-gen check-go check-ts check-java test-python test-go test-ts test-java test-examples ## everything CI runs
+test: check check-gen check-web check-go check-ts check-java test-python test-go test-ts test-java test-examples ## everything CI runs
+
+# The web console: web/ (TypeScript) built into src/aophub/console, committed so that
+# `make run` and the wheel need no Node; check-web fails when the commit is stale.
+web: ## build the web console (web/) into src/aophub/console and print its gzipped size
+	bash tools/web.sh build
+
+check-web: ## type-check web/ and fail if the committed console is not what it builds
+	bash tools/web.sh check
+	bash tools/web.sh fresh
 
 clean: ## remove the virtualenv, tool binaries and build output
-	rm -rf $(VENV) .tools clients/ts/node_modules gen/java/target clients/java/target examples/java/target .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .tools clients/ts/node_modules web/node_modules gen/java/target clients/java/target examples/java/target .mypy_cache .ruff_cache .pytest_cache
 
 bench: $(STAMP) ## compare the hub with bare baselines (BENCH_ARGS="B1 B2 --quick"); bench/results/latest.md
 	$(BIN)/python -m bench $(BENCH_ARGS)

@@ -52,6 +52,7 @@ def test_without_a_key_one_is_generated_printed_stored_and_reused(tmp_path: Path
         hub.wait_for_output(rf"application endpoint: ws://127\.0\.0\.1:{hub.port}/api/aop/application/ws")
         hub.wait_for_output(rf"node endpoint: +ws://127\.0\.0\.1:{hub.port}/api/aop/node/ws")
         hub.wait_for_output(rf"health: +http://127\.0\.0\.1:{hub.port}/health")
+        hub.wait_for_output(rf"web console: +http://127\.0\.0\.1:{hub.port}/ +\(log in with the access key\)")
         key_file = data_dir / "access_key"
         assert key_file.read_text().strip() == key
         assert stat.S_IMODE(key_file.stat().st_mode) == 0o600

@@ -88,6 +88,16 @@ def test_each_file_is_in_one_distribution(dist: Path) -> None:
 
 
 @pytest.mark.timeout(300)
+def test_the_hub_wheel_holds_the_built_web_console(dist: Path) -> None:
+    """The wheel (built from the sdist) serves the console with no Node: the built assets are in it, unchanged."""
+    (server,) = dist.glob("aophub-*.whl")
+    built = ROOT / "src" / "aophub" / "console"
+    with zipfile.ZipFile(server) as archive:
+        for name in ("index.html", "app.js", "style.css"):
+            assert archive.read(f"aophub/console/{name}") == (built / name).read_bytes()
+
+
+@pytest.mark.timeout(300)
 def test_the_two_wheels_import_as_one_namespace(dist: Path, tmp_path: Path) -> None:
     """From the two wheels alone, ``aop``, ``aophub.v1``, ``aophub.client`` and ``aophub.cli`` all import."""
     site = tmp_path / "site"

@@ -45,6 +45,7 @@ from aophub.settings import Settings
 from aophub.store.sqlite import SQLiteStore
 from aophub.transport.application_ws import PerConnectionBounds, serve_application
 from aophub.transport.auth import auth_routes
+from aophub.transport.console import console_routes
 from aophub.transport.node_ws import serve_node
 from aophub.v1 import (
     agent_connect,
@@ -239,6 +240,8 @@ def create_app(settings: Settings) -> Starlette:
         WebSocketRoute("/api/aop/application/ws", application_ws),
         WebSocketRoute("/api/aop/node/ws", node_ws),
         *connect_routes(services, authenticator),
+        # The web console (web/, built into aophub/console): GET / and its assets.
+        *console_routes(),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     # For the server to call when it starts closing connections (before the lifespan's shutdown).

@@ -85,6 +85,7 @@ def listening_banner(
     if command:
         lines.append(f"  try:        {command}")
     lines += [
+        f"  web console:          {base}/  (log in with the access key)",
         f"  application endpoint: ws://{host}:{port}/api/aop/application/ws",
         f"  node endpoint:        ws://{host}:{port}/api/aop/node/ws",
         f"  health:               {base}/health",

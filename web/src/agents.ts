@@ -1,0 +1,51 @@
+// The agents: online and recently seen nodes with their status, model and stats,
+// refreshed every two seconds while the page is shown.
+
+import type { Agent } from "@aophub/client/gen/aophub/v1/agent_pb.js";
+
+import { errorText, h, replace } from "./dom.js";
+import type { Context } from "./main.js";
+
+function row(agent: Agent): HTMLElement {
+  const stats = agent.stats;
+  const state = !agent.online ? "offline" : agent.busy ? "busy" : "idle";
+  return h(
+    "li",
+    { class: "agent", "data-node": agent.nodeId, "data-state": state },
+    h("div", { class: "title" }, agent.hello?.name || agent.nodeId, h("span", { class: `badge ${state}` }, state)),
+    h(
+      "dl",
+      {},
+      h("dt", {}, "node"),
+      h("dd", {}, agent.nodeId + (agent.builtIn ? " (built in)" : "")),
+      h("dt", {}, "model"),
+      h("dd", {}, agent.status?.model || "—"),
+      h("dt", {}, "sessions"),
+      h("dd", {}, `${agent.openSessions} open, ${agent.runningTurns} running`),
+      stats ? h("dt", {}, "turns") : null,
+      stats ? h("dd", {}, `${stats.turns} turns, ${stats.toolCalls} tool calls, ${stats.totalTokens} tokens`) : null,
+      agent.status?.configError ? h("dt", {}, "error") : null,
+      agent.status?.configError ? h("dd", { class: "error" }, agent.status.configError) : null,
+    ),
+  );
+}
+
+export function agentsView(context: Context): () => void {
+  document.title = "aophub: agents";
+  const list = h("ul", { class: "agents", id: "agent-list", "aria-label": "Agents" });
+  replace(context.main, h("section", { class: "page" }, h("h1", {}, "Agents"), list));
+  let stopped = false;
+  const load = () =>
+    context.link.client.management.agents
+      .listAgents({ includeOffline: true })
+      .then(({ agents }) => {
+        if (!stopped) replace(list, agents.length ? agents.map(row) : h("li", { class: "empty" }, "No agent has connected."));
+      })
+      .catch((err: unknown) => context.status(`Cannot list agents: ${errorText(err)}`, "error"));
+  void load();
+  const timer = setInterval(() => void load(), 2000);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+}
