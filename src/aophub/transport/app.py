@@ -43,6 +43,7 @@ from aophub.rpc.sessions import SessionServiceImpl
 from aophub.rpc.tokens import TokenServiceImpl
 from aophub.settings import Settings
 from aophub.store.sqlite import SQLiteStore
+from aophub.bridges.routes import bridge_routes
 from aophub.transport.application_ws import PerConnectionBounds, serve_application
 from aophub.transport.auth import auth_routes
 from aophub.transport.node_ws import serve_node
@@ -239,6 +240,8 @@ def create_app(settings: Settings) -> Starlette:
         WebSocketRoute("/api/aop/application/ws", application_ws),
         WebSocketRoute("/api/aop/node/ws", node_ws),
         *connect_routes(services, authenticator),
+        # Dialect bridges (bridges.md 1.1): only those enabled; every other /bridge/ path is 404.
+        *bridge_routes(settings, hub, authenticator, namespaces),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     # For the server to call when it starts closing connections (before the lifespan's shutdown).

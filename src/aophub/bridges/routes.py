@@ -1,0 +1,73 @@
+"""The routes of the enabled bridges (bridges.md 1.1): prefix mounts, and 404 for every bridge not enabled."""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket
+
+from aophub.access.authenticator import Authenticator
+from aophub.bridges.acr.adapter import serve_agent_cli
+from aophub.bridges.acr.session import NAME as AGENT_CLI
+from aophub.bridges.acr.session import WaitingTurns
+from aophub.bridges.frame import QueryTokenRedaction
+from aophub.hub.application import NamespaceHandler
+from aophub.hub.hub import Hub
+from aophub.protocol.mux import NamespaceRouter
+from aophub.settings import Settings
+from aophub.transport.auth import auth_routes
+
+__all__ = ["bridge_routes"]
+
+log = logging.getLogger(__name__)
+
+PREFIX = "/bridge"
+
+
+def _not_enabled(path: str) -> JSONResponse:
+    message = f"{path} is not served: its bridge is not enabled (aophub serve --bridge NAME)"
+    return JSONResponse({"error": {"code": "not_found", "message": message}}, status_code=404)
+
+
+async def _disabled_http(request: Request) -> JSONResponse:
+    return _not_enabled(request.url.path)
+
+
+async def _disabled_ws(websocket: WebSocket) -> None:
+    """A bridge that is not enabled answers the upgrade 404, as any unknown path would be."""
+    if "websocket.http.response" in (websocket.scope.get("extensions") or {}):
+        await websocket.send_denial_response(_not_enabled(websocket.url.path))
+    else:
+        await websocket.close(code=1008, reason="not found")
+
+
+def bridge_routes(
+    settings: Settings, hub: Hub, authenticator: Authenticator, namespaces: NamespaceRouter[NamespaceHandler]
+) -> list[BaseRoute]:
+    """The prefix mounts of ``settings.bridges``, then a 404 for the rest of ``/bridge/``."""
+    routes: list[BaseRoute] = []
+    if settings.bridges:
+        redaction = QueryTokenRedaction()
+        for name in ("uvicorn.access", "uvicorn.error", "aophub"):
+            logger = logging.getLogger(name)
+            if not any(isinstance(existing, QueryTokenRedaction) for existing in logger.filters):
+                logger.addFilter(redaction)
+    if AGENT_CLI in settings.bridges:
+        waiting = WaitingTurns()
+
+        async def agent_cli(websocket: WebSocket) -> None:
+            await serve_agent_cli(websocket, hub, authenticator, namespaces, waiting, node_id=settings.bridge_node)
+
+        routes.append(WebSocketRoute(f"{PREFIX}/{AGENT_CLI}/ws", agent_cli))
+    for name in settings.bridges:
+        for route in auth_routes(authenticator, secure_cookies=settings.secure_cookies):
+            if isinstance(route, Route) and route.path == "/api/auth/login":
+                routes.append(Route(f"{PREFIX}/{name}{route.path}", route.endpoint, methods=["POST"]))
+    routes += [
+        WebSocketRoute(PREFIX + "/{rest:path}", _disabled_ws),
+        Route(PREFIX + "/{rest:path}", _disabled_http, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+    ]
+    return routes
