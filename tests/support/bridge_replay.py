@@ -233,7 +233,7 @@ class Replay:
         assert joined == spec["joined"], f"step {index}: chunks joined {joined!r}, expected {spec['joined']!r}"
 
     def _check_model(self, index: int, check: dict[str, Any]) -> None:
-        requests = self.fake.chat_requests()
+        requests = self.fake.chat_requests
         if "model_calls" in check:
             assert len(requests) == check["model_calls"], f"step {index}: {len(requests)} model calls"
         if "model_request" in check:
