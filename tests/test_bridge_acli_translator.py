@@ -36,7 +36,10 @@ from aophub.v1 import extensions_pb2, interaction_pb2
         ({"request_id": "a", "input": "Regenerate"}, Regenerate()),
         ({"request_id": "a", "input": "ClearContext"}, ClearContext()),
         (
-            {"request_id": "a", "input": {"ToolConfirmationResponse": {"name": "x", "arguments": {}, "approved": True}}},
+            {
+                "request_id": "a",
+                "input": {"ToolConfirmationResponse": {"name": "x", "arguments": {}, "approved": True}},
+            },
             ToolConfirmation("x", {}, True, ""),
         ),
         ({"request_id": "a", "input": {"TurnConfirmationResponse": {"confirmed": False}}}, TurnConfirmation(False, "")),
@@ -104,7 +107,8 @@ def test_derived_ids_depend_on_the_principal() -> None:
     assert first == derive("acli", "run", "admin", "s", "test_001", 1)
     assert first != derive("acli", "run", "tok1", "s", "test_001", 1)
     assert first != derive("acli", "run", "admin", "s", "test_001", 2)
-    assert first.startswith("br1-acli-run-") and len(first) == len("br1-acli-run-") + 26
+    assert first.startswith("br1-acli-run-")
+    assert len(first) == len("br1-acli-run-") + 26
 
 
 @pytest.mark.parametrize(
@@ -143,7 +147,9 @@ def _message(turn: str, message_id: str, text: str) -> event_pb2.Event:
 
 
 def _ended(turn: str, reason: str, usage: tuple[int, int] = (0, 0)) -> event_pb2.Event:
-    ended = event_pb2.TurnEnded(stop_reason=reason, usage=event_pb2.TokenUsage(input_tokens=usage[0], output_tokens=usage[1]))
+    ended = event_pb2.TurnEnded(
+        stop_reason=reason, usage=event_pb2.TokenUsage(input_tokens=usage[0], output_tokens=usage[1])
+    )
     return _event(turn, turn_ended=ended)
 
 
@@ -162,7 +168,12 @@ def test_streamed_text_sends_chunks_then_the_unsent_rest_then_complete() -> None
         {"Stream": "Hello "},
         {"Stream": "world"},
         {"Stream": "\n\nAgain"},
-        {"Complete": {"token_usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}, "interrupted": False}},
+        {
+            "Complete": {
+                "token_usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+                "interrupted": False,
+            }
+        },
     ]
     assert follow.done
 
@@ -211,7 +222,9 @@ def test_a_resumed_follow_replays_whole_messages_and_waits_for_a_live_boundary()
 
 def test_interrupted_turn_ends_with_complete_interrupted() -> None:
     follow = RequestFollow("r", True, ("t",))
-    assert _responses(follow.live(_ended("t", "canceled"))) == [{"Complete": {"token_usage": None, "interrupted": True}}]
+    assert _responses(follow.live(_ended("t", "canceled"))) == [
+        {"Complete": {"token_usage": None, "interrupted": True}}
+    ]
 
 
 def test_max_turns_waits_for_confirmation_and_a_continuation_sums_the_chain() -> None:
@@ -219,11 +232,15 @@ def test_max_turns_waits_for_confirmation_and_a_continuation_sums_the_chain() ->
     follow.live(_message("t1", "m1", ""))
     frames = follow.live(_ended("t1", "max_turns", (20, 8)))
     assert frames[0]["response"]["TurnConfirmationRequest"]["current_turns"] == 1
-    assert follow.waiting == "t1" and not follow.done
+    assert follow.waiting == "t1"
+    assert not follow.done
     follow.add_turn("t2")
     frames = follow.live(_message("t2", "m2", "Done")) + follow.live(_ended("t2", "completed", (30, 2)))
     assert _responses(frames)[-1] == {
-        "Complete": {"token_usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}, "interrupted": False}
+        "Complete": {
+            "token_usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
+            "interrupted": False,
+        }
     }
 
 
@@ -241,8 +258,11 @@ def test_tool_frames_are_sent_only_when_streaming() -> None:
     result = content_pb2.ToolResult(call_id="c", name="read_file", is_error=True)
     result.output.add().text.text = "denied"
     quiet = RequestFollow("r", False, ("t",))
-    assert quiet.live(_event("t", tool_call=call)) == [] and quiet.live(_event("t", tool_result=result)) == []
+    assert quiet.live(_event("t", tool_call=call)) == []
+    assert quiet.live(_event("t", tool_result=result)) == []
     loud = RequestFollow("r", True, ("t",))
-    assert _responses(loud.live(_event("t", tool_call=call))) == [{"ToolCall": {"name": "read_file", "arguments": {"path": "n"}}}]
+    assert _responses(loud.live(_event("t", tool_call=call))) == [
+        {"ToolCall": {"name": "read_file", "arguments": {"path": "n"}}}
+    ]
     error = json.loads(loud.live(_event("t", tool_result=result))[0]["error"])
     assert error["details"] == {"tool": "read_file", "error": "denied", "arguments": {"path": "n"}}

@@ -28,7 +28,7 @@ async def _status(url: str, headers: dict[str, str] | None = None) -> tuple[int,
     try:
         socket = await connect(url, additional_headers=headers or {})
     except InvalidStatus as error:
-        return error.response.status_code, error.response.body or b""
+        return error.response.status_code, bytes(error.response.body or b"")
     await socket.close()
     return 101, b""
 
@@ -56,7 +56,10 @@ async def test_bridge_auth_refuses_before_the_upgrade(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("agent-cli", BridgeListener("agent-cli")), ("agent-cli=127.0.0.1:8080", BridgeListener("agent-cli", "127.0.0.1", 8080))],
+    [
+        ("agent-cli", BridgeListener("agent-cli")),
+        ("agent-cli=127.0.0.1:8080", BridgeListener("agent-cli", "127.0.0.1", 8080)),
+    ],
 )
 def test_bridge_option(text: str, expected: BridgeListener) -> None:
     assert parse_bridge_option(text) == expected

@@ -16,14 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from google.protobuf.json_format import MessageToDict
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
 from aophub.access.scopes import ACCESS_KEY_PRINCIPAL
 from aophub.config import ConfigStore
-from aophub.rpc.interceptors import calling_as
 from aophub.rpc.interactions import InteractionServiceImpl
+from aophub.rpc.interceptors import calling_as
 from aophub.rpc.sessions import SessionServiceImpl
 from aophub.v1 import interaction_pb2, session_pb2
 
@@ -66,27 +67,7 @@ _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|\+00:00)$")
 def match(template: Any, value: Any, saved: dict[str, Any], where: str = "$") -> None:
     """Raise :class:`Mismatch` unless ``value`` matches ``template``; ``$save:NAME`` stores into ``saved``."""
     if isinstance(template, str):
-        if template == "$any":
-            return
-        if template == "$str":
-            _check(isinstance(value, str), where, template, value)
-            return
-        if template == "$chunk":
-            _check(isinstance(value, str) and value != "", where, template, value)
-            return
-        if template == "$int":
-            _check(isinstance(value, int) and not isinstance(value, bool), where, template, value)
-            return
-        if template == "$bool":
-            _check(isinstance(value, bool), where, template, value)
-            return
-        if template == "$iso":
-            _check(isinstance(value, str) and bool(_ISO.match(value)), where, template, value)
-            return
-        if template.startswith("$save:"):
-            saved[template[6:]] = value
-            return
-        _check(value == substitute(template, saved), where, template, value)
+        _match_text(template, value, saved, where)
         return
     if isinstance(template, dict):
         if set(template) == {"$json"}:
@@ -119,6 +100,26 @@ def match(template: Any, value: Any, saved: dict[str, Any], where: str = "$") ->
             match(item_template, item, saved, f"{where}[{index}]")
         return
     _check(value == template and type(value) is type(template), where, template, value)
+
+
+_KINDS = {
+    "$str": lambda value: isinstance(value, str),
+    "$chunk": lambda value: isinstance(value, str) and value != "",
+    "$int": lambda value: isinstance(value, int) and not isinstance(value, bool),
+    "$bool": lambda value: isinstance(value, bool),
+    "$iso": lambda value: isinstance(value, str) and bool(_ISO.match(value)),
+}
+
+
+def _match_text(template: str, value: Any, saved: dict[str, Any], where: str) -> None:
+    if template == "$any":
+        return
+    if template in _KINDS:
+        _check(_KINDS[template](value), where, template, value)
+    elif template.startswith("$save:"):
+        saved[template[6:]] = value
+    else:
+        _check(value == substitute(template, saved), where, template, value)
 
 
 def _check(ok: bool, where: str, template: Any, value: Any) -> None:
@@ -179,22 +180,33 @@ class Replay:
         return self.sockets[step.get("on", self.last)]
 
     async def run(self, index: int, step: dict[str, Any]) -> None:
+        if "ws" in step or "ws_refused" in step:
+            await self._connect(index, step)
+        elif "check" in step:
+            self._check_model(index, step["check"])
+        elif "hub" in step:
+            await self._hub(index, step["hub"])
+        else:
+            await self._frames(index, step)
+
+    async def _connect(self, index: int, step: dict[str, Any]) -> None:
         url = f"ws://127.0.0.1:{self.hub.port}"
         if "ws" in step:
             name = step.get("as", "c")
             headers = {key: _key(value) for key, value in step.get("headers", {}).items()}
-            self.sockets[name] = await connect(url + _key(substitute(step["ws"], self.saved)), additional_headers=headers)
+            self.sockets[name] = await connect(
+                url + _key(substitute(step["ws"], self.saved)), additional_headers=headers
+            )
             self.last = name
         elif "ws_refused" in step:
             headers = {key: _key(value) for key, value in step.get("headers", {}).items()}
-            try:
-                refused = await connect(url + _key(step["ws_refused"]), additional_headers=headers)
-            except InvalidStatus as error:
-                assert error.response.status_code == step["status"], (index, error.response.status_code)
-            else:
-                await refused.close()
-                raise Mismatch(f"step {index}: the upgrade was accepted, expected HTTP {step['status']}")
-        elif "send" in step:
+            with pytest.raises(InvalidStatus) as refused:
+                await connect(url + _key(step["ws_refused"]), additional_headers=headers)
+            status = refused.value.response.status_code
+            assert status == step["status"], f"step {index}: HTTP {status}, expected {step['status']}"
+
+    async def _frames(self, index: int, step: dict[str, Any]) -> None:
+        if "send" in step:
             await self.socket(step).send(json.dumps(substitute(step["send"], self.saved)))
         elif "send_raw" in step:
             await self.socket(step).send(step["send_raw"])
@@ -211,10 +223,6 @@ class Replay:
             await self.sockets.pop(step["close"]).close()
         elif "wait_s" in step:
             await asyncio.sleep(float(step["wait_s"]))  # only where timing is the subject (1.12)
-        elif "check" in step:
-            self._check_model(index, step["check"])
-        elif "hub" in step:
-            await self._hub(index, step["hub"])
         else:
             raise AssertionError(f"step {index}: unknown step {step}")
 

@@ -60,7 +60,9 @@ class HubClient:
         self.interactions = InteractionServiceImpl(hub)
         self._replies: dict[str, asyncio.Future[envelope_pb2.Envelope]] = {}
         self._watches: dict[str, asyncio.Queue[tuple[str, event_pb2.Event] | WatchEnded]] = {}
-        self.connection = ApplicationConnection(hub, self._receive, namespaces=namespaces, principal=principal, peer=peer)
+        self.connection = ApplicationConnection(
+            hub, self._receive, namespaces=namespaces, principal=principal, peer=peer
+        )
 
     def __repr__(self) -> str:
         return f"<HubClient {self.principal.name} waiting={len(self._replies)} watches={len(self._watches)}>"
@@ -107,7 +109,7 @@ class HubClient:
     ) -> interaction_pb2.AnswerInteractionResponse:
         """Answer an interaction on the application channel (``InteractionProtocolMessage.answer_request``)."""
         reply = await self._exchange(envelope_id, interaction_pb2.InteractionProtocolMessage(answer_request=request))
-        if reply.payload.Is(protocol_pb2.ProtocolMessage.DESCRIPTOR):
+        if reply.payload.type_url.endswith("/aop.ProtocolMessage"):
             message = protocol_pb2.ProtocolMessage()
             reply.payload.Unpack(message)
             raise wire_error(message.protocol_error)
@@ -116,7 +118,9 @@ class HubClient:
         return answered.answer_response
 
     @contextlib.asynccontextmanager
-    async def watch(self, session_id: str, after_cursor: str) -> AsyncIterator[asyncio.Queue[tuple[str, event_pb2.Event] | WatchEnded]]:
+    async def watch(
+        self, session_id: str, after_cursor: str
+    ) -> AsyncIterator[asyncio.Queue[tuple[str, event_pb2.Event] | WatchEnded]]:
         """Watch a session's events after ``after_cursor``; the watch is canceled when the block exits."""
         watch_id = f"watch-{uuid.uuid4()}"
         queue: asyncio.Queue[tuple[str, event_pb2.Event] | WatchEnded] = asyncio.Queue()

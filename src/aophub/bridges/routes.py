@@ -62,10 +62,16 @@ def bridge_routes(
             await serve_agent_cli(websocket, hub, authenticator, namespaces, waiting, node_id=settings.bridge_node)
 
         routes.append(WebSocketRoute(f"{PREFIX}/{AGENT_CLI}/ws", agent_cli))
-    for name in settings.bridges:
-        for route in auth_routes(authenticator, secure_cookies=settings.secure_cookies):
-            if isinstance(route, Route) and route.path == "/api/auth/login":
-                routes.append(Route(f"{PREFIX}/{name}{route.path}", route.endpoint, methods=["POST"]))
+    logins = [
+        route
+        for route in auth_routes(authenticator, secure_cookies=settings.secure_cookies)
+        if isinstance(route, Route) and route.path == "/api/auth/login"
+    ]
+    routes.extend(
+        Route(f"{PREFIX}/{name}{route.path}", route.endpoint, methods=["POST"])
+        for name in settings.bridges
+        for route in logins
+    )
     routes += [
         WebSocketRoute(PREFIX + "/{rest:path}", _disabled_ws),
         Route(PREFIX + "/{rest:path}", _disabled_http, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),

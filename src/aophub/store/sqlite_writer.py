@@ -15,11 +15,11 @@ from typing import assert_never
 from aophub.store.base import (
     AppendArtifact,
     AppendEvent,
+    DeleteSession,
+    DeleteToken,
     PruneBridgeRequests,
     PutBridgeBinding,
     PutBridgeRequest,
-    DeleteSession,
-    DeleteToken,
     PutInteraction,
     PutJournal,
     PutScan,
@@ -234,10 +234,8 @@ class SQLiteWriter:
                     (event_id, session_id, data),
                 )
                 return inserted.lastrowid if inserted.rowcount == 1 else None
-            case PutToken() | DeleteToken():
-                return self._token(db, op)
-            case PutBridgeBinding() | PutBridgeRequest() | PruneBridgeRequests():
-                return _bridge(db, op)
+            case PutToken() | DeleteToken() | PutBridgeBinding() | PutBridgeRequest() | PruneBridgeRequests():
+                return self._token(db, op) if isinstance(op, PutToken | DeleteToken) else _bridge(db, op)
             case ReserveSeq(session_id=session_id, upto=upto):
                 db.execute("UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?", (upto, session_id))
                 return None
@@ -308,8 +306,17 @@ def _bridge(db: sqlite3.Connection, op: PutBridgeBinding | PutBridgeRequest | Pr
         return db.execute(
             "INSERT INTO bridge_requests (key, kind, attempt, continue_attempt, session_id, request_id, turns,"
             " start_cursor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            (r.key, r.kind, r.attempt, r.continue_attempt, r.session_id, r.request_id, turns, r.start_cursor,
-             r.created_at),
+            (
+                r.key,
+                r.kind,
+                r.attempt,
+                r.continue_attempt,
+                r.session_id,
+                r.request_id,
+                turns,
+                r.start_cursor,
+                r.created_at,
+            ),
         ).rowcount
     attempt, continue_attempt, chain = op.expect
     return db.execute(

@@ -21,6 +21,7 @@ from aophub.access.live import close_expired
 from aophub.access.throttle import AuthThrottle
 from aophub.agent.audit import AuditLog
 from aophub.agent.builtin import AUDIT_LOG, builtin_agent, builtin_commands
+from aophub.bridges.routes import bridge_routes
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
@@ -43,7 +44,6 @@ from aophub.rpc.sessions import SessionServiceImpl
 from aophub.rpc.tokens import TokenServiceImpl
 from aophub.settings import Settings
 from aophub.store.sqlite import SQLiteStore
-from aophub.bridges.routes import bridge_routes
 from aophub.transport.application_ws import PerConnectionBounds, serve_application
 from aophub.transport.auth import auth_routes
 from aophub.transport.node_ws import serve_node

@@ -182,7 +182,10 @@ class AcrConnection:
             response = reply.open_session_response
             if response.WhichOneof("outcome") == "rejected":
                 if response.rejected.retryable:
-                    await self._put_binding(BridgeBinding(NAME, self.principal, self.scope, "", self.node_id, generation + 1, time.time()), expect if binding is None or binding.session_id else binding.generation)
+                    await self._put_binding(
+                        BridgeBinding(NAME, self.principal, self.scope, "", self.node_id, generation + 1, time.time()),
+                        expect if binding is None or binding.session_id else binding.generation,
+                    )
                 raise wire_error(response.rejected)
             record = BridgeBinding(
                 NAME, self.principal, self.scope, response.accepted.id, self.node_id, generation, time.time()
@@ -246,11 +249,17 @@ class AcrConnection:
                 return True
             rejection = response.rejected
             if rejection.code == Code.ALREADY_EXISTS:
-                await self._send(error_frame(rid, f"processing_error: request_id {rid} was already used for a different request"))
+                await self._send(
+                    error_frame(rid, f"processing_error: request_id {rid} was already used for a different request")
+                )
                 return False
             if rejection.retryable:
-                bumped = replace(entry, attempt=entry.attempt + 1, turns=(self._derive("run", session_id, rid, entry.attempt + 1),))
-                await self.store.submit([PutBridgeRequest(bumped, (entry.attempt, entry.continue_attempt, entry.turns))])
+                bumped = replace(
+                    entry, attempt=entry.attempt + 1, turns=(self._derive("run", session_id, rid, entry.attempt + 1),)
+                )
+                await self.store.submit(
+                    [PutBridgeRequest(bumped, (entry.attempt, entry.continue_attempt, entry.turns))]
+                )
             await self._emit(follow.failed(rejection_error(rejection.code, rejection.message)))
             return False
 
@@ -270,13 +279,24 @@ class AcrConnection:
                 if not listed.next_cursor:
                     break
                 cursor = listed.next_cursor
-            await self._follow(session_id, cursor, follow, request, entry, wakes, None)
+            await self._follow(
+                session_id, cursor=cursor, follow=follow, request=request, entry=entry, wakes=wakes, start=None
+            )
         else:
-            await self._follow(session_id, entry.start_cursor, follow, request, entry, wakes, start_turn)
+            await self._follow(
+                session_id,
+                cursor=entry.start_cursor,
+                follow=follow,
+                request=request,
+                entry=entry,
+                wakes=wakes,
+                start=start_turn,
+            )
 
     async def _follow(
         self,
         session_id: str,
+        *,
         cursor: str,
         follow: RequestFollow,
         request: Request,
@@ -340,7 +360,7 @@ class AcrConnection:
         reply = await self.client.request(
             self._derive("cancel", session_id, running.turn_id), cancel_turn_request=request
         )
-        return reply.cancel_turn_response.WhichOneof("outcome") == "accepted"
+        return bool(reply.cancel_turn_response.WhichOneof("outcome") == "accepted")
 
     async def _logged(self, kind: str, session_id: str, rid: str) -> BridgeRequest:
         key = self._derive("req", session_id, rid)
@@ -389,11 +409,11 @@ class AcrConnection:
                 update.title = title
             else:
                 update.archived = True
-            reply = await self.client.call(
+            updated = await self.client.call(
                 "aophub.v1.SessionService/UpdateSession", lambda: self.client.sessions.update_session(update, None)
             )
-            if reply.WhichOneof("outcome") == "rejected":
-                raise wire_error(reply.rejected)
+            if updated.WhichOneof("outcome") == "rejected":
+                raise wire_error(updated.rejected)
         elif command == "close":
             session_id = await self.session()
             entry = await self._logged("cmd", session_id, rid)
@@ -427,9 +447,13 @@ class AcrConnection:
         chain = set(named.turns) if named is not None else set()
         pending.sort(key=lambda found: found.turn_id not in chain)  # stable: oldest first within each group
         if not pending:
-            await self._send(error_frame(rid, f"processing_error: no pending tool confirmation for {confirmation.name}"))
+            await self._send(
+                error_frame(rid, f"processing_error: no pending tool confirmation for {confirmation.name}")
+            )
             return
-        chosen = next((found for found in pending if _same_json(found.call.arguments.data, confirmation.arguments)), pending[0])
+        chosen = next(
+            (found for found in pending if _same_json(found.call.arguments.data, confirmation.arguments)), pending[0]
+        )
         answer_id = self._derive("answer", chosen.id)
         answer = interaction_pb2.AnswerInteractionRequest(request_id=answer_id, interaction_id=chosen.id)
         answer.answer.approval.approved = confirmation.approved
@@ -462,7 +486,9 @@ class AcrConnection:
             rejection = response.rejected
             if rejection.retryable:
                 bumped = replace(entry, continue_attempt=entry.continue_attempt + 1)
-                await self.store.submit([PutBridgeRequest(bumped, (entry.attempt, entry.continue_attempt, entry.turns))])
+                await self.store.submit(
+                    [PutBridgeRequest(bumped, (entry.attempt, entry.continue_attempt, entry.turns))]
+                )
             waiting.wake(waiting.follow.failed(rejection_error(rejection.code, rejection.message)))
 
 
@@ -471,4 +497,3 @@ def _same_json(encoded: bytes, value: Any) -> bool:
         return bool(json.loads(encoded.decode() or "{}") == value)
     except ValueError:
         return False
-

@@ -46,6 +46,7 @@ __all__ = [
     "turn_options",
 ]
 
+_INTERACTION_URL = "type.googleapis.com/aophub.v1.Interaction"
 DIALECT = "acli"  # the dialect's name in derived ids (1.5)
 Frame = dict[str, Any]
 
@@ -160,7 +161,12 @@ Input = (
     | TurnConfirmation
     | Unsupported
 )
-_BARE = {"GetCommands": GetCommands, "Interrupt": Interrupt, "Regenerate": Regenerate, "ClearContext": ClearContext}
+_BARE: dict[str, type[GetCommands | Interrupt | Regenerate | ClearContext]] = {
+    "GetCommands": GetCommands,
+    "Interrupt": Interrupt,
+    "Regenerate": Regenerate,
+    "ClearContext": ClearContext,
+}
 _CONTENT = ("Text", "Image", "File", "Multi")
 
 
@@ -229,8 +235,8 @@ def _input(request_id: str, value: Any) -> Input:
     if name in _BARE:
         if payload is not None:
             raise ParseFailure(request_id, f"`{name}` takes no data")
-        result: Input = _BARE[name]()
-        return result
+        bare: Input = _BARE[name]()
+        return bare
     if name in _CONTENT:
         parts = _content(request_id, name, payload)
         if isinstance(parts, Unsupported):
@@ -512,7 +518,7 @@ class RequestFollow:
         return frames
 
     def failed(self, error: str) -> list[Frame]:
-        """The request failed outside the events (a rejection): the error frame, then ``Complete`` when streamed (A9)."""
+        """The request failed outside the events (a rejection): the error, then ``Complete`` when streamed (A9)."""
         if self.done:
             return []
         self.done = True
@@ -555,7 +561,6 @@ class RequestFollow:
             return self.failed("connection_error: the session ended")
         if event.turn_id not in self.turns:
             return []
-        rid = self.request_id
         if case == "message_delta":
             return self._delta(event.message_delta)
         if case == "message":
@@ -569,6 +574,16 @@ class RequestFollow:
         if case == "usage":
             self._usage.setdefault(event.turn_id, _TurnUsage()).events.append(_usage(event.usage))
             return []
+        if case in ("tool_call", "tool_result", "extension"):
+            return self._tool_event(event, live=live)
+        if case == "turn_ended":
+            return self._turn_ended(event.turn_id, event.turn_ended)
+        return []
+
+    def _tool_event(self, event: event_pb2.Event, *, live: bool) -> list[Frame]:
+        """``tool_call``, ``tool_result`` and interaction events (2.2.4)."""
+        rid = self.request_id
+        case = event.WhichOneof("payload")
         if case == "tool_call":
             call = event.tool_call
             self._calls[call.id] = _arguments(call.arguments.data)
@@ -596,8 +611,6 @@ class RequestFollow:
                 "description": self.describe(call.name),
             }
             return [frame(rid, {"ToolConfirmationRequest": request})]
-        if case == "turn_ended":
-            return self._turn_ended(event.turn_id, event.turn_ended)
         return []
 
     def _delta(self, delta: event_pb2.MessageDelta) -> list[Frame]:
@@ -680,7 +693,7 @@ class RequestFollow:
 
 
 def _interaction(event: event_pb2.Event) -> interaction_pb2.Interaction | None:
-    if event.WhichOneof("payload") != "extension" or not event.extension.Is(interaction_pb2.Interaction.DESCRIPTOR):
+    if event.WhichOneof("payload") != "extension" or event.extension.type_url != _INTERACTION_URL:
         return None
     interaction = interaction_pb2.Interaction()
     event.extension.Unpack(interaction)
