@@ -95,6 +95,8 @@ def test_content_and_options_map_to_the_run_request() -> None:
     options = extensions_pb2.TurnOptions()
     run.extensions[0].Unpack(options)
     assert (options.max_tokens, options.ask_before_tools, options.system_prompt) == (5, True, "be brief")
+    # 8.4: use_tools and max_context_num have their TurnOptions fields.
+    assert (options.tools_enabled, options.max_history_messages) == (False, 3)
     # 1.5: the request is a pure function of the frame, so a retry fingerprints the same.
     assert run.SerializeToString(deterministic=True) == run_turn_request("s", "t", request).SerializeToString(
         deterministic=True

@@ -11,6 +11,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from aophub.bridges.frame import BridgeListener, parse_bridge_option, redact_query_token
+from aophub.bridges.routes import RootMounts
+from aophub.settings import Settings
 from aophub.store.base import (
     BridgeBinding,
     BridgeRequest,
@@ -103,3 +105,45 @@ async def test_bindings_and_the_request_log_compare_and_set_and_go_with_their_se
         assert await store.submit([PruneBridgeRequests(time.time() + 1)]) == [1]
     finally:
         await store.close()
+
+
+@pytest.mark.timeout(30)
+async def test_the_agent_cli_root_mount_takes_websocket_upgrades_on_slash(tmp_path: Path) -> None:
+    """``--bridge agent-cli=<the hub's address>``: an upgrade on ``/`` reaches the bridge (1.1)."""
+    async with running_hub(tmp_path, bridges=("agent-cli",), bridge_roots=(("agent-cli", "127.0.0.1", 0),)) as hub:
+        async with connect(f"ws://127.0.0.1:{hub.port}/?token={TOKEN}") as socket:
+            await socket.send(json.dumps({"request_id": "c", "input": "GetCommands"}))
+            reply = json.loads(await socket.recv())
+        assert reply["request_id"] == "c"
+        assert json.loads(reply["response"]["Text"])["count"] > 0
+
+
+@pytest.mark.timeout(30)
+async def test_without_a_root_mount_slash_is_not_the_bridge(tmp_path: Path) -> None:
+    async with running_hub(tmp_path, bridges=("agent-cli",)) as hub:
+        assert (await _status(f"ws://127.0.0.1:{hub.port}/?token={TOKEN}"))[0] != 101
+
+
+@pytest.mark.parametrize(
+    ("kind", "port", "path", "routed"),
+    [
+        ("websocket", 9000, "/", "/bridge/agent-cli/ws"),  # a root listener of its own: every path is the bridge's
+        ("http", 9000, "/other", "/bridge/agent-cli/other"),
+        ("websocket", 8080, "/", "/"),  # the hub's own port is unchanged
+        ("http", 8080, "/health", "/health"),
+    ],
+)
+async def test_root_mounts_route_by_the_port_a_connection_arrived_on(
+    kind: str, port: int, path: str, routed: str
+) -> None:
+    seen: list[str] = []
+
+    async def app(scope: dict[str, object], receive: object, send: object) -> None:
+        seen.append(str(scope["path"]))
+
+    settings = Settings(
+        access_key="k", port=8080, bridges=("agent-cli",), bridge_roots=(("agent-cli", "127.0.0.1", 9000),)
+    )
+    mounts = RootMounts(app, settings)  # type: ignore[arg-type]
+    await mounts({"type": kind, "path": path, "server": ("127.0.0.1", port)}, None, None)  # type: ignore[arg-type]
+    assert seen == [routed]

@@ -370,11 +370,13 @@ def add_bridge_options(serve: argparse.ArgumentParser) -> None:
         "--bridge",
         action="append",
         default=[],
-        metavar="NAME",
+        metavar="NAME[=HOST:PORT]",
         help="serve a dialect bridge under /bridge/NAME/ on the hub's port so that clients of another"
         " remote-agent system talk to aophub unchanged (repeat for more; available: agent-cli)."
-        " Default: no bridge. Bridged clients authenticate like any other (Bearer, cookie, or"
-        " ?token= on the URL, redacted from the log)",
+        " With =HOST:PORT the dialect's own paths are also served at the root of that listener (for"
+        " agent-cli: WebSocket upgrades on /; the hub's own address is allowed, plain GET / is"
+        " unchanged). Default: no bridge. Bridged clients authenticate like any other (Bearer,"
+        " cookie, or ?token= on the URL, redacted from the log)",
     )
     serve.add_argument(
         "--bridge-node",
@@ -387,11 +389,9 @@ def add_bridge_options(serve: argparse.ArgumentParser) -> None:
 def bridge_settings(settings: Settings, args: argparse.Namespace) -> Settings:
     """``--bridge`` and ``--bridge-node`` into ``settings``; ValueError names a bad value."""
     listeners = [parse_bridge_option(text) for text in args.bridge]
-    for listener in listeners:
-        if listener.port:
-            raise ValueError(f"--bridge {listener.name}: a root mount on its own listener is not supported yet")
     names = tuple(dict.fromkeys(listener.name for listener in listeners))
-    return dataclasses.replace(settings, bridges=names, bridge_node=args.bridge_node)
+    roots = tuple((item.name, item.host, item.port) for item in listeners if item.port)
+    return dataclasses.replace(settings, bridges=names, bridge_node=args.bridge_node, bridge_roots=roots)
 
 
 def add_network_options(serve: argparse.ArgumentParser) -> None:

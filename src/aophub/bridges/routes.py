@@ -7,6 +7,7 @@ import logging
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from aophub.access.authenticator import Authenticator
@@ -20,7 +21,7 @@ from aophub.protocol.mux import NamespaceRouter
 from aophub.settings import Settings
 from aophub.transport.auth import auth_routes
 
-__all__ = ["bridge_routes"]
+__all__ = ["RootMounts", "bridge_routes"]
 
 log = logging.getLogger(__name__)
 
@@ -77,3 +78,37 @@ def bridge_routes(
         Route(PREFIX + "/{rest:path}", _disabled_http, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
     ]
     return routes
+
+
+# A dialect's root path -> its prefix-mounted route (bridges.md 1.1, 2.2.1).
+_ROOT_PATHS = {AGENT_CLI: {"/": "/ws"}}
+
+
+class RootMounts:
+    """Serve the dialects' own paths at the root (bridges.md 1.1) by rewriting them to their prefix mounts.
+
+    On a listener of a root mount (told apart by the port the connection arrived on) every path
+    goes to that bridge. On the hub's own port only the Agent CLI's WebSocket upgrade on ``/``
+    does, when its root mount names the hub's address: a plain ``GET /`` is unchanged.
+    """
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.main: str | None = None
+        self.ports: dict[int, str] = {}
+        for name, host, port in settings.bridge_roots:
+            if (host, port) == (settings.host, settings.port):
+                self.main = name
+            else:
+                self.ports[port] = name
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            server = scope.get("server") or (None, None)
+            name = self.ports.get(server[1]) if server[1] is not None else None
+            path = scope["path"]
+            if name is not None:
+                scope = dict(scope, path=f"{PREFIX}/{name}{_ROOT_PATHS.get(name, {}).get(path, path)}")
+            elif self.main is not None and scope["type"] == "websocket" and path == "/":
+                scope = dict(scope, path=f"{PREFIX}/{self.main}{_ROOT_PATHS[self.main]['/']}")
+        await self.app(scope, receive, send)

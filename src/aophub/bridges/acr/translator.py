@@ -89,11 +89,16 @@ class ParseFailure(Exception):
 
 @dataclass(frozen=True)
 class RequestConfig:
-    """``RequestConfig``, for one request only (A3). ``max_context_num`` is ignored (A11, 2.2.5)."""
+    """``RequestConfig``, for one request only (A3).
+
+    ``max_context_num`` becomes ``TurnOptions.max_history_messages`` (8.4); a value that is not a
+    non-negative number is ignored, never refused (A11).
+    """
 
     max_tokens: int | None = None
     ask_before_tool_execution: bool | None = None
     prompt: str | None = None
+    max_context_num: int | None = None
 
 
 @dataclass(frozen=True)
@@ -172,12 +177,16 @@ _CONTENT = ("Text", "Image", "File", "Multi")
 
 @dataclass(frozen=True)
 class Request:
-    """One parsed ``RemoteRequest``. ``stream`` is the flag under ``stream`` or ``""`` (A1)."""
+    """One parsed ``RemoteRequest``. ``stream`` is the flag under ``stream`` or ``""`` (A1).
+
+    ``use_tools`` (None: not sent) becomes ``TurnOptions.tools_enabled`` (8.4).
+    """
 
     request_id: str
     input: Input
     config: RequestConfig | None = None
     stream: bool = False
+    use_tools: bool | None = None
 
 
 def parse_request(text: str) -> Request:
@@ -196,9 +205,11 @@ def parse_request(text: str) -> Request:
     stream = data.get("stream", data.get("", False))  # A1: both spellings; `stream` wins
     if not isinstance(stream, bool):
         raise ParseFailure(request_id, "the stream flag must be a boolean")
-    if "use_tools" in data and not isinstance(data["use_tools"], bool):
+    use_tools = data.get("use_tools")
+    if use_tools is not None and not isinstance(use_tools, bool):
         raise ParseFailure(request_id, "`use_tools` must be a boolean")
-    return Request(request_id, _input(request_id, data["input"]), _config(request_id, data.get("config")), stream)
+    config = _config(request_id, data.get("config"))
+    return Request(request_id, _input(request_id, data["input"]), config, stream, use_tools)
 
 
 def _config(request_id: str, value: Any) -> RequestConfig | None:
@@ -215,7 +226,10 @@ def _config(request_id: str, value: Any) -> RequestConfig | None:
     prompt = value.get("prompt")
     if prompt is not None and not isinstance(prompt, str):
         raise ParseFailure(request_id, "`config.prompt` must be a string")
-    return RequestConfig(max_tokens, ask, prompt)
+    context = value.get("max_context_num")
+    if isinstance(context, bool) or not isinstance(context, int | float) or context < 0 or context != int(context):
+        context = None  # A11: ignored, never refused
+    return RequestConfig(max_tokens, ask, prompt, None if context is None else int(context))
 
 
 def _variant(request_id: str, value: Any) -> tuple[str, Any]:
@@ -339,12 +353,18 @@ def sniff_image(data: bytes) -> str:
 # -- AOP requests ---------------------------------------------------------------------
 
 
-def turn_options(config: RequestConfig | None, *, regenerate: bool = False) -> extensions_pb2.TurnOptions | None:
-    """The ``TurnOptions`` of a request: only the fields the client set (1.5); none without config or regenerate."""
-    if config is None and not regenerate:
+def turn_options(
+    config: RequestConfig | None, *, regenerate: bool = False, use_tools: bool | None = None
+) -> extensions_pb2.TurnOptions | None:
+    """The ``TurnOptions`` of a request: only the fields the client set (1.5); None when it set none."""
+    if config is None and not regenerate and use_tools is None:
         return None
     options = extensions_pb2.TurnOptions(regenerate=regenerate)
+    if use_tools is not None:
+        options.tools_enabled = use_tools
     if config is not None:
+        if config.max_context_num is not None:
+            options.max_history_messages = config.max_context_num
         if config.max_tokens is not None:
             options.max_tokens = config.max_tokens
         if config.ask_before_tool_execution is not None:
@@ -367,7 +387,7 @@ def run_turn_request(
     if isinstance(request.input, TurnInput) and not continue_session:
         run.input.role = "user"
         run.input.content.extend(request.input.content)
-    options = turn_options(request.config, regenerate=regenerate)
+    options = turn_options(request.config, regenerate=regenerate, use_tools=request.use_tools)
     if options is not None:
         run.extensions.add().Pack(options, type_url_prefix="type.googleapis.com/")
     return run
