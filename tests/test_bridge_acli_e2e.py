@@ -6,17 +6,23 @@ The scenarios are data files (``tests/scenarios/bridges/acli-*.json``) read by o
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from websockets.asyncio.client import ClientConnection, connect
 
-from .support.bridge_replay import load_scenarios, replay
+from .support.bridge_replay import Scenario, load_scenarios, replay, scenario_hub
+from .support.server import TOKEN
 
 SCENARIOS = load_scenarios("acli-")
 
 
 def test_every_scenario_of_the_spec_is_a_data_file() -> None:
-    assert [scenario.id for scenario in SCENARIOS] == [
+    """The nine scenarios of bridges.md 2.3 (later files are aophub's own)."""
+    assert [scenario.id for scenario in SCENARIOS][:9] == [
         "acli-1-connect-auth",
         "acli-2-streamed-text",
         "acli-3-tool-approval",
@@ -33,3 +39,30 @@ def test_every_scenario_of_the_spec_is_a_data_file() -> None:
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda scenario: scenario.id)
 async def test_scenario(tmp_path: Path, scenario: object) -> None:
     await replay(tmp_path, scenario)  # type: ignore[arg-type]
+
+
+async def _answer(socket: ClientConnection) -> tuple[str, dict[str, Any]]:
+    """The streamed text of one request and its ``Complete`` frame."""
+    text = ""
+    while True:
+        async with asyncio.timeout(15):
+            frame = json.loads(await socket.recv())
+        if "Stream" in frame["response"]:
+            text += frame["response"]["Stream"]
+        else:
+            return text, frame
+
+
+@pytest.mark.timeout(60)
+async def test_the_same_request_id_on_two_connections_at_once_runs_one_turn(tmp_path: Path) -> None:
+    """2.2.3: both connections are followed and get the whole answer; the model is called once."""
+    given = {"model": [{"answer": "alpha beta gamma", "stall_after_words": 1, "stall_s": 0.5, "usage": [4, 3]}]}
+    async with scenario_hub(tmp_path, Scenario("concurrent", given, [])) as (hub, fake):
+        url = f"ws://127.0.0.1:{hub.port}/bridge/agent-cli/ws?session=same&token={TOKEN}"
+        request = json.dumps({"request_id": "r-1", "input": {"Text": "tell me"}, "stream": True})
+        async with connect(url) as first, connect(url) as second:
+            await asyncio.gather(first.send(request), second.send(request))
+            answers = await asyncio.gather(_answer(first), _answer(second))
+        assert [text for text, _ in answers] == ["alpha beta gamma", "alpha beta gamma"]
+        assert all(done["response"]["Complete"]["interrupted"] is False for _, done in answers)
+        assert len(fake.chat_requests) == 1

@@ -10,6 +10,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from aophub.bridges.acr.session import AgentCliState
 from aophub.bridges.frame import BridgeListener, parse_bridge_option, redact_query_token
 from aophub.bridges.routes import RootMounts
 from aophub.settings import Settings
@@ -147,3 +148,23 @@ async def test_root_mounts_route_by_the_port_a_connection_arrived_on(
     mounts = RootMounts(app, settings)  # type: ignore[arg-type]
     await mounts({"type": kind, "path": path, "server": ("127.0.0.1", port)}, None, None)  # type: ignore[arg-type]
     assert seen == [routed]
+
+
+@pytest.mark.timeout(30)
+async def test_the_request_log_keeps_seven_days_and_is_swept_at_most_hourly(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "hub.db")
+    await store.open()
+    try:
+        now = time.time()
+        old = BridgeRequest("old", "turn", 1, 1, "S", "r-1", (), "", now - 8 * 86400)
+        recent = BridgeRequest("recent", "turn", 1, 1, "S", "r-2", (), "", now - 6 * 86400)
+        await store.submit([PutBridgeRequest(old, None), PutBridgeRequest(recent, None)])
+        state = AgentCliState()
+        await state.sweep(store, now)
+        assert await store.get_bridge_request("old") is None
+        assert await store.get_bridge_request("recent") == recent
+        await store.submit([PutBridgeRequest(old, None)])
+        await state.sweep(store, now + 60)  # within the hour: no second sweep
+        assert await store.get_bridge_request("old") == old
+    finally:
+        await store.close()

@@ -32,7 +32,7 @@ from .fake_openai import Chunk, FakeOpenAI, FinishChunk, Reply, Stall, Text, Usa
 from .interactions import configure
 from .server import TOKEN, RunningHub, running_hub
 
-__all__ = ["SCENARIOS", "Scenario", "load_scenarios", "match", "replay"]
+__all__ = ["SCENARIOS", "Scenario", "load_scenarios", "match", "replay", "scenario_hub"]
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios" / "bridges"
 RECV_TIMEOUT = 15.0
@@ -266,8 +266,27 @@ class Replay:
                 )
                 found = [_dict(item) for item in sessions.sessions]
                 _match_all(action["expect_sessions"], found, self.saved, f"step {index}")
+            elif "answer_pending_approval" in action:
+                await self._answer_approval(index, action["answer_pending_approval"])
             else:
                 raise AssertionError(f"step {index}: hub action {action} is not supported by this harness")
+
+    async def _answer_approval(self, index: int, answer: dict[str, Any]) -> None:
+        """Answer the one pending approval as another client would (InteractionService, as the admin)."""
+        service = InteractionServiceImpl(self.hub.runtime.hub)
+        listed = await service.list_interactions(interaction_pb2.ListInteractionsRequest(), None)
+        pending = [
+            item
+            for item in listed.interactions
+            if item.kind == interaction_pb2.INTERACTION_KIND_APPROVAL
+            and item.state == interaction_pb2.INTERACTION_STATE_PENDING
+        ]
+        assert len(pending) == 1, f"step {index}: pending approvals {pending}"
+        request = interaction_pb2.AnswerInteractionRequest(request_id=f"answer-{index}", interaction_id=pending[0].id)
+        request.answer.approval.approved = bool(answer.get("approved", True))
+        request.answer.approval.reason = str(answer.get("reason", ""))
+        response = await service.answer_interaction(request, None)
+        assert response.WhichOneof("outcome") == "accepted", f"step {index}: {response}"
 
 
 def _dict(message: Any) -> dict[str, Any]:

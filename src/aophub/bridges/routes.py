@@ -13,7 +13,7 @@ from starlette.websockets import WebSocket
 from aophub.access.authenticator import Authenticator
 from aophub.bridges.acr.adapter import serve_agent_cli
 from aophub.bridges.acr.session import NAME as AGENT_CLI
-from aophub.bridges.acr.session import WaitingTurns
+from aophub.bridges.acr.session import AgentCliState
 from aophub.bridges.frame import QueryTokenRedaction
 from aophub.hub.application import NamespaceHandler
 from aophub.hub.hub import Hub
@@ -57,7 +57,7 @@ def bridge_routes(
             if not any(isinstance(existing, QueryTokenRedaction) for existing in logger.filters):
                 logger.addFilter(redaction)
     if AGENT_CLI in settings.bridges:
-        waiting = WaitingTurns()
+        waiting = AgentCliState()
 
         async def agent_cli(websocket: WebSocket) -> None:
             await serve_agent_cli(websocket, hub, authenticator, namespaces, waiting, node_id=settings.bridge_node)

@@ -17,7 +17,7 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from aophub.access.authenticator import Authenticator
-from aophub.bridges.acr.session import AcrConnection, WaitingTurns
+from aophub.bridges.acr.session import AcrConnection, AgentCliState
 from aophub.bridges.acr.translator import Frame, error_frame
 from aophub.bridges.frame import authorize_bridge_websocket
 from aophub.bridges.hub_client import HubClient
@@ -39,7 +39,7 @@ async def serve_agent_cli(
     hub: Hub,
     authenticator: Authenticator,
     namespaces: NamespaceRouter[NamespaceHandler],
-    waiting: WaitingTurns,
+    waiting: AgentCliState,
     *,
     node_id: str = "local",
 ) -> None:

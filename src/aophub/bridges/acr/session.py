@@ -42,14 +42,24 @@ from aophub.bridges.acr.translator import (
 from aophub.bridges.hub_client import HubClient, WatchEnded, principal_key, wire_error
 from aophub.bridges.ids import derive
 from aophub.protocol.errors import Code, HubError
-from aophub.store.base import BridgeBinding, BridgeRequest, PutBridgeBinding, PutBridgeRequest
+from aophub.store.base import (
+    BridgeBinding,
+    BridgeRequest,
+    PruneBridgeRequests,
+    PutBridgeBinding,
+    PutBridgeRequest,
+    Store,
+)
 from aophub.v1 import interaction_pb2, session_pb2
 
-__all__ = ["NAME", "AcrConnection", "Waiting", "WaitingTurns"]
+__all__ = ["NAME", "REQUEST_LOG_DAYS", "AcrConnection", "AgentCliState", "Waiting"]
 
 log = logging.getLogger(__name__)
 
 NAME = "agent-cli"  # the dialect's name in bindings, routes and --bridge
+# How long the request log keeps an entry (2.2.3): a retry after that starts a new turn.
+REQUEST_LOG_DAYS = 7
+SWEEP_INTERVAL = 3600.0
 
 
 @dataclass
@@ -64,10 +74,21 @@ class Waiting:
 
 
 @dataclass
-class WaitingTurns:
-    """Per binding (principal, scope): the request waiting for a turn confirmation (2.2.2 Continuation)."""
+class AgentCliState:
+    """What the bridge's connections share: per binding (principal, scope), the request waiting for a
+    turn confirmation (2.2.2 Continuation); and when the request log was last swept (8.1)."""
 
     by_binding: dict[tuple[str, str], Waiting] = field(default_factory=dict)
+    swept_at: float = 0.0
+
+    async def sweep(self, store: Store, now: float) -> None:
+        """Drop request-log entries older than :data:`REQUEST_LOG_DAYS`, at most once per hour."""
+        if now - self.swept_at < SWEEP_INTERVAL:
+            return
+        self.swept_at = now
+        (removed,) = await store.submit([PruneBridgeRequests(now - REQUEST_LOG_DAYS * 86400)])
+        if removed:
+            log.info("agent-cli bridge: %d request-log entries older than %d days removed", removed, REQUEST_LOG_DAYS)
 
 
 class AcrConnection:
@@ -80,7 +101,7 @@ class AcrConnection:
         *,
         node_id: str,
         binding: str,
-        waiting: WaitingTurns,
+        waiting: AgentCliState,
     ) -> None:
         self.client = client
         self.hub = client.hub
@@ -229,6 +250,7 @@ class AcrConnection:
         entry = await self.store.get_bridge_request(key)
         resumed = entry is not None
         if entry is None:
+            await self._waiting.sweep(self.store, time.time())
             start = await self._last_cursor(session_id)
             turn_id = self._derive("run", session_id, rid, 1)
             entry = BridgeRequest(key, "turn", 1, 1, session_id, rid, (turn_id,), start, time.time())
