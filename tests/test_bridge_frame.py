@@ -6,6 +6,7 @@ import json
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
@@ -13,6 +14,7 @@ from websockets.exceptions import InvalidStatus
 from aophub.bridges.acr.session import AgentCliState
 from aophub.bridges.frame import BridgeListener, parse_bridge_option, redact_query_token
 from aophub.bridges.routes import RootMounts
+from aophub.config import ConfigStore, validate
 from aophub.settings import Settings
 from aophub.store.base import (
     BridgeBinding,
@@ -168,3 +170,24 @@ async def test_the_request_log_keeps_seven_days_and_is_swept_at_most_hourly(tmp_
         assert await store.get_bridge_request("old") == old
     finally:
         await store.close()
+
+
+@pytest.mark.timeout(30)
+async def test_the_config_file_enables_a_bridge_and_an_unknown_one_is_refused(tmp_path: Path) -> None:
+    store = ConfigStore(tmp_path, environ={})
+    store.load()
+    config = store.config
+    config.bridges.enabled.append("zclaw-typo")
+    assert [violation.field for violation in validate(config)] == ["bridges.enabled[0]"]
+    del config.bridges.enabled[:]
+    config.bridges.enabled.append("agent-cli")
+    store.save(config)
+    async with running_hub(tmp_path) as hub:
+        url = f"ws://127.0.0.1:{hub.port}/bridge/agent-cli/ws?token={TOKEN}"
+        assert (await _status(url))[0] == 101
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{hub.port}") as http:
+            login = await http.post("/bridge/agent-cli/api/auth/login", json={"token": TOKEN})
+            other = await http.post("/bridge/zclaw/api/auth/login", json={"token": TOKEN})
+        assert login.status_code == 200
+        assert "aophub_session" in login.headers["set-cookie"]
+        assert other.status_code == 404

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
@@ -15,6 +15,7 @@ from aophub.bridges.acr.adapter import serve_agent_cli
 from aophub.bridges.acr.session import NAME as AGENT_CLI
 from aophub.bridges.acr.session import AgentCliState
 from aophub.bridges.frame import QueryTokenRedaction
+from aophub.config import ConfigStore
 from aophub.hub.application import NamespaceHandler
 from aophub.hub.hub import Hub
 from aophub.protocol.mux import NamespaceRouter
@@ -46,34 +47,50 @@ async def _disabled_ws(websocket: WebSocket) -> None:
 
 
 def bridge_routes(
-    settings: Settings, hub: Hub, authenticator: Authenticator, namespaces: NamespaceRouter[NamespaceHandler]
+    settings: Settings,
+    config: ConfigStore,
+    hub: Hub,
+    authenticator: Authenticator,
+    namespaces: NamespaceRouter[NamespaceHandler],
 ) -> list[BaseRoute]:
-    """The prefix mounts of ``settings.bridges``, then a 404 for the rest of ``/bridge/``."""
-    routes: list[BaseRoute] = []
-    if settings.bridges:
-        redaction = QueryTokenRedaction()
-        for name in ("uvicorn.access", "uvicorn.error", "aophub"):
-            logger = logging.getLogger(name)
-            if not any(isinstance(existing, QueryTokenRedaction) for existing in logger.filters):
-                logger.addFilter(redaction)
-    if AGENT_CLI in settings.bridges:
-        waiting = AgentCliState()
+    """The prefix mounts of the bridges, each answering only while enabled, then a 404 for the rest of ``/bridge/``.
 
-        async def agent_cli(websocket: WebSocket) -> None:
-            await serve_agent_cli(websocket, hub, authenticator, namespaces, waiting, node_id=settings.bridge_node)
+    A bridge is enabled by ``--bridge`` (``settings.bridges``) or by config.yaml's ``bridges.enabled``,
+    read at each connection so that a change applies without a restart.
+    """
 
-        routes.append(WebSocketRoute(f"{PREFIX}/{AGENT_CLI}/ws", agent_cli))
-    logins = [
-        route
+    def enabled(name: str) -> bool:
+        return name in settings.bridges or name in config.bridge_names()
+
+    redaction = QueryTokenRedaction()
+    for logger_name in ("uvicorn.access", "uvicorn.error", "aophub"):
+        logger = logging.getLogger(logger_name)
+        if not any(isinstance(existing, QueryTokenRedaction) for existing in logger.filters):
+            logger.addFilter(redaction)
+    state = AgentCliState()
+
+    async def agent_cli(websocket: WebSocket) -> None:
+        if not enabled(AGENT_CLI):
+            await _disabled_ws(websocket)
+            return
+        await serve_agent_cli(websocket, hub, authenticator, namespaces, state, node_id=settings.bridge_node)
+
+    (login,) = [
+        route.endpoint
         for route in auth_routes(authenticator, secure_cookies=settings.secure_cookies)
         if isinstance(route, Route) and route.path == "/api/auth/login"
     ]
-    routes.extend(
-        Route(f"{PREFIX}/{name}{route.path}", route.endpoint, methods=["POST"])
-        for name in settings.bridges
-        for route in logins
-    )
-    routes += [
+
+    async def bridge_login(request: Request) -> Response:
+        name = request.path_params["name"]
+        if not enabled(name):
+            return _not_enabled(request.url.path)
+        response: Response = await login(request)
+        return response
+
+    routes: list[BaseRoute] = [
+        WebSocketRoute(f"{PREFIX}/{AGENT_CLI}/ws", agent_cli),
+        Route(PREFIX + "/{name}/api/auth/login", bridge_login, methods=["POST"]),
         WebSocketRoute(PREFIX + "/{rest:path}", _disabled_ws),
         Route(PREFIX + "/{rest:path}", _disabled_http, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
     ]

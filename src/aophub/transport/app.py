@@ -242,7 +242,7 @@ def create_app(settings: Settings) -> Starlette:
         WebSocketRoute("/api/aop/node/ws", node_ws),
         *connect_routes(services, authenticator),
         # Dialect bridges (bridges.md 1.1): only those enabled; every other /bridge/ path is 404.
-        *bridge_routes(settings, hub, authenticator, namespaces),
+        *bridge_routes(settings, config, hub, authenticator, namespaces),
     ]
     app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(RootMounts, settings=settings)])
     # For the server to call when it starts closing connections (before the lifespan's shutdown).
