@@ -1,7 +1,9 @@
-"""The Agent CLI Remote conformance scenarios of bridges.md 2.3, replayed over real WebSockets against a running hub.
+"""The Agent CLI Remote conformance scenarios of bridges.md 2.3, replayed against a running hub.
 
 The scenarios are data files (``tests/scenarios/bridges/acli-*.json``) read by one harness
 (:mod:`tests.support.bridge_replay`); the built-in agent answers from the scripted fake provider.
+Each runs twice: over real WebSockets, and without a socket (frames handed to the bridge's
+connection object in process).
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ def test_every_scenario_of_the_spec_is_a_data_file() -> None:
 
 
 @pytest.mark.timeout(60)
+@pytest.mark.parametrize("transport", ["websocket", "direct"])
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda scenario: scenario.id)
-async def test_scenario(tmp_path: Path, scenario: object) -> None:
-    await replay(tmp_path, scenario)  # type: ignore[arg-type]
+async def test_scenario(tmp_path: Path, scenario: Scenario, transport: str) -> None:
+    await replay(tmp_path, scenario, transport)
 
 
 async def _answer(socket: ClientConnection) -> tuple[str, dict[str, Any]]:

@@ -1,8 +1,11 @@
 """One replay harness for the bridge conformance scenarios (bridges.md 1.12): data files, not code per scenario.
 
 :func:`replay` runs one scenario (a JSON object from ``tests/scenarios/bridges``) against a fresh
-hub with the built-in agent on the scripted fake provider, over real WebSockets. The access key
-``K`` of the scenarios is the test hub's key.
+hub with the built-in agent on the scripted fake provider, either over real WebSockets
+(``transport="websocket"``) or without a socket (``"direct"``): the client's frames are handed to
+the bridge's connection object in process and its frames read back, so the translator and its
+I/O half are checked apart from the Starlette adapter. The access key ``K`` of the scenarios is
+the test hub's key.
 """
 
 from __future__ import annotations
@@ -15,13 +18,20 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from google.protobuf.json_format import MessageToDict
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
-from aophub.access.scopes import ACCESS_KEY_PRINCIPAL
+from aophub.access.authenticator import Authenticator
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
+from aophub.bridges.acr.session import AcrConnection, AgentCliState
+from aophub.bridges.hub_client import HubClient
+from aophub.hub.application import NamespaceHandler
+from aophub.protocol.mux import NamespaceRouter
+from aophub.transport.app import answer_interaction
 from aophub.config import ConfigStore
 from aophub.rpc.interactions import InteractionServiceImpl
 from aophub.rpc.interceptors import calling_as
@@ -168,16 +178,61 @@ def reply(spec: dict[str, Any]) -> Reply:
 # -- replay -------------------------------------------------------------------------------------
 
 
+class DirectSocket:
+    """A bridged connection without a socket: text frames in and out of an :class:`AcrConnection`."""
+
+    def __init__(self, hub: RunningHub, principal: Principal, query: dict[str, str], state: AgentCliState) -> None:
+        self.frames: asyncio.Queue[str] = asyncio.Queue()
+        namespaces: NamespaceRouter[NamespaceHandler] = NamespaceRouter()
+        namespaces.register(interaction_pb2.InteractionProtocolMessage, answer_interaction)
+        self.client = HubClient(hub.runtime.hub, principal, namespaces)
+
+        async def send(frame: dict[str, Any]) -> None:
+            self.frames.put_nowait(json.dumps(frame))
+
+        self.connection = AcrConnection(
+            self.client,
+            send,
+            node_id=query.get("node", "local"),
+            binding=query.get("session", "default"),
+            waiting=state,
+        )
+
+    async def send(self, text: str) -> None:
+        await self.connection.receive(text)
+
+    async def recv(self) -> str:
+        return await self.frames.get()
+
+    async def close(self) -> None:
+        await self.connection.close()
+        await self.client.close()
+
+
+Socket = ClientConnection | DirectSocket
+
+
 @dataclass
 class Replay:
     hub: RunningHub
     fake: FakeOpenAI
+    transport: str = "websocket"
     saved: dict[str, Any] = field(default_factory=dict)
-    sockets: dict[str, ClientConnection] = field(default_factory=dict)
+    sockets: dict[str, Socket] = field(default_factory=dict)
     last: str = "c"
+    state: AgentCliState = field(default_factory=AgentCliState)
 
-    def socket(self, step: dict[str, Any]) -> ClientConnection:
+    def socket(self, step: dict[str, Any]) -> Socket:
         return self.sockets[step.get("on", self.last)]
+
+    def _authenticate(self, path: str, headers: dict[str, str]) -> tuple[Principal | None, dict[str, str]]:
+        """Direct transport: the bridge's credential rule (Bearer, else ?token=) through the hub's authenticator."""
+        query = dict(parse_qsl(urlsplit(path).query))
+        if "token" in query and "Authorization" not in headers:
+            headers = {**headers, "Authorization": f"Bearer {query['token']}"}
+        tokens = self.hub.runtime.tokens
+        result = Authenticator(self.hub.settings.access_key, tokens=tokens.book).authenticate(headers, {})
+        return (result.principal if result.ok else None), query
 
     async def run(self, index: int, step: dict[str, Any]) -> None:
         if "ws" in step or "ws_refused" in step:
@@ -343,10 +398,10 @@ async def scenario_hub(data_dir: Path, scenario: Scenario) -> AsyncIterator[tupl
             yield hub, fake
 
 
-async def replay(data_dir: Path, scenario: Scenario) -> None:
-    """Run every step of ``scenario`` against a fresh hub over real WebSockets."""
+async def replay(data_dir: Path, scenario: Scenario, transport: str = "websocket") -> None:
+    """Run every step of ``scenario`` against a fresh hub, over real WebSockets or ``"direct"`` (no socket)."""
     async with scenario_hub(data_dir, scenario) as (hub, fake):
-        run = Replay(hub, fake)
+        run = Replay(hub, fake, transport)
         try:
             for index, step in enumerate(scenario.steps):
                 await run.run(index, step)
