@@ -29,13 +29,13 @@ from aophub.access.authenticator import Authenticator
 from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
 from aophub.bridges.acr.session import AcrConnection, AgentCliState
 from aophub.bridges.hub_client import HubClient
+from aophub.config import ConfigStore
 from aophub.hub.application import NamespaceHandler
 from aophub.protocol.mux import NamespaceRouter
-from aophub.transport.app import answer_interaction
-from aophub.config import ConfigStore
 from aophub.rpc.interactions import InteractionServiceImpl
 from aophub.rpc.interceptors import calling_as
 from aophub.rpc.sessions import SessionServiceImpl
+from aophub.transport.app import answer_interaction
 from aophub.v1 import interaction_pb2, session_pb2
 
 from .fake_openai import Chunk, FakeOpenAI, FinishChunk, Reply, Stall, Text, UsageChunk, fake_openai, tool_calls
