@@ -23,8 +23,8 @@ SCENARIOS = load_scenarios("acli-")
 
 
 def test_every_scenario_of_the_spec_is_a_data_file() -> None:
-    """The nine scenarios of bridges.md 2.3 (later files are aophub's own)."""
-    assert [scenario.id for scenario in SCENARIOS][:9] == [
+    """The nine scenarios of bridges.md 2.3 are there (the other files are aophub's own)."""
+    assert {scenario.id for scenario in SCENARIOS} >= {
         "acli-1-connect-auth",
         "acli-2-streamed-text",
         "acli-3-tool-approval",
@@ -34,7 +34,7 @@ def test_every_scenario_of_the_spec_is_a_data_file() -> None:
         "acli-6-invalid",
         "acli-7-turn-confirmation",
         "acli-8-clear-context",
-    ]
+    }
 
 
 @pytest.mark.timeout(60)

@@ -74,6 +74,18 @@ class Waiting:
 
 
 @dataclass
+class _Pursuit:
+    """One turn-starting request being carried out: its session, log entry, follow and turn request."""
+
+    session_id: str
+    request: Request
+    entry: BridgeRequest
+    follow: RequestFollow
+    run: chat_pb2.RunTurnRequest
+    wakes: asyncio.Queue[list[Frame]]  # frames from outside the watch (a declined confirmation)
+
+
+@dataclass
 class AgentCliState:
     """What the bridge's connections share: per binding (principal, scope), the request waiting for a
     turn confirmation (2.2.2 Continuation); and when the request log was last swept (8.1)."""
@@ -146,6 +158,8 @@ class AcrConnection:
             await self._carry_out(request)
         except HubError as error:
             await self._send(error_frame(request.request_id, rejection_error(error.code, error.message)))
+            if request.stream and isinstance(request.input, TurnInput | Regenerate):  # A9: clients wait for Complete
+                await self._send(frame(request.request_id, {"Complete": {"token_usage": None, "interrupted": False}}))
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -202,11 +216,13 @@ class AcrConnection:
             )
             response = reply.open_session_response
             if response.WhichOneof("outcome") == "rejected":
-                if response.rejected.retryable:
-                    await self._put_binding(
-                        BridgeBinding(NAME, self.principal, self.scope, "", self.node_id, generation + 1, time.time()),
-                        expect if binding is None or binding.session_id else binding.generation,
+                if (
+                    response.rejected.retryable
+                ):  # the spent id would be refused forever (1.5): the next frame uses a new one
+                    spent = BridgeBinding(
+                        NAME, self.principal, self.scope, "", self.node_id, generation + 1, time.time()
                     )
+                    await self._put_binding(spent, expect)
                 raise wire_error(response.rejected)
             record = BridgeBinding(
                 NAME, self.principal, self.scope, response.accepted.id, self.node_id, generation, time.time()
@@ -261,8 +277,17 @@ class AcrConnection:
         turn_id = self._derive("run", session_id, rid, entry.attempt)
         follow = RequestFollow(rid, request.stream, entry.turns or (turn_id,), resumed=resumed, describe=self._describe)
         run = run_turn_request(session_id, turn_id, request)
-        wakes: asyncio.Queue[list[Frame]] = asyncio.Queue()
+        pursuit = _Pursuit(session_id, request, entry, follow, run, asyncio.Queue())
         self._follows.add(follow)
+        try:
+            await self._follow_request(pursuit, resumed=resumed)
+        finally:
+            self._follows.discard(follow)
+
+    async def _follow_request(self, pursuit: _Pursuit, *, resumed: bool) -> None:
+        """Start (or re-send) the turn and follow it: fresh (1.6 a-e) or resumed from the request log (2.2.3)."""
+        session_id, entry, follow, run = pursuit.session_id, pursuit.entry, pursuit.follow, pursuit.run
+        rid, turn_id = pursuit.request.request_id, run.turn_id
 
         async def start_turn() -> bool:
             reply = await self.client.request(turn_id, run_turn_request=run)
@@ -301,46 +326,32 @@ class AcrConnection:
                 if not listed.next_cursor:
                     break
                 cursor = listed.next_cursor
-            await self._follow(
-                session_id, cursor=cursor, follow=follow, request=request, entry=entry, wakes=wakes, start=None
-            )
+            await self._follow(pursuit, cursor, None)
         else:
-            await self._follow(
-                session_id,
-                cursor=entry.start_cursor,
-                follow=follow,
-                request=request,
-                entry=entry,
-                wakes=wakes,
-                start=start_turn,
-            )
+            await self._follow(pursuit, entry.start_cursor, start_turn)
 
-    async def _follow(
-        self,
-        session_id: str,
-        *,
-        cursor: str,
-        follow: RequestFollow,
-        request: Request,
-        entry: BridgeRequest,
-        wakes: asyncio.Queue[list[Frame]],
-        start: Callable[[], Awaitable[bool]] | None,
-    ) -> None:
+    async def _follow(self, pursuit: _Pursuit, cursor: str, start: Callable[[], Awaitable[bool]] | None) -> None:
+        """Watch from ``cursor`` (then ``start`` the turn, when fresh) until the request is over (1.6)."""
+        session_id, follow, wakes = pursuit.session_id, pursuit.follow, pursuit.wakes
         if follow.done:
             return
         binding = (self.principal, self.scope)
+        self._await_confirmation(pursuit)  # a replayed request may already wait
         async with self.client.watch(session_id, cursor) as events:
             if start is not None and not await start():
                 return
             while not follow.done:
                 getter = asyncio.ensure_future(events.get())
                 woken = asyncio.ensure_future(wakes.get())
-                done, _ = await asyncio.wait({getter, woken}, return_when=asyncio.FIRST_COMPLETED)
-                for task in (getter, woken):
-                    if task not in done:
-                        task.cancel()
+                try:
+                    done, _ = await asyncio.wait({getter, woken}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for task in (getter, woken):
+                        if not task.done():
+                            task.cancel()
                 if woken in done:
                     await self._emit(woken.result())
+                if getter not in done:
                     continue
                 item = getter.result()
                 if isinstance(item, WatchEnded):
@@ -348,13 +359,17 @@ class AcrConnection:
                     return
                 _, event = item
                 await self._emit(follow.live(event))
-                if follow.waiting is not None and not follow.done:
-                    self._waiting.by_binding[binding] = Waiting(
-                        entry.key, follow.waiting, request, follow, wakes.put_nowait
-                    )
+                self._await_confirmation(pursuit)
         current = self._waiting.by_binding.get(binding)
         if current is not None and current.follow is follow:
             del self._waiting.by_binding[binding]
+
+    def _await_confirmation(self, pursuit: _Pursuit) -> None:
+        """While the request waits at the turn limit, a ``TurnConfirmationResponse`` of this binding continues it."""
+        follow = pursuit.follow
+        if follow.waiting is not None and not follow.done:
+            waiting = Waiting(pursuit.entry.key, follow.waiting, pursuit.request, follow, pursuit.wakes.put_nowait)
+            self._waiting.by_binding[(self.principal, self.scope)] = waiting
 
     async def _emit(self, frames: list[Frame]) -> None:
         for item in frames:
