@@ -62,6 +62,7 @@ def test_inputs(frame: dict[str, Any], expected: object) -> None:
         ('{"request_id": "x-2"}', "x-2"),
         ('{"request_id": "x-3", "input": {"Image": {"data": "!!"}}}', "x-3"),
         ("[1]", ""),
+        ('{"request_id": "' + "r" * 257 + '", "input": "GetCommands"}', ""),  # longer than an id may be
     ],
 )
 def test_parse_failures_keep_the_request_id(text: str, request_id: str) -> None:

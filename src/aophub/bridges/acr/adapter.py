@@ -18,7 +18,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from aophub.access.authenticator import Authenticator
 from aophub.bridges.acr.session import AcrConnection, AgentCliState
-from aophub.bridges.acr.translator import Frame, error_frame
+from aophub.bridges.acr.translator import PARSE_ERROR, Frame, error_frame
 from aophub.bridges.frame import authorize_bridge_websocket
 from aophub.bridges.hub_client import HubClient
 from aophub.hub.application import NamespaceHandler
@@ -79,7 +79,7 @@ async def _read(websocket: WebSocket, receive: Callable[[str], Any], send: Calla
                 return
             text = message.get("text")
             if text is None:
-                await send(error_frame("", "Failed to parse request: a RemoteRequest is a JSON text frame"))
+                await send(error_frame("", PARSE_ERROR + "a RemoteRequest is a JSON text frame"))
                 continue
             await receive(text)
 

@@ -19,6 +19,7 @@ from typing import Any
 from aop import chat_pb2
 from aophub.bridges.acr.translator import (
     DIALECT,
+    PARSE_ERROR,
     ClearContext,
     Frame,
     GetCommands,
@@ -137,7 +138,7 @@ class AcrConnection:
         try:
             request = parse_request(text)
         except ParseFailure as failure:
-            await self._send(error_frame(failure.request_id, f"Failed to parse request: {failure.detail}"))
+            await self._send(error_frame(failure.request_id, PARSE_ERROR + failure.detail))
             return
         task = asyncio.ensure_future(self._guarded(request))
         self._tasks.add(task)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aop import chat_pb2, content_pb2, event_pb2
+from aophub.hub.request_checks import MAX_ID_BYTES
 from aophub.v1 import extensions_pb2, interaction_pb2
 
 __all__ = [
@@ -51,6 +52,8 @@ DIALECT = "acli"  # the dialect's name in derived ids (1.5)
 Frame = dict[str, Any]
 
 PARSE_ERROR = "Failed to parse request: "
+# A client request id is stored in the request log; as long as an AOP id may be.
+MAX_REQUEST_ID_BYTES = MAX_ID_BYTES
 TURN_LIMIT_NOTICE = "the turn limit was reached: confirm to go on"
 DECLINED_NOTICE = "The conversation stopped: the turn limit was reached and continuing was declined."
 
@@ -200,6 +203,8 @@ def parse_request(text: str) -> Request:
     request_id = data.get("request_id")
     if not isinstance(request_id, str):
         raise ParseFailure("", "missing field `request_id` (a string)")
+    if len(request_id.encode()) > MAX_REQUEST_ID_BYTES:
+        raise ParseFailure("", f"`request_id` is longer than {MAX_REQUEST_ID_BYTES} bytes")
     if "input" not in data:
         raise ParseFailure(request_id, "missing field `input`")
     stream = data.get("stream", data.get("", False))  # A1: both spellings; `stream` wins
