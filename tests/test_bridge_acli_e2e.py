@@ -69,3 +69,22 @@ async def test_the_same_request_id_on_two_connections_at_once_runs_one_turn(tmp_
         assert [text for text, _ in answers] == ["alpha beta gamma", "alpha beta gamma"]
         assert all(done["response"]["Complete"]["interrupted"] is False for _, done in answers)
         assert len(fake.chat_requests) == 1
+
+
+@pytest.mark.timeout(60)
+async def test_two_tokens_with_the_same_session_name_and_request_id_share_nothing(tmp_path: Path) -> None:
+    """1.2, 1.5: bindings and derived ids are per principal, so each token gets its own session and turn."""
+    given = {"model": [{"answer": "for alice", "usage": [1, 1]}, {"answer": "for bob", "usage": [1, 1]}]}
+    async with scenario_hub(tmp_path, Scenario("principals", given, [])) as (hub, fake):
+        texts = []
+        for name in ("alice", "bob"):
+            _record, secret = await hub.runtime.tokens.create(name, ["app"])
+            url = f"ws://127.0.0.1:{hub.port}/bridge/agent-cli/ws?session=shared&token={secret}"
+            async with connect(url) as socket:
+                await socket.send(json.dumps({"request_id": "test_001", "input": {"Text": "hi"}}))
+                async with asyncio.timeout(15):
+                    texts.append(json.loads(await socket.recv())["response"]["Text"])
+        assert texts == ["for alice", "for bob"]
+        assert len(fake.chat_requests) == 2
+        owners = {record.owner for record in await hub.runtime.store.list_sessions(limit=10, include_closed=True)}
+        assert len(owners) == 2
