@@ -100,7 +100,7 @@ def match(template: Any, value: Any, saved: dict[str, Any], where: str = "$") ->
         keys = {key for key in template if key != "$more"}
         if not template.get("$more"):
             _check(set(value) == keys, where, f"keys {sorted(keys)}", f"keys {sorted(value)}")
-        for key in keys:
+        for key in (key for key in template if key != "$more"):  # in the template's order: clear reports
             _check(key in value, where, f"key {key!r}", value)
             match(template[key], value[key], saved, f"{where}.{key}")
         return

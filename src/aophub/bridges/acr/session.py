@@ -321,7 +321,9 @@ class AcrConnection:
                     list_events_request=chat_pb2.ListEventsRequest(session_id=session_id, after_cursor=cursor),
                 )
                 listed = page.list_events_response
-                await self._emit(follow.replay([delivery.event for delivery in listed.events]))
+                frames = follow.replay([delivery.event for delivery in listed.events])
+                self._await_confirmation(pursuit)  # before the client sees the question it may answer
+                await self._emit(frames)
                 if listed.events:
                     cursor = listed.events[-1].cursor
                 if not listed.next_cursor:
@@ -337,7 +339,6 @@ class AcrConnection:
         if follow.done:
             return
         binding = (self.principal, self.scope)
-        self._await_confirmation(pursuit)  # a replayed request may already wait
         async with self.client.watch(session_id, cursor) as events:
             if start is not None and not await start():
                 return
@@ -359,8 +360,9 @@ class AcrConnection:
                     await self._emit(follow.failed(rejection_error(item.error.code, item.error.message)))
                     return
                 _, event = item
-                await self._emit(follow.live(event))
-                self._await_confirmation(pursuit)
+                frames = follow.live(event)
+                self._await_confirmation(pursuit)  # before the client sees the question it may answer
+                await self._emit(frames)
         current = self._waiting.by_binding.get(binding)
         if current is not None and current.follow is follow:
             del self._waiting.by_binding[binding]
