@@ -377,7 +377,9 @@ def _chunk_of(template: Any, value: Any) -> str:
 
 
 @contextlib.asynccontextmanager
-async def scenario_hub(data_dir: Path, scenario: Scenario) -> AsyncIterator[tuple[RunningHub, FakeOpenAI]]:
+async def scenario_hub(
+    data_dir: Path, scenario: Scenario, **overrides: Any
+) -> AsyncIterator[tuple[RunningHub, FakeOpenAI]]:
     """A fresh hub for ``scenario``: its given model script, agent settings and workspace (1.12)."""
     given = scenario.given
     async with fake_openai(api_key="sk-test") as fake:
@@ -394,7 +396,7 @@ async def scenario_hub(data_dir: Path, scenario: Scenario) -> AsyncIterator[tupl
         for name, text in given.get("workspace", {}).items():
             (workspace / name).write_text(text)
         fake.script(*(reply(item) for item in given.get("model", [])))
-        async with running_hub(data_dir, bridges=("agent-cli",)) as hub:
+        async with running_hub(data_dir, bridges=("agent-cli",), **overrides) as hub:
             yield hub, fake
 
 

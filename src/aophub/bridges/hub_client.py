@@ -34,6 +34,8 @@ from aophub.v1 import interaction_pb2
 __all__ = ["HubClient", "WatchEnded", "principal_key", "wire_error"]
 
 M = TypeVar("M", bound=Message)
+# Events one bridged watch holds before its delivery waits.
+WATCH_QUEUE = 256
 
 
 def principal_key(principal: Principal) -> str:
@@ -74,11 +76,12 @@ class HubClient:
             message = protocol_pb2.ProtocolMessage()
             envelope.payload.Unpack(message)
             case = message.WhichOneof("message")
+            # Bounded: a bridge that cannot send fast enough slows this watch, which the hub then
+            # lets catch up from the store, instead of holding the session's events in memory.
             if case == "event":
-                queue.put_nowait((envelope.delivery_cursor, message.event))
+                await queue.put((envelope.delivery_cursor, message.event))
             elif case == "protocol_error":
-                error = message.protocol_error
-                queue.put_nowait(WatchEnded(wire_error(error)))
+                await queue.put(WatchEnded(wire_error(message.protocol_error)))
             return
         future = self._replies.pop(envelope.reply_to, None)
         if future is not None and not future.done():
@@ -123,7 +126,7 @@ class HubClient:
     ) -> AsyncIterator[asyncio.Queue[tuple[str, event_pb2.Event] | WatchEnded]]:
         """Watch a session's events after ``after_cursor``; the watch is canceled when the block exits."""
         watch_id = f"watch-{uuid.uuid4()}"
-        queue: asyncio.Queue[tuple[str, event_pb2.Event] | WatchEnded] = asyncio.Queue()
+        queue: asyncio.Queue[tuple[str, event_pb2.Event] | WatchEnded] = asyncio.Queue(WATCH_QUEUE)
         self._watches[watch_id] = queue
         request = chat_pb2.WatchEventsRequest(session_id=session_id, after_cursor=after_cursor)
         try:

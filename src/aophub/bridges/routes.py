@@ -20,6 +20,7 @@ from aophub.hub.application import NamespaceHandler
 from aophub.hub.hub import Hub
 from aophub.protocol.mux import NamespaceRouter
 from aophub.settings import Settings
+from aophub.transport.application_ws import PerConnectionBounds
 from aophub.transport.auth import auth_routes
 
 __all__ = ["RootMounts", "bridge_routes"]
@@ -68,12 +69,19 @@ def bridge_routes(
         if not any(isinstance(existing, QueryTokenRedaction) for existing in logger.filters):
             logger.addFilter(redaction)
     state = AgentCliState()
+    limits = PerConnectionBounds(
+        max_outbound_bytes=settings.max_outbound_bytes,
+        outbound_stall_seconds=settings.outbound_stall_seconds,
+        max_watches=settings.max_watches_per_connection,
+    )
 
     async def agent_cli(websocket: WebSocket) -> None:
         if not enabled(AGENT_CLI):
             await _disabled_ws(websocket)
             return
-        await serve_agent_cli(websocket, hub, authenticator, namespaces, state, node_id=settings.bridge_node)
+        await serve_agent_cli(
+            websocket, hub, authenticator, namespaces, state, node_id=settings.bridge_node, limits=limits
+        )
 
     (login,) = [
         route.endpoint

@@ -3,6 +3,9 @@
 ``/bridge/agent-cli/ws`` (root mount: ``/``), query ``session`` (the binding name, default
 ``default``), ``node`` (default: the bridge's node) and ``token``. Binary frames get a parse
 error (every ``RemoteRequest`` is JSON text); oversized frames are closed with 1009 by the server.
+Frames to the client wait in a queue bounded as the AOP endpoint's (``--max-outbound-bytes``): a
+client that reads nothing for ``--outbound-stall-seconds`` while it is full is closed with 1013,
+and its requests go on (a retry resumes them).
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from aophub.bridges.hub_client import HubClient
 from aophub.hub.application import NamespaceHandler
 from aophub.hub.hub import Hub
 from aophub.protocol.mux import NamespaceRouter
+from aophub.transport.application_ws import CLOSE_TIMEOUT, OUTBOUND_QUEUE, PerConnectionBounds
 from aophub.transport.auth import peer_address
+from aophub.transport.outbound import OutboundFrames
 
 __all__ = ["serve_agent_cli"]
 
@@ -41,7 +46,8 @@ async def serve_agent_cli(
     namespaces: NamespaceRouter[NamespaceHandler],
     waiting: AgentCliState,
     *,
-    node_id: str = "local",
+    node_id: str,
+    limits: PerConnectionBounds,
 ) -> None:
     """Serve one Agent CLI client until it closes; its turns go on without it."""
     principal = await authorize_bridge_websocket(websocket, authenticator, query_token=True)
@@ -53,22 +59,33 @@ async def serve_agent_cli(
     if len(binding) > MAX_NAME or len(node) > MAX_NAME:
         await websocket.close(code=1008, reason="session and node names are at most 128 characters")
         return
-    outbound: asyncio.Queue[Frame] = asyncio.Queue()
+    outbound = OutboundFrames(OUTBOUND_QUEUE, max_bytes=limits.max_outbound_bytes)
 
     async def send(item: Frame) -> None:
-        outbound.put_nowait(item)
+        await outbound.put(json.dumps(item).encode())
 
     client = HubClient(hub, principal, namespaces, peer=peer_address(websocket))
     connection = AcrConnection(client, send, node_id=node, binding=binding, waiting=waiting)
     writer = asyncio.create_task(_write(websocket, outbound))
+    reader = asyncio.create_task(_read(websocket, connection.receive, send))
+    stalled = asyncio.create_task(outbound.stalled(limits.outbound_stall_seconds))
     try:
-        await _read(websocket, connection.receive, send)
+        await asyncio.wait([reader, stalled], return_when=asyncio.FIRST_COMPLETED)
+        if stalled.done() and not reader.done():
+            log.warning("closing agent-cli connection %s with 1013: it stopped reading", peer_address(websocket) or "?")
+            writer.cancel()
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(CLOSE_TIMEOUT):
+                    await websocket.close(code=1013, reason="not reading; reconnect and retry your request")
     finally:
+        outbound.close()
+        for task in (reader, stalled, writer):
+            task.cancel()
         await connection.close()
         await client.close()
-        writer.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await writer
+        for task in (reader, stalled, writer):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
 
 async def _read(websocket: WebSocket, receive: Callable[[str], Any], send: Callable[[Frame], Any]) -> None:
@@ -84,7 +101,8 @@ async def _read(websocket: WebSocket, receive: Callable[[str], Any], send: Calla
             await receive(text)
 
 
-async def _write(websocket: WebSocket, outbound: asyncio.Queue[Frame]) -> None:
+async def _write(websocket: WebSocket, outbound: OutboundFrames) -> None:
     while True:
-        item = await outbound.get()
-        await websocket.send_text(json.dumps(item))
+        for item in await outbound.take():
+            await websocket.send_text(item.decode())
+            outbound.sent(item)
