@@ -773,3 +773,18 @@ async def test_attached_files_reach_the_model_inline_or_by_path(fake: FakeOpenAI
     assert (saved / "big.log").read_bytes() == b"x" * 11
     await agent.run_turn(make_turn(Recorder(), "and again"))
     assert fake.chat_requests[1].messages[1] == fake.chat_requests[0].messages[1]
+
+
+async def test_turn_options_switch_tools_off_and_bound_the_history_for_one_turn(fake: FakeOpenAI) -> None:
+    """TurnOptions.tools_enabled false offers no tools; max_history_messages sends only the newest messages."""
+    fake.script(answer("one"), answer("two"), answer("three"))
+    config = Config(make_profile(fake))
+    agent = make_agent(config, FakeTools())
+    await agent.run_turn(make_turn(Recorder(), "first"))
+    options = extensions_pb2.TurnOptions(tools_enabled=False, max_history_messages=1)
+    await agent.run_turn(make_turn(Recorder(), "second", options=options))
+    await agent.run_turn(make_turn(Recorder(), "third"))
+    bodies = [request.body for request in fake.chat_requests]
+    assert [bool(body.get("tools")) for body in bodies] == [True, False, True]
+    assert [message["content"] for message in bodies[1]["messages"][1:]] == ["second"]
+    assert [message["content"] for message in bodies[2]["messages"][1:]] == ["first", "one", "second", "two", "third"]

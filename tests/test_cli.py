@@ -304,3 +304,28 @@ def test_remote_workspace_bounds_are_options_of_serve(capsys: pytest.CaptureFixt
             parser.parse_args(["serve", *refused])
         assert exit_status.value.code == 2
         assert refused[0] in capsys.readouterr().err
+
+
+def test_an_unknown_bridge_stops_serve_with_what_is_wrong(tmp_path: Path) -> None:
+    """`--bridge` names a bridge this hub has; anything else exits 2 with the list, no traceback."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aophub",
+            "serve",
+            "--data-dir",
+            str(tmp_path),
+            "--token",
+            FLAG_KEY,
+            "--bridge",
+            "telnet",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert result.returncode == 2
+    assert "unknown bridge 'telnet' (this hub bridges: agent-cli)" in result.stderr
+    assert "Traceback" not in result.stderr

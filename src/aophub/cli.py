@@ -17,6 +17,7 @@ from typing import TypeVar
 from aophub.access.authenticator import AccessKey, read_token_file, resolve_access_key
 from aophub.access.throttle import trusted_proxies
 from aophub.agent.builtin import builtin_agent, builtin_commands
+from aophub.bridges.frame import parse_bridge_option
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
 from aophub.logs import LOG_FORMATS, logging_config
@@ -131,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_lifecycle_options(serve)
     add_llm_push_option(serve)
+    add_bridge_options(serve)
     add_network_options(serve)
     add_node_turn_options(serve)
     add_turn_start_option(serve)
@@ -362,6 +364,36 @@ def add_llm_push_option(serve: argparse.ArgumentParser) -> None:
     )
 
 
+def add_bridge_options(serve: argparse.ArgumentParser) -> None:
+    """``--bridge``: dialect bridges (bridges.md 1.1), off by default, enabled one by one."""
+    serve.add_argument(
+        "--bridge",
+        action="append",
+        default=[],
+        metavar="NAME[=HOST:PORT]",
+        help="serve a dialect bridge under /bridge/NAME/ on the hub's port so that clients of another"
+        " remote-agent system talk to aophub unchanged (repeat for more; available: agent-cli)."
+        " With =HOST:PORT the dialect's own paths are also served at the root of that listener (for"
+        " agent-cli: WebSocket upgrades on /; the hub's own address is allowed, plain GET / is"
+        " unchanged). Default: no bridge. Bridged clients authenticate like any other (Bearer,"
+        " cookie, or ?token= on the URL, redacted from the log)",
+    )
+    serve.add_argument(
+        "--bridge-node",
+        default="local",
+        metavar="NODE_ID",
+        help="the node bridged conversations run on unless the client names one (default: local)",
+    )
+
+
+def bridge_settings(settings: Settings, args: argparse.Namespace) -> Settings:
+    """``--bridge`` and ``--bridge-node`` into ``settings``; ValueError names a bad value."""
+    listeners = [parse_bridge_option(text) for text in args.bridge]
+    names = tuple(dict.fromkeys(listener.name for listener in listeners))
+    roots = tuple((item.name, item.host, item.port) for item in listeners if item.port)
+    return dataclasses.replace(settings, bridges=names, bridge_node=args.bridge_node, bridge_roots=roots)
+
+
 def add_network_options(serve: argparse.ArgumentParser) -> None:
     """``aophub serve``'s network defenses (README "Network defenses")."""
     network = serve.add_argument_group("network defenses")
@@ -516,6 +548,11 @@ def serve(args: argparse.Namespace) -> int:
     settings = dataclasses.replace(settings, turn_start_timeout=args.turn_start_timeout)
     settings = with_command_options(settings, args)
     settings = with_workspace_options(settings, args)
+    try:
+        settings = bridge_settings(settings, args)
+    except ValueError as error:
+        print(f"aophub: {error}", file=sys.stderr)
+        return 2
     if key.source in ("generated", "file"):
         where = args.data_dir / "access_key"
         shown = f"  access key: {key.value}  ({'new, ' if key.source == 'generated' else ''}stored in {where})"

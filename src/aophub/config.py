@@ -187,10 +187,34 @@ def _llm_push_problems(config: config_pb2.Config) -> Violations:
     return problems
 
 
+# The dialect bridges this hub has (bridges.md 1.1); config.yaml's bridges.enabled names some of them.
+BRIDGE_NAMES = frozenset({"agent-cli"})
+
+
+def _bridge_problems(config: config_pb2.Config) -> Violations:
+    """``bridges.enabled`` names known bridges, each once."""
+    problems: Violations = []
+    seen: set[str] = set()
+    for index, name in enumerate(config.bridges.enabled):
+        where = f"bridges.enabled[{index}]"
+        if name not in BRIDGE_NAMES:
+            problems.append(
+                _violation(where, f"unknown bridge {name!r} (available: {', '.join(sorted(BRIDGE_NAMES))})")
+            )
+        elif name in seen:
+            problems.append(_violation(where, f"duplicate bridge {name!r}"))
+        seen.add(name)
+    return problems
+
+
 def validate(config: config_pb2.Config) -> Violations:
     """Every invalid field of ``config``, with what is wrong with it."""
     problems = (
-        _profile_problems(config) + _scan_problems(config) + _sandbox_problems(config) + _llm_push_problems(config)
+        _profile_problems(config)
+        + _scan_problems(config)
+        + _sandbox_problems(config)
+        + _llm_push_problems(config)
+        + _bridge_problems(config)
     )
     if config.agent.max_turns > 1000:
         problems.append(_violation("agent.max_turns", "must be at most 1000"))
@@ -224,6 +248,7 @@ def _merge_defaults(config: config_pb2.Config) -> config_pb2.Config:
     merged.profiles.extend(config.profiles)
     merged.active_profile_id = config.active_profile_id
     merged.llm_push.CopyFrom(config.llm_push)
+    merged.bridges.CopyFrom(config.bridges)
     return merged
 
 
@@ -467,6 +492,10 @@ class ConfigStore:
     def llm_push_node_ids(self) -> frozenset[str]:
         """The node ids the file lists to receive the active LLM profile (AOP-nodes 9.6.6)."""
         return frozenset(self._effective_config().llm_push.node_ids)
+
+    def bridge_names(self) -> frozenset[str]:
+        """The dialect bridges the file enables (bridges.md 1.1), besides ``--bridge``."""
+        return frozenset(self._effective_config().bridges.enabled)
 
     def agent_settings(self) -> config_pb2.AgentSettings:
         return _copy(self._effective_config().agent)

@@ -84,6 +84,14 @@ class Settings:
     # those config.yaml lists under llm_push.node_ids. Empty (and none in the file): no push at all.
     # A node id is only claimed: anyone holding the access key can connect as a listed id.
     llm_push_nodes: tuple[str, ...] = ()
+    # Dialect bridges enabled with --bridge (bridges.md 1.1): off by default; each is served under
+    # /bridge/<name>/ on the hub's port. ``bridge_node`` is the node a bridged conversation runs on
+    # unless its client names another.
+    bridges: tuple[str, ...] = ()
+    bridge_node: str = "local"
+    # Root mounts (--bridge NAME=host:port): the dialect's own paths at the root of that listener
+    # (bridges.md 1.1). The hub's own host:port is allowed for agent-cli: WebSocket upgrades on /.
+    bridge_roots: tuple[tuple[str, str, int], ...] = ()
     # Turns a node may start by itself per session (AOP-nodes 9.5.8): in any minute, and since an app
     # last ran a turn there. Past either, the hub drops them and closes the session on the node.
     node_turns_per_minute: int = 10

@@ -308,7 +308,10 @@ class _TurnRun:
         self.turn_timeout = settings.turn_timeout_seconds or DEFAULT_TURN_TIMEOUT_SECONDS
         self.inline_limit = settings.inline_attachment_bytes or DEFAULT_INLINE_ATTACHMENT_BYTES
         self.agent_tools: dict[str, content_pb2.ToolDefinition] = {}
-        if tools is not None and settings.tools_enabled:
+        tools_enabled = options.tools_enabled if options.HasField("tools_enabled") else settings.tools_enabled
+        # The most recent history messages the model is sent this turn (0: all).
+        self.max_history = options.max_history_messages
+        if tools is not None and tools_enabled:
             self.agent_tools = {definition.name: definition for definition in tools.definitions()}
         self.client_tools: dict[str, content_pb2.ToolDefinition] = {}
         if turn.can_ask:
@@ -398,7 +401,10 @@ class _TurnRun:
 
     def _request(self, tools: list[content_pb2.ToolDefinition]) -> ChatRequest:
         messages = [ChatMessage("system", self.system_prompt)]
-        messages += [self._visible(message) for message in self.history]
+        window = self.history[-self.max_history :] if self.max_history else self.history
+        while window and window[0].role == "tool":  # a window never starts with an orphan tool result
+            window = window[1:]
+        messages += [self._visible(message) for message in window]
         return ChatRequest(messages, tools=tools, max_tokens=self.max_tokens)
 
     def _visible(self, message: ChatMessage) -> ChatMessage:

@@ -69,6 +69,7 @@ class ConfigServiceImpl:
             interactions=config.interactions,
             revision=self.config.revision,
             llm_push=config.llm_push,
+            bridges=config.bridges,
         )
         if self.config.updated_at:
             view.updated_at.CopyFrom(to_timestamp(self.config.updated_at))

@@ -24,10 +24,15 @@ __all__ = [
     "AppendArtifact",
     "AppendEvent",
     "ArtifactRecord",
+    "BridgeBinding",
+    "BridgeRequest",
     "DeleteSession",
     "DeleteToken",
     "InteractionRecord",
     "JournalEntry",
+    "PruneBridgeRequests",
+    "PutBridgeBinding",
+    "PutBridgeRequest",
     "PutInteraction",
     "PutJournal",
     "PutScan",
@@ -178,6 +183,44 @@ class TokenRecord:
     digest: bytes = field(repr=False)
 
 
+@dataclass(frozen=True, slots=True)
+class BridgeBinding:
+    """A dialect conversation bound to an AOP session (bridges.md 1.4), keyed by ``(dialect, principal, scope)``.
+
+    ``generation`` is the attempt number of the creating open (1.5): it grows when the bound
+    session is closed or deleted, or when a creating open was refused ``retryable``.
+    """
+
+    dialect: str
+    principal: str
+    scope: str
+    session_id: str
+    node_id: str
+    generation: int
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class BridgeRequest:
+    """One entry of a bridge's request log (bridges.md 2.2.3): how a client request id was carried out.
+
+    ``key`` is derived from the principal, session and client request id; ``turns`` is the chain of
+    turn ids the request started (continuations appended); ``attempt`` and ``continue_attempt``
+    are the attempt numbers of its derived ids (1.5); ``start_cursor`` the session's last cursor
+    before the first turn (the resume point).
+    """
+
+    key: str
+    kind: str
+    attempt: int
+    continue_attempt: int
+    session_id: str
+    request_id: str
+    turns: tuple[str, ...]
+    start_cursor: str
+    created_at: float
+
+
 # -- write operations ---------------------------------------------------------
 
 
@@ -264,6 +307,35 @@ class DeleteToken:
     token_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class PutBridgeBinding:
+    """Write a binding if the stored one has generation ``expect`` (0: only if there is none).
+
+    Compare-and-set: its result is 1 when written, 0 when another writer got there first.
+    """
+
+    record: BridgeBinding
+    expect: int
+
+
+@dataclass(frozen=True, slots=True)
+class PutBridgeRequest:
+    """Write a request-log entry if the stored one has ``(attempt, continue_attempt, turns) == expect``.
+
+    ``expect`` None: only if there is no entry with that key. Result 1 when written, else 0.
+    """
+
+    record: BridgeRequest
+    expect: tuple[int, int, tuple[str, ...]] | None
+
+
+@dataclass(frozen=True, slots=True)
+class PruneBridgeRequests:
+    """Delete request-log entries created before ``before`` (Unix seconds); its result is how many went."""
+
+    before: float
+
+
 WriteOp = (
     AppendEvent
     | PutSession
@@ -276,6 +348,9 @@ WriteOp = (
     | ReserveSeq
     | PutToken
     | DeleteToken
+    | PutBridgeBinding
+    | PutBridgeRequest
+    | PruneBridgeRequests
 )
 
 
@@ -420,4 +495,12 @@ class Store(Protocol):
 
     async def health(self) -> tuple[bool, str, int]:
         """``(ok, error, size_bytes)`` from a probe query."""
+        ...
+
+    async def get_bridge_binding(self, dialect: str, principal: str, scope: str) -> BridgeBinding | None:
+        """The binding of a dialect conversation (bridges.md 1.4), or ``None``."""
+        ...
+
+    async def get_bridge_request(self, key: str) -> BridgeRequest | None:
+        """A bridge request-log entry (bridges.md 2.2.3), or ``None``."""
         ...

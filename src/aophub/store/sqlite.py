@@ -35,6 +35,8 @@ import aiosqlite
 
 from aophub.store.base import (
     ArtifactRecord,
+    BridgeBinding,
+    BridgeRequest,
     InteractionRecord,
     JournalEntry,
     ScanRecord,
@@ -585,3 +587,28 @@ class SQLiteStore:
         except StoreError as exc:
             return False, str(exc), 0
         return True, "", int(rows[0][0])
+
+    async def get_bridge_binding(self, dialect: str, principal: str, scope: str) -> BridgeBinding | None:
+        rows = await self._read(
+            "SELECT session_id, node_id, generation, updated_at FROM bridge_bindings"
+            " WHERE dialect = ? AND principal = ? AND scope = ?",
+            (dialect, principal, scope),
+        )
+        if not rows:
+            return None
+        session_id, node_id, generation, updated_at = rows[0]
+        return BridgeBinding(dialect, principal, scope, session_id, node_id, int(generation), float(updated_at))
+
+    async def get_bridge_request(self, key: str) -> BridgeRequest | None:
+        rows = await self._read(
+            "SELECT kind, attempt, continue_attempt, session_id, request_id, turns, start_cursor, created_at"
+            " FROM bridge_requests WHERE key = ?",
+            (key,),
+        )
+        if not rows:
+            return None
+        kind, attempt, continue_attempt, session_id, request_id, turns, start_cursor, created_at = rows[0]
+        chain = tuple(turns.split("\n")) if turns else ()
+        return BridgeRequest(
+            key, kind, int(attempt), int(continue_attempt), session_id, request_id, chain, start_cursor, created_at
+        )

@@ -111,6 +111,33 @@ MIGRATIONS = (
     ALTER TABLE scans ADD COLUMN owner TEXT NOT NULL DEFAULT 'admin';
     CREATE INDEX scans_by_owner ON scans (owner, created_at, id);
     """,
+    # Dialect bridges (bridges.md 1.4, 2.2.3): bindings and the request log.
+    """
+    CREATE TABLE bridge_bindings (
+        dialect TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        node_id TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (dialect, principal, scope)
+    );
+    CREATE INDEX bridge_bindings_by_session ON bridge_bindings (session_id);
+    CREATE TABLE bridge_requests (
+        key TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        continue_attempt INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        turns TEXT NOT NULL,
+        start_cursor TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX bridge_requests_by_session ON bridge_requests (session_id);
+    CREATE INDEX bridge_requests_by_creation ON bridge_requests (created_at);
+    """,
 )
 
 

@@ -17,6 +17,9 @@ from aophub.store.base import (
     AppendEvent,
     DeleteSession,
     DeleteToken,
+    PruneBridgeRequests,
+    PutBridgeBinding,
+    PutBridgeRequest,
     PutInteraction,
     PutJournal,
     PutScan,
@@ -206,6 +209,8 @@ class SQLiteWriter:
                 db.execute("DELETE FROM turns WHERE session_id = ?", (session_id,))
                 db.execute("DELETE FROM interactions WHERE session_id = ?", (session_id,))
                 db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+                db.execute("DELETE FROM bridge_bindings WHERE session_id = ?", (session_id,))
+                db.execute("DELETE FROM bridge_requests WHERE session_id = ?", (session_id,))
                 cursors[session_id] = 0
                 return deleted
             case PutInteraction(record=i):
@@ -229,8 +234,8 @@ class SQLiteWriter:
                     (event_id, session_id, data),
                 )
                 return inserted.lastrowid if inserted.rowcount == 1 else None
-            case PutToken() | DeleteToken():
-                return self._token(db, op)
+            case PutToken() | DeleteToken() | PutBridgeBinding() | PutBridgeRequest() | PruneBridgeRequests():
+                return self._token(db, op) if isinstance(op, PutToken | DeleteToken) else _bridge(db, op)
             case ReserveSeq(session_id=session_id, upto=upto):
                 db.execute("UPDATE sessions SET seq_reserved = MAX(seq_reserved, ?) WHERE id = ?", (upto, session_id))
                 return None
@@ -275,3 +280,47 @@ class SQLiteWriter:
             " max_event_seq = MAX(max_event_seq, ?) WHERE id = ?",
             [(last, added, seq, session_id) for session_id, (last, added, seq) in sessions.items()],
         )
+
+
+def _bridge(db: sqlite3.Connection, op: PutBridgeBinding | PutBridgeRequest | PruneBridgeRequests) -> int:
+    """A bridge write (bridges.md 8.1): compare-and-set of a binding or request-log entry, or the sweep."""
+    if isinstance(op, PruneBridgeRequests):
+        return db.execute("DELETE FROM bridge_requests WHERE created_at < ?", (op.before,)).rowcount
+    if isinstance(op, PutBridgeBinding):
+        b = op.record
+        values = (b.session_id, b.node_id, b.generation, b.updated_at, b.dialect, b.principal, b.scope)
+        if op.expect == 0:
+            return db.execute(
+                "INSERT INTO bridge_bindings (session_id, node_id, generation, updated_at, dialect, principal, scope)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                values,
+            ).rowcount
+        return db.execute(
+            "UPDATE bridge_bindings SET session_id = ?, node_id = ?, generation = ?, updated_at = ?"
+            " WHERE dialect = ? AND principal = ? AND scope = ? AND generation = ?",
+            (*values, op.expect),
+        ).rowcount
+    r = op.record
+    turns = "\n".join(r.turns)
+    if op.expect is None:
+        return db.execute(
+            "INSERT INTO bridge_requests (key, kind, attempt, continue_attempt, session_id, request_id, turns,"
+            " start_cursor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (
+                r.key,
+                r.kind,
+                r.attempt,
+                r.continue_attempt,
+                r.session_id,
+                r.request_id,
+                turns,
+                r.start_cursor,
+                r.created_at,
+            ),
+        ).rowcount
+    attempt, continue_attempt, chain = op.expect
+    return db.execute(
+        "UPDATE bridge_requests SET attempt = ?, continue_attempt = ?, turns = ?, start_cursor = ?"
+        " WHERE key = ? AND attempt = ? AND continue_attempt = ? AND turns = ?",
+        (r.attempt, r.continue_attempt, turns, r.start_cursor, r.key, attempt, continue_attempt, "\n".join(chain)),
+    ).rowcount

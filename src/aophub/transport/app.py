@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from google.protobuf.message import Message
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
@@ -21,6 +22,7 @@ from aophub.access.live import close_expired
 from aophub.access.throttle import AuthThrottle
 from aophub.agent.audit import AuditLog
 from aophub.agent.builtin import AUDIT_LOG, builtin_agent, builtin_commands
+from aophub.bridges.routes import RootMounts, bridge_routes
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
@@ -242,8 +244,10 @@ def create_app(settings: Settings) -> Starlette:
         *connect_routes(services, authenticator),
         # The web console (web/, built into aophub/console): GET / and its assets.
         *console_routes(),
+        # Dialect bridges (bridges.md 1.1): only those enabled; every other /bridge/ path is 404.
+        *bridge_routes(settings, config, hub, authenticator, namespaces),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(RootMounts, settings=settings)])
     # For the server to call when it starts closing connections (before the lifespan's shutdown).
     app.state.begin_stop = hub.begin_stop
     return app

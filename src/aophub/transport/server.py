@@ -253,13 +253,19 @@ def serve(
     """
     raise_open_file_limit()  # each connection takes a file descriptor
     listener = listen(settings.host, settings.port)
-    config = server_config(
-        app, settings, http2=http2, log_level=log_level, log_format=log_format, shutdown_timeout=shutdown_timeout
-    )
+    listeners = [listener]
     try:
-        run_server(HubServer(config, details, before_close, try_command), [listener])
+        # Root mounts of bridges on listeners of their own (bridges.md 1.1): the same app, told apart by port.
+        for _name, host, port in settings.bridge_roots:
+            if (host, port) != (settings.host, settings.port):
+                listeners.append(listen(host, port))
+        config = server_config(
+            app, settings, http2=http2, log_level=log_level, log_format=log_format, shutdown_timeout=shutdown_timeout
+        )
+        run_server(HubServer(config, details, before_close, try_command), listeners)
     finally:
-        listener.close()
+        for each in listeners:
+            each.close()
 
 
 def run_server(server: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:

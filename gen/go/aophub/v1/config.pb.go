@@ -775,7 +775,10 @@ type Config struct {
 	Interactions *InteractionSettings `protobuf:"bytes,6,opt,name=interactions,proto3" json:"interactions,omitempty"`
 	// Which remote nodes receive the active LLM profile, API key included
 	// (AOP-nodes 9.6.6). Empty: no node does.
-	LlmPush       *LlmPushSettings `protobuf:"bytes,7,opt,name=llm_push,json=llmPush,proto3" json:"llm_push,omitempty"`
+	LlmPush *LlmPushSettings `protobuf:"bytes,7,opt,name=llm_push,json=llmPush,proto3" json:"llm_push,omitempty"`
+	// Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+	// --bridge options.
+	Bridges       *BridgeSettings `protobuf:"bytes,8,opt,name=bridges,proto3" json:"bridges,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -859,6 +862,62 @@ func (x *Config) GetLlmPush() *LlmPushSettings {
 	return nil
 }
 
+func (x *Config) GetBridges() *BridgeSettings {
+	if x != nil {
+		return x.Bridges
+	}
+	return nil
+}
+
+// BridgeSettings enables dialect bridges: clients of other remote-agent
+// systems talk to the hub unchanged, under /bridge/<name>/. Off by default.
+type BridgeSettings struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Names of the enabled bridges (available: "agent-cli"). A change applies to
+	// the next connection; root mounts on listeners of their own are set with
+	// the hub's --bridge NAME=HOST:PORT option only.
+	Enabled       []string `protobuf:"bytes,1,rep,name=enabled,proto3" json:"enabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BridgeSettings) Reset() {
+	*x = BridgeSettings{}
+	mi := &file_aophub_v1_config_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BridgeSettings) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BridgeSettings) ProtoMessage() {}
+
+func (x *BridgeSettings) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_config_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BridgeSettings.ProtoReflect.Descriptor instead.
+func (*BridgeSettings) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *BridgeSettings) GetEnabled() []string {
+	if x != nil {
+		return x.Enabled
+	}
+	return nil
+}
+
 // LlmPushSettings opt remote nodes in to the LLM configuration push: the hub
 // sends the active LLM profile, API key included, to the listed node ids
 // (AOP-nodes 9.6.6). A node id is only claimed by the node: with one shared
@@ -874,7 +933,7 @@ type LlmPushSettings struct {
 
 func (x *LlmPushSettings) Reset() {
 	*x = LlmPushSettings{}
-	mi := &file_aophub_v1_config_proto_msgTypes[8]
+	mi := &file_aophub_v1_config_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -886,7 +945,7 @@ func (x *LlmPushSettings) String() string {
 func (*LlmPushSettings) ProtoMessage() {}
 
 func (x *LlmPushSettings) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[8]
+	mi := &file_aophub_v1_config_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -899,7 +958,7 @@ func (x *LlmPushSettings) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LlmPushSettings.ProtoReflect.Descriptor instead.
 func (*LlmPushSettings) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{8}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LlmPushSettings) GetNodeIds() []string {
@@ -930,14 +989,16 @@ type ConfigView struct {
 	UpdatedAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// Which remote nodes receive the active LLM profile (the file's list; the
 	// hub's --llm-push-node options add to it).
-	LlmPush       *LlmPushSettings `protobuf:"bytes,9,opt,name=llm_push,json=llmPush,proto3" json:"llm_push,omitempty"`
+	LlmPush *LlmPushSettings `protobuf:"bytes,9,opt,name=llm_push,json=llmPush,proto3" json:"llm_push,omitempty"`
+	// Dialect bridges enabled by the file (the hub's --bridge options add to it).
+	Bridges       *BridgeSettings `protobuf:"bytes,10,opt,name=bridges,proto3" json:"bridges,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConfigView) Reset() {
 	*x = ConfigView{}
-	mi := &file_aophub_v1_config_proto_msgTypes[9]
+	mi := &file_aophub_v1_config_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1010,7 @@ func (x *ConfigView) String() string {
 func (*ConfigView) ProtoMessage() {}
 
 func (x *ConfigView) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[9]
+	mi := &file_aophub_v1_config_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1023,7 @@ func (x *ConfigView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigView.ProtoReflect.Descriptor instead.
 func (*ConfigView) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{9}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ConfigView) GetProfiles() []*LlmProfileView {
@@ -1028,6 +1089,13 @@ func (x *ConfigView) GetLlmPush() *LlmPushSettings {
 	return nil
 }
 
+func (x *ConfigView) GetBridges() *BridgeSettings {
+	if x != nil {
+		return x.Bridges
+	}
+	return nil
+}
+
 // FieldViolation names one invalid field.
 type FieldViolation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1041,7 +1109,7 @@ type FieldViolation struct {
 
 func (x *FieldViolation) Reset() {
 	*x = FieldViolation{}
-	mi := &file_aophub_v1_config_proto_msgTypes[10]
+	mi := &file_aophub_v1_config_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1053,7 +1121,7 @@ func (x *FieldViolation) String() string {
 func (*FieldViolation) ProtoMessage() {}
 
 func (x *FieldViolation) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[10]
+	mi := &file_aophub_v1_config_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1066,7 +1134,7 @@ func (x *FieldViolation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldViolation.ProtoReflect.Descriptor instead.
 func (*FieldViolation) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{10}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FieldViolation) GetField() string {
@@ -1092,7 +1160,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_aophub_v1_config_proto_msgTypes[11]
+	mi := &file_aophub_v1_config_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1104,7 +1172,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[11]
+	mi := &file_aophub_v1_config_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1117,7 +1185,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{11}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{12}
 }
 
 // GetConfigResponse is the configuration.
@@ -1131,7 +1199,7 @@ type GetConfigResponse struct {
 
 func (x *GetConfigResponse) Reset() {
 	*x = GetConfigResponse{}
-	mi := &file_aophub_v1_config_proto_msgTypes[12]
+	mi := &file_aophub_v1_config_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1143,7 +1211,7 @@ func (x *GetConfigResponse) String() string {
 func (*GetConfigResponse) ProtoMessage() {}
 
 func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[12]
+	mi := &file_aophub_v1_config_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1156,7 +1224,7 @@ func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConfigResponse) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{12}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetConfigResponse) GetConfig() *ConfigView {
@@ -1182,7 +1250,7 @@ type UpdateConfigRequest struct {
 
 func (x *UpdateConfigRequest) Reset() {
 	*x = UpdateConfigRequest{}
-	mi := &file_aophub_v1_config_proto_msgTypes[13]
+	mi := &file_aophub_v1_config_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1194,7 +1262,7 @@ func (x *UpdateConfigRequest) String() string {
 func (*UpdateConfigRequest) ProtoMessage() {}
 
 func (x *UpdateConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[13]
+	mi := &file_aophub_v1_config_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1207,7 +1275,7 @@ func (x *UpdateConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateConfigRequest.ProtoReflect.Descriptor instead.
 func (*UpdateConfigRequest) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{13}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *UpdateConfigRequest) GetRequestId() string {
@@ -1250,7 +1318,7 @@ type UpdateConfigResponse struct {
 
 func (x *UpdateConfigResponse) Reset() {
 	*x = UpdateConfigResponse{}
-	mi := &file_aophub_v1_config_proto_msgTypes[14]
+	mi := &file_aophub_v1_config_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1262,7 +1330,7 @@ func (x *UpdateConfigResponse) String() string {
 func (*UpdateConfigResponse) ProtoMessage() {}
 
 func (x *UpdateConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[14]
+	mi := &file_aophub_v1_config_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1275,7 +1343,7 @@ func (x *UpdateConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateConfigResponse.ProtoReflect.Descriptor instead.
 func (*UpdateConfigResponse) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{14}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *UpdateConfigResponse) GetFieldViolations() []*FieldViolation {
@@ -1341,7 +1409,7 @@ type ActivateProfileRequest struct {
 
 func (x *ActivateProfileRequest) Reset() {
 	*x = ActivateProfileRequest{}
-	mi := &file_aophub_v1_config_proto_msgTypes[15]
+	mi := &file_aophub_v1_config_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1421,7 @@ func (x *ActivateProfileRequest) String() string {
 func (*ActivateProfileRequest) ProtoMessage() {}
 
 func (x *ActivateProfileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[15]
+	mi := &file_aophub_v1_config_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1434,7 @@ func (x *ActivateProfileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateProfileRequest.ProtoReflect.Descriptor instead.
 func (*ActivateProfileRequest) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{15}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ActivateProfileRequest) GetRequestId() string {
@@ -1399,7 +1467,7 @@ type ActivateProfileResponse struct {
 
 func (x *ActivateProfileResponse) Reset() {
 	*x = ActivateProfileResponse{}
-	mi := &file_aophub_v1_config_proto_msgTypes[16]
+	mi := &file_aophub_v1_config_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1479,7 @@ func (x *ActivateProfileResponse) String() string {
 func (*ActivateProfileResponse) ProtoMessage() {}
 
 func (x *ActivateProfileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[16]
+	mi := &file_aophub_v1_config_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1492,7 @@ func (x *ActivateProfileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivateProfileResponse.ProtoReflect.Descriptor instead.
 func (*ActivateProfileResponse) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{16}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ActivateProfileResponse) GetOutcome() isActivateProfileResponse_Outcome {
@@ -1486,7 +1554,7 @@ type TestLLMRequest struct {
 
 func (x *TestLLMRequest) Reset() {
 	*x = TestLLMRequest{}
-	mi := &file_aophub_v1_config_proto_msgTypes[17]
+	mi := &file_aophub_v1_config_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1498,7 +1566,7 @@ func (x *TestLLMRequest) String() string {
 func (*TestLLMRequest) ProtoMessage() {}
 
 func (x *TestLLMRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[17]
+	mi := &file_aophub_v1_config_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1511,7 +1579,7 @@ func (x *TestLLMRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestLLMRequest.ProtoReflect.Descriptor instead.
 func (*TestLLMRequest) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{17}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TestLLMRequest) GetProfileId() string {
@@ -1554,7 +1622,7 @@ type TestLLMResponse struct {
 
 func (x *TestLLMResponse) Reset() {
 	*x = TestLLMResponse{}
-	mi := &file_aophub_v1_config_proto_msgTypes[18]
+	mi := &file_aophub_v1_config_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1566,7 +1634,7 @@ func (x *TestLLMResponse) String() string {
 func (*TestLLMResponse) ProtoMessage() {}
 
 func (x *TestLLMResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[18]
+	mi := &file_aophub_v1_config_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1579,7 +1647,7 @@ func (x *TestLLMResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestLLMResponse.ProtoReflect.Descriptor instead.
 func (*TestLLMResponse) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{18}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TestLLMResponse) GetOk() bool {
@@ -1630,7 +1698,7 @@ type ListModelsRequest struct {
 
 func (x *ListModelsRequest) Reset() {
 	*x = ListModelsRequest{}
-	mi := &file_aophub_v1_config_proto_msgTypes[19]
+	mi := &file_aophub_v1_config_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1642,7 +1710,7 @@ func (x *ListModelsRequest) String() string {
 func (*ListModelsRequest) ProtoMessage() {}
 
 func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[19]
+	mi := &file_aophub_v1_config_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1655,7 +1723,7 @@ func (x *ListModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListModelsRequest) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{19}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListModelsRequest) GetProfileId() string {
@@ -1685,7 +1753,7 @@ type ModelInfo struct {
 
 func (x *ModelInfo) Reset() {
 	*x = ModelInfo{}
-	mi := &file_aophub_v1_config_proto_msgTypes[20]
+	mi := &file_aophub_v1_config_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1765,7 @@ func (x *ModelInfo) String() string {
 func (*ModelInfo) ProtoMessage() {}
 
 func (x *ModelInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[20]
+	mi := &file_aophub_v1_config_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1778,7 @@ func (x *ModelInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelInfo.ProtoReflect.Descriptor instead.
 func (*ModelInfo) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{20}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ModelInfo) GetId() string {
@@ -1744,7 +1812,7 @@ type ListModelsResponse struct {
 
 func (x *ListModelsResponse) Reset() {
 	*x = ListModelsResponse{}
-	mi := &file_aophub_v1_config_proto_msgTypes[21]
+	mi := &file_aophub_v1_config_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1756,7 +1824,7 @@ func (x *ListModelsResponse) String() string {
 func (*ListModelsResponse) ProtoMessage() {}
 
 func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[21]
+	mi := &file_aophub_v1_config_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1769,7 +1837,7 @@ func (x *ListModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListModelsResponse) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{21}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListModelsResponse) GetOk() bool {
@@ -1809,7 +1877,7 @@ type TestConnectionRequest struct {
 
 func (x *TestConnectionRequest) Reset() {
 	*x = TestConnectionRequest{}
-	mi := &file_aophub_v1_config_proto_msgTypes[22]
+	mi := &file_aophub_v1_config_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +1889,7 @@ func (x *TestConnectionRequest) String() string {
 func (*TestConnectionRequest) ProtoMessage() {}
 
 func (x *TestConnectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[22]
+	mi := &file_aophub_v1_config_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +1902,7 @@ func (x *TestConnectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestConnectionRequest.ProtoReflect.Descriptor instead.
 func (*TestConnectionRequest) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{22}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{23}
 }
 
 // TestConnectionResponse proves the caller reached the hub.
@@ -1852,7 +1920,7 @@ type TestConnectionResponse struct {
 
 func (x *TestConnectionResponse) Reset() {
 	*x = TestConnectionResponse{}
-	mi := &file_aophub_v1_config_proto_msgTypes[23]
+	mi := &file_aophub_v1_config_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +1932,7 @@ func (x *TestConnectionResponse) String() string {
 func (*TestConnectionResponse) ProtoMessage() {}
 
 func (x *TestConnectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_aophub_v1_config_proto_msgTypes[23]
+	mi := &file_aophub_v1_config_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +1945,7 @@ func (x *TestConnectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestConnectionResponse.ProtoReflect.Descriptor instead.
 func (*TestConnectionResponse) Descriptor() ([]byte, []int) {
-	return file_aophub_v1_config_proto_rawDescGZIP(), []int{23}
+	return file_aophub_v1_config_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *TestConnectionResponse) GetOk() bool {
@@ -1972,7 +2040,7 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\rmax_processes\x18\v \x01(\rR\fmaxProcesses\"|\n" +
 	"\x13InteractionSettings\x12'\n" +
 	"\x0ftimeout_seconds\x18\x01 \x01(\rR\x0etimeoutSeconds\x12<\n" +
-	"\rexpiry_policy\x18\x02 \x01(\x0e2\x17.aophub.v1.ExpiryPolicyR\fexpiryPolicy\"\xf7\x02\n" +
+	"\rexpiry_policy\x18\x02 \x01(\x0e2\x17.aophub.v1.ExpiryPolicyR\fexpiryPolicy\"\xac\x03\n" +
 	"\x06Config\x121\n" +
 	"\bprofiles\x18\x01 \x03(\v2\x15.aophub.v1.LlmProfileR\bprofiles\x12*\n" +
 	"\x11active_profile_id\x18\x02 \x01(\tR\x0factiveProfileId\x12.\n" +
@@ -1980,9 +2048,12 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\x05scans\x18\x04 \x01(\v2\x17.aophub.v1.ScanSettingsR\x05scans\x124\n" +
 	"\asandbox\x18\x05 \x01(\v2\x1a.aophub.v1.SandboxSettingsR\asandbox\x12B\n" +
 	"\finteractions\x18\x06 \x01(\v2\x1e.aophub.v1.InteractionSettingsR\finteractions\x125\n" +
-	"\bllm_push\x18\a \x01(\v2\x1a.aophub.v1.LlmPushSettingsR\allmPush\",\n" +
+	"\bllm_push\x18\a \x01(\v2\x1a.aophub.v1.LlmPushSettingsR\allmPush\x123\n" +
+	"\abridges\x18\b \x01(\v2\x19.aophub.v1.BridgeSettingsR\abridges\"*\n" +
+	"\x0eBridgeSettings\x12\x18\n" +
+	"\aenabled\x18\x01 \x03(\tR\aenabled\",\n" +
 	"\x0fLlmPushSettings\x12\x19\n" +
-	"\bnode_ids\x18\x01 \x03(\tR\anodeIds\"\xd6\x03\n" +
+	"\bnode_ids\x18\x01 \x03(\tR\anodeIds\"\x8b\x04\n" +
 	"\n" +
 	"ConfigView\x125\n" +
 	"\bprofiles\x18\x01 \x03(\v2\x19.aophub.v1.LlmProfileViewR\bprofiles\x12*\n" +
@@ -1994,7 +2065,9 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\brevision\x18\a \x01(\x04R\brevision\x129\n" +
 	"\n" +
 	"updated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x125\n" +
-	"\bllm_push\x18\t \x01(\v2\x1a.aophub.v1.LlmPushSettingsR\allmPush\"H\n" +
+	"\bllm_push\x18\t \x01(\v2\x1a.aophub.v1.LlmPushSettingsR\allmPush\x123\n" +
+	"\abridges\x18\n" +
+	" \x01(\v2\x19.aophub.v1.BridgeSettingsR\abridges\"H\n" +
 	"\x0eFieldViolation\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\"\x12\n" +
@@ -2078,7 +2151,7 @@ func file_aophub_v1_config_proto_rawDescGZIP() []byte {
 }
 
 var file_aophub_v1_config_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_aophub_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_aophub_v1_config_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_aophub_v1_config_proto_goTypes = []any{
 	(ProviderKind)(0),               // 0: aophub.v1.ProviderKind
 	(*LlmProfile)(nil),              // 1: aophub.v1.LlmProfile
@@ -2089,72 +2162,75 @@ var file_aophub_v1_config_proto_goTypes = []any{
 	(*SandboxSettings)(nil),         // 6: aophub.v1.SandboxSettings
 	(*InteractionSettings)(nil),     // 7: aophub.v1.InteractionSettings
 	(*Config)(nil),                  // 8: aophub.v1.Config
-	(*LlmPushSettings)(nil),         // 9: aophub.v1.LlmPushSettings
-	(*ConfigView)(nil),              // 10: aophub.v1.ConfigView
-	(*FieldViolation)(nil),          // 11: aophub.v1.FieldViolation
-	(*GetConfigRequest)(nil),        // 12: aophub.v1.GetConfigRequest
-	(*GetConfigResponse)(nil),       // 13: aophub.v1.GetConfigResponse
-	(*UpdateConfigRequest)(nil),     // 14: aophub.v1.UpdateConfigRequest
-	(*UpdateConfigResponse)(nil),    // 15: aophub.v1.UpdateConfigResponse
-	(*ActivateProfileRequest)(nil),  // 16: aophub.v1.ActivateProfileRequest
-	(*ActivateProfileResponse)(nil), // 17: aophub.v1.ActivateProfileResponse
-	(*TestLLMRequest)(nil),          // 18: aophub.v1.TestLLMRequest
-	(*TestLLMResponse)(nil),         // 19: aophub.v1.TestLLMResponse
-	(*ListModelsRequest)(nil),       // 20: aophub.v1.ListModelsRequest
-	(*ModelInfo)(nil),               // 21: aophub.v1.ModelInfo
-	(*ListModelsResponse)(nil),      // 22: aophub.v1.ListModelsResponse
-	(*TestConnectionRequest)(nil),   // 23: aophub.v1.TestConnectionRequest
-	(*TestConnectionResponse)(nil),  // 24: aophub.v1.TestConnectionResponse
-	(ExpiryPolicy)(0),               // 25: aophub.v1.ExpiryPolicy
-	(*timestamppb.Timestamp)(nil),   // 26: google.protobuf.Timestamp
-	(*aop.Rejection)(nil),           // 27: aop.Rejection
+	(*BridgeSettings)(nil),          // 9: aophub.v1.BridgeSettings
+	(*LlmPushSettings)(nil),         // 10: aophub.v1.LlmPushSettings
+	(*ConfigView)(nil),              // 11: aophub.v1.ConfigView
+	(*FieldViolation)(nil),          // 12: aophub.v1.FieldViolation
+	(*GetConfigRequest)(nil),        // 13: aophub.v1.GetConfigRequest
+	(*GetConfigResponse)(nil),       // 14: aophub.v1.GetConfigResponse
+	(*UpdateConfigRequest)(nil),     // 15: aophub.v1.UpdateConfigRequest
+	(*UpdateConfigResponse)(nil),    // 16: aophub.v1.UpdateConfigResponse
+	(*ActivateProfileRequest)(nil),  // 17: aophub.v1.ActivateProfileRequest
+	(*ActivateProfileResponse)(nil), // 18: aophub.v1.ActivateProfileResponse
+	(*TestLLMRequest)(nil),          // 19: aophub.v1.TestLLMRequest
+	(*TestLLMResponse)(nil),         // 20: aophub.v1.TestLLMResponse
+	(*ListModelsRequest)(nil),       // 21: aophub.v1.ListModelsRequest
+	(*ModelInfo)(nil),               // 22: aophub.v1.ModelInfo
+	(*ListModelsResponse)(nil),      // 23: aophub.v1.ListModelsResponse
+	(*TestConnectionRequest)(nil),   // 24: aophub.v1.TestConnectionRequest
+	(*TestConnectionResponse)(nil),  // 25: aophub.v1.TestConnectionResponse
+	(ExpiryPolicy)(0),               // 26: aophub.v1.ExpiryPolicy
+	(*timestamppb.Timestamp)(nil),   // 27: google.protobuf.Timestamp
+	(*aop.Rejection)(nil),           // 28: aop.Rejection
 }
 var file_aophub_v1_config_proto_depIdxs = []int32{
 	0,  // 0: aophub.v1.LlmProfile.provider:type_name -> aophub.v1.ProviderKind
 	0,  // 1: aophub.v1.LlmProfileView.provider:type_name -> aophub.v1.ProviderKind
 	4,  // 2: aophub.v1.ScanSettings.modes:type_name -> aophub.v1.ScanMode
-	25, // 3: aophub.v1.InteractionSettings.expiry_policy:type_name -> aophub.v1.ExpiryPolicy
+	26, // 3: aophub.v1.InteractionSettings.expiry_policy:type_name -> aophub.v1.ExpiryPolicy
 	1,  // 4: aophub.v1.Config.profiles:type_name -> aophub.v1.LlmProfile
 	3,  // 5: aophub.v1.Config.agent:type_name -> aophub.v1.AgentSettings
 	5,  // 6: aophub.v1.Config.scans:type_name -> aophub.v1.ScanSettings
 	6,  // 7: aophub.v1.Config.sandbox:type_name -> aophub.v1.SandboxSettings
 	7,  // 8: aophub.v1.Config.interactions:type_name -> aophub.v1.InteractionSettings
-	9,  // 9: aophub.v1.Config.llm_push:type_name -> aophub.v1.LlmPushSettings
-	2,  // 10: aophub.v1.ConfigView.profiles:type_name -> aophub.v1.LlmProfileView
-	3,  // 11: aophub.v1.ConfigView.agent:type_name -> aophub.v1.AgentSettings
-	5,  // 12: aophub.v1.ConfigView.scans:type_name -> aophub.v1.ScanSettings
-	6,  // 13: aophub.v1.ConfigView.sandbox:type_name -> aophub.v1.SandboxSettings
-	7,  // 14: aophub.v1.ConfigView.interactions:type_name -> aophub.v1.InteractionSettings
-	26, // 15: aophub.v1.ConfigView.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 16: aophub.v1.ConfigView.llm_push:type_name -> aophub.v1.LlmPushSettings
-	10, // 17: aophub.v1.GetConfigResponse.config:type_name -> aophub.v1.ConfigView
-	8,  // 18: aophub.v1.UpdateConfigRequest.config:type_name -> aophub.v1.Config
-	11, // 19: aophub.v1.UpdateConfigResponse.field_violations:type_name -> aophub.v1.FieldViolation
-	10, // 20: aophub.v1.UpdateConfigResponse.accepted:type_name -> aophub.v1.ConfigView
-	27, // 21: aophub.v1.UpdateConfigResponse.rejected:type_name -> aop.Rejection
-	10, // 22: aophub.v1.ActivateProfileResponse.accepted:type_name -> aophub.v1.ConfigView
-	27, // 23: aophub.v1.ActivateProfileResponse.rejected:type_name -> aop.Rejection
-	1,  // 24: aophub.v1.TestLLMRequest.profile:type_name -> aophub.v1.LlmProfile
-	1,  // 25: aophub.v1.ListModelsRequest.profile:type_name -> aophub.v1.LlmProfile
-	21, // 26: aophub.v1.ListModelsResponse.models:type_name -> aophub.v1.ModelInfo
-	26, // 27: aophub.v1.TestConnectionResponse.server_time:type_name -> google.protobuf.Timestamp
-	12, // 28: aophub.v1.ConfigService.GetConfig:input_type -> aophub.v1.GetConfigRequest
-	14, // 29: aophub.v1.ConfigService.UpdateConfig:input_type -> aophub.v1.UpdateConfigRequest
-	16, // 30: aophub.v1.ConfigService.ActivateProfile:input_type -> aophub.v1.ActivateProfileRequest
-	18, // 31: aophub.v1.ConfigService.TestLLM:input_type -> aophub.v1.TestLLMRequest
-	20, // 32: aophub.v1.ConfigService.ListModels:input_type -> aophub.v1.ListModelsRequest
-	23, // 33: aophub.v1.ConfigService.TestConnection:input_type -> aophub.v1.TestConnectionRequest
-	13, // 34: aophub.v1.ConfigService.GetConfig:output_type -> aophub.v1.GetConfigResponse
-	15, // 35: aophub.v1.ConfigService.UpdateConfig:output_type -> aophub.v1.UpdateConfigResponse
-	17, // 36: aophub.v1.ConfigService.ActivateProfile:output_type -> aophub.v1.ActivateProfileResponse
-	19, // 37: aophub.v1.ConfigService.TestLLM:output_type -> aophub.v1.TestLLMResponse
-	22, // 38: aophub.v1.ConfigService.ListModels:output_type -> aophub.v1.ListModelsResponse
-	24, // 39: aophub.v1.ConfigService.TestConnection:output_type -> aophub.v1.TestConnectionResponse
-	34, // [34:40] is the sub-list for method output_type
-	28, // [28:34] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	10, // 9: aophub.v1.Config.llm_push:type_name -> aophub.v1.LlmPushSettings
+	9,  // 10: aophub.v1.Config.bridges:type_name -> aophub.v1.BridgeSettings
+	2,  // 11: aophub.v1.ConfigView.profiles:type_name -> aophub.v1.LlmProfileView
+	3,  // 12: aophub.v1.ConfigView.agent:type_name -> aophub.v1.AgentSettings
+	5,  // 13: aophub.v1.ConfigView.scans:type_name -> aophub.v1.ScanSettings
+	6,  // 14: aophub.v1.ConfigView.sandbox:type_name -> aophub.v1.SandboxSettings
+	7,  // 15: aophub.v1.ConfigView.interactions:type_name -> aophub.v1.InteractionSettings
+	27, // 16: aophub.v1.ConfigView.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 17: aophub.v1.ConfigView.llm_push:type_name -> aophub.v1.LlmPushSettings
+	9,  // 18: aophub.v1.ConfigView.bridges:type_name -> aophub.v1.BridgeSettings
+	11, // 19: aophub.v1.GetConfigResponse.config:type_name -> aophub.v1.ConfigView
+	8,  // 20: aophub.v1.UpdateConfigRequest.config:type_name -> aophub.v1.Config
+	12, // 21: aophub.v1.UpdateConfigResponse.field_violations:type_name -> aophub.v1.FieldViolation
+	11, // 22: aophub.v1.UpdateConfigResponse.accepted:type_name -> aophub.v1.ConfigView
+	28, // 23: aophub.v1.UpdateConfigResponse.rejected:type_name -> aop.Rejection
+	11, // 24: aophub.v1.ActivateProfileResponse.accepted:type_name -> aophub.v1.ConfigView
+	28, // 25: aophub.v1.ActivateProfileResponse.rejected:type_name -> aop.Rejection
+	1,  // 26: aophub.v1.TestLLMRequest.profile:type_name -> aophub.v1.LlmProfile
+	1,  // 27: aophub.v1.ListModelsRequest.profile:type_name -> aophub.v1.LlmProfile
+	22, // 28: aophub.v1.ListModelsResponse.models:type_name -> aophub.v1.ModelInfo
+	27, // 29: aophub.v1.TestConnectionResponse.server_time:type_name -> google.protobuf.Timestamp
+	13, // 30: aophub.v1.ConfigService.GetConfig:input_type -> aophub.v1.GetConfigRequest
+	15, // 31: aophub.v1.ConfigService.UpdateConfig:input_type -> aophub.v1.UpdateConfigRequest
+	17, // 32: aophub.v1.ConfigService.ActivateProfile:input_type -> aophub.v1.ActivateProfileRequest
+	19, // 33: aophub.v1.ConfigService.TestLLM:input_type -> aophub.v1.TestLLMRequest
+	21, // 34: aophub.v1.ConfigService.ListModels:input_type -> aophub.v1.ListModelsRequest
+	24, // 35: aophub.v1.ConfigService.TestConnection:input_type -> aophub.v1.TestConnectionRequest
+	14, // 36: aophub.v1.ConfigService.GetConfig:output_type -> aophub.v1.GetConfigResponse
+	16, // 37: aophub.v1.ConfigService.UpdateConfig:output_type -> aophub.v1.UpdateConfigResponse
+	18, // 38: aophub.v1.ConfigService.ActivateProfile:output_type -> aophub.v1.ActivateProfileResponse
+	20, // 39: aophub.v1.ConfigService.TestLLM:output_type -> aophub.v1.TestLLMResponse
+	23, // 40: aophub.v1.ConfigService.ListModels:output_type -> aophub.v1.ListModelsResponse
+	25, // 41: aophub.v1.ConfigService.TestConnection:output_type -> aophub.v1.TestConnectionResponse
+	36, // [36:42] is the sub-list for method output_type
+	30, // [30:36] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_aophub_v1_config_proto_init() }
@@ -2165,11 +2241,11 @@ func file_aophub_v1_config_proto_init() {
 	file_aophub_v1_interaction_proto_init()
 	file_aophub_v1_config_proto_msgTypes[0].OneofWrappers = []any{}
 	file_aophub_v1_config_proto_msgTypes[2].OneofWrappers = []any{}
-	file_aophub_v1_config_proto_msgTypes[14].OneofWrappers = []any{
+	file_aophub_v1_config_proto_msgTypes[15].OneofWrappers = []any{
 		(*UpdateConfigResponse_Accepted)(nil),
 		(*UpdateConfigResponse_Rejected)(nil),
 	}
-	file_aophub_v1_config_proto_msgTypes[16].OneofWrappers = []any{
+	file_aophub_v1_config_proto_msgTypes[17].OneofWrappers = []any{
 		(*ActivateProfileResponse_Accepted)(nil),
 		(*ActivateProfileResponse_Rejected)(nil),
 	}
@@ -2179,7 +2255,7 @@ func file_aophub_v1_config_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_aophub_v1_config_proto_rawDesc), len(file_aophub_v1_config_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

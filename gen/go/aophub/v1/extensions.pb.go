@@ -97,8 +97,14 @@ type TurnOptions struct {
 	MaxTokens *uint32 `protobuf:"varint,4,opt,name=max_tokens,json=maxTokens,proto3,oneof" json:"max_tokens,omitempty"`
 	// Overrides the configured ask-before-tools setting for this turn only.
 	AskBeforeTools *bool `protobuf:"varint,5,opt,name=ask_before_tools,json=askBeforeTools,proto3,oneof" json:"ask_before_tools,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// False: the agent offers the model no tools for this turn only (Agent CLI
+	// Remote's use_tools; unset: the configured setting).
+	ToolsEnabled *bool `protobuf:"varint,6,opt,name=tools_enabled,json=toolsEnabled,proto3,oneof" json:"tools_enabled,omitempty"`
+	// Sends the model at most this many of the most recent history messages
+	// for this turn only (Agent CLI Remote's max_context_num; 0 or unset: all).
+	MaxHistoryMessages *uint32 `protobuf:"varint,7,opt,name=max_history_messages,json=maxHistoryMessages,proto3,oneof" json:"max_history_messages,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *TurnOptions) Reset() {
@@ -166,6 +172,20 @@ func (x *TurnOptions) GetAskBeforeTools() bool {
 	return false
 }
 
+func (x *TurnOptions) GetToolsEnabled() bool {
+	if x != nil && x.ToolsEnabled != nil {
+		return *x.ToolsEnabled
+	}
+	return false
+}
+
+func (x *TurnOptions) GetMaxHistoryMessages() uint32 {
+	if x != nil && x.MaxHistoryMessages != nil {
+		return *x.MaxHistoryMessages
+	}
+	return 0
+}
+
 // ClientTools declares tools the application itself implements (confirm,
 // choice, input, anything with a JSON Schema). Attach it to
 // aop.OpenSessionRequest.extensions. The agent may call them; calls appear as
@@ -221,7 +241,7 @@ var File_aophub_v1_extensions_proto protoreflect.FileDescriptor
 
 const file_aophub_v1_extensions_proto_rawDesc = "" +
 	"\n" +
-	"\x1aaophub/v1/extensions.proto\x12\taophub.v1\x1a\x11aop/content.proto\"\x8f\x02\n" +
+	"\x1aaophub/v1/extensions.proto\x12\taophub.v1\x1a\x11aop/content.proto\"\x9b\x03\n" +
 	"\vTurnOptions\x12-\n" +
 	"\x06policy\x18\x01 \x01(\x0e2\x15.aophub.v1.TurnPolicyR\x06policy\x12\x1e\n" +
 	"\n" +
@@ -230,10 +250,14 @@ const file_aophub_v1_extensions_proto_rawDesc = "" +
 	"\rsystem_prompt\x18\x03 \x01(\tH\x00R\fsystemPrompt\x88\x01\x01\x12\"\n" +
 	"\n" +
 	"max_tokens\x18\x04 \x01(\rH\x01R\tmaxTokens\x88\x01\x01\x12-\n" +
-	"\x10ask_before_tools\x18\x05 \x01(\bH\x02R\x0easkBeforeTools\x88\x01\x01B\x10\n" +
+	"\x10ask_before_tools\x18\x05 \x01(\bH\x02R\x0easkBeforeTools\x88\x01\x01\x12(\n" +
+	"\rtools_enabled\x18\x06 \x01(\bH\x03R\ftoolsEnabled\x88\x01\x01\x125\n" +
+	"\x14max_history_messages\x18\a \x01(\rH\x04R\x12maxHistoryMessages\x88\x01\x01B\x10\n" +
 	"\x0e_system_promptB\r\n" +
 	"\v_max_tokensB\x13\n" +
-	"\x11_ask_before_tools\"8\n" +
+	"\x11_ask_before_toolsB\x10\n" +
+	"\x0e_tools_enabledB\x17\n" +
+	"\x15_max_history_messages\"8\n" +
 	"\vClientTools\x12)\n" +
 	"\x05tools\x18\x01 \x03(\v2\x13.aop.ToolDefinitionR\x05tools*u\n" +
 	"\n" +

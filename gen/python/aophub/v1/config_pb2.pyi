@@ -142,7 +142,7 @@ class InteractionSettings(_message.Message):
     def __init__(self, timeout_seconds: _Optional[int] = ..., expiry_policy: _Optional[_Union[_interaction_pb2.ExpiryPolicy, str]] = ...) -> None: ...
 
 class Config(_message.Message):
-    __slots__ = ("profiles", "active_profile_id", "agent", "scans", "sandbox", "interactions", "llm_push")
+    __slots__ = ("profiles", "active_profile_id", "agent", "scans", "sandbox", "interactions", "llm_push", "bridges")
     PROFILES_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_PROFILE_ID_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
@@ -150,6 +150,7 @@ class Config(_message.Message):
     SANDBOX_FIELD_NUMBER: _ClassVar[int]
     INTERACTIONS_FIELD_NUMBER: _ClassVar[int]
     LLM_PUSH_FIELD_NUMBER: _ClassVar[int]
+    BRIDGES_FIELD_NUMBER: _ClassVar[int]
     profiles: _containers.RepeatedCompositeFieldContainer[LlmProfile]
     active_profile_id: str
     agent: AgentSettings
@@ -157,7 +158,14 @@ class Config(_message.Message):
     sandbox: SandboxSettings
     interactions: InteractionSettings
     llm_push: LlmPushSettings
-    def __init__(self, profiles: _Optional[_Iterable[_Union[LlmProfile, _Mapping]]] = ..., active_profile_id: _Optional[str] = ..., agent: _Optional[_Union[AgentSettings, _Mapping]] = ..., scans: _Optional[_Union[ScanSettings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., interactions: _Optional[_Union[InteractionSettings, _Mapping]] = ..., llm_push: _Optional[_Union[LlmPushSettings, _Mapping]] = ...) -> None: ...
+    bridges: BridgeSettings
+    def __init__(self, profiles: _Optional[_Iterable[_Union[LlmProfile, _Mapping]]] = ..., active_profile_id: _Optional[str] = ..., agent: _Optional[_Union[AgentSettings, _Mapping]] = ..., scans: _Optional[_Union[ScanSettings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., interactions: _Optional[_Union[InteractionSettings, _Mapping]] = ..., llm_push: _Optional[_Union[LlmPushSettings, _Mapping]] = ..., bridges: _Optional[_Union[BridgeSettings, _Mapping]] = ...) -> None: ...
+
+class BridgeSettings(_message.Message):
+    __slots__ = ("enabled",)
+    ENABLED_FIELD_NUMBER: _ClassVar[int]
+    enabled: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, enabled: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class LlmPushSettings(_message.Message):
     __slots__ = ("node_ids",)
@@ -166,7 +174,7 @@ class LlmPushSettings(_message.Message):
     def __init__(self, node_ids: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ConfigView(_message.Message):
-    __slots__ = ("profiles", "active_profile_id", "agent", "scans", "sandbox", "interactions", "revision", "updated_at", "llm_push")
+    __slots__ = ("profiles", "active_profile_id", "agent", "scans", "sandbox", "interactions", "revision", "updated_at", "llm_push", "bridges")
     PROFILES_FIELD_NUMBER: _ClassVar[int]
     ACTIVE_PROFILE_ID_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
@@ -176,6 +184,7 @@ class ConfigView(_message.Message):
     REVISION_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     LLM_PUSH_FIELD_NUMBER: _ClassVar[int]
+    BRIDGES_FIELD_NUMBER: _ClassVar[int]
     profiles: _containers.RepeatedCompositeFieldContainer[LlmProfileView]
     active_profile_id: str
     agent: AgentSettings
@@ -185,7 +194,8 @@ class ConfigView(_message.Message):
     revision: int
     updated_at: _timestamp_pb2.Timestamp
     llm_push: LlmPushSettings
-    def __init__(self, profiles: _Optional[_Iterable[_Union[LlmProfileView, _Mapping]]] = ..., active_profile_id: _Optional[str] = ..., agent: _Optional[_Union[AgentSettings, _Mapping]] = ..., scans: _Optional[_Union[ScanSettings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., interactions: _Optional[_Union[InteractionSettings, _Mapping]] = ..., revision: _Optional[int] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., llm_push: _Optional[_Union[LlmPushSettings, _Mapping]] = ...) -> None: ...
+    bridges: BridgeSettings
+    def __init__(self, profiles: _Optional[_Iterable[_Union[LlmProfileView, _Mapping]]] = ..., active_profile_id: _Optional[str] = ..., agent: _Optional[_Union[AgentSettings, _Mapping]] = ..., scans: _Optional[_Union[ScanSettings, _Mapping]] = ..., sandbox: _Optional[_Union[SandboxSettings, _Mapping]] = ..., interactions: _Optional[_Union[InteractionSettings, _Mapping]] = ..., revision: _Optional[int] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., llm_push: _Optional[_Union[LlmPushSettings, _Mapping]] = ..., bridges: _Optional[_Union[BridgeSettings, _Mapping]] = ...) -> None: ...
 
 class FieldViolation(_message.Message):
     __slots__ = ("field", "description")

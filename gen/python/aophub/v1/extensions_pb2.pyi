@@ -20,18 +20,22 @@ TURN_POLICY_REJECT: TurnPolicy
 TURN_POLICY_INTERRUPT: TurnPolicy
 
 class TurnOptions(_message.Message):
-    __slots__ = ("policy", "regenerate", "system_prompt", "max_tokens", "ask_before_tools")
+    __slots__ = ("policy", "regenerate", "system_prompt", "max_tokens", "ask_before_tools", "tools_enabled", "max_history_messages")
     POLICY_FIELD_NUMBER: _ClassVar[int]
     REGENERATE_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_PROMPT_FIELD_NUMBER: _ClassVar[int]
     MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     ASK_BEFORE_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_ENABLED_FIELD_NUMBER: _ClassVar[int]
+    MAX_HISTORY_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     policy: TurnPolicy
     regenerate: bool
     system_prompt: str
     max_tokens: int
     ask_before_tools: bool
-    def __init__(self, policy: _Optional[_Union[TurnPolicy, str]] = ..., regenerate: _Optional[bool] = ..., system_prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., ask_before_tools: _Optional[bool] = ...) -> None: ...
+    tools_enabled: bool
+    max_history_messages: int
+    def __init__(self, policy: _Optional[_Union[TurnPolicy, str]] = ..., regenerate: _Optional[bool] = ..., system_prompt: _Optional[str] = ..., max_tokens: _Optional[int] = ..., ask_before_tools: _Optional[bool] = ..., tools_enabled: _Optional[bool] = ..., max_history_messages: _Optional[int] = ...) -> None: ...
 
 class ClientTools(_message.Message):
     __slots__ = ("tools",)

@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/config.proto.
  */
 export const file_aophub_v1_config: GenFile = /*@__PURE__*/
-  fileDesc("ChZhb3BodWIvdjEvY29uZmlnLnByb3RvEglhb3BodWIudjEi6QEKCkxsbVByb2ZpbGUSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIpCghwcm92aWRlchgDIAEoDjIXLmFvcGh1Yi52MS5Qcm92aWRlcktpbmQSEAoIYmFzZV91cmwYBCABKAkSFAoHYXBpX2tleRgFIAEoCUgAiAEBEg0KBW1vZGVsGAYgASgJEhIKCm1heF90b2tlbnMYByABKA0SFgoOY29udGV4dF93aW5kb3cYCCABKA0SFwoPdGltZW91dF9zZWNvbmRzGAkgASgNEg4KBmltYWdlcxgKIAEoCEIKCghfYXBpX2tleSLnAQoOTGxtUHJvZmlsZVZpZXcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIpCghwcm92aWRlchgDIAEoDjIXLmFvcGh1Yi52MS5Qcm92aWRlcktpbmQSEAoIYmFzZV91cmwYBCABKAkSGgoSYXBpX2tleV9jb25maWd1cmVkGAUgASgIEg0KBW1vZGVsGAYgASgJEhIKCm1heF90b2tlbnMYByABKA0SFgoOY29udGV4dF93aW5kb3cYCCABKA0SFwoPdGltZW91dF9zZWNvbmRzGAkgASgNEg4KBmltYWdlcxgKIAEoCCLaAQoNQWdlbnRTZXR0aW5ncxIaCg10b29sc19lbmFibGVkGAEgASgISACIAQESHQoQYXNrX2JlZm9yZV90b29scxgCIAEoCEgBiAEBEhEKCW1heF90dXJucxgDIAEoDRIcChR0dXJuX3RpbWVvdXRfc2Vjb25kcxgEIAEoDRIVCg1zeXN0ZW1fcHJvbXB0GAUgASgJEh8KF2lubGluZV9hdHRhY2htZW50X2J5dGVzGAYgASgNQhAKDl90b29sc19lbmFibGVkQhMKEV9hc2tfYmVmb3JlX3Rvb2xzIlcKCFNjYW5Nb2RlEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFQoNdGFza190ZW1wbGF0ZRgDIAEoCRIRCgltYXhfdHVybnMYBCABKA0iYAoMU2NhblNldHRpbmdzEhMKC2NvbmN1cnJlbmN5GAEgASgNEhcKD3RpbWVvdXRfc2Vjb25kcxgCIAEoDRIiCgVtb2RlcxgDIAMoCzITLmFvcGh1Yi52MS5TY2FuTW9kZSKLAgoPU2FuZGJveFNldHRpbmdzEhEKCXdvcmtzcGFjZRgBIAEoCRIVCg1kZW55X3BhdHRlcm5zGAIgAygJEhYKDmFsbG93X3BhdHRlcm5zGAMgAygJEhwKFGV4ZWNfdGltZW91dF9zZWNvbmRzGAQgASgNEhgKEG91dHB1dF9jYXBfYnl0ZXMYBSABKA0SDwoHbmV0d29yaxgGIAEoCBIZChFhbGxvd191bnNhbmRib3hlZBgHIAEoCBISCgpidWJibGV3cmFwGAggASgJEhMKC2NwdV9zZWNvbmRzGAkgASgNEhIKCm1lbW9yeV9taWIYCiABKA0SFQoNbWF4X3Byb2Nlc3NlcxgLIAEoDSJeChNJbnRlcmFjdGlvblNldHRpbmdzEhcKD3RpbWVvdXRfc2Vjb25kcxgBIAEoDRIuCg1leHBpcnlfcG9saWN5GAIgASgOMhcuYW9waHViLnYxLkV4cGlyeVBvbGljeSKuAgoGQ29uZmlnEicKCHByb2ZpbGVzGAEgAygLMhUuYW9waHViLnYxLkxsbVByb2ZpbGUSGQoRYWN0aXZlX3Byb2ZpbGVfaWQYAiABKAkSJwoFYWdlbnQYAyABKAsyGC5hb3BodWIudjEuQWdlbnRTZXR0aW5ncxImCgVzY2FucxgEIAEoCzIXLmFvcGh1Yi52MS5TY2FuU2V0dGluZ3MSKwoHc2FuZGJveBgFIAEoCzIaLmFvcGh1Yi52MS5TYW5kYm94U2V0dGluZ3MSNAoMaW50ZXJhY3Rpb25zGAYgASgLMh4uYW9waHViLnYxLkludGVyYWN0aW9uU2V0dGluZ3MSLAoIbGxtX3B1c2gYByABKAsyGi5hb3BodWIudjEuTGxtUHVzaFNldHRpbmdzIiMKD0xsbVB1c2hTZXR0aW5ncxIQCghub2RlX2lkcxgBIAMoCSL4AgoKQ29uZmlnVmlldxIrCghwcm9maWxlcxgBIAMoCzIZLmFvcGh1Yi52MS5MbG1Qcm9maWxlVmlldxIZChFhY3RpdmVfcHJvZmlsZV9pZBgCIAEoCRInCgVhZ2VudBgDIAEoCzIYLmFvcGh1Yi52MS5BZ2VudFNldHRpbmdzEiYKBXNjYW5zGAQgASgLMhcuYW9waHViLnYxLlNjYW5TZXR0aW5ncxIrCgdzYW5kYm94GAUgASgLMhouYW9waHViLnYxLlNhbmRib3hTZXR0aW5ncxI0CgxpbnRlcmFjdGlvbnMYBiABKAsyHi5hb3BodWIudjEuSW50ZXJhY3Rpb25TZXR0aW5ncxIQCghyZXZpc2lvbhgHIAEoBBIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIsCghsbG1fcHVzaBgJIAEoCzIaLmFvcGh1Yi52MS5MbG1QdXNoU2V0dGluZ3MiNAoORmllbGRWaW9sYXRpb24SDQoFZmllbGQYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkiEgoQR2V0Q29uZmlnUmVxdWVzdCI6ChFHZXRDb25maWdSZXNwb25zZRIlCgZjb25maWcYASABKAsyFS5hb3BodWIudjEuQ29uZmlnVmlldyJnChNVcGRhdGVDb25maWdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSIQoGY29uZmlnGAIgASgLMhEuYW9waHViLnYxLkNvbmZpZxIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoBCKlAQoUVXBkYXRlQ29uZmlnUmVzcG9uc2USMwoQZmllbGRfdmlvbGF0aW9ucxgBIAMoCzIZLmFvcGh1Yi52MS5GaWVsZFZpb2xhdGlvbhIpCghhY2NlcHRlZBgCIAEoCzIVLmFvcGh1Yi52MS5Db25maWdWaWV3SAASIgoIcmVqZWN0ZWQYAyABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSJAChZBY3RpdmF0ZVByb2ZpbGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEgoKcHJvZmlsZV9pZBgCIAEoCSJzChdBY3RpdmF0ZVByb2ZpbGVSZXNwb25zZRIpCghhY2NlcHRlZBgBIAEoCzIVLmFvcGh1Yi52MS5Db25maWdWaWV3SAASIgoIcmVqZWN0ZWQYAiABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSJcCg5UZXN0TExNUmVxdWVzdBISCgpwcm9maWxlX2lkGAEgASgJEiYKB3Byb2ZpbGUYAiABKAsyFS5hb3BodWIudjEuTGxtUHJvZmlsZRIOCgZwcm9tcHQYAyABKAkiXgoPVGVzdExMTVJlc3BvbnNlEgoKAm9rGAEgASgIEhIKCmxhdGVuY3lfbXMYAiABKAQSDQoFcmVwbHkYAyABKAkSDQoFZXJyb3IYBCABKAkSDQoFbW9kZWwYBSABKAkiTwoRTGlzdE1vZGVsc1JlcXVlc3QSEgoKcHJvZmlsZV9pZBgBIAEoCRImCgdwcm9maWxlGAIgASgLMhUuYW9waHViLnYxLkxsbVByb2ZpbGUiKQoJTW9kZWxJbmZvEgoKAmlkGAEgASgJEhAKCG93bmVkX2J5GAIgASgJImkKEkxpc3RNb2RlbHNSZXNwb25zZRIKCgJvaxgBIAEoCBIkCgZtb2RlbHMYAiADKAsyFC5hb3BodWIudjEuTW9kZWxJbmZvEg0KBWVycm9yGAMgASgJEhIKCmxhdGVuY3lfbXMYBCABKAQiFwoVVGVzdENvbm5lY3Rpb25SZXF1ZXN0ImYKFlRlc3RDb25uZWN0aW9uUmVzcG9uc2USCgoCb2sYASABKAgSDwoHdmVyc2lvbhgCIAEoCRIvCgtzZXJ2ZXJfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqagoMUHJvdmlkZXJLaW5kEh0KGVBST1ZJREVSX0tJTkRfVU5TUEVDSUZJRUQQABIjCh9QUk9WSURFUl9LSU5EX09QRU5BSV9DT01QQVRJQkxFEAESFgoSUFJPVklERVJfS0lORF9FQ0hPEAIy8AMKDUNvbmZpZ1NlcnZpY2USSwoJR2V0Q29uZmlnEhsuYW9waHViLnYxLkdldENvbmZpZ1JlcXVlc3QaHC5hb3BodWIudjEuR2V0Q29uZmlnUmVzcG9uc2UiA5ACARJPCgxVcGRhdGVDb25maWcSHi5hb3BodWIudjEuVXBkYXRlQ29uZmlnUmVxdWVzdBofLmFvcGh1Yi52MS5VcGRhdGVDb25maWdSZXNwb25zZRJYCg9BY3RpdmF0ZVByb2ZpbGUSIS5hb3BodWIudjEuQWN0aXZhdGVQcm9maWxlUmVxdWVzdBoiLmFvcGh1Yi52MS5BY3RpdmF0ZVByb2ZpbGVSZXNwb25zZRJACgdUZXN0TExNEhkuYW9waHViLnYxLlRlc3RMTE1SZXF1ZXN0GhouYW9waHViLnYxLlRlc3RMTE1SZXNwb25zZRJJCgpMaXN0TW9kZWxzEhwuYW9waHViLnYxLkxpc3RNb2RlbHNSZXF1ZXN0Gh0uYW9waHViLnYxLkxpc3RNb2RlbHNSZXNwb25zZRJaCg5UZXN0Q29ubmVjdGlvbhIgLmFvcGh1Yi52MS5UZXN0Q29ubmVjdGlvblJlcXVlc3QaIS5hb3BodWIudjEuVGVzdENvbm5lY3Rpb25SZXNwb25zZSIDkAIBQkkKEWRldi5hb3BodWIuYXBpLnYxUAFaMmdpdGh1Yi5jb20vYW9waHViL2FvcGh1Yi9nZW4vZ28vYW9waHViL3YxO2FvcGh1YnYxYgZwcm90bzM", [file_aop_chat, file_aophub_v1_interaction, file_google_protobuf_timestamp]);
+  fileDesc("ChZhb3BodWIvdjEvY29uZmlnLnByb3RvEglhb3BodWIudjEi6QEKCkxsbVByb2ZpbGUSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIpCghwcm92aWRlchgDIAEoDjIXLmFvcGh1Yi52MS5Qcm92aWRlcktpbmQSEAoIYmFzZV91cmwYBCABKAkSFAoHYXBpX2tleRgFIAEoCUgAiAEBEg0KBW1vZGVsGAYgASgJEhIKCm1heF90b2tlbnMYByABKA0SFgoOY29udGV4dF93aW5kb3cYCCABKA0SFwoPdGltZW91dF9zZWNvbmRzGAkgASgNEg4KBmltYWdlcxgKIAEoCEIKCghfYXBpX2tleSLnAQoOTGxtUHJvZmlsZVZpZXcSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRIpCghwcm92aWRlchgDIAEoDjIXLmFvcGh1Yi52MS5Qcm92aWRlcktpbmQSEAoIYmFzZV91cmwYBCABKAkSGgoSYXBpX2tleV9jb25maWd1cmVkGAUgASgIEg0KBW1vZGVsGAYgASgJEhIKCm1heF90b2tlbnMYByABKA0SFgoOY29udGV4dF93aW5kb3cYCCABKA0SFwoPdGltZW91dF9zZWNvbmRzGAkgASgNEg4KBmltYWdlcxgKIAEoCCLaAQoNQWdlbnRTZXR0aW5ncxIaCg10b29sc19lbmFibGVkGAEgASgISACIAQESHQoQYXNrX2JlZm9yZV90b29scxgCIAEoCEgBiAEBEhEKCW1heF90dXJucxgDIAEoDRIcChR0dXJuX3RpbWVvdXRfc2Vjb25kcxgEIAEoDRIVCg1zeXN0ZW1fcHJvbXB0GAUgASgJEh8KF2lubGluZV9hdHRhY2htZW50X2J5dGVzGAYgASgNQhAKDl90b29sc19lbmFibGVkQhMKEV9hc2tfYmVmb3JlX3Rvb2xzIlcKCFNjYW5Nb2RlEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSFQoNdGFza190ZW1wbGF0ZRgDIAEoCRIRCgltYXhfdHVybnMYBCABKA0iYAoMU2NhblNldHRpbmdzEhMKC2NvbmN1cnJlbmN5GAEgASgNEhcKD3RpbWVvdXRfc2Vjb25kcxgCIAEoDRIiCgVtb2RlcxgDIAMoCzITLmFvcGh1Yi52MS5TY2FuTW9kZSKLAgoPU2FuZGJveFNldHRpbmdzEhEKCXdvcmtzcGFjZRgBIAEoCRIVCg1kZW55X3BhdHRlcm5zGAIgAygJEhYKDmFsbG93X3BhdHRlcm5zGAMgAygJEhwKFGV4ZWNfdGltZW91dF9zZWNvbmRzGAQgASgNEhgKEG91dHB1dF9jYXBfYnl0ZXMYBSABKA0SDwoHbmV0d29yaxgGIAEoCBIZChFhbGxvd191bnNhbmRib3hlZBgHIAEoCBISCgpidWJibGV3cmFwGAggASgJEhMKC2NwdV9zZWNvbmRzGAkgASgNEhIKCm1lbW9yeV9taWIYCiABKA0SFQoNbWF4X3Byb2Nlc3NlcxgLIAEoDSJeChNJbnRlcmFjdGlvblNldHRpbmdzEhcKD3RpbWVvdXRfc2Vjb25kcxgBIAEoDRIuCg1leHBpcnlfcG9saWN5GAIgASgOMhcuYW9waHViLnYxLkV4cGlyeVBvbGljeSLaAgoGQ29uZmlnEicKCHByb2ZpbGVzGAEgAygLMhUuYW9waHViLnYxLkxsbVByb2ZpbGUSGQoRYWN0aXZlX3Byb2ZpbGVfaWQYAiABKAkSJwoFYWdlbnQYAyABKAsyGC5hb3BodWIudjEuQWdlbnRTZXR0aW5ncxImCgVzY2FucxgEIAEoCzIXLmFvcGh1Yi52MS5TY2FuU2V0dGluZ3MSKwoHc2FuZGJveBgFIAEoCzIaLmFvcGh1Yi52MS5TYW5kYm94U2V0dGluZ3MSNAoMaW50ZXJhY3Rpb25zGAYgASgLMh4uYW9waHViLnYxLkludGVyYWN0aW9uU2V0dGluZ3MSLAoIbGxtX3B1c2gYByABKAsyGi5hb3BodWIudjEuTGxtUHVzaFNldHRpbmdzEioKB2JyaWRnZXMYCCABKAsyGS5hb3BodWIudjEuQnJpZGdlU2V0dGluZ3MiIQoOQnJpZGdlU2V0dGluZ3MSDwoHZW5hYmxlZBgBIAMoCSIjCg9MbG1QdXNoU2V0dGluZ3MSEAoIbm9kZV9pZHMYASADKAkipAMKCkNvbmZpZ1ZpZXcSKwoIcHJvZmlsZXMYASADKAsyGS5hb3BodWIudjEuTGxtUHJvZmlsZVZpZXcSGQoRYWN0aXZlX3Byb2ZpbGVfaWQYAiABKAkSJwoFYWdlbnQYAyABKAsyGC5hb3BodWIudjEuQWdlbnRTZXR0aW5ncxImCgVzY2FucxgEIAEoCzIXLmFvcGh1Yi52MS5TY2FuU2V0dGluZ3MSKwoHc2FuZGJveBgFIAEoCzIaLmFvcGh1Yi52MS5TYW5kYm94U2V0dGluZ3MSNAoMaW50ZXJhY3Rpb25zGAYgASgLMh4uYW9waHViLnYxLkludGVyYWN0aW9uU2V0dGluZ3MSEAoIcmV2aXNpb24YByABKAQSLgoKdXBkYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLAoIbGxtX3B1c2gYCSABKAsyGi5hb3BodWIudjEuTGxtUHVzaFNldHRpbmdzEioKB2JyaWRnZXMYCiABKAsyGS5hb3BodWIudjEuQnJpZGdlU2V0dGluZ3MiNAoORmllbGRWaW9sYXRpb24SDQoFZmllbGQYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkiEgoQR2V0Q29uZmlnUmVxdWVzdCI6ChFHZXRDb25maWdSZXNwb25zZRIlCgZjb25maWcYASABKAsyFS5hb3BodWIudjEuQ29uZmlnVmlldyJnChNVcGRhdGVDb25maWdSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSIQoGY29uZmlnGAIgASgLMhEuYW9waHViLnYxLkNvbmZpZxIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoBCKlAQoUVXBkYXRlQ29uZmlnUmVzcG9uc2USMwoQZmllbGRfdmlvbGF0aW9ucxgBIAMoCzIZLmFvcGh1Yi52MS5GaWVsZFZpb2xhdGlvbhIpCghhY2NlcHRlZBgCIAEoCzIVLmFvcGh1Yi52MS5Db25maWdWaWV3SAASIgoIcmVqZWN0ZWQYAyABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSJAChZBY3RpdmF0ZVByb2ZpbGVSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSEgoKcHJvZmlsZV9pZBgCIAEoCSJzChdBY3RpdmF0ZVByb2ZpbGVSZXNwb25zZRIpCghhY2NlcHRlZBgBIAEoCzIVLmFvcGh1Yi52MS5Db25maWdWaWV3SAASIgoIcmVqZWN0ZWQYAiABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSJcCg5UZXN0TExNUmVxdWVzdBISCgpwcm9maWxlX2lkGAEgASgJEiYKB3Byb2ZpbGUYAiABKAsyFS5hb3BodWIudjEuTGxtUHJvZmlsZRIOCgZwcm9tcHQYAyABKAkiXgoPVGVzdExMTVJlc3BvbnNlEgoKAm9rGAEgASgIEhIKCmxhdGVuY3lfbXMYAiABKAQSDQoFcmVwbHkYAyABKAkSDQoFZXJyb3IYBCABKAkSDQoFbW9kZWwYBSABKAkiTwoRTGlzdE1vZGVsc1JlcXVlc3QSEgoKcHJvZmlsZV9pZBgBIAEoCRImCgdwcm9maWxlGAIgASgLMhUuYW9waHViLnYxLkxsbVByb2ZpbGUiKQoJTW9kZWxJbmZvEgoKAmlkGAEgASgJEhAKCG93bmVkX2J5GAIgASgJImkKEkxpc3RNb2RlbHNSZXNwb25zZRIKCgJvaxgBIAEoCBIkCgZtb2RlbHMYAiADKAsyFC5hb3BodWIudjEuTW9kZWxJbmZvEg0KBWVycm9yGAMgASgJEhIKCmxhdGVuY3lfbXMYBCABKAQiFwoVVGVzdENvbm5lY3Rpb25SZXF1ZXN0ImYKFlRlc3RDb25uZWN0aW9uUmVzcG9uc2USCgoCb2sYASABKAgSDwoHdmVyc2lvbhgCIAEoCRIvCgtzZXJ2ZXJfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAqagoMUHJvdmlkZXJLaW5kEh0KGVBST1ZJREVSX0tJTkRfVU5TUEVDSUZJRUQQABIjCh9QUk9WSURFUl9LSU5EX09QRU5BSV9DT01QQVRJQkxFEAESFgoSUFJPVklERVJfS0lORF9FQ0hPEAIy8AMKDUNvbmZpZ1NlcnZpY2USSwoJR2V0Q29uZmlnEhsuYW9waHViLnYxLkdldENvbmZpZ1JlcXVlc3QaHC5hb3BodWIudjEuR2V0Q29uZmlnUmVzcG9uc2UiA5ACARJPCgxVcGRhdGVDb25maWcSHi5hb3BodWIudjEuVXBkYXRlQ29uZmlnUmVxdWVzdBofLmFvcGh1Yi52MS5VcGRhdGVDb25maWdSZXNwb25zZRJYCg9BY3RpdmF0ZVByb2ZpbGUSIS5hb3BodWIudjEuQWN0aXZhdGVQcm9maWxlUmVxdWVzdBoiLmFvcGh1Yi52MS5BY3RpdmF0ZVByb2ZpbGVSZXNwb25zZRJACgdUZXN0TExNEhkuYW9waHViLnYxLlRlc3RMTE1SZXF1ZXN0GhouYW9waHViLnYxLlRlc3RMTE1SZXNwb25zZRJJCgpMaXN0TW9kZWxzEhwuYW9waHViLnYxLkxpc3RNb2RlbHNSZXF1ZXN0Gh0uYW9waHViLnYxLkxpc3RNb2RlbHNSZXNwb25zZRJaCg5UZXN0Q29ubmVjdGlvbhIgLmFvcGh1Yi52MS5UZXN0Q29ubmVjdGlvblJlcXVlc3QaIS5hb3BodWIudjEuVGVzdENvbm5lY3Rpb25SZXNwb25zZSIDkAIBQkkKEWRldi5hb3BodWIuYXBpLnYxUAFaMmdpdGh1Yi5jb20vYW9waHViL2FvcGh1Yi9nZW4vZ28vYW9waHViL3YxO2FvcGh1YnYxYgZwcm90bzM", [file_aop_chat, file_aophub_v1_interaction, file_google_protobuf_timestamp]);
 
 /**
  * LlmProfile is a stored LLM provider profile, including its secret.
@@ -502,6 +502,14 @@ export type Config = Message<"aophub.v1.Config"> & {
    * @generated from field: aophub.v1.LlmPushSettings llm_push = 7;
    */
   llmPush?: LlmPushSettings | undefined;
+
+  /**
+   * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+   * --bridge options.
+   *
+   * @generated from field: aophub.v1.BridgeSettings bridges = 8;
+   */
+  bridges?: BridgeSettings | undefined;
 };
 
 /**
@@ -510,6 +518,30 @@ export type Config = Message<"aophub.v1.Config"> & {
  */
 export const ConfigSchema: GenMessage<Config> = /*@__PURE__*/
   messageDesc(file_aophub_v1_config, 7);
+
+/**
+ * BridgeSettings enables dialect bridges: clients of other remote-agent
+ * systems talk to the hub unchanged, under /bridge/<name>/. Off by default.
+ *
+ * @generated from message aophub.v1.BridgeSettings
+ */
+export type BridgeSettings = Message<"aophub.v1.BridgeSettings"> & {
+  /**
+   * Names of the enabled bridges (available: "agent-cli"). A change applies to
+   * the next connection; root mounts on listeners of their own are set with
+   * the hub's --bridge NAME=HOST:PORT option only.
+   *
+   * @generated from field: repeated string enabled = 1;
+   */
+  enabled: string[];
+};
+
+/**
+ * Describes the message aophub.v1.BridgeSettings.
+ * Use `create(BridgeSettingsSchema)` to create a new message.
+ */
+export const BridgeSettingsSchema: GenMessage<BridgeSettings> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_config, 8);
 
 /**
  * LlmPushSettings opt remote nodes in to the LLM configuration push: the hub
@@ -534,7 +566,7 @@ export type LlmPushSettings = Message<"aophub.v1.LlmPushSettings"> & {
  * Use `create(LlmPushSettingsSchema)` to create a new message.
  */
 export const LlmPushSettingsSchema: GenMessage<LlmPushSettings> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 8);
+  messageDesc(file_aophub_v1_config, 9);
 
 /**
  * ConfigView is the configuration as returned to clients: no secrets.
@@ -605,6 +637,13 @@ export type ConfigView = Message<"aophub.v1.ConfigView"> & {
    * @generated from field: aophub.v1.LlmPushSettings llm_push = 9;
    */
   llmPush?: LlmPushSettings | undefined;
+
+  /**
+   * Dialect bridges enabled by the file (the hub's --bridge options add to it).
+   *
+   * @generated from field: aophub.v1.BridgeSettings bridges = 10;
+   */
+  bridges?: BridgeSettings | undefined;
 };
 
 /**
@@ -612,7 +651,7 @@ export type ConfigView = Message<"aophub.v1.ConfigView"> & {
  * Use `create(ConfigViewSchema)` to create a new message.
  */
 export const ConfigViewSchema: GenMessage<ConfigView> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 9);
+  messageDesc(file_aophub_v1_config, 10);
 
 /**
  * FieldViolation names one invalid field.
@@ -640,7 +679,7 @@ export type FieldViolation = Message<"aophub.v1.FieldViolation"> & {
  * Use `create(FieldViolationSchema)` to create a new message.
  */
 export const FieldViolationSchema: GenMessage<FieldViolation> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 10);
+  messageDesc(file_aophub_v1_config, 11);
 
 /**
  * GetConfigRequest asks for the configuration.
@@ -655,7 +694,7 @@ export type GetConfigRequest = Message<"aophub.v1.GetConfigRequest"> & {
  * Use `create(GetConfigRequestSchema)` to create a new message.
  */
 export const GetConfigRequestSchema: GenMessage<GetConfigRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 11);
+  messageDesc(file_aophub_v1_config, 12);
 
 /**
  * GetConfigResponse is the configuration.
@@ -676,7 +715,7 @@ export type GetConfigResponse = Message<"aophub.v1.GetConfigResponse"> & {
  * Use `create(GetConfigResponseSchema)` to create a new message.
  */
 export const GetConfigResponseSchema: GenMessage<GetConfigResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 12);
+  messageDesc(file_aophub_v1_config, 13);
 
 /**
  * UpdateConfigRequest replaces the configuration.
@@ -712,7 +751,7 @@ export type UpdateConfigRequest = Message<"aophub.v1.UpdateConfigRequest"> & {
  * Use `create(UpdateConfigRequestSchema)` to create a new message.
  */
 export const UpdateConfigRequestSchema: GenMessage<UpdateConfigRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 13);
+  messageDesc(file_aophub_v1_config, 14);
 
 /**
  * UpdateConfigResponse is the outcome of UpdateConfig.
@@ -757,7 +796,7 @@ export type UpdateConfigResponse = Message<"aophub.v1.UpdateConfigResponse"> & {
  * Use `create(UpdateConfigResponseSchema)` to create a new message.
  */
 export const UpdateConfigResponseSchema: GenMessage<UpdateConfigResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 14);
+  messageDesc(file_aophub_v1_config, 15);
 
 /**
  * ActivateProfileRequest names the profile to activate.
@@ -785,7 +824,7 @@ export type ActivateProfileRequest = Message<"aophub.v1.ActivateProfileRequest">
  * Use `create(ActivateProfileRequestSchema)` to create a new message.
  */
 export const ActivateProfileRequestSchema: GenMessage<ActivateProfileRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 15);
+  messageDesc(file_aophub_v1_config, 16);
 
 /**
  * ActivateProfileResponse is the outcome of ActivateProfile.
@@ -822,7 +861,7 @@ export type ActivateProfileResponse = Message<"aophub.v1.ActivateProfileResponse
  * Use `create(ActivateProfileResponseSchema)` to create a new message.
  */
 export const ActivateProfileResponseSchema: GenMessage<ActivateProfileResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 16);
+  messageDesc(file_aophub_v1_config, 17);
 
 /**
  * TestLLMRequest names the profile to test.
@@ -858,7 +897,7 @@ export type TestLLMRequest = Message<"aophub.v1.TestLLMRequest"> & {
  * Use `create(TestLLMRequestSchema)` to create a new message.
  */
 export const TestLLMRequestSchema: GenMessage<TestLLMRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 17);
+  messageDesc(file_aophub_v1_config, 18);
 
 /**
  * TestLLMResponse is the result of a real model call.
@@ -907,7 +946,7 @@ export type TestLLMResponse = Message<"aophub.v1.TestLLMResponse"> & {
  * Use `create(TestLLMResponseSchema)` to create a new message.
  */
 export const TestLLMResponseSchema: GenMessage<TestLLMResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 18);
+  messageDesc(file_aophub_v1_config, 19);
 
 /**
  * ListModelsRequest names the profile whose endpoint to ask.
@@ -935,7 +974,7 @@ export type ListModelsRequest = Message<"aophub.v1.ListModelsRequest"> & {
  * Use `create(ListModelsRequestSchema)` to create a new message.
  */
 export const ListModelsRequestSchema: GenMessage<ListModelsRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 19);
+  messageDesc(file_aophub_v1_config, 20);
 
 /**
  * ModelInfo is one model an endpoint offers.
@@ -963,7 +1002,7 @@ export type ModelInfo = Message<"aophub.v1.ModelInfo"> & {
  * Use `create(ModelInfoSchema)` to create a new message.
  */
 export const ModelInfoSchema: GenMessage<ModelInfo> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 20);
+  messageDesc(file_aophub_v1_config, 21);
 
 /**
  * ListModelsResponse is an endpoint's model list.
@@ -1005,7 +1044,7 @@ export type ListModelsResponse = Message<"aophub.v1.ListModelsResponse"> & {
  * Use `create(ListModelsResponseSchema)` to create a new message.
  */
 export const ListModelsResponseSchema: GenMessage<ListModelsResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 21);
+  messageDesc(file_aophub_v1_config, 22);
 
 /**
  * TestConnectionRequest is empty: reaching the hub and passing auth is the test.
@@ -1020,7 +1059,7 @@ export type TestConnectionRequest = Message<"aophub.v1.TestConnectionRequest"> &
  * Use `create(TestConnectionRequestSchema)` to create a new message.
  */
 export const TestConnectionRequestSchema: GenMessage<TestConnectionRequest> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 22);
+  messageDesc(file_aophub_v1_config, 23);
 
 /**
  * TestConnectionResponse proves the caller reached the hub.
@@ -1055,7 +1094,7 @@ export type TestConnectionResponse = Message<"aophub.v1.TestConnectionResponse">
  * Use `create(TestConnectionResponseSchema)` to create a new message.
  */
 export const TestConnectionResponseSchema: GenMessage<TestConnectionResponse> = /*@__PURE__*/
-  messageDesc(file_aophub_v1_config, 23);
+  messageDesc(file_aophub_v1_config, 24);
 
 /**
  * ProviderKind is the API an LLM profile speaks.

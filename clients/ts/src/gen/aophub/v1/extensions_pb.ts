@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/extensions.proto.
  */
 export const file_aophub_v1_extensions: GenFile = /*@__PURE__*/
-  fileDesc("Chphb3BodWIvdjEvZXh0ZW5zaW9ucy5wcm90bxIJYW9waHViLnYxItIBCgtUdXJuT3B0aW9ucxIlCgZwb2xpY3kYASABKA4yFS5hb3BodWIudjEuVHVyblBvbGljeRISCgpyZWdlbmVyYXRlGAIgASgIEhoKDXN5c3RlbV9wcm9tcHQYAyABKAlIAIgBARIXCgptYXhfdG9rZW5zGAQgASgNSAGIAQESHQoQYXNrX2JlZm9yZV90b29scxgFIAEoCEgCiAEBQhAKDl9zeXN0ZW1fcHJvbXB0Qg0KC19tYXhfdG9rZW5zQhMKEV9hc2tfYmVmb3JlX3Rvb2xzIjEKC0NsaWVudFRvb2xzEiIKBXRvb2xzGAEgAygLMhMuYW9wLlRvb2xEZWZpbml0aW9uKnUKClR1cm5Qb2xpY3kSGwoXVFVSTl9QT0xJQ1lfVU5TUEVDSUZJRUQQABIXChNUVVJOX1BPTElDWV9FTlFVRVVFEAESFgoSVFVSTl9QT0xJQ1lfUkVKRUNUEAISGQoVVFVSTl9QT0xJQ1lfSU5URVJSVVBUEANCSQoRZGV2LmFvcGh1Yi5hcGkudjFQAVoyZ2l0aHViLmNvbS9hb3BodWIvYW9waHViL2dlbi9nby9hb3BodWIvdjE7YW9waHVidjFiBnByb3RvMw", [file_aop_content]);
+  fileDesc("Chphb3BodWIvdjEvZXh0ZW5zaW9ucy5wcm90bxIJYW9waHViLnYxIrwCCgtUdXJuT3B0aW9ucxIlCgZwb2xpY3kYASABKA4yFS5hb3BodWIudjEuVHVyblBvbGljeRISCgpyZWdlbmVyYXRlGAIgASgIEhoKDXN5c3RlbV9wcm9tcHQYAyABKAlIAIgBARIXCgptYXhfdG9rZW5zGAQgASgNSAGIAQESHQoQYXNrX2JlZm9yZV90b29scxgFIAEoCEgCiAEBEhoKDXRvb2xzX2VuYWJsZWQYBiABKAhIA4gBARIhChRtYXhfaGlzdG9yeV9tZXNzYWdlcxgHIAEoDUgEiAEBQhAKDl9zeXN0ZW1fcHJvbXB0Qg0KC19tYXhfdG9rZW5zQhMKEV9hc2tfYmVmb3JlX3Rvb2xzQhAKDl90b29sc19lbmFibGVkQhcKFV9tYXhfaGlzdG9yeV9tZXNzYWdlcyIxCgtDbGllbnRUb29scxIiCgV0b29scxgBIAMoCzITLmFvcC5Ub29sRGVmaW5pdGlvbip1CgpUdXJuUG9saWN5EhsKF1RVUk5fUE9MSUNZX1VOU1BFQ0lGSUVEEAASFwoTVFVSTl9QT0xJQ1lfRU5RVUVVRRABEhYKElRVUk5fUE9MSUNZX1JFSkVDVBACEhkKFVRVUk5fUE9MSUNZX0lOVEVSUlVQVBADQkkKEWRldi5hb3BodWIuYXBpLnYxUAFaMmdpdGh1Yi5jb20vYW9waHViL2FvcGh1Yi9nZW4vZ28vYW9waHViL3YxO2FvcGh1YnYxYgZwcm90bzM", [file_aop_content]);
 
 /**
  * TurnOptions tunes one turn. Attach it to aop.RunTurnRequest.extensions as
@@ -59,6 +59,22 @@ export type TurnOptions = Message<"aophub.v1.TurnOptions"> & {
    * @generated from field: optional bool ask_before_tools = 5;
    */
   askBeforeTools?: boolean | undefined;
+
+  /**
+   * False: the agent offers the model no tools for this turn only (Agent CLI
+   * Remote's use_tools; unset: the configured setting).
+   *
+   * @generated from field: optional bool tools_enabled = 6;
+   */
+  toolsEnabled?: boolean | undefined;
+
+  /**
+   * Sends the model at most this many of the most recent history messages
+   * for this turn only (Agent CLI Remote's max_context_num; 0 or unset: all).
+   *
+   * @generated from field: optional uint32 max_history_messages = 7;
+   */
+  maxHistoryMessages?: number | undefined;
 };
 
 /**

@@ -356,6 +356,47 @@ private static final long serialVersionUID = 0L;
     return llmPush_ == null ? dev.aophub.api.v1.LlmPushSettings.getDefaultInstance() : llmPush_;
   }
 
+  public static final int BRIDGES_FIELD_NUMBER = 8;
+  private dev.aophub.api.v1.BridgeSettings bridges_;
+  /**
+   * <pre>
+   * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+   * --bridge options.
+   * </pre>
+   *
+   * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+   * @return Whether the bridges field is set.
+   */
+  @java.lang.Override
+  public boolean hasBridges() {
+    return ((bitField0_ & 0x00000020) != 0);
+  }
+  /**
+   * <pre>
+   * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+   * --bridge options.
+   * </pre>
+   *
+   * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+   * @return The bridges.
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.BridgeSettings getBridges() {
+    return bridges_ == null ? dev.aophub.api.v1.BridgeSettings.getDefaultInstance() : bridges_;
+  }
+  /**
+   * <pre>
+   * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+   * --bridge options.
+   * </pre>
+   *
+   * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.BridgeSettingsOrBuilder getBridgesOrBuilder() {
+    return bridges_ == null ? dev.aophub.api.v1.BridgeSettings.getDefaultInstance() : bridges_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -390,6 +431,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000010) != 0)) {
       output.writeMessage(7, getLlmPush());
+    }
+    if (((bitField0_ & 0x00000020) != 0)) {
+      output.writeMessage(8, getBridges());
     }
     getUnknownFields().writeTo(output);
   }
@@ -426,6 +470,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000010) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(7, getLlmPush());
+    }
+    if (((bitField0_ & 0x00000020) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(8, getBridges());
     }
     return size;
   }
@@ -480,6 +528,11 @@ private static final long serialVersionUID = 0L;
       if (!getLlmPush()
           .equals(other.getLlmPush())) return false;
     }
+    if (hasBridges() != other.hasBridges()) return false;
+    if (hasBridges()) {
+      if (!getBridges()
+          .equals(other.getBridges())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -516,6 +569,10 @@ private static final long serialVersionUID = 0L;
     if (hasLlmPush()) {
       hash = (37 * hash) + LLM_PUSH_FIELD_NUMBER;
       hash = (53 * hash) + getLlmPush().hashCode();
+    }
+    if (hasBridges()) {
+      hash = (37 * hash) + BRIDGES_FIELD_NUMBER;
+      hash = (53 * hash) + getBridges().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -657,6 +714,7 @@ private static final long serialVersionUID = 0L;
         internalGetSandboxFieldBuilder();
         internalGetInteractionsFieldBuilder();
         internalGetLlmPushFieldBuilder();
+        internalGetBridgesFieldBuilder();
       }
     }
     @java.lang.Override
@@ -695,6 +753,11 @@ private static final long serialVersionUID = 0L;
       if (llmPushBuilder_ != null) {
         llmPushBuilder_.dispose();
         llmPushBuilder_ = null;
+      }
+      bridges_ = null;
+      if (bridgesBuilder_ != null) {
+        bridgesBuilder_.dispose();
+        bridgesBuilder_ = null;
       }
       return this;
     }
@@ -776,6 +839,12 @@ private static final long serialVersionUID = 0L;
             : llmPushBuilder_.build();
         to_bitField0_ |= 0x00000010;
       }
+      if (((from_bitField0_ & 0x00000080) != 0)) {
+        result.bridges_ = bridgesBuilder_ == null
+            ? bridges_
+            : bridgesBuilder_.build();
+        to_bitField0_ |= 0x00000020;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -836,6 +905,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasLlmPush()) {
         mergeLlmPush(other.getLlmPush());
+      }
+      if (other.hasBridges()) {
+        mergeBridges(other.getBridges());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -914,6 +986,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000040;
               break;
             } // case 58
+            case 66: {
+              input.readMessage(
+                  internalGetBridgesFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000080;
+              break;
+            } // case 66
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2111,6 +2190,170 @@ private static final long serialVersionUID = 0L;
         llmPush_ = null;
       }
       return llmPushBuilder_;
+    }
+
+    private dev.aophub.api.v1.BridgeSettings bridges_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.BridgeSettings, dev.aophub.api.v1.BridgeSettings.Builder, dev.aophub.api.v1.BridgeSettingsOrBuilder> bridgesBuilder_;
+    /**
+     * <pre>
+     * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+     * --bridge options.
+     * </pre>
+     *
+     * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+     * @return Whether the bridges field is set.
+     */
+    public boolean hasBridges() {
+      return ((bitField0_ & 0x00000080) != 0);
+    }
+    /**
+     * <pre>
+     * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+     * --bridge options.
+     * </pre>
+     *
+     * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+     * @return The bridges.
+     */
+    public dev.aophub.api.v1.BridgeSettings getBridges() {
+      if (bridgesBuilder_ == null) {
+        return bridges_ == null ? dev.aophub.api.v1.BridgeSettings.getDefaultInstance() : bridges_;
+      } else {
+        return bridgesBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+     * --bridge options.
+     * </pre>
+     *
+     * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+     */
+    public Builder setBridges(dev.aophub.api.v1.BridgeSettings value) {
+      if (bridgesBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        bridges_ = value;
+      } else {
+        bridgesBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+     * --bridge options.
+     * </pre>
+     *
+     * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+     */
+    public Builder setBridges(
+        dev.aophub.api.v1.BridgeSettings.Builder builderForValue) {
+      if (bridgesBuilder_ == null) {
+        bridges_ = builderForValue.build();
+      } else {
+        bridgesBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+     * --bridge options.
+     * </pre>
+     *
+     * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+     */
+    public Builder mergeBridges(dev.aophub.api.v1.BridgeSettings value) {
+      if (bridgesBuilder_ == null) {
+        if (((bitField0_ & 0x00000080) != 0) &&
+          bridges_ != null &&
+          bridges_ != dev.aophub.api.v1.BridgeSettings.getDefaultInstance()) {
+          getBridgesBuilder().mergeFrom(value);
+        } else {
+          bridges_ = value;
+        }
+      } else {
+        bridgesBuilder_.mergeFrom(value);
+      }
+      if (bridges_ != null) {
+        bitField0_ |= 0x00000080;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+     * --bridge options.
+     * </pre>
+     *
+     * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+     */
+    public Builder clearBridges() {
+      bitField0_ = (bitField0_ & ~0x00000080);
+      bridges_ = null;
+      if (bridgesBuilder_ != null) {
+        bridgesBuilder_.dispose();
+        bridgesBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+     * --bridge options.
+     * </pre>
+     *
+     * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+     */
+    public dev.aophub.api.v1.BridgeSettings.Builder getBridgesBuilder() {
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return internalGetBridgesFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+     * --bridge options.
+     * </pre>
+     *
+     * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+     */
+    public dev.aophub.api.v1.BridgeSettingsOrBuilder getBridgesOrBuilder() {
+      if (bridgesBuilder_ != null) {
+        return bridgesBuilder_.getMessageOrBuilder();
+      } else {
+        return bridges_ == null ?
+            dev.aophub.api.v1.BridgeSettings.getDefaultInstance() : bridges_;
+      }
+    }
+    /**
+     * <pre>
+     * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+     * --bridge options.
+     * </pre>
+     *
+     * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.BridgeSettings, dev.aophub.api.v1.BridgeSettings.Builder, dev.aophub.api.v1.BridgeSettingsOrBuilder> 
+        internalGetBridgesFieldBuilder() {
+      if (bridgesBuilder_ == null) {
+        bridgesBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.aophub.api.v1.BridgeSettings, dev.aophub.api.v1.BridgeSettings.Builder, dev.aophub.api.v1.BridgeSettingsOrBuilder>(
+                getBridges(),
+                getParentForChildren(),
+                isClean());
+        bridges_ = null;
+      }
+      return bridgesBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:aophub.v1.Config)

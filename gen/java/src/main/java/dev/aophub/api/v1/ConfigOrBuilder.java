@@ -211,4 +211,34 @@ public interface ConfigOrBuilder extends
    * <code>.aophub.v1.LlmPushSettings llm_push = 7 [json_name = "llmPush"];</code>
    */
   dev.aophub.api.v1.LlmPushSettingsOrBuilder getLlmPushOrBuilder();
+
+  /**
+   * <pre>
+   * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+   * --bridge options.
+   * </pre>
+   *
+   * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+   * @return Whether the bridges field is set.
+   */
+  boolean hasBridges();
+  /**
+   * <pre>
+   * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+   * --bridge options.
+   * </pre>
+   *
+   * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+   * @return The bridges.
+   */
+  dev.aophub.api.v1.BridgeSettings getBridges();
+  /**
+   * <pre>
+   * Dialect bridges enabled by the file (bridges.md 1.1), besides the hub's
+   * --bridge options.
+   * </pre>
+   *
+   * <code>.aophub.v1.BridgeSettings bridges = 8 [json_name = "bridges"];</code>
+   */
+  dev.aophub.api.v1.BridgeSettingsOrBuilder getBridgesOrBuilder();
 }

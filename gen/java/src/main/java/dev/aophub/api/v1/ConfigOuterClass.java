@@ -67,6 +67,11 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_aophub_v1_Config_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_BridgeSettings_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_BridgeSettings_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_aophub_v1_LlmPushSettings_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -202,7 +207,7 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "processes\030\013 \001(\rR\014maxProcesses\"|\n\023Interac" +
       "tionSettings\022\'\n\017timeout_seconds\030\001 \001(\rR\016t" +
       "imeoutSeconds\022<\n\rexpiry_policy\030\002 \001(\0162\027.a" +
-      "ophub.v1.ExpiryPolicyR\014expiryPolicy\"\367\002\n\006" +
+      "ophub.v1.ExpiryPolicyR\014expiryPolicy\"\254\003\n\006" +
       "Config\0221\n\010profiles\030\001 \003(\0132\025.aophub.v1.Llm" +
       "ProfileR\010profiles\022*\n\021active_profile_id\030\002" +
       " \001(\tR\017activeProfileId\022.\n\005agent\030\003 \001(\0132\030.a" +
@@ -212,73 +217,77 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "sR\007sandbox\022B\n\014interactions\030\006 \001(\0132\036.aophu" +
       "b.v1.InteractionSettingsR\014interactions\0225" +
       "\n\010llm_push\030\007 \001(\0132\032.aophub.v1.LlmPushSett" +
-      "ingsR\007llmPush\",\n\017LlmPushSettings\022\031\n\010node" +
-      "_ids\030\001 \003(\tR\007nodeIds\"\326\003\n\nConfigView\0225\n\010pr" +
-      "ofiles\030\001 \003(\0132\031.aophub.v1.LlmProfileViewR" +
-      "\010profiles\022*\n\021active_profile_id\030\002 \001(\tR\017ac" +
-      "tiveProfileId\022.\n\005agent\030\003 \001(\0132\030.aophub.v1" +
-      ".AgentSettingsR\005agent\022-\n\005scans\030\004 \001(\0132\027.a" +
-      "ophub.v1.ScanSettingsR\005scans\0224\n\007sandbox\030" +
-      "\005 \001(\0132\032.aophub.v1.SandboxSettingsR\007sandb" +
-      "ox\022B\n\014interactions\030\006 \001(\0132\036.aophub.v1.Int" +
-      "eractionSettingsR\014interactions\022\032\n\010revisi" +
-      "on\030\007 \001(\004R\010revision\0229\n\nupdated_at\030\010 \001(\0132\032" +
-      ".google.protobuf.TimestampR\tupdatedAt\0225\n" +
-      "\010llm_push\030\t \001(\0132\032.aophub.v1.LlmPushSetti" +
-      "ngsR\007llmPush\"H\n\016FieldViolation\022\024\n\005field\030" +
-      "\001 \001(\tR\005field\022 \n\013description\030\002 \001(\tR\013descr" +
-      "iption\"\022\n\020GetConfigRequest\"B\n\021GetConfigR" +
-      "esponse\022-\n\006config\030\001 \001(\0132\025.aophub.v1.Conf" +
-      "igViewR\006config\"\214\001\n\023UpdateConfigRequest\022\035" +
-      "\n\nrequest_id\030\001 \001(\tR\trequestId\022)\n\006config\030" +
-      "\002 \001(\0132\021.aophub.v1.ConfigR\006config\022+\n\021expe" +
-      "cted_revision\030\003 \001(\004R\020expectedRevision\"\312\001" +
-      "\n\024UpdateConfigResponse\022D\n\020field_violatio" +
-      "ns\030\001 \003(\0132\031.aophub.v1.FieldViolationR\017fie" +
-      "ldViolations\0223\n\010accepted\030\002 \001(\0132\025.aophub." +
-      "v1.ConfigViewH\000R\010accepted\022,\n\010rejected\030\003 " +
-      "\001(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007outco" +
-      "me\"V\n\026ActivateProfileRequest\022\035\n\nrequest_" +
-      "id\030\001 \001(\tR\trequestId\022\035\n\nprofile_id\030\002 \001(\tR" +
-      "\tprofileId\"\207\001\n\027ActivateProfileResponse\0223" +
-      "\n\010accepted\030\001 \001(\0132\025.aophub.v1.ConfigViewH" +
-      "\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Reje" +
-      "ctionH\000R\010rejectedB\t\n\007outcome\"x\n\016TestLLMR" +
-      "equest\022\035\n\nprofile_id\030\001 \001(\tR\tprofileId\022/\n" +
-      "\007profile\030\002 \001(\0132\025.aophub.v1.LlmProfileR\007p" +
-      "rofile\022\026\n\006prompt\030\003 \001(\tR\006prompt\"\202\001\n\017TestL" +
-      "LMResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\035\n\nlatency_ms" +
-      "\030\002 \001(\004R\tlatencyMs\022\024\n\005reply\030\003 \001(\tR\005reply\022" +
-      "\024\n\005error\030\004 \001(\tR\005error\022\024\n\005model\030\005 \001(\tR\005mo" +
-      "del\"c\n\021ListModelsRequest\022\035\n\nprofile_id\030\001" +
-      " \001(\tR\tprofileId\022/\n\007profile\030\002 \001(\0132\025.aophu" +
-      "b.v1.LlmProfileR\007profile\"6\n\tModelInfo\022\016\n" +
-      "\002id\030\001 \001(\tR\002id\022\031\n\010owned_by\030\002 \001(\tR\007ownedBy" +
-      "\"\207\001\n\022ListModelsResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022" +
-      ",\n\006models\030\002 \003(\0132\024.aophub.v1.ModelInfoR\006m" +
-      "odels\022\024\n\005error\030\003 \001(\tR\005error\022\035\n\nlatency_m" +
-      "s\030\004 \001(\004R\tlatencyMs\"\027\n\025TestConnectionRequ" +
-      "est\"\177\n\026TestConnectionResponse\022\016\n\002ok\030\001 \001(" +
-      "\010R\002ok\022\030\n\007version\030\002 \001(\tR\007version\022;\n\013serve" +
-      "r_time\030\003 \001(\0132\032.google.protobuf.Timestamp" +
-      "R\nserverTime*j\n\014ProviderKind\022\035\n\031PROVIDER" +
-      "_KIND_UNSPECIFIED\020\000\022#\n\037PROVIDER_KIND_OPE" +
-      "NAI_COMPATIBLE\020\001\022\026\n\022PROVIDER_KIND_ECHO\020\002" +
-      "2\360\003\n\rConfigService\022K\n\tGetConfig\022\033.aophub" +
-      ".v1.GetConfigRequest\032\034.aophub.v1.GetConf" +
-      "igResponse\"\003\220\002\001\022O\n\014UpdateConfig\022\036.aophub" +
-      ".v1.UpdateConfigRequest\032\037.aophub.v1.Upda" +
-      "teConfigResponse\022X\n\017ActivateProfile\022!.ao" +
-      "phub.v1.ActivateProfileRequest\032\".aophub." +
-      "v1.ActivateProfileResponse\022@\n\007TestLLM\022\031." +
-      "aophub.v1.TestLLMRequest\032\032.aophub.v1.Tes" +
-      "tLLMResponse\022I\n\nListModels\022\034.aophub.v1.L" +
-      "istModelsRequest\032\035.aophub.v1.ListModelsR" +
-      "esponse\022Z\n\016TestConnection\022 .aophub.v1.Te" +
-      "stConnectionRequest\032!.aophub.v1.TestConn" +
-      "ectionResponse\"\003\220\002\001BI\n\021dev.aophub.api.v1" +
-      "P\001Z2github.com/aophub/aophub/gen/go/aoph" +
-      "ub/v1;aophubv1b\006proto3"
+      "ingsR\007llmPush\0223\n\007bridges\030\010 \001(\0132\031.aophub." +
+      "v1.BridgeSettingsR\007bridges\"*\n\016BridgeSett" +
+      "ings\022\030\n\007enabled\030\001 \003(\tR\007enabled\",\n\017LlmPus" +
+      "hSettings\022\031\n\010node_ids\030\001 \003(\tR\007nodeIds\"\213\004\n" +
+      "\nConfigView\0225\n\010profiles\030\001 \003(\0132\031.aophub.v" +
+      "1.LlmProfileViewR\010profiles\022*\n\021active_pro" +
+      "file_id\030\002 \001(\tR\017activeProfileId\022.\n\005agent\030" +
+      "\003 \001(\0132\030.aophub.v1.AgentSettingsR\005agent\022-" +
+      "\n\005scans\030\004 \001(\0132\027.aophub.v1.ScanSettingsR\005" +
+      "scans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v1.Sandb" +
+      "oxSettingsR\007sandbox\022B\n\014interactions\030\006 \001(" +
+      "\0132\036.aophub.v1.InteractionSettingsR\014inter" +
+      "actions\022\032\n\010revision\030\007 \001(\004R\010revision\0229\n\nu" +
+      "pdated_at\030\010 \001(\0132\032.google.protobuf.Timest" +
+      "ampR\tupdatedAt\0225\n\010llm_push\030\t \001(\0132\032.aophu" +
+      "b.v1.LlmPushSettingsR\007llmPush\0223\n\007bridges" +
+      "\030\n \001(\0132\031.aophub.v1.BridgeSettingsR\007bridg" +
+      "es\"H\n\016FieldViolation\022\024\n\005field\030\001 \001(\tR\005fie" +
+      "ld\022 \n\013description\030\002 \001(\tR\013description\"\022\n\020" +
+      "GetConfigRequest\"B\n\021GetConfigResponse\022-\n" +
+      "\006config\030\001 \001(\0132\025.aophub.v1.ConfigViewR\006co" +
+      "nfig\"\214\001\n\023UpdateConfigRequest\022\035\n\nrequest_" +
+      "id\030\001 \001(\tR\trequestId\022)\n\006config\030\002 \001(\0132\021.ao" +
+      "phub.v1.ConfigR\006config\022+\n\021expected_revis" +
+      "ion\030\003 \001(\004R\020expectedRevision\"\312\001\n\024UpdateCo" +
+      "nfigResponse\022D\n\020field_violations\030\001 \003(\0132\031" +
+      ".aophub.v1.FieldViolationR\017fieldViolatio" +
+      "ns\0223\n\010accepted\030\002 \001(\0132\025.aophub.v1.ConfigV" +
+      "iewH\000R\010accepted\022,\n\010rejected\030\003 \001(\0132\016.aop." +
+      "RejectionH\000R\010rejectedB\t\n\007outcome\"V\n\026Acti" +
+      "vateProfileRequest\022\035\n\nrequest_id\030\001 \001(\tR\t" +
+      "requestId\022\035\n\nprofile_id\030\002 \001(\tR\tprofileId" +
+      "\"\207\001\n\027ActivateProfileResponse\0223\n\010accepted" +
+      "\030\001 \001(\0132\025.aophub.v1.ConfigViewH\000R\010accepte" +
+      "d\022,\n\010rejected\030\002 \001(\0132\016.aop.RejectionH\000R\010r" +
+      "ejectedB\t\n\007outcome\"x\n\016TestLLMRequest\022\035\n\n" +
+      "profile_id\030\001 \001(\tR\tprofileId\022/\n\007profile\030\002" +
+      " \001(\0132\025.aophub.v1.LlmProfileR\007profile\022\026\n\006" +
+      "prompt\030\003 \001(\tR\006prompt\"\202\001\n\017TestLLMResponse" +
+      "\022\016\n\002ok\030\001 \001(\010R\002ok\022\035\n\nlatency_ms\030\002 \001(\004R\tla" +
+      "tencyMs\022\024\n\005reply\030\003 \001(\tR\005reply\022\024\n\005error\030\004" +
+      " \001(\tR\005error\022\024\n\005model\030\005 \001(\tR\005model\"c\n\021Lis" +
+      "tModelsRequest\022\035\n\nprofile_id\030\001 \001(\tR\tprof" +
+      "ileId\022/\n\007profile\030\002 \001(\0132\025.aophub.v1.LlmPr" +
+      "ofileR\007profile\"6\n\tModelInfo\022\016\n\002id\030\001 \001(\tR" +
+      "\002id\022\031\n\010owned_by\030\002 \001(\tR\007ownedBy\"\207\001\n\022ListM" +
+      "odelsResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022,\n\006models\030" +
+      "\002 \003(\0132\024.aophub.v1.ModelInfoR\006models\022\024\n\005e" +
+      "rror\030\003 \001(\tR\005error\022\035\n\nlatency_ms\030\004 \001(\004R\tl" +
+      "atencyMs\"\027\n\025TestConnectionRequest\"\177\n\026Tes" +
+      "tConnectionResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\030\n\007v" +
+      "ersion\030\002 \001(\tR\007version\022;\n\013server_time\030\003 \001" +
+      "(\0132\032.google.protobuf.TimestampR\nserverTi" +
+      "me*j\n\014ProviderKind\022\035\n\031PROVIDER_KIND_UNSP" +
+      "ECIFIED\020\000\022#\n\037PROVIDER_KIND_OPENAI_COMPAT" +
+      "IBLE\020\001\022\026\n\022PROVIDER_KIND_ECHO\020\0022\360\003\n\rConfi" +
+      "gService\022K\n\tGetConfig\022\033.aophub.v1.GetCon" +
+      "figRequest\032\034.aophub.v1.GetConfigResponse" +
+      "\"\003\220\002\001\022O\n\014UpdateConfig\022\036.aophub.v1.Update" +
+      "ConfigRequest\032\037.aophub.v1.UpdateConfigRe" +
+      "sponse\022X\n\017ActivateProfile\022!.aophub.v1.Ac" +
+      "tivateProfileRequest\032\".aophub.v1.Activat" +
+      "eProfileResponse\022@\n\007TestLLM\022\031.aophub.v1." +
+      "TestLLMRequest\032\032.aophub.v1.TestLLMRespon" +
+      "se\022I\n\nListModels\022\034.aophub.v1.ListModelsR" +
+      "equest\032\035.aophub.v1.ListModelsResponse\022Z\n" +
+      "\016TestConnection\022 .aophub.v1.TestConnecti" +
+      "onRequest\032!.aophub.v1.TestConnectionResp" +
+      "onse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z2github" +
+      ".com/aophub/aophub/gen/go/aophub/v1;aoph" +
+      "ubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -334,99 +343,105 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_Config_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_Config_descriptor,
-        new java.lang.String[] { "Profiles", "ActiveProfileId", "Agent", "Scans", "Sandbox", "Interactions", "LlmPush", });
-    internal_static_aophub_v1_LlmPushSettings_descriptor =
+        new java.lang.String[] { "Profiles", "ActiveProfileId", "Agent", "Scans", "Sandbox", "Interactions", "LlmPush", "Bridges", });
+    internal_static_aophub_v1_BridgeSettings_descriptor =
       getDescriptor().getMessageType(8);
+    internal_static_aophub_v1_BridgeSettings_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_BridgeSettings_descriptor,
+        new java.lang.String[] { "Enabled", });
+    internal_static_aophub_v1_LlmPushSettings_descriptor =
+      getDescriptor().getMessageType(9);
     internal_static_aophub_v1_LlmPushSettings_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_LlmPushSettings_descriptor,
         new java.lang.String[] { "NodeIds", });
     internal_static_aophub_v1_ConfigView_descriptor =
-      getDescriptor().getMessageType(9);
+      getDescriptor().getMessageType(10);
     internal_static_aophub_v1_ConfigView_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ConfigView_descriptor,
-        new java.lang.String[] { "Profiles", "ActiveProfileId", "Agent", "Scans", "Sandbox", "Interactions", "Revision", "UpdatedAt", "LlmPush", });
+        new java.lang.String[] { "Profiles", "ActiveProfileId", "Agent", "Scans", "Sandbox", "Interactions", "Revision", "UpdatedAt", "LlmPush", "Bridges", });
     internal_static_aophub_v1_FieldViolation_descriptor =
-      getDescriptor().getMessageType(10);
+      getDescriptor().getMessageType(11);
     internal_static_aophub_v1_FieldViolation_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_FieldViolation_descriptor,
         new java.lang.String[] { "Field", "Description", });
     internal_static_aophub_v1_GetConfigRequest_descriptor =
-      getDescriptor().getMessageType(11);
+      getDescriptor().getMessageType(12);
     internal_static_aophub_v1_GetConfigRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_GetConfigRequest_descriptor,
         new java.lang.String[] { });
     internal_static_aophub_v1_GetConfigResponse_descriptor =
-      getDescriptor().getMessageType(12);
+      getDescriptor().getMessageType(13);
     internal_static_aophub_v1_GetConfigResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_GetConfigResponse_descriptor,
         new java.lang.String[] { "Config", });
     internal_static_aophub_v1_UpdateConfigRequest_descriptor =
-      getDescriptor().getMessageType(13);
+      getDescriptor().getMessageType(14);
     internal_static_aophub_v1_UpdateConfigRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_UpdateConfigRequest_descriptor,
         new java.lang.String[] { "RequestId", "Config", "ExpectedRevision", });
     internal_static_aophub_v1_UpdateConfigResponse_descriptor =
-      getDescriptor().getMessageType(14);
+      getDescriptor().getMessageType(15);
     internal_static_aophub_v1_UpdateConfigResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_UpdateConfigResponse_descriptor,
         new java.lang.String[] { "FieldViolations", "Accepted", "Rejected", "Outcome", });
     internal_static_aophub_v1_ActivateProfileRequest_descriptor =
-      getDescriptor().getMessageType(15);
+      getDescriptor().getMessageType(16);
     internal_static_aophub_v1_ActivateProfileRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ActivateProfileRequest_descriptor,
         new java.lang.String[] { "RequestId", "ProfileId", });
     internal_static_aophub_v1_ActivateProfileResponse_descriptor =
-      getDescriptor().getMessageType(16);
+      getDescriptor().getMessageType(17);
     internal_static_aophub_v1_ActivateProfileResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ActivateProfileResponse_descriptor,
         new java.lang.String[] { "Accepted", "Rejected", "Outcome", });
     internal_static_aophub_v1_TestLLMRequest_descriptor =
-      getDescriptor().getMessageType(17);
+      getDescriptor().getMessageType(18);
     internal_static_aophub_v1_TestLLMRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_TestLLMRequest_descriptor,
         new java.lang.String[] { "ProfileId", "Profile", "Prompt", });
     internal_static_aophub_v1_TestLLMResponse_descriptor =
-      getDescriptor().getMessageType(18);
+      getDescriptor().getMessageType(19);
     internal_static_aophub_v1_TestLLMResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_TestLLMResponse_descriptor,
         new java.lang.String[] { "Ok", "LatencyMs", "Reply", "Error", "Model", });
     internal_static_aophub_v1_ListModelsRequest_descriptor =
-      getDescriptor().getMessageType(19);
+      getDescriptor().getMessageType(20);
     internal_static_aophub_v1_ListModelsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ListModelsRequest_descriptor,
         new java.lang.String[] { "ProfileId", "Profile", });
     internal_static_aophub_v1_ModelInfo_descriptor =
-      getDescriptor().getMessageType(20);
+      getDescriptor().getMessageType(21);
     internal_static_aophub_v1_ModelInfo_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ModelInfo_descriptor,
         new java.lang.String[] { "Id", "OwnedBy", });
     internal_static_aophub_v1_ListModelsResponse_descriptor =
-      getDescriptor().getMessageType(21);
+      getDescriptor().getMessageType(22);
     internal_static_aophub_v1_ListModelsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ListModelsResponse_descriptor,
         new java.lang.String[] { "Ok", "Models", "Error", "LatencyMs", });
     internal_static_aophub_v1_TestConnectionRequest_descriptor =
-      getDescriptor().getMessageType(22);
+      getDescriptor().getMessageType(23);
     internal_static_aophub_v1_TestConnectionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_TestConnectionRequest_descriptor,
         new java.lang.String[] { });
     internal_static_aophub_v1_TestConnectionResponse_descriptor =
-      getDescriptor().getMessageType(23);
+      getDescriptor().getMessageType(24);
     internal_static_aophub_v1_TestConnectionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_TestConnectionResponse_descriptor,

@@ -248,4 +248,31 @@ public interface ConfigViewOrBuilder extends
    * <code>.aophub.v1.LlmPushSettings llm_push = 9 [json_name = "llmPush"];</code>
    */
   dev.aophub.api.v1.LlmPushSettingsOrBuilder getLlmPushOrBuilder();
+
+  /**
+   * <pre>
+   * Dialect bridges enabled by the file (the hub's --bridge options add to it).
+   * </pre>
+   *
+   * <code>.aophub.v1.BridgeSettings bridges = 10 [json_name = "bridges"];</code>
+   * @return Whether the bridges field is set.
+   */
+  boolean hasBridges();
+  /**
+   * <pre>
+   * Dialect bridges enabled by the file (the hub's --bridge options add to it).
+   * </pre>
+   *
+   * <code>.aophub.v1.BridgeSettings bridges = 10 [json_name = "bridges"];</code>
+   * @return The bridges.
+   */
+  dev.aophub.api.v1.BridgeSettings getBridges();
+  /**
+   * <pre>
+   * Dialect bridges enabled by the file (the hub's --bridge options add to it).
+   * </pre>
+   *
+   * <code>.aophub.v1.BridgeSettings bridges = 10 [json_name = "bridges"];</code>
+   */
+  dev.aophub.api.v1.BridgeSettingsOrBuilder getBridgesOrBuilder();
 }

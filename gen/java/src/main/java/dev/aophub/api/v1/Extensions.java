@@ -46,20 +46,24 @@ public final class Extensions extends com.google.protobuf.GeneratedFile {
   static {
     java.lang.String[] descriptorData = {
       "\n\032aophub/v1/extensions.proto\022\taophub.v1\032" +
-      "\021aop/content.proto\"\217\002\n\013TurnOptions\022-\n\006po" +
+      "\021aop/content.proto\"\233\003\n\013TurnOptions\022-\n\006po" +
       "licy\030\001 \001(\0162\025.aophub.v1.TurnPolicyR\006polic" +
       "y\022\036\n\nregenerate\030\002 \001(\010R\nregenerate\022(\n\rsys" +
       "tem_prompt\030\003 \001(\tH\000R\014systemPrompt\210\001\001\022\"\n\nm" +
       "ax_tokens\030\004 \001(\rH\001R\tmaxTokens\210\001\001\022-\n\020ask_b" +
-      "efore_tools\030\005 \001(\010H\002R\016askBeforeTools\210\001\001B\020" +
-      "\n\016_system_promptB\r\n\013_max_tokensB\023\n\021_ask_" +
-      "before_tools\"8\n\013ClientTools\022)\n\005tools\030\001 \003" +
-      "(\0132\023.aop.ToolDefinitionR\005tools*u\n\nTurnPo" +
-      "licy\022\033\n\027TURN_POLICY_UNSPECIFIED\020\000\022\027\n\023TUR" +
-      "N_POLICY_ENQUEUE\020\001\022\026\n\022TURN_POLICY_REJECT" +
-      "\020\002\022\031\n\025TURN_POLICY_INTERRUPT\020\003BI\n\021dev.aop" +
-      "hub.api.v1P\001Z2github.com/aophub/aophub/g" +
-      "en/go/aophub/v1;aophubv1b\006proto3"
+      "efore_tools\030\005 \001(\010H\002R\016askBeforeTools\210\001\001\022(" +
+      "\n\rtools_enabled\030\006 \001(\010H\003R\014toolsEnabled\210\001\001" +
+      "\0225\n\024max_history_messages\030\007 \001(\rH\004R\022maxHis" +
+      "toryMessages\210\001\001B\020\n\016_system_promptB\r\n\013_ma" +
+      "x_tokensB\023\n\021_ask_before_toolsB\020\n\016_tools_" +
+      "enabledB\027\n\025_max_history_messages\"8\n\013Clie" +
+      "ntTools\022)\n\005tools\030\001 \003(\0132\023.aop.ToolDefinit" +
+      "ionR\005tools*u\n\nTurnPolicy\022\033\n\027TURN_POLICY_" +
+      "UNSPECIFIED\020\000\022\027\n\023TURN_POLICY_ENQUEUE\020\001\022\026" +
+      "\n\022TURN_POLICY_REJECT\020\002\022\031\n\025TURN_POLICY_IN" +
+      "TERRUPT\020\003BI\n\021dev.aophub.api.v1P\001Z2github" +
+      ".com/aophub/aophub/gen/go/aophub/v1;aoph" +
+      "ubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -71,7 +75,7 @@ public final class Extensions extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_TurnOptions_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_TurnOptions_descriptor,
-        new java.lang.String[] { "Policy", "Regenerate", "SystemPrompt", "MaxTokens", "AskBeforeTools", });
+        new java.lang.String[] { "Policy", "Regenerate", "SystemPrompt", "MaxTokens", "AskBeforeTools", "ToolsEnabled", "MaxHistoryMessages", });
     internal_static_aophub_v1_ClientTools_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_aophub_v1_ClientTools_fieldAccessorTable = new

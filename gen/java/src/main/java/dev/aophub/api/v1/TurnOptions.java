@@ -211,6 +211,64 @@ private static final long serialVersionUID = 0L;
     return askBeforeTools_;
   }
 
+  public static final int TOOLS_ENABLED_FIELD_NUMBER = 6;
+  private boolean toolsEnabled_ = false;
+  /**
+   * <pre>
+   * False: the agent offers the model no tools for this turn only (Agent CLI
+   * Remote's use_tools; unset: the configured setting).
+   * </pre>
+   *
+   * <code>optional bool tools_enabled = 6 [json_name = "toolsEnabled"];</code>
+   * @return Whether the toolsEnabled field is set.
+   */
+  @java.lang.Override
+  public boolean hasToolsEnabled() {
+    return ((bitField0_ & 0x00000008) != 0);
+  }
+  /**
+   * <pre>
+   * False: the agent offers the model no tools for this turn only (Agent CLI
+   * Remote's use_tools; unset: the configured setting).
+   * </pre>
+   *
+   * <code>optional bool tools_enabled = 6 [json_name = "toolsEnabled"];</code>
+   * @return The toolsEnabled.
+   */
+  @java.lang.Override
+  public boolean getToolsEnabled() {
+    return toolsEnabled_;
+  }
+
+  public static final int MAX_HISTORY_MESSAGES_FIELD_NUMBER = 7;
+  private int maxHistoryMessages_ = 0;
+  /**
+   * <pre>
+   * Sends the model at most this many of the most recent history messages
+   * for this turn only (Agent CLI Remote's max_context_num; 0 or unset: all).
+   * </pre>
+   *
+   * <code>optional uint32 max_history_messages = 7 [json_name = "maxHistoryMessages"];</code>
+   * @return Whether the maxHistoryMessages field is set.
+   */
+  @java.lang.Override
+  public boolean hasMaxHistoryMessages() {
+    return ((bitField0_ & 0x00000010) != 0);
+  }
+  /**
+   * <pre>
+   * Sends the model at most this many of the most recent history messages
+   * for this turn only (Agent CLI Remote's max_context_num; 0 or unset: all).
+   * </pre>
+   *
+   * <code>optional uint32 max_history_messages = 7 [json_name = "maxHistoryMessages"];</code>
+   * @return The maxHistoryMessages.
+   */
+  @java.lang.Override
+  public int getMaxHistoryMessages() {
+    return maxHistoryMessages_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -240,6 +298,12 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000004) != 0)) {
       output.writeBool(5, askBeforeTools_);
     }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      output.writeBool(6, toolsEnabled_);
+    }
+    if (((bitField0_ & 0x00000010) != 0)) {
+      output.writeUInt32(7, maxHistoryMessages_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -262,6 +326,14 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000004) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(5, askBeforeTools_);
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(6, toolsEnabled_);
+    }
+    if (((bitField0_ & 0x00000010) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(7, maxHistoryMessages_);
     }
     return size;
   }
@@ -305,6 +377,16 @@ private static final long serialVersionUID = 0L;
       if (getAskBeforeTools()
           != other.getAskBeforeTools()) return false;
     }
+    if (hasToolsEnabled() != other.hasToolsEnabled()) return false;
+    if (hasToolsEnabled()) {
+      if (getToolsEnabled()
+          != other.getToolsEnabled()) return false;
+    }
+    if (hasMaxHistoryMessages() != other.hasMaxHistoryMessages()) return false;
+    if (hasMaxHistoryMessages()) {
+      if (getMaxHistoryMessages()
+          != other.getMaxHistoryMessages()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -333,6 +415,15 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + ASK_BEFORE_TOOLS_FIELD_NUMBER;
       hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
           getAskBeforeTools());
+    }
+    if (hasToolsEnabled()) {
+      hash = (37 * hash) + TOOLS_ENABLED_FIELD_NUMBER;
+      hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+          getToolsEnabled());
+    }
+    if (hasMaxHistoryMessages()) {
+      hash = (37 * hash) + MAX_HISTORY_MESSAGES_FIELD_NUMBER;
+      hash = (53 * hash) + getMaxHistoryMessages();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -475,6 +566,8 @@ private static final long serialVersionUID = 0L;
       systemPrompt_ = "";
       maxTokens_ = 0;
       askBeforeTools_ = false;
+      toolsEnabled_ = false;
+      maxHistoryMessages_ = 0;
       return this;
     }
 
@@ -527,6 +620,14 @@ private static final long serialVersionUID = 0L;
         result.askBeforeTools_ = askBeforeTools_;
         to_bitField0_ |= 0x00000004;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.toolsEnabled_ = toolsEnabled_;
+        to_bitField0_ |= 0x00000008;
+      }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.maxHistoryMessages_ = maxHistoryMessages_;
+        to_bitField0_ |= 0x00000010;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -558,6 +659,12 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasAskBeforeTools()) {
         setAskBeforeTools(other.getAskBeforeTools());
+      }
+      if (other.hasToolsEnabled()) {
+        setToolsEnabled(other.getToolsEnabled());
+      }
+      if (other.hasMaxHistoryMessages()) {
+        setMaxHistoryMessages(other.getMaxHistoryMessages());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -608,6 +715,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 40
+            case 48: {
+              toolsEnabled_ = input.readBool();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 48
+            case 56: {
+              maxHistoryMessages_ = input.readUInt32();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 56
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -955,6 +1072,126 @@ private static final long serialVersionUID = 0L;
     public Builder clearAskBeforeTools() {
       bitField0_ = (bitField0_ & ~0x00000010);
       askBeforeTools_ = false;
+      onChanged();
+      return this;
+    }
+
+    private boolean toolsEnabled_ ;
+    /**
+     * <pre>
+     * False: the agent offers the model no tools for this turn only (Agent CLI
+     * Remote's use_tools; unset: the configured setting).
+     * </pre>
+     *
+     * <code>optional bool tools_enabled = 6 [json_name = "toolsEnabled"];</code>
+     * @return Whether the toolsEnabled field is set.
+     */
+    @java.lang.Override
+    public boolean hasToolsEnabled() {
+      return ((bitField0_ & 0x00000020) != 0);
+    }
+    /**
+     * <pre>
+     * False: the agent offers the model no tools for this turn only (Agent CLI
+     * Remote's use_tools; unset: the configured setting).
+     * </pre>
+     *
+     * <code>optional bool tools_enabled = 6 [json_name = "toolsEnabled"];</code>
+     * @return The toolsEnabled.
+     */
+    @java.lang.Override
+    public boolean getToolsEnabled() {
+      return toolsEnabled_;
+    }
+    /**
+     * <pre>
+     * False: the agent offers the model no tools for this turn only (Agent CLI
+     * Remote's use_tools; unset: the configured setting).
+     * </pre>
+     *
+     * <code>optional bool tools_enabled = 6 [json_name = "toolsEnabled"];</code>
+     * @param value The toolsEnabled to set.
+     * @return This builder for chaining.
+     */
+    public Builder setToolsEnabled(boolean value) {
+
+      toolsEnabled_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * False: the agent offers the model no tools for this turn only (Agent CLI
+     * Remote's use_tools; unset: the configured setting).
+     * </pre>
+     *
+     * <code>optional bool tools_enabled = 6 [json_name = "toolsEnabled"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearToolsEnabled() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      toolsEnabled_ = false;
+      onChanged();
+      return this;
+    }
+
+    private int maxHistoryMessages_ ;
+    /**
+     * <pre>
+     * Sends the model at most this many of the most recent history messages
+     * for this turn only (Agent CLI Remote's max_context_num; 0 or unset: all).
+     * </pre>
+     *
+     * <code>optional uint32 max_history_messages = 7 [json_name = "maxHistoryMessages"];</code>
+     * @return Whether the maxHistoryMessages field is set.
+     */
+    @java.lang.Override
+    public boolean hasMaxHistoryMessages() {
+      return ((bitField0_ & 0x00000040) != 0);
+    }
+    /**
+     * <pre>
+     * Sends the model at most this many of the most recent history messages
+     * for this turn only (Agent CLI Remote's max_context_num; 0 or unset: all).
+     * </pre>
+     *
+     * <code>optional uint32 max_history_messages = 7 [json_name = "maxHistoryMessages"];</code>
+     * @return The maxHistoryMessages.
+     */
+    @java.lang.Override
+    public int getMaxHistoryMessages() {
+      return maxHistoryMessages_;
+    }
+    /**
+     * <pre>
+     * Sends the model at most this many of the most recent history messages
+     * for this turn only (Agent CLI Remote's max_context_num; 0 or unset: all).
+     * </pre>
+     *
+     * <code>optional uint32 max_history_messages = 7 [json_name = "maxHistoryMessages"];</code>
+     * @param value The maxHistoryMessages to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMaxHistoryMessages(int value) {
+
+      maxHistoryMessages_ = value;
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Sends the model at most this many of the most recent history messages
+     * for this turn only (Agent CLI Remote's max_context_num; 0 or unset: all).
+     * </pre>
+     *
+     * <code>optional uint32 max_history_messages = 7 [json_name = "maxHistoryMessages"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMaxHistoryMessages() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      maxHistoryMessages_ = 0;
       onChanged();
       return this;
     }

@@ -106,4 +106,46 @@ public interface TurnOptionsOrBuilder extends
    * @return The askBeforeTools.
    */
   boolean getAskBeforeTools();
+
+  /**
+   * <pre>
+   * False: the agent offers the model no tools for this turn only (Agent CLI
+   * Remote's use_tools; unset: the configured setting).
+   * </pre>
+   *
+   * <code>optional bool tools_enabled = 6 [json_name = "toolsEnabled"];</code>
+   * @return Whether the toolsEnabled field is set.
+   */
+  boolean hasToolsEnabled();
+  /**
+   * <pre>
+   * False: the agent offers the model no tools for this turn only (Agent CLI
+   * Remote's use_tools; unset: the configured setting).
+   * </pre>
+   *
+   * <code>optional bool tools_enabled = 6 [json_name = "toolsEnabled"];</code>
+   * @return The toolsEnabled.
+   */
+  boolean getToolsEnabled();
+
+  /**
+   * <pre>
+   * Sends the model at most this many of the most recent history messages
+   * for this turn only (Agent CLI Remote's max_context_num; 0 or unset: all).
+   * </pre>
+   *
+   * <code>optional uint32 max_history_messages = 7 [json_name = "maxHistoryMessages"];</code>
+   * @return Whether the maxHistoryMessages field is set.
+   */
+  boolean hasMaxHistoryMessages();
+  /**
+   * <pre>
+   * Sends the model at most this many of the most recent history messages
+   * for this turn only (Agent CLI Remote's max_context_num; 0 or unset: all).
+   * </pre>
+   *
+   * <code>optional uint32 max_history_messages = 7 [json_name = "maxHistoryMessages"];</code>
+   * @return The maxHistoryMessages.
+   */
+  int getMaxHistoryMessages();
 }
