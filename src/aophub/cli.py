@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from aophub.agent.builtin import builtin_agent, builtin_commands
+from aophub.chat import add_chat_parser, run_chat
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
 from aophub.logs import LOG_FORMATS, logging_config
@@ -156,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_log_format(node)
     add_token_parser(commands)
+    add_chat_parser(commands)  # aophub chat: the terminal client (src/aophub/chat/)
     return parser
 
 
@@ -536,4 +538,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return node(args)
     if args.command == "token":
         return run_token_command(args)
+    if args.command == "chat":
+        return run_chat(args)
     return 2

@@ -1,0 +1,237 @@
+"""End-to-end: ``aophub chat`` in a real terminal (a tmux pane), against a real hub.
+
+The tests type into the pane and read its screen, as a person would. The hub is either
+``aophub serve`` in a child process (the echo agent; restarted on the same port and data
+directory for the restart test) or a hub in the test's event loop whose built-in agent talks
+to the fake OpenAI server, which scripts reasoning, tool calls and client-tool calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from aophub.chat.management import Management
+
+from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
+from .support.interactions import agent_hub
+from .support.server import ROOT, TOKEN, HubProcess, RunningHub
+from .support.terminal import Terminal, tmux_available
+
+pytestmark = [
+    pytest.mark.timeout(90),
+    pytest.mark.skipif(not tmux_available(), reason="tmux is not installed (make install or .ci/run installs it)"),
+]
+
+PROMPT = r"^> ?$"
+SESSION = r"session (ses_\w+)"
+
+
+@pytest.fixture
+def terminal() -> Iterator[Terminal]:
+    pane = Terminal()
+    try:
+        yield pane
+    finally:
+        pane.close()
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    async with fake_openai(api_key="sk-test") as server:
+        yield server
+
+
+@pytest.fixture
+async def agent(tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[RunningHub]:
+    async with agent_hub(tmp_path / "hub", fake) as running:
+        yield running
+
+
+def chat(terminal: Terminal, server: str, *arguments: str) -> None:
+    """Run ``aophub chat`` in the pane, with the key in $AOPHUB_TOKEN."""
+    command = [sys.executable, "-m", "aophub", "chat", "--server", server, *arguments]
+    terminal.start(command, env={"AOPHUB_TOKEN": TOKEN}, cwd=ROOT)
+
+
+def words(count: int) -> str:
+    return " ".join(f"w{number:02}" for number in range(1, count + 1))
+
+
+# -- turns, markdown, reasoning, tools, questions --------------------------------------------
+
+
+async def test_a_turn_streams_markdown_with_reasoning_and_an_approval_is_answered_inline(
+    terminal: Terminal, fake: FakeOpenAI, agent: RunningHub
+) -> None:
+    """The answer shows as rendered markdown after a collapsed reasoning line; a tool call waits for "y" typed
+    in the pane, then shows its arguments, result and duration."""
+    markdown = "Here is **bold** text.\n\n- first item\n- second item"
+    fake.script(
+        answer(markdown, reasoning="Let me think about the list"),
+        tool_calls(("call_read", "read_file", '{"path": "notes.txt"}')),
+        answer("Three lines."),
+    )
+    chat(terminal, agent.http)
+    await terminal.wait_for(PROMPT)
+    terminal.type_line("hello")
+    await terminal.wait_for(r"— completed")
+    screen = terminal.screen()
+    assert "▸ reasoning · 6 words (/reasoning shows it)" in screen
+    assert "Here is bold text." in screen  # rendered, not the raw markdown
+    assert "**bold**" not in screen
+    assert re.search(r"^ *• first item *\n *• second item", screen, re.MULTILINE), screen
+    assert "Let me think" not in screen  # collapsed
+
+    terminal.type_line("/reasoning")
+    await terminal.wait_for(r"^Let me think about the list", timeout=10)
+
+    terminal.type_line("read the notes")
+    await terminal.wait_for(r'\? Allow read_file \{"path": "notes.txt"\}\?')
+    await terminal.wait_for(r"^y/n > ?$")
+    terminal.type_line("maybe")
+    await terminal.wait_for(r"type y or n")
+    terminal.type_line("y")
+    await terminal.wait_for(r"Three lines\.\n— completed")
+    screen = terminal.screen()
+    assert '⚙ read_file {"path": "notes.txt"}  (tool)' in screen
+    assert "→ approved read_file" in screen
+    assert re.search(r"✓ read_file · \d+ ms\n +alpha\n +beta\n +gamma", screen), screen
+    tool_messages = [m for m in fake.chat_requests[-1].messages if m["role"] == "tool"]
+    assert [m["content"] for m in tool_messages] == ["alpha\nbeta\ngamma\n"]
+
+
+async def test_client_tool_questions_confirm_choose_and_ask_are_answered_inline(
+    terminal: Terminal, fake: FakeOpenAI, agent: RunningHub
+) -> None:
+    """The chat declares confirm, choose and ask; each call is asked in the pane and the typed reply is the
+    tool's output the model receives."""
+    fake.script(
+        tool_calls(("c1", "confirm", '{"question": "Deploy now?"}')),
+        tool_calls(("c2", "choose", '{"question": "Which environment?", "options": ["staging", "prod"]}')),
+        tool_calls(("c3", "ask", '{"question": "Release name?"}')),
+        answer("Deployed."),
+    )
+    chat(terminal, agent.http)
+    await terminal.wait_for(PROMPT)
+    terminal.type_line("deploy it")
+    await terminal.wait_for(r"\? Deploy now\?")
+    terminal.type_line("yes")
+    await terminal.wait_for(r"\? Which environment\?\n  1\. staging\n  2\. prod")
+    await terminal.wait_for(r"^1-2 > ?$")
+    terminal.type_line("3")
+    await terminal.wait_for(r"type a number from 1 to 2")
+    terminal.type_line("2")
+    await terminal.wait_for(r"\? Release name\?")
+    terminal.type_line("Spring release")
+    await terminal.wait_for(r"Deployed\.\n— completed")
+    outputs = [m["content"] for m in fake.chat_requests[-1].messages if m["role"] == "tool"]
+    assert outputs == ["yes", "prod", "Spring release"]
+    screen = terminal.screen()
+    assert "→ confirm answered: yes" in screen
+    assert "→ choose answered: prod" in screen
+    assert "→ ask answered: Spring release" in screen
+
+
+# -- Ctrl-C, commands, history -----------------------------------------------------------------
+
+
+async def test_ctrl_c_cancels_the_running_turn_and_a_second_ctrl_c_leaves(tmp_path: Path, terminal: Terminal) -> None:
+    """The first Ctrl-C mid-answer ends the turn canceled (the answer stops where it was); the second leaves with 0."""
+    with HubProcess(tmp_path / "hub", "--echo-delay", "0.2") as hub:
+        chat(terminal, hub.http)
+        await terminal.wait_for(PROMPT)
+        terminal.type_line(words(40))
+        await terminal.wait_for(r"echo: w01 w02 w03")
+        terminal.send("C-c")
+        await terminal.wait_for(r"— turn ended: canceled")
+        await terminal.wait_for(PROMPT)
+        assert "w40" not in terminal.screen().split("echo:")[1]
+        terminal.send("C-c")
+        assert await terminal.wait_for_exit() == 0
+        assert re.search(r"session ses_\w+ stays open:\s+aophub chat --session\s+ses_\w+", terminal.screen())
+
+
+async def test_help_lists_the_commands_title_renames_and_session_resumes_with_its_history(
+    tmp_path: Path, terminal: Terminal
+) -> None:
+    """/help lists the hub's, the node's and the chat's commands; /title renames the session; --session prints
+    the history and goes on in the same session."""
+    with HubProcess(tmp_path / "hub", "--echo-delay", "0.01") as hub:
+        chat(terminal, hub.http)
+        session_id = (await terminal.wait_for(SESSION)).group(1)
+        await terminal.wait_for(PROMPT)
+        terminal.type_line("/help")
+        await terminal.wait_for(r"^/quit ")
+        screen = terminal.screen()
+        for row in (r"/help +List the commands of this session +hub", r"/agents .* hub", r"/reset .* local"):
+            assert re.search(row, screen), (row, screen)
+        for row in (r"/title <title> +Rename the session +local", r"/cancel .* chat", r"/archive .* chat"):
+            assert re.search(row, screen), (row, screen)
+        terminal.type_line("/title Release notes")
+        await terminal.wait_for(r"Title set to: Release notes")
+        management = Management(hub.http, TOKEN)
+        try:
+            assert (await management.get_session(session_id)).title == "Release notes"
+        finally:
+            management.close()
+        terminal.type_line("first question")
+        await terminal.wait_for(r"echo: first question\n— completed")
+        terminal.type_line("/quit")
+        assert await terminal.wait_for_exit() == 0
+        terminal.close()
+
+        again = Terminal()
+        try:
+            chat(again, hub.http, "--session", session_id)
+            await again.wait_for(r"— end of history —")
+            history = again.screen()
+            assert f"session {session_id} “Release notes” on node local" in history
+            expected = [r"> /title Release notes", r"Title set to: Release notes", r"> first question"]
+            expected += [r"echo: first question", r"— completed"]
+            positions = [history.index(line) for line in expected]
+            assert positions == sorted(positions), history
+            await again.wait_for(PROMPT)
+            again.type_line("second question")
+            await again.wait_for(r"echo: second question\n— completed")
+            assert again.screen().count("echo: first question") == 1
+        finally:
+            again.close()
+
+
+# -- reconnecting ------------------------------------------------------------------------------
+
+
+async def test_a_hub_restart_mid_answer_loses_and_repeats_no_text(tmp_path: Path, terminal: Terminal) -> None:
+    """The hub stops mid-answer and starts again on the same port and data directory: the chat reconnects by
+    itself, shows what was streamed exactly once and the turn's end (hub_restarted), and chats on."""
+    data_dir = tmp_path / "hub"
+    first = HubProcess(data_dir, "--echo-delay", "0.25").start()
+    port = first.port
+    try:
+        chat(terminal, first.http)
+        await terminal.wait_for(PROMPT)
+        terminal.type_line(words(25))  # the answer fits one line of the pane
+        await terminal.wait_for(r"echo: w01 w02 w03 w04 w05")
+        assert first.terminate() == 0
+    finally:
+        first.__exit__()
+    streamed = re.search(r"echo: ((?:w\d\d ?)+)", terminal.screen())
+    assert streamed is not None
+    with HubProcess(data_dir, "--port", str(port), "--echo-delay", "0.01"):
+        await terminal.wait_for(r"— turn ended: error \(hub_restarted: ", timeout=40)
+        await terminal.wait_for(PROMPT)
+        terminal.type_line("after the restart")
+        await terminal.wait_for(r"echo: after the restart\n— completed", timeout=30)
+    screen = terminal.screen()
+    shown = re.findall(r"echo: ((?:w\d\d ?)+)", screen)
+    assert len(shown) == 1, screen  # the partial answer once, never repeated
+    numbers = [int(word[1:]) for word in shown[0].split()]
+    assert numbers == list(range(1, len(numbers) + 1)), screen  # no word lost in between or repeated
+    assert len(numbers) >= len(streamed.group(1).split()), screen  # nothing shown before the cut went away
+    assert json.dumps(screen).count("hub_restarted") == 1
