@@ -80,9 +80,14 @@ class Terminal:
 
     def exit_status(self) -> int | None:
         """The program's exit status once it exited, else None."""
-        state = self._tmux("display-message", "-p", "-t", "test", "#{pane_dead}:#{pane_dead_status}").strip()
-        dead, _, status = state.partition(":")
-        return int(status) if dead == "1" else None
+        state = self._tmux(
+            "display-message", "-p", "-t", "test", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}"
+        ).strip()
+        dead, status, killed = state.split(":")
+        if killed:
+            raise AssertionError(f"the program was killed by signal {killed}:\n{self.screen()}")
+        # tmux marks the pane dead a moment before it records the status: until then, not exited yet.
+        return int(status) if dead == "1" and status else None
 
     async def wait_for(self, pattern: str, timeout: float = 20.0) -> re.Match[str]:
         """The first match of ``pattern`` (multi-line) on the screen, waiting for it to appear."""

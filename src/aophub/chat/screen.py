@@ -231,11 +231,14 @@ class Screen:
         table.add_column("command")
         table.add_column("what it does")
         table.add_column("from", style="dim")
+        listed = set()
         for command in commands:
             name = command.name if command.name.startswith("!") else "/" + command.name
+            listed.add(name)
             table.add_row(f"{name} {command.usage}".rstrip(), command.description, command.source or "node")
         for name, description in local.items():
-            table.add_row(name, description, "chat")
+            if name not in listed:  # /help: the hub's entry says the same
+                table.add_row(name, description, "chat")
         self.console.print(table)
 
 
