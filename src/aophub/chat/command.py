@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from aophub.access.authenticator import ACCESS_KEY_ENV, ACCESS_KEY_FILE, read_token_file
@@ -53,7 +54,7 @@ def add_chat_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
     )
 
 
-def credential(args: argparse.Namespace, environ: dict[str, str] | os._Environ[str]) -> str:
+def credential(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
     """The token: ``--token-file``, ``--token``, ``$AOPHUB_TOKEN``, else the data dir's access key."""
     if args.token_file is not None:
         return read_token_file(args.token_file).strip()
