@@ -4,7 +4,8 @@
 touch a person's tmux. :meth:`Terminal.start` runs a command in a pane of a fixed size;
 :meth:`send` types text or keys (``"Enter"``, ``"C-c"``); :meth:`screen` is the pane's text
 with its scrollback; :meth:`wait_for` waits until the screen matches a pattern. The pane stays
-after the program exits (``remain-on-exit``), so its last screen and exit status can be read.
+after the program exits (``remain-on-exit``), so its last screen can be read, and
+:meth:`exit_status` tells how it exited.
 A terminal can only be watched: waiting polls the screen, bounded by a deadline.
 """
 
@@ -37,6 +38,7 @@ class Terminal:
         self.directory = Path(tempfile.mkdtemp(prefix="aophub-tmux-"))
         self.socket = self.directory / "sock"
         self.config = self.directory / "tmux.conf"
+        self.status_file = self.directory / "status"
         # The pane stays when the program exits, with its screen and exit status.
         self.config.write_text("set -g remain-on-exit on\nset -g history-limit 10000\nset -g status off\n")
         self.width = width
@@ -57,7 +59,9 @@ class Terminal:
     def start(self, command: Sequence[str], *, env: Mapping[str, str], cwd: Path) -> None:
         """Run ``command`` in a new pane with ``env`` added to tmux's environment."""
         variables = [item for name, value in env.items() for item in ("-e", f"{name}={value}")]
-        line = "exec " + shlex.join(command)  # no shell in between: the pane's exit status is the program's
+        # The shell writes the program's exit status (tmux is slow to notice a pane's program exited).
+        # It survives the program's Ctrl-C: a trap (unlike an ignored SIGINT) is not inherited.
+        line = f"trap : INT; {shlex.join(command)}; echo $? > {shlex.quote(str(self.status_file))}"
         self._tmux(
             "-f", str(self.config), "new-session", "-d", "-x", str(self.width), "-y", str(self.height),
             "-c", str(cwd), *variables, "-s", "test", line,
@@ -80,14 +84,11 @@ class Terminal:
 
     def exit_status(self) -> int | None:
         """The program's exit status once it exited, else None."""
-        state = self._tmux(
-            "display-message", "-p", "-t", "test", "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}"
-        ).strip()
-        dead, status, killed = state.split(":")
-        if killed:
-            raise AssertionError(f"the program was killed by signal {killed}:\n{self.screen()}")
-        # tmux marks the pane dead a moment before it records the status: until then, not exited yet.
-        return int(status) if dead == "1" and status else None
+        try:
+            written = self.status_file.read_text()
+        except FileNotFoundError:
+            return None
+        return int(written) if written.endswith("\n") else None
 
     async def wait_for(self, pattern: str, timeout: float = 20.0) -> re.Match[str]:
         """The first match of ``pattern`` (multi-line) on the screen, waiting for it to appear."""
