@@ -34,7 +34,7 @@ from typing import Self
 
 from google.protobuf.message import Message
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.frames import CloseCode
 
 from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2
@@ -183,7 +183,7 @@ class HubClient:
                 delay = min(delay * 2, RECONNECT_MAX)
                 try:
                     await self._dial()
-                except OSError as error:
+                except (OSError, TimeoutError, InvalidHandshake) as error:  # e.g. cut mid-handshake: try again
                     log.info("reconnect to %s failed: %s", self.url, error)
                     continue
                 except HubClientError as error:
