@@ -8,7 +8,6 @@ to the fake OpenAI server, which scripts reasoning, tool calls and client-tool c
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -19,6 +18,7 @@ import pytest
 
 from aophub.chat.management import Management
 
+from .support.cut_proxy import cut_proxy
 from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
 from .support.interactions import agent_hub
 from .support.server import ROOT, TOKEN, HubProcess, RunningHub
@@ -65,6 +65,12 @@ def chat(terminal: Terminal, server: str, *arguments: str) -> None:
 
 def words(count: int) -> str:
     return " ".join(f"w{number:02}" for number in range(1, count + 1))
+
+
+def answers(screen: str) -> list[list[int]]:
+    """The numbers of each echoed answer of :func:`words` on the screen, however its lines wrapped."""
+    found = re.findall(r"^echo: ((?:w\d\d\s*)+)", screen, re.MULTILINE)
+    return [[int(word[1:]) for word in answer.split()] for answer in found]
 
 
 # -- turns, markdown, reasoning, tools, questions --------------------------------------------
@@ -220,22 +226,37 @@ async def test_a_hub_restart_mid_answer_loses_and_repeats_no_text(tmp_path: Path
     try:
         chat(terminal, first.http)
         await terminal.wait_for(PROMPT)
-        terminal.type_line(words(25))  # the answer fits one line of the pane
+        terminal.type_line(words(40))
         await terminal.wait_for(r"echo: w01 w02 w03 w04 w05")
         assert first.terminate() == 0
     finally:
         first.__exit__()
-    streamed = re.search(r"echo: ((?:w\d\d ?)+)", terminal.screen())
-    assert streamed is not None
+    [before] = answers(terminal.screen())
     with HubProcess(data_dir, "--port", str(port), "--echo-delay", "0.01"):
         await terminal.wait_for(r"— turn ended: error \(hub_restarted: ", timeout=40)
         await terminal.wait_for(PROMPT)
         terminal.type_line("after the restart")
         await terminal.wait_for(r"echo: after the restart\n— completed", timeout=30)
     screen = terminal.screen()
-    shown = re.findall(r"echo: ((?:w\d\d ?)+)", screen)
-    assert len(shown) == 1, screen  # the partial answer once, never repeated
-    numbers = [int(word[1:]) for word in shown[0].split()]
-    assert numbers == list(range(1, len(numbers) + 1)), screen  # no word lost in between or repeated
-    assert len(numbers) >= len(streamed.group(1).split()), screen  # nothing shown before the cut went away
-    assert json.dumps(screen).count("hub_restarted") == 1
+    [shown] = answers(screen)  # the partial answer once, never repeated
+    assert shown == list(range(1, len(shown) + 1)), screen  # no word lost in between or repeated
+    assert len(shown) >= len(before), screen  # nothing shown before the cut went away
+    assert screen.count("hub_restarted") == 1
+
+
+async def test_a_connection_cut_mid_answer_loses_and_repeats_no_text(tmp_path: Path, terminal: Terminal) -> None:
+    """The network drops the chat's connection twice while the answer streams: the deltas sent meanwhile never
+    reach it, yet the answer ends complete, each word once, in order (the stored answer fills the gap)."""
+    with HubProcess(tmp_path / "hub", "--echo-delay", "0.1") as hub:
+        async with cut_proxy(hub.port) as proxy:
+            chat(terminal, f"http://127.0.0.1:{proxy.port}")
+            await terminal.wait_for(PROMPT)
+            terminal.type_line(words(60))
+            await terminal.wait_for(r"echo: w01 w02 w03")
+            assert proxy.cut() > 0
+            await proxy.wait_for_connections(2)  # the chat dialled again by itself
+            assert proxy.cut() > 0
+            await proxy.wait_for_connections(3)
+            await terminal.wait_for(r"— completed", timeout=40)
+    screen = terminal.screen()
+    assert answers(screen) == [list(range(1, 61))], screen
