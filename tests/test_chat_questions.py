@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
-
-import pytest
 
 from aop import content_pb2, value_pb2
-from aophub.chat.command import credential
 from aophub.chat.questions import CLIENT_TOOLS, DENIED_REASON, Question, answer_of, question_of
 from aophub.v1 import interaction_pb2
 
@@ -72,22 +67,3 @@ def test_a_client_tool_the_chat_does_not_know_is_answered_with_free_text() -> No
     assert unknown.text == 'The agent calls pick_file {"glob": "*.py"}; your answer:'
     malformed = question_of(interaction(CLIENT_TOOL, "choose", {"question": "Where?"}))
     assert malformed.form == "input"
-
-
-def _args(**values: object) -> argparse.Namespace:
-    defaults: dict[str, object] = {"token": None, "token_file": None, "data_dir": Path("missing")}
-    return argparse.Namespace(**(defaults | values))
-
-
-def test_the_credential_comes_from_the_token_file_the_flag_the_environment_or_the_data_dir(tmp_path: Path) -> None:
-    """The same order as the other subcommands; none at all is a clear error."""
-    (tmp_path / "access_key").write_text("stored\n")
-    key_file = tmp_path / "key"
-    key_file.write_text("from-file\n")
-    key_file.chmod(0o600)
-    assert credential(_args(token_file=key_file, token="flag"), {"AOPHUB_TOKEN": "env"}) == "from-file"
-    assert credential(_args(token="flag"), {"AOPHUB_TOKEN": "env"}) == "flag"
-    assert credential(_args(data_dir=tmp_path), {"AOPHUB_TOKEN": "env"}) == "env"
-    assert credential(_args(data_dir=tmp_path), {}) == "stored"
-    with pytest.raises(ValueError, match=r"no credential: give --token-file, --token or \$AOPHUB_TOKEN"):
-        credential(_args(), {})

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from aophub.chat.management import Management
+from aophub.v1 import session_pb2
 
 from .support.cut_proxy import cut_proxy
 from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
@@ -152,10 +153,16 @@ async def test_client_tool_questions_confirm_choose_and_ask_are_answered_inline(
 
 
 async def test_ctrl_c_cancels_the_running_turn_and_a_second_ctrl_c_leaves(tmp_path: Path, terminal: Terminal) -> None:
-    """The first Ctrl-C mid-answer ends the turn canceled (the answer stops where it was); the second leaves with 0."""
+    """Ctrl-C at the prompt clears the line; the first Ctrl-C mid-answer ends the turn canceled (the answer stops
+    where it was); the second leaves with 0."""
     with HubProcess(tmp_path / "hub", "--echo-delay", "0.2") as hub:
         chat(terminal, hub.http)
         await terminal.wait_for(PROMPT)
+        terminal.send("a draft", literal=True)
+        await terminal.wait_for(r"^> a draft$")
+        terminal.send("C-c")  # at the prompt: clears the typed line, nothing else
+        await terminal.wait_for(PROMPT)
+        assert terminal.exit_status() is None
         terminal.type_line(words(40))
         await terminal.wait_for(r"echo: w01 w02 w03")
         terminal.send("C-c")
@@ -212,6 +219,26 @@ async def test_help_lists_the_commands_title_renames_and_session_resumes_with_it
             assert again.screen().count("echo: first question") == 1
         finally:
             again.close()
+
+
+async def test_archive_and_close_are_the_chat_s_own_verbs(tmp_path: Path, terminal: Terminal) -> None:
+    """/archive archives the session (UpdateSession); /close closes it (CloseSession) and leaves."""
+    with HubProcess(tmp_path / "hub", "--echo-delay", "0.01") as hub:
+        chat(terminal, hub.http)
+        session_id = (await terminal.wait_for(SESSION)).group(1)
+        await terminal.wait_for(PROMPT)
+        terminal.type_line("/archive")
+        await terminal.wait_for(r"archived: hidden from session listings, still open")
+        terminal.type_line("/close")
+        assert await terminal.wait_for_exit() == 0
+        management = Management(hub.http, TOKEN)
+        try:
+            session = await management.get_session(session_id)
+        finally:
+            management.close()
+        assert session.archived
+        assert session.state == session_pb2.SESSION_STATE_CLOSED
+        assert "stays open" not in terminal.screen()
 
 
 # -- reconnecting ------------------------------------------------------------------------------

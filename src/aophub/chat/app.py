@@ -81,6 +81,7 @@ class Chat:
         self._hub: HubClient | None = None
         self._management: Management | None = None
         self._quiet: contextlib.ExitStack | None = None
+        self._closed_here = False
 
     def __repr__(self) -> str:
         return f"<Chat session={self.session_id or '-'} foreground={self._foreground or '-'}>"
@@ -129,7 +130,7 @@ class Chat:
                 await reader
             with contextlib.suppress(HubClientError, ConnectionError):
                 await watcher.stop()
-        if not self.transcript.closed:
+        if not (self.transcript.closed or self._closed_here):
             self.screen.note(f"session {self.session_id} stays open: aophub chat --session {self.session_id}")
         return 0
 
@@ -307,6 +308,8 @@ class Chat:
                 self.screen.note("no turn is running")
         elif verb == "/close":
             await hub.close_session(self.session_id, "closed in aophub chat")
+            self.screen.note(f"session {self.session_id} closed")
+            self._closed_here = True
             raise _Leave
         elif verb == "/archive":
             await self._management.archive(self.session_id)
