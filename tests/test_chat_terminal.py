@@ -149,6 +149,22 @@ async def test_client_tool_questions_confirm_choose_and_ask_are_answered_inline(
     assert "→ ask answered: Spring release" in screen
 
 
+async def test_ctrl_c_at_a_question_cancels_the_turn_and_withdraws_the_question(
+    terminal: Terminal, fake: FakeOpenAI, agent: RunningHub
+) -> None:
+    """Ctrl-C while an approval is asked cancels the turn: the question is withdrawn, the chat stays."""
+    fake.script(tool_calls(("call_read", "read_file", '{"path": "notes.txt"}')))
+    chat(terminal, agent.http)
+    await terminal.wait_for(PROMPT)
+    terminal.type_line("read the notes")
+    await terminal.wait_for(r"^y/n > ?$")
+    terminal.send("C-c")
+    await terminal.wait_for(r"→ read_file: the question was withdrawn \(the turn ended\)")
+    await terminal.wait_for(r"— turn ended: canceled")
+    await terminal.wait_for(PROMPT)
+    assert terminal.exit_status() is None
+
+
 # -- Ctrl-C, commands, history -----------------------------------------------------------------
 
 
