@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from aophub.chat.management import Management
-from aophub.v1 import session_pb2
+from aophub.v1 import interaction_pb2, session_pb2
 
 from .support.cut_proxy import cut_proxy
 from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
@@ -163,6 +163,27 @@ async def test_ctrl_c_at_a_question_cancels_the_turn_and_withdraws_the_question(
     await terminal.wait_for(r"— turn ended: canceled")
     await terminal.wait_for(PROMPT)
     assert terminal.exit_status() is None
+
+
+async def test_a_question_answered_elsewhere_goes_away_by_itself(
+    terminal: Terminal, fake: FakeOpenAI, agent: RunningHub
+) -> None:
+    """Another application approves the call while the chat asks: the chat stops asking and follows the turn."""
+    fake.script(tool_calls(("call_read", "read_file", '{"path": "notes.txt"}')), answer("Three lines."))
+    chat(terminal, agent.http)
+    await terminal.wait_for(PROMPT)
+    terminal.type_line("read the notes")
+    await terminal.wait_for(r"^y/n > ?$")
+    [pending], _ = await agent.runtime.hub.interactions.list("", include_resolved=False, limit=10)
+    answer_elsewhere = interaction_pb2.InteractionAnswer(approval=interaction_pb2.Approval(approved=True))
+    management = Management(agent.http, TOKEN)
+    try:
+        await management.answer(pending.id, answer_elsewhere)
+    finally:
+        management.close()
+    await terminal.wait_for(r"→ approved read_file")
+    await terminal.wait_for(r"Three lines\.\n— completed")
+    await terminal.wait_for(PROMPT)
 
 
 # -- Ctrl-C, commands, history -----------------------------------------------------------------

@@ -18,13 +18,14 @@ import contextlib
 import signal
 import sys
 import termios
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
+from websockets.exceptions import WebSocketException
 
 from aophub.chat.management import Management, ManagementError
 from aophub.chat.questions import CLIENT_TOOLS, Question, answer_of, question_of
@@ -92,7 +93,7 @@ class Chat:
         """Chat until the person leaves; the exit status (0, or 1 when the hub failed us)."""
         try:
             self._hub = await HubClient.connect(self.options.server, self.options.token)
-        except (OSError, HubClientError) as error:
+        except (OSError, TimeoutError, HubClientError, WebSocketException) as error:
             self.screen.note(f"cannot connect to {self.options.server}: {error}", "bold red")
             return 1
         self._management = Management(self.options.server, self.options.token)
@@ -218,8 +219,10 @@ class Chat:
         self._changed.clear()
         await self._changed.wait()
 
-    async def _race_prompt(self, message: str, default: str, key_bindings: KeyBindings) -> str | None:
-        """A prompt's line, or None when a question came up (or the watch failed) first."""
+    async def _race_prompt(
+        self, message: str, default: str, key_bindings: KeyBindings, interrupted: Callable[[], bool]
+    ) -> str | None:
+        """A prompt's line, or None when ``interrupted()`` became true (or the watch failed) first."""
         prompt = asyncio.create_task(
             self._prompts.prompt_async(message, default=default, key_bindings=key_bindings, handle_sigint=False)
         )
@@ -227,7 +230,7 @@ class Chat:
             change = asyncio.create_task(self._wait_for_change())
             await asyncio.wait({prompt, change}, return_when=asyncio.FIRST_COMPLETED)
             change.cancel()
-            if not prompt.done() and (self.transcript.pending or self._failure is not None):
+            if not prompt.done() and (interrupted() or self._failure is not None):
                 self._draft = self._prompts.default_buffer.text
                 prompt.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -239,7 +242,8 @@ class Chat:
         """The next line typed; None when something else must happen first. Leaving raises :class:`_Leave`."""
         with patch_stdout(raw=True):
             try:
-                line = await self._race_prompt("> ", self._draft, _prompt_keys(clear_first=True))
+                keys = _prompt_keys(clear_first=True)
+                line = await self._race_prompt("> ", self._draft, keys, lambda: bool(self.transcript.pending))
             except (EOFError, _CtrlC):
                 raise _Leave from None
         if line is not None:
@@ -254,16 +258,19 @@ class Chat:
         while interaction_id in self.transcript.pending and not self._canceling:
             with patch_stdout(raw=True):
                 try:
-                    reply = await self._race_prompt(f"{question.hint} > ", "", _prompt_keys(clear_first=False))
+                    reply = await self._race_prompt(
+                        f"{question.hint} > ",
+                        "",
+                        _prompt_keys(clear_first=False),
+                        lambda: interaction_id not in self.transcript.pending,
+                    )
                 except EOFError:
                     raise _Leave from None
                 except _CtrlC:
                     self._interrupt()
                     return
             if reply is None:
-                if interaction_id in self.transcript.pending:
-                    return  # another question, or the watch failed: the loop decides
-                continue
+                return  # answered elsewhere, withdrawn, or the watch failed: the loop decides
             answer = answer_of(question, reply)
             if answer is None:
                 self.screen.note(_retry_hint(question), "yellow")
