@@ -20,7 +20,17 @@ from aophub.chat.management import Management
 from aophub.v1 import interaction_pb2, session_pb2
 
 from .support.cut_proxy import cut_proxy
-from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
+from .support.fake_openai import (
+    Chunk,
+    FakeOpenAI,
+    FinishChunk,
+    Reply,
+    Stall,
+    Text,
+    answer,
+    fake_openai,
+    tool_calls,
+)
 from .support.interactions import agent_hub
 from .support.server import ROOT, TOKEN, HubProcess, RunningHub
 from .support.terminal import Terminal, tmux_available
@@ -115,6 +125,30 @@ async def test_a_turn_streams_markdown_with_reasoning_and_an_approval_is_answere
     assert re.search(r"✓ read_file · \d+ ms\n +alpha\n +beta\n +gamma", screen), screen
     tool_messages = [m for m in fake.chat_requests[-1].messages if m["role"] == "tool"]
     assert [m["content"] for m in tool_messages] == ["alpha\nbeta\ngamma\n"]
+
+
+async def test_a_code_block_taller_than_the_terminal_streams_each_line_once(
+    fake: FakeOpenAI, agent: RunningHub
+) -> None:
+    """The live region shows the bottom of a long unfinished block; when done every line is in the scrollback
+    once."""
+    code = "".join(f"line_{number:02} = {number}\n" for number in range(60))
+    text = f"Intro paragraph.\n\n```python\n{code}```\n\nOutro **done**."
+    chunks: list[Chunk] = []
+    for start in range(0, len(text), 7):
+        chunks += [Text(text[start : start + 7]), Stall(0.005)]
+    fake.script(Reply([*chunks, FinishChunk("stop")]))
+    small = Terminal(width=80, height=20)
+    try:
+        chat(small, agent.http)
+        await small.wait_for(PROMPT)
+        small.type_line("show the code")
+        await small.wait_for(r"Outro done\.\n— completed", timeout=40)
+        screen = small.screen()
+        assert [screen.count(f"line_{number:02} = {number}\n") for number in range(60)] == [1] * 60, screen
+        assert screen.count("Intro paragraph.") == 1
+    finally:
+        small.close()
 
 
 async def test_client_tool_questions_confirm_choose_and_ask_are_answered_inline(

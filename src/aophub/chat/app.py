@@ -45,6 +45,8 @@ LOCAL_VERBS = {
     "/quit": "leave; the session stays open (also /exit, Ctrl-D)",
 }
 HISTORY_PAGE = 500
+# Seconds between redraws of the live region while a turn runs.
+TICK = 0.1
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,7 @@ class Chat:
         self._management: Management | None = None
         self._quiet: contextlib.ExitStack | None = None
         self._closed_here = False
+        self._ticker: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"<Chat session={self.session_id or '-'} foreground={self._foreground or '-'}>"
@@ -207,13 +210,22 @@ class Chat:
         if self._quiet is None:
             self._quiet = contextlib.ExitStack()
             self._quiet.enter_context(quiet_keys())
-        self.screen.start_live()
+            self.screen.start_live()
+            self._ticker = asyncio.create_task(self._tick())
 
     def _live_off(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         self.screen.stop_live()
         if self._quiet is not None:
             self._quiet.close()
             self._quiet = None
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(TICK)  # a spinner's pace, not a wait for anything
+            self.screen.tick()
 
     async def _wait_for_change(self) -> None:
         self._changed.clear()

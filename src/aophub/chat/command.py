@@ -80,5 +80,9 @@ def run_chat(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"aophub chat: {error}", file=sys.stderr)
         return 2
+    # Exported LINES and COLUMNS are a size from the past; the live region must fit the terminal as
+    # it is now (and after a resize), which rich then asks the terminal for.
+    for name in ("LINES", "COLUMNS"):
+        os.environ.pop(name, None)
     options = ChatOptions(server=args.server, token=token, node_id=args.node, session_id=args.session, title=args.title)
     return asyncio.run(Chat(options).run())

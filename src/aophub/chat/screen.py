@@ -8,6 +8,8 @@ unfinished block, "thinking" with the reasoning's length, or a spinner while the
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
@@ -41,6 +43,8 @@ __all__ = ["Screen"]
 RESULT_LINES = 3
 RESULT_WIDTH = 160
 ARGUMENTS_WIDTH = 200
+# Seconds between redraws of the live region (a markdown render each).
+REDRAW_INTERVAL = 0.08
 
 
 class _Bottom:
@@ -52,7 +56,9 @@ class _Bottom:
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         lines = console.render_lines(self.renderable, options.update(height=None), pad=False)
-        room = max(1, (options.max_height or console.height) - self.reserved)
+        # One line less than the rest of the screen: a region as tall as the screen scrolls its top
+        # line into the scrollback at each redraw, where it cannot be erased.
+        room = max(1, min(options.max_height, console.height) - self.reserved - 1)
         for line in lines[-room:]:
             yield from line
             yield Segment.line()
@@ -69,6 +75,7 @@ class Screen:
         self._reasoning = ""
         self._reasoning_id = ""
         self._live: Live | None = None
+        self._drawn_at = 0.0
         self._calls: dict[str, ToolCalled] = {}
 
     def __repr__(self) -> str:
@@ -77,19 +84,34 @@ class Screen:
     # -- the live region -----------------------------------------------------------------------
 
     def start_live(self) -> None:
+        """Show the live region. It is redrawn by :meth:`tick` and by what is shown, never by a thread of
+        its own: a redraw racing a print garbles both."""
         if self._live is None:
             self._live = Live(
-                self._live_view(), console=self.console, transient=True, refresh_per_second=12, redirect_stdout=False
+                self._live_view(), console=self.console, transient=True, auto_refresh=False, redirect_stdout=False
             )
             self._live.start()
+            self._drawn_at = time.monotonic()
 
     def stop_live(self) -> None:
         if self._live is not None:
             self._live.stop()
             self._live = None
 
-    def _refresh(self) -> None:
+    def tick(self) -> None:
+        """Redraw the live region (the spinner turns); call it a few times a second."""
         if self._live is not None:
+            self._live.update(self._live_view(), refresh=True)
+            self._drawn_at = time.monotonic()
+
+    def _refresh(self) -> None:
+        """Take a change: redrawn at once when the last redraw is :data:`REDRAW_INTERVAL` ago, else by the next
+        tick or print."""
+        if self._live is None:
+            return
+        if time.monotonic() - self._drawn_at >= REDRAW_INTERVAL:
+            self.tick()
+        else:
             self._live.update(self._live_view())
 
     def _live_view(self) -> RenderableType:
