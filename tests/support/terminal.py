@@ -50,7 +50,12 @@ class Terminal:
 
     def _tmux(self, *arguments: str) -> str:
         done = subprocess.run(
-            ["tmux", "-S", str(self.socket), *arguments], capture_output=True, text=True, timeout=10, check=False
+            # -u: UTF-8 whatever the locale (CI may have none), so the chat's marks read back as written.
+            ["tmux", "-u", "-S", str(self.socket), *arguments],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
         if done.returncode != 0:
             raise RuntimeError(f"tmux {' '.join(arguments)}: {done.stderr.strip()}")

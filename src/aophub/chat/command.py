@@ -85,4 +85,7 @@ def run_chat(args: argparse.Namespace) -> int:
     for name in ("LINES", "COLUMNS"):
         os.environ.pop(name, None)
     options = ChatOptions(server=args.server, token=token, node_id=args.node, session_id=args.session, title=args.title)
-    return asyncio.run(Chat(options).run())
+    try:
+        return asyncio.run(Chat(options).run())
+    except KeyboardInterrupt:  # Ctrl-C before the chat took it over (connecting, printing the history)
+        return 130
