@@ -18,6 +18,7 @@ from aophub.access.authenticator import AccessKey, read_token_file, resolve_acce
 from aophub.access.throttle import trusted_proxies
 from aophub.agent.builtin import builtin_agent, builtin_commands
 from aophub.bridges.frame import parse_bridge_option
+from aophub.chat import add_chat_parser, run_chat
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
 from aophub.logs import LOG_FORMATS, logging_config
@@ -160,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_log_format(node)
     add_token_parser(commands)
+    add_chat_parser(commands)  # aophub chat: the terminal client (src/aophub/chat/)
     return parser
 
 
@@ -644,4 +646,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return node(args)
     if args.command == "token":
         return run_token_command(args)
+    if args.command == "chat":
+        return run_chat(args)
     return 2
