@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from aophub.access.authenticator import AccessKey, read_token_file, resolve_access_key
 from aophub.access.throttle import trusted_proxies
-from aophub.agent.builtin import builtin_agent, builtin_commands
+from aophub.agent.builtin import builtin_agent, builtin_commands, builtin_workspace
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
 from aophub.logs import LOG_FORMATS, logging_config
@@ -584,6 +584,7 @@ def node(args: argparse.Namespace) -> int:
                 name=args.name,
                 max_frame_bytes=args.max_frame_bytes,
                 commands=builtin_commands(agent),
+                workspace=builtin_workspace(config),
             )
         finally:
             watch.cancel()

@@ -195,8 +195,16 @@ def sandbox_argv(
     isolation: Isolation,
     found: Probe,
     info_fd: int | None = None,
+    cwd: Path | None = None,
+    new_session: bool = True,
 ) -> list[str]:
     """The bubblewrap command line that runs ``argv`` confined, in the real directory ``workspace``.
+
+    ``cwd`` (a real directory inside ``workspace``; default the workspace) is where it starts.
+    ``new_session=False`` keeps the caller's session, so that a terminal given as the
+    command's standard streams stays its controlling terminal (job control, Ctrl-C): only for a
+    pseudo-terminal made for the sandbox alone, since a process can push input into its
+    controlling terminal (``TIOCSTI``), which for a shared terminal reaches whoever reads it next.
 
     ``hidden`` are files that must not be seen even when they lie inside the
     workspace (the hub's own files): the directory holding one, when it is
@@ -208,7 +216,7 @@ def sandbox_argv(
     args = [
         found.bubblewrap,
         "--die-with-parent",
-        "--new-session",
+        *(["--new-session"] if new_session else []),
         "--unshare-user",
         "--unshare-pid",
         "--as-pid-1",
@@ -241,7 +249,7 @@ def sandbox_argv(
             args += ["--tmpfs", str(path), "--remount-ro", str(path)]
         else:
             args += ["--ro-bind", "/dev/null", str(path)]
-    args += ["--remount-ro", "/", "--chdir", str(workspace)]
+    args += ["--remount-ro", "/", "--chdir", str(cwd or workspace)]
     if info_fd is not None:
         args += ["--info-fd", str(info_fd)]
     limits = [
