@@ -98,20 +98,26 @@ class Launched:
 Launch = Callable[[Sequence[str], int], Awaitable[Launched]]
 
 
-def _controlling_terminal() -> None:  # pragma: no cover - runs in the child
-    os.setsid()
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+# The terminal becomes the controlling terminal of the new session when its leader opens it (Linux does
+# that for a session leader without one); the leader then becomes the program. No preexec_fn: uvloop,
+# which serves the hub, does not run one.
+_ADOPT_TERMINAL = 'exec 0<>"$1" 1>&0 2>&0; shift; exec "$@"'
 
 
 async def _start(argv: Sequence[str], tty: int, cwd: Path, env: Mapping[str, str]) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
+        "/bin/sh",
+        "-c",
+        _ADOPT_TERMINAL,
+        "sh",
+        os.ttyname(tty),
         *argv,
         stdin=tty,
         stdout=tty,
         stderr=tty,
         cwd=cwd,
         env=dict(env),
-        preexec_fn=_controlling_terminal,
+        start_new_session=True,
     )
 
 
@@ -554,7 +560,7 @@ class TerminalStreams:
         await self._unbind(request.stream_id)
         try:
             session = await self._terminals.start(kind, name, request.command, request.cols, request.rows)
-        except (SandboxError, OSError) as error:
+        except Exception as error:  # SandboxError, OSError, SubprocessError: the stream says why
             await self._error(request.stream_id, f"cannot start the terminal: {error}")
             return
         await self._send(
