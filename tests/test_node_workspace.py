@@ -436,3 +436,17 @@ async def test_the_node_refuses_pty_messages_without_stream_id_in_band(app: AppS
     _, message = await app.wait_for(lambda e, _m: e.reply_to == sent)
     assert message.protocol_error.code == "INVALID_PTY"
     _ = exec_pb2
+
+
+async def test_terminals_opened_together_all_run(app: AppSocket) -> None:
+    """Eight opens back to back (each its own sandbox, and as root its own pids cgroup): all run."""
+    terminals = [Terminal(app) for _ in range(8)]
+    for terminal in terminals:
+        await terminal.send(
+            open=pty_pb2.Open(stream_id=terminal.stream_id, node_id="local", kind="command", command="echo ok-$((6*7))")
+        )
+    for terminal in terminals:
+        await terminal.until("opened")
+        await terminal.expect(b"ok-42")
+        closed = await terminal.until("closed")
+        assert (closed.closed.session.state, closed.closed.session.exit_code) == ("completed", 0)

@@ -41,7 +41,7 @@ from bench.stats import percentile
 KEY = "B7"
 TITLE = "Terminal keystroke round trip and exec throughput (built-in node)"
 BASELINE = "the same command on local pseudo-terminals / a local pipe, driven by the load generator"
-COMMAND = "stty raw -echo; exec cat"
+COMMAND = "stty raw -echo; echo ready; exec cat"
 PTY_URL = "type.googleapis.com/aop.pty.ProtocolMessage"
 WORKSPACE_URL = "type.googleapis.com/aophub.v1.WorkspaceProtocolMessage"
 
@@ -57,10 +57,9 @@ FULL = Sizes(terminals=(1, 64), seconds=3.0, exec_bytes=64 * 1024 * 1024)
 QUICK = Sizes(terminals=(1, 4), seconds=0.5, exec_bytes=4 * 1024 * 1024)
 
 
-def _send(ws: ClientConnection, message: pty_pb2.ProtocolMessage | workspace_pb2.WorkspaceProtocolMessage) -> str:
+async def _send(ws: ClientConnection, message: pty_pb2.ProtocolMessage | workspace_pb2.WorkspaceProtocolMessage) -> str:
     envelope_id = uuid.uuid4().hex
-    frame = envelope_pb2.Envelope(id=envelope_id, payload=pack(message)).SerializeToString()
-    asyncio.get_running_loop().create_task(ws.send(frame))
+    await ws.send(envelope_pb2.Envelope(id=envelope_id, payload=pack(message)).SerializeToString())
     return envelope_id
 
 
@@ -86,25 +85,31 @@ class _HubTerminals:
             elif case == "opened":
                 self.opened[message.opened.stream_id].set_result(None)
             elif case in ("error", "closed"):
-                raise BenchError(f"terminal stream: {message}")
+                failure = BenchError(f"terminal stream: {message}")
+                for future in self.opened.values():
+                    if not future.done():
+                        future.set_exception(failure)
+                raise failure
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
         for stream in self.streams:
             self.opened[stream] = loop.create_future()
-            _send(
+            await _send(
                 self.ws,
                 pty_pb2.ProtocolMessage(
                     open=pty_pb2.Open(stream_id=stream, node_id="local", kind="command", command=COMMAND)
                 ),
             )
         await asyncio.wait_for(asyncio.gather(*self.opened.values()), 60)
-        for stream in self.streams:  # the command's own start-up output (none expected), then a probe
-            await self.round_trip(stream)
+        for stream in self.streams:  # typing starts once the terminal is raw and cat runs
+            seen = b""
+            while b"ready" not in seen:
+                seen += await asyncio.wait_for(self.queues[stream].get(), 30)
 
     async def round_trip(self, stream: str) -> float:
         started = time.perf_counter()
-        _send(self.ws, pty_pb2.ProtocolMessage(input=pty_pb2.Input(stream_id=stream, data=b"x")))
+        await _send(self.ws, pty_pb2.ProtocolMessage(input=pty_pb2.Input(stream_id=stream, data=b"x")))
         while b"x" not in await asyncio.wait_for(self.queues[stream].get(), 30):
             pass
         return time.perf_counter() - started
@@ -132,10 +137,13 @@ class _LocalTerminals:
             os.set_blocking(master, False)
             self.masters.append(master)
 
-    async def round_trip(self, master: int) -> float:
+    async def ready(self, master: int) -> None:
+        seen = b""
+        while b"ready" not in seen:
+            seen += await self._read(master)
+
+    async def _read(self, master: int) -> bytes:
         loop = asyncio.get_running_loop()
-        started = time.perf_counter()
-        os.write(master, b"x")
         while True:
             ready: asyncio.Future[None] = loop.create_future()
             loop.add_reader(master, ready.set_result, None)
@@ -144,8 +152,14 @@ class _LocalTerminals:
             finally:
                 loop.remove_reader(master)
             with contextlib.suppress(BlockingIOError):
-                if b"x" in os.read(master, 4096):
-                    return time.perf_counter() - started
+                return os.read(master, 4096)
+
+    async def round_trip(self, master: int) -> float:
+        started = time.perf_counter()
+        os.write(master, b"x")
+        while b"x" not in await self._read(master):
+            pass
+        return time.perf_counter() - started
 
     def close(self) -> None:
         for process in self.processes:
@@ -180,7 +194,7 @@ async def local_keystrokes(count: int, seconds: float) -> list[float]:
     terminals = _LocalTerminals(count)
     try:
         for master in terminals.masters:
-            await terminals.round_trip(master)
+            await terminals.ready(master)
         return await _hammer(terminals.round_trip, list(terminals.masters), seconds)
     finally:
         terminals.close()
@@ -193,7 +207,7 @@ async def hub_exec(hub: ServerProcess, size: int) -> float:
         request = exec_pb2.Request(command=f"head -c {size} /dev/zero", timeout_seconds=300)
         call = workspace_pb2.WorkspaceCall(node_id="local", exec=exec_pb2.ProtocolMessage(request=request))
         started = time.perf_counter()
-        call_id = _send(ws, workspace_pb2.WorkspaceProtocolMessage(call=call))
+        call_id = await _send(ws, workspace_pb2.WorkspaceProtocolMessage(call=call))
         received = 0
         async for frame in ws:
             envelope = envelope_pb2.Envelope.FromString(frame)  # type: ignore[arg-type]

@@ -288,14 +288,20 @@ class ProcessCgroup:
     (the hub's pid is in the name), so none piles up.
     """
 
+    # The cgroups of this process not closed yet: empty until their command has entered them, and
+    # never removed by another command's clean-up meanwhile.
+    _open: set[Path] = set()
+
     def __init__(self, parent: Path, max_processes: int) -> None:
         for earlier in parent.glob("aophub-exec-*-*"):
             owner = earlier.name.split("-")[2]
-            if owner == str(os.getpid()) or not os.path.exists(f"/proc/{owner}"):
+            mine = owner == str(os.getpid())
+            if (mine and earlier not in ProcessCgroup._open) or (not mine and not os.path.exists(f"/proc/{owner}")):
                 with contextlib.suppress(OSError):
                     earlier.rmdir()
         self.path = parent / f"aophub-exec-{os.getpid()}-{secrets.token_hex(6)}"
         self.path.mkdir()
+        ProcessCgroup._open.add(self.path)
         try:
             # bubblewrap and the sandbox's first process count too.
             (self.path / "pids.max").write_text(f"{max_processes + 2}\n")
@@ -312,6 +318,7 @@ class ProcessCgroup:
 
     def close(self) -> None:
         """Remove the cgroup (it is empty once the sandbox has exited)."""
+        ProcessCgroup._open.discard(self.path)
         with contextlib.suppress(OSError):
             self.path.rmdir()
 
