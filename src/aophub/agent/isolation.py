@@ -279,6 +279,11 @@ def _masks(workspace: Path, hidden: Sequence[Path]) -> list[Path]:
     return sorted(path for path in masks if not any(path != other and path.is_relative_to(other) for other in masks))
 
 
+# The cgroups of this process not closed yet: empty until their command has entered them, and never
+# removed by another command's clean-up meanwhile.
+_OPEN_CGROUPS: set[Path] = set()
+
+
 class ProcessCgroup:
     """A fresh ``pids`` cgroup under ``parent`` for one command: ``argv`` enters it, ``close`` removes it.
 
@@ -288,20 +293,16 @@ class ProcessCgroup:
     (the hub's pid is in the name), so none piles up.
     """
 
-    # The cgroups of this process not closed yet: empty until their command has entered them, and
-    # never removed by another command's clean-up meanwhile.
-    _open: set[Path] = set()
-
     def __init__(self, parent: Path, max_processes: int) -> None:
         for earlier in parent.glob("aophub-exec-*-*"):
             owner = earlier.name.split("-")[2]
             mine = owner == str(os.getpid())
-            if (mine and earlier not in ProcessCgroup._open) or (not mine and not os.path.exists(f"/proc/{owner}")):
+            if (mine and earlier not in _OPEN_CGROUPS) or (not mine and not os.path.exists(f"/proc/{owner}")):
                 with contextlib.suppress(OSError):
                     earlier.rmdir()
         self.path = parent / f"aophub-exec-{os.getpid()}-{secrets.token_hex(6)}"
         self.path.mkdir()
-        ProcessCgroup._open.add(self.path)
+        _OPEN_CGROUPS.add(self.path)
         try:
             # bubblewrap and the sandbox's first process count too.
             (self.path / "pids.max").write_text(f"{max_processes + 2}\n")
@@ -318,7 +319,7 @@ class ProcessCgroup:
 
     def close(self) -> None:
         """Remove the cgroup (it is empty once the sandbox has exited)."""
-        ProcessCgroup._open.discard(self.path)
+        _OPEN_CGROUPS.discard(self.path)
         with contextlib.suppress(OSError):
             self.path.rmdir()
 
