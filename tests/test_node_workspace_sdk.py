@@ -19,6 +19,7 @@ import pytest
 
 from aop import protocol_pb2
 from aop.file import protocol_pb2 as file_pb2
+from aop.pty import protocol_pb2 as pty_pb2
 from aophub.agent.echo import EchoAgent
 from aophub.agent.isolation import Isolation
 from aophub.agent.sandbox import ExecPolicy, Workspace
@@ -220,3 +221,58 @@ async def test_an_exec_printing_50_mb_is_capped_and_memory_stays_flat(tmp_path: 
     assert grown < 16 * 1024 * 1024, f"RSS grew {grown} bytes"
     print(f"RSS growth for a 50 MB exec: {grown / 1024 / 1024:.1f} MiB")
     _ = protocol_pb2
+
+
+async def test_an_sdk_nodes_terminal_survives_its_reconnect_and_is_listed_again(
+    hub: RunningHub, tmp_path: Path
+) -> None:
+    """8.4.10, 8.4.11, 8.5.14: the node's connection drops; the app gets detached, then sessions; it attaches
+    again and the terminal, still running, resumes from where the app was (by offset)."""
+    root = real_directory(tmp_path / "node-workspace")
+    connections: list[NodeRuntime] = []
+    connected = asyncio.Event()
+
+    def on_connected(runtime: NodeRuntime) -> None:
+        connections.append(runtime)
+        connected.set()
+
+    async def no_backoff(_delay: float) -> None:
+        return None
+
+    node = asyncio.create_task(
+        serve_agent(
+            hub.http,
+            TOKEN,
+            NODE,
+            EchoAgent(delay=0),
+            on_connected=on_connected,
+            sleep=no_backoff,
+            workspace=services(root),
+        )
+    )
+    try:
+        async with asyncio.timeout(60), await AppSocket.open(hub.app_url) as app:
+            await connected.wait()
+            terminal = Terminal(app)
+            opened = await terminal.open(node_id=NODE, kind="shell")
+            await terminal.type("echo before-dr''op\n")
+            await terminal.expect(b"before-drop")
+            connected.clear()
+            handle = hub.runtime.hub.nodes.get(NODE)
+            assert handle is not None
+            await handle.link.close("test: drop the node")
+            await terminal.until("detached")
+            await connected.wait()
+            listed = (await terminal.until("sessions")).sessions.sessions
+            assert [s.state for s in listed if s.id == opened.opened.session.id] == ["running"]
+            await terminal.send(
+                attach=pty_pb2.Attach(stream_id=terminal.stream_id, session_id=opened.opened.session.id)
+            )
+            await terminal.until("attached")
+            await terminal.type("echo after-rec''onnect\n")
+            await terminal.expect(b"after-reconnect")
+            assert terminal.data.count(b"before-drop\r\n") == 1  # the replay was merged by offset, nothing repeated
+            assert len(connections) == 2
+    finally:
+        node.cancel()
+        await asyncio.gather(node, return_exceptions=True)
