@@ -15,6 +15,7 @@ from aophub.agent.isolation import (
     DEFAULT_MEMORY_MIB,
     Isolation,
     Probe,
+    ProcessCgroup,
     SandboxState,
     probe,
     sandbox_argv,
@@ -140,3 +141,19 @@ def test_hub_files_in_the_workspace_are_covered(tmp_path: Path) -> None:
     assert f"--ro-bind /dev/null {tmp_path / 'config.yaml'}" in argv
     assert "not-there" not in argv
     assert "/etc/x" not in argv
+
+
+@pytest.mark.skipif(Isolation().probe().cgroups is None, reason="no pids cgroup can be made here (not root)")
+def test_a_new_commands_cgroup_never_removes_one_not_yet_entered() -> None:
+    """Two commands (or terminals) starting together: the second's clean-up must leave the first's cgroup."""
+    parent = Isolation().probe().cgroups
+    assert parent is not None
+    first = ProcessCgroup(parent, 8)
+    second = ProcessCgroup(parent, 8)
+    try:
+        assert first.path.is_dir()
+        assert second.path.is_dir()
+    finally:
+        first.close()
+        second.close()
+    assert not first.path.exists()

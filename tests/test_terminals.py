@@ -363,12 +363,12 @@ async def test_a_nodes_protocol_error_to_a_forwarded_message_becomes_pty_error(h
 
 
 async def test_the_built_in_node_refuses_terminals_in_the_stream(hub: RunningHub) -> None:
-    """The built-in node serves no terminals yet: an open to it ends in pty.error on the stream, not silence."""
+    """Terminals are off on the built-in node unless configured: an open ends in pty.error on the stream."""
     stream = new_stream()
     async with await AppSocket.open(hub.app_url) as app:
         await app.send(pty(open=pty_pb2.Open(stream_id=stream, node_id="local")))
         _, error = await app_pty(app, stream, "error")
-        assert "local" in error.error.message
+        assert error.error.message == "terminals are off on this node"
 
 
 # -- 8.4.12: output never dropped silently ---------------------------------------------------------

@@ -166,12 +166,18 @@ async def test_a_node_refusing_the_upload_fails_it_with_its_code_and_text_passed
         assert node.sent("protocol_error") == []  # a node's protocol_error is never answered
 
 
-async def test_an_upload_to_the_built_in_node_fails_with_its_refusal(hub: RunningHub) -> None:
-    """The built-in node does not take uploads yet: FILE_UPLOAD_FAILED passing its UNSUPPORTED_NAMESPACE on."""
+def read_file(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
+async def test_an_upload_to_the_built_in_node_lands_in_its_workspace(hub: RunningHub) -> None:
+    """The built-in node stores the upload in <workspace>/uploads/<session id>/ and answers its path (8.2.6)."""
     async with await AppSocket.open(hub.app_url) as app:
         session = await app.open_session("local")
-        error = await upload_failure(app, upload(session.id))
-        assert "UNSUPPORTED_NAMESPACE" in error.message
+        sent = await app.send(upload(session.id))
+        result = file_reply((await app.wait_for(lambda e, _m: e.reply_to == sent))[0]).result
+        assert result.path.endswith(f"/workspace/uploads/{session.id}/notes.txt")
+        assert read_file(result.path) == b"hello\n"
 
 
 async def test_an_unanswered_upload_times_out_retryable_and_the_node_is_told(tmp_path: Path) -> None:

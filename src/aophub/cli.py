@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from aophub.access.authenticator import AccessKey, read_token_file, resolve_access_key
 from aophub.access.throttle import trusted_proxies
-from aophub.agent.builtin import builtin_agent, builtin_commands
+from aophub.agent.builtin import builtin_agent, builtin_commands, builtin_workspace
 from aophub.bridges.frame import parse_bridge_option
 from aophub.chat import add_chat_parser, run_chat
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
@@ -623,6 +623,7 @@ def node(args: argparse.Namespace) -> int:
                 name=args.name,
                 max_frame_bytes=args.max_frame_bytes,
                 commands=builtin_commands(agent),
+                workspace=builtin_workspace(config),
             )
         finally:
             watch.cancel()

@@ -25,6 +25,15 @@ from aophub.agent.sandbox import ExecPolicy, Workspace
 from aophub.agent.tools import ToolBox
 from aophub.config import ConfigStore
 from aophub.node.commands import CommandCall, CommandOutput, NodeCommands
+from aophub.node.terminals import (
+    DEFAULT_MAX_TERMINALS,
+    DEFAULT_REPLAY_BYTES,
+    DEFAULT_SCROLLBACK_BYTES,
+    Terminals,
+    TerminalSettings,
+    sandboxed_launch,
+)
+from aophub.node.workspace import ConfinedFiles, SandboxedExec, WorkspaceServices
 from aophub.settings import DATABASE_FILE
 from aophub.store.base import Store
 from aophub.v1 import config_pb2
@@ -35,6 +44,7 @@ __all__ = [
     "ConfiguredTools",
     "builtin_agent",
     "builtin_commands",
+    "builtin_workspace",
     "hub_files",
     "warn_about_sandbox",
 ]
@@ -191,3 +201,40 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
     commands.add(RESET_COMMAND, reset, description="Start a fresh context in this session")
     commands.add("/status", status, description="Show the agent's model and its configuration problems")
     return commands
+
+
+def terminal_settings(settings: config_pb2.SandboxSettings) -> TerminalSettings:
+    """The built-in node's terminal settings from ``sandbox``: off unless ``sandbox.terminals``."""
+    return TerminalSettings(
+        enabled=settings.terminals,
+        scrollback_bytes=settings.terminal_scrollback_bytes or DEFAULT_SCROLLBACK_BYTES,
+        replay_bytes=settings.terminal_replay_bytes or DEFAULT_REPLAY_BYTES,
+        max_terminals=settings.max_terminals or DEFAULT_MAX_TERMINALS,
+    )
+
+
+def builtin_workspace(config: ConfigStore) -> WorkspaceServices:
+    """The built-in node's file, exec and terminal services, all in the sandbox of the agent's tools.
+
+    Files (read, write, list, mkdir) and uploads (into ``uploads/<session id>/``) are confined to
+    the workspace; exec calls (``sandbox.remote_exec``) and terminals (``sandbox.terminals``) are
+    off unless configured, and run in the bubblewrap sandbox of the ``exec`` tool, under its deny
+    and allow patterns and limits. Settings apply from the next request.
+    """
+    tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG))
+    tools.current()  # a workspace that cannot be made fails at start
+
+    def workspace() -> Workspace:
+        return tools.current().workspace
+
+    def policy() -> ExecPolicy:
+        return tools.current().policy
+
+    return WorkspaceServices(
+        files=ConfinedFiles(workspace),
+        exec=SandboxedExec(workspace, policy, enabled=lambda: config.sandbox_settings().remote_exec),
+        terminals=Terminals(
+            lambda: terminal_settings(config.sandbox_settings()),
+            sandboxed_launch(workspace, lambda: policy().isolation),
+        ),
+    )

@@ -21,7 +21,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +29,12 @@ from aophub.agent import reaper
 from aophub.agent.isolation import Isolation, Probe, ProcessCgroup, sandbox_argv
 from aophub.agent.sandbox import ExecPolicy, SandboxError, Workspace
 
-__all__ = ["ExecResult", "run_command", "scrubbed_environment"]
+__all__ = ["ExecResult", "OutputSink", "StreamedExit", "run_command", "scrubbed_environment", "stream_command"]
+
+# Variables added to a command's environment (they win over the scrubbed ones).
+Env = Mapping[str, str] | None
+# Receives a command's output as it comes: the stream (1 stdout, 2 stderr) and the bytes.
+OutputSink = Callable[[int, bytes], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -96,9 +101,17 @@ def _kill_group(pgid: int) -> None:
 
 
 async def _spawn(
-    argv: Sequence[str], environment: dict[str, str], cwd: Path, output_fd: int, *, pass_fds: Sequence[int] = ()
+    argv: Sequence[str],
+    environment: dict[str, str],
+    cwd: Path,
+    output_fd: int,
+    *,
+    pass_fds: Sequence[int] = (),
+    error_fd: int | None = None,
 ) -> asyncio.subprocess.Process:
-    """Start ``argv`` in a new session; if the caller is cancelled meanwhile, stop it, not leak it."""
+    """Start ``argv`` in a new session; if the caller is cancelled meanwhile, stop it, not leak it.
+
+    Its stdout goes to ``output_fd``, its stderr to ``error_fd`` (default: the same)."""
     spawn = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
             *argv,
@@ -106,7 +119,7 @@ async def _spawn(
             env=environment,
             stdin=subprocess.DEVNULL,
             stdout=output_fd,
-            stderr=output_fd,
+            stderr=output_fd if error_fd is None else error_fd,
             start_new_session=True,
             pass_fds=pass_fds,
         )
@@ -138,12 +151,15 @@ async def _wait_or_kill_group(process: asyncio.subprocess.Process) -> None:
 class _Supervised:
     """An unsandboxed command under the supervisor (``aophub.agent.reaper``), which kills what it leaves."""
 
-    def __init__(self, command: str, workspace: Workspace) -> None:
+    def __init__(self, command: str, workspace: Workspace, *, cwd: Path | None = None, env: Env = None) -> None:
         self._argv = reaper.command_line(["/bin/sh", "-c", command])
         self._workspace = workspace
+        self._cwd = cwd or workspace.root
+        self._env = dict(env or {})
 
-    async def start(self, output_fd: int) -> asyncio.subprocess.Process:
-        return await _spawn(self._argv, scrubbed_environment(self._workspace), self._workspace.root, output_fd)
+    async def start(self, output_fd: int, error_fd: int | None = None) -> asyncio.subprocess.Process:
+        environment = scrubbed_environment(self._workspace) | self._env
+        return await _spawn(self._argv, environment, self._cwd, output_fd, error_fd=error_fd)
 
     async def stop(self, process: asyncio.subprocess.Process) -> None:
         """Have the supervisor kill and reap the command's processes, and wait until it has exited.
@@ -172,15 +188,26 @@ class _Sandboxed:
     gone.
     """
 
-    def __init__(self, command: str, workspace: Workspace, isolation: Isolation, found: Probe) -> None:
+    def __init__(
+        self,
+        command: str,
+        workspace: Workspace,
+        isolation: Isolation,
+        found: Probe,
+        *,
+        cwd: Path | None = None,
+        env: Env = None,
+    ) -> None:
         self._command = command
         self._workspace = workspace
+        self._cwd = cwd
+        self._env = dict(env or {})
         self._isolation = isolation
         self._found = found
         self._pidfd: int | None = None
         self._cgroup: ProcessCgroup | None = None
 
-    async def start(self, output_fd: int) -> asyncio.subprocess.Process:
+    async def start(self, output_fd: int, error_fd: int | None = None) -> asyncio.subprocess.Process:
         info_read, info_write = os.pipe()
         try:
             argv = sandbox_argv(
@@ -190,13 +217,16 @@ class _Sandboxed:
                 isolation=self._isolation,
                 found=self._found,
                 info_fd=info_write,
+                cwd=self._cwd,
             )
             if self._found.cgroups is not None:
                 self._cgroup = ProcessCgroup(self._found.cgroups, self._isolation.max_processes)
                 argv = self._cgroup.argv(argv)
-            environment = scrubbed_environment(self._workspace) | {"PATH": _SANDBOX_PATH}
+            environment = scrubbed_environment(self._workspace) | {"PATH": _SANDBOX_PATH} | self._env
             try:
-                process = await _spawn(argv, environment, self._workspace.root, output_fd, pass_fds=(info_write,))
+                process = await _spawn(
+                    argv, environment, self._workspace.root, output_fd, pass_fds=(info_write,), error_fd=error_fd
+                )
             finally:
                 os.close(info_write)
             try:
@@ -305,13 +335,15 @@ def _drain(fd: int, output: _CappedOutput) -> None:
         left -= len(data)
 
 
-def _runner(command: str, workspace: Workspace, isolation: Isolation) -> _Sandboxed | _Supervised:
+def _runner(
+    command: str, workspace: Workspace, isolation: Isolation, *, cwd: Path | None = None, env: Env = None
+) -> _Sandboxed | _Supervised:
     """How ``command`` runs: in the sandbox, or supervised where the sandbox cannot run and that is allowed."""
     found = isolation.probe()
     if found.usable:
-        return _Sandboxed(command, workspace, isolation, found)
+        return _Sandboxed(command, workspace, isolation, found, cwd=cwd, env=env)
     if isolation.allow_unsandboxed:
-        return _Supervised(command, workspace)
+        return _Supervised(command, workspace, cwd=cwd, env=env)
     raise SandboxError(
         f"exec is not available on this hub: commands run only in a sandbox, and {found.reason}. "
         "The hub's operator can install bubblewrap, or set sandbox.allow_unsandboxed to run commands without one."
@@ -378,3 +410,114 @@ async def run_command(command: str, workspace: Workspace, policy: ExecPolicy) ->
         truncated=output.dropped > 0,
         duration_ms=int((time.monotonic() - started) * 1000),
     )
+
+
+@dataclass(frozen=True)
+class StreamedExit:
+    """How a streamed command ended (AOP-workspace 8.3.4): ``completed`` with its exit code, or
+    ``killed`` (exit code -1) because of the ``timeout`` or because it was ``canceled``."""
+
+    exit_code: int
+    state: str
+    kill_cause: str = ""
+
+
+class _StreamCap:
+    """Counts one stream's bytes against the cap: what may still be sent, and what was cut."""
+
+    def __init__(self, cap: int) -> None:
+        self.left = cap
+        self.dropped = 0
+
+    def take(self, data: bytes) -> bytes:
+        kept = data[: max(self.left, 0)]
+        self.left -= len(kept)
+        self.dropped += len(data) - len(kept)
+        return kept
+
+
+async def _pump(fd: int, stream: int, cap: _StreamCap, sink: OutputSink, chunk: int) -> None:
+    """Send what the non-blocking pipe ``fd`` gives, in chunks of at most ``chunk`` bytes, until its end.
+
+    The next read waits for the sink: a slow receiver stops the reading, the pipe fills and the
+    command blocks on its writes (backpressure, nothing held here). Output past the cap is read
+    and counted, never held, so the command is never blocked by it."""
+    while True:
+        try:
+            data = os.read(fd, chunk)
+        except BlockingIOError:
+            await _readable(fd)
+            continue
+        if not data:
+            return
+        kept = cap.take(data)
+        if kept:
+            await sink(stream, kept)
+
+
+async def stream_command(
+    command: str,
+    workspace: Workspace,
+    policy: ExecPolicy,
+    sink: OutputSink,
+    *,
+    timeout: float,
+    canceled: asyncio.Event,
+    cwd: Path | None = None,
+    env: Env = None,
+    chunk: int = _READ_SIZE,
+) -> StreamedExit:
+    """Run ``command`` as :func:`run_command` does (same checks, sandbox and cleanup), streaming its output.
+
+    stdout and stderr are separate pipes; each is handed to ``sink`` as it comes, in chunks of at
+    most ``chunk`` bytes, up to ``policy.output_cap`` bytes per stream; past the cap the rest is
+    read and counted, and one truncation marker line goes to that stream at the end. ``cwd`` (a
+    real directory in the workspace) is where it starts; ``env`` is added to its environment.
+    The command is killed, with every process it started, after ``timeout`` seconds or when
+    ``canceled`` is set.
+    """
+    policy.check(command)
+    runner = _runner(command, workspace, policy.isolation, cwd=cwd, env=env)
+    caps = {1: _StreamCap(policy.output_cap), 2: _StreamCap(policy.output_cap)}
+    pipes = [os.pipe(), os.pipe()]
+    readers = [read for read, _ in pipes]
+    cause = ""
+    pumps: list[asyncio.Task[None]] = []
+    try:
+        try:
+            process = await runner.start(pipes[0][1], pipes[1][1])
+        finally:
+            for _, write in pipes:
+                os.close(write)
+        for stream, fd in zip((1, 2), readers, strict=True):
+            os.set_blocking(fd, False)
+            pumps.append(asyncio.create_task(_pump(fd, stream, caps[stream], sink, chunk)))
+        exited = asyncio.ensure_future(process.wait())
+        stop = asyncio.ensure_future(canceled.wait())
+        try:
+            done, _ = await asyncio.wait({exited, stop}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if exited not in done:
+                cause = "canceled" if stop in done else "timeout"
+        finally:
+            stop.cancel()
+            await runner.stop(process)
+            exited.cancel()
+        # Every writer is gone once the sandbox (or the supervisor) has ended: the pumps reach the end.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_SUPERVISOR_GRACE):
+                await asyncio.gather(*pumps)
+    finally:
+        for pump in pumps:
+            pump.cancel()
+        await asyncio.gather(*pumps, return_exceptions=True)
+        for fd in readers:
+            os.close(fd)
+        runner.close()
+    for stream, cap in caps.items():
+        if cap.dropped:
+            await sink(stream, f"\n[output truncated: {cap.dropped} more bytes not shown]\n".encode())
+    if cause:
+        return StreamedExit(-1, "killed", cause)
+    returncode = process.returncode
+    assert returncode is not None  # stop waited for it
+    return StreamedExit(returncode, "completed")

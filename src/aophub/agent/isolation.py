@@ -195,8 +195,16 @@ def sandbox_argv(
     isolation: Isolation,
     found: Probe,
     info_fd: int | None = None,
+    cwd: Path | None = None,
+    new_session: bool = True,
 ) -> list[str]:
     """The bubblewrap command line that runs ``argv`` confined, in the real directory ``workspace``.
+
+    ``cwd`` (a real directory inside ``workspace``; default the workspace) is where it starts.
+    ``new_session=False`` keeps the caller's session, so that a terminal given as the
+    command's standard streams stays its controlling terminal (job control, Ctrl-C): only for a
+    pseudo-terminal made for the sandbox alone, since a process can push input into its
+    controlling terminal (``TIOCSTI``), which for a shared terminal reaches whoever reads it next.
 
     ``hidden`` are files that must not be seen even when they lie inside the
     workspace (the hub's own files): the directory holding one, when it is
@@ -208,7 +216,7 @@ def sandbox_argv(
     args = [
         found.bubblewrap,
         "--die-with-parent",
-        "--new-session",
+        *(["--new-session"] if new_session else []),
         "--unshare-user",
         "--unshare-pid",
         "--as-pid-1",
@@ -241,7 +249,7 @@ def sandbox_argv(
             args += ["--tmpfs", str(path), "--remount-ro", str(path)]
         else:
             args += ["--ro-bind", "/dev/null", str(path)]
-    args += ["--remount-ro", "/", "--chdir", str(workspace)]
+    args += ["--remount-ro", "/", "--chdir", str(cwd or workspace)]
     if info_fd is not None:
         args += ["--info-fd", str(info_fd)]
     limits = [
@@ -271,6 +279,11 @@ def _masks(workspace: Path, hidden: Sequence[Path]) -> list[Path]:
     return sorted(path for path in masks if not any(path != other and path.is_relative_to(other) for other in masks))
 
 
+# The cgroups of this process not closed yet: empty until their command has entered them, and never
+# removed by another command's clean-up meanwhile.
+_OPEN_CGROUPS: set[Path] = set()
+
+
 class ProcessCgroup:
     """A fresh ``pids`` cgroup under ``parent`` for one command: ``argv`` enters it, ``close`` removes it.
 
@@ -283,11 +296,13 @@ class ProcessCgroup:
     def __init__(self, parent: Path, max_processes: int) -> None:
         for earlier in parent.glob("aophub-exec-*-*"):
             owner = earlier.name.split("-")[2]
-            if owner == str(os.getpid()) or not os.path.exists(f"/proc/{owner}"):
+            mine = owner == str(os.getpid())
+            if (mine and earlier not in _OPEN_CGROUPS) or (not mine and not os.path.exists(f"/proc/{owner}")):
                 with contextlib.suppress(OSError):
                     earlier.rmdir()
         self.path = parent / f"aophub-exec-{os.getpid()}-{secrets.token_hex(6)}"
         self.path.mkdir()
+        _OPEN_CGROUPS.add(self.path)
         try:
             # bubblewrap and the sandbox's first process count too.
             (self.path / "pids.max").write_text(f"{max_processes + 2}\n")
@@ -304,6 +319,7 @@ class ProcessCgroup:
 
     def close(self) -> None:
         """Remove the cgroup (it is empty once the sandbox has exited)."""
+        _OPEN_CGROUPS.discard(self.path)
         with contextlib.suppress(OSError):
             self.path.rmdir()
 

@@ -357,7 +357,17 @@ class _TurnRun:
             unsaved = {file.path: "this agent has no workspace" for file in attachments if file.path}
         elif any(file.path for file in attachments):
             unsaved = await asyncio.to_thread(save_attachments, self.workspace, attachments)
-        return user_message(message, attachments, unsaved)
+        said = user_message(message, attachments, unsaved)
+        note = self._uploads_note()
+        return dataclasses.replace(said, text=f"{note}\n\n{said.text}") if note else said
+
+    def _uploads_note(self) -> str:
+        """Tell the model the files uploaded to the session since its last turn, by their workspace path."""
+        if not self.turn.uploads:
+            return ""
+        paths = [self.workspace.display(path) if self.workspace is not None else path for path in self.turn.uploads]
+        listed = "\n".join(f"- {path}" for path in paths)
+        return f"[The user uploaded these files to the workspace since the last message:\n{listed}]"
 
     async def run(self, provider: Provider) -> str:
         """Loop until the model answers; returns the stop reason or raises TurnFailed / CancelledError."""

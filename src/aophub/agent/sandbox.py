@@ -199,6 +199,36 @@ class Workspace:
         finally:
             os.close(parent)
 
+    def create_file(self, real: Path, data: bytes) -> None:
+        """Write ``data`` to the new file ``real`` (a ``resolve`` result); missing parent directories are made.
+
+        Raises ``FileExistsError`` when a file (or anything) of that name exists, so that concurrent
+        callers never overwrite each other. A reader sees the whole file or none: the data goes to a
+        temporary file first, which is then linked under its name (which fails if the name is taken).
+        """
+        if os.fspath(real) == self._root:
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), os.fspath(real))
+        parent = self.open_directory(real.parent, create=True)
+        try:
+            if self._is_protected_name(os.fstat(parent), real.name):
+                raise self._protected_error(real)
+            temporary = f".{real.name}.{secrets.token_hex(4)}.tmp"
+            fd = os.open(temporary, _NEW_FILE_FLAGS, _NEW_FILE_MODE, dir_fd=parent)
+            try:
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.link(temporary, real.name, src_dir_fd=parent, dst_dir_fd=parent, follow_symlinks=False)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(temporary, dir_fd=parent)
+        finally:
+            os.close(parent)
+
     def _replace_in(self, parent: int, real: Path, data: bytes) -> None:
         name = real.name
         try:

@@ -24,6 +24,7 @@ from aop import envelope_pb2, protocol_pb2
 from aophub.ids import new_id
 from aophub.node.commands import NodeCommands
 from aophub.node.runtime import INTERACTIONS_CAPABILITY, Agent, NodeRuntime, runtime_info
+from aophub.node.workspace import WorkspaceServices
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, unpack
 from aophub.protocol.errors import HubError
 from aophub.settings import DEFAULT_MAX_FRAME_BYTES
@@ -62,10 +63,14 @@ def node_url(server: str) -> str:
     return base if base.endswith("/api/aop/node/ws") else base + "/api/aop/node/ws"
 
 
-def make_hello(node_id: str, name: str = "") -> protocol_pb2.AgentHello:
-    """The hello of a node speaking chat and durable interactions."""
+def make_hello(node_id: str, name: str = "", workspace: WorkspaceServices | None = None) -> protocol_pb2.AgentHello:
+    """The hello of a node speaking chat and durable interactions (and the workspace namespaces it serves)."""
+    served = workspace.capabilities() if workspace is not None else []
     return protocol_pb2.AgentHello(
-        node_id=node_id, name=name or node_id, capabilities=["chat", INTERACTIONS_CAPABILITY], runtime=runtime_info()
+        node_id=node_id,
+        name=name or node_id,
+        capabilities=["chat", INTERACTIONS_CAPABILITY, *served],
+        runtime=runtime_info(),
     )
 
 
@@ -81,11 +86,15 @@ async def serve_agent(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     commands: NodeCommands | None = None,
+    workspace: WorkspaceServices | None = None,
 ) -> None:
     """Serve ``agent`` as node ``node_id`` of the hub at ``server`` until cancelled.
 
     ``commands`` are the slash commands the node serves besides ``/help`` (see
     :mod:`aophub.node.commands`); the node lists them to the hub on every connection.
+    ``workspace`` serves ``aop.file``, ``aop.exec`` and ``aop.pty`` (see
+    :mod:`aophub.node.workspace`; without it they are refused ``UNSUPPORTED_NAMESPACE``): its
+    terminals outlive connections, its execs are killed when a connection drops (8.3.5).
 
     Raises :class:`NodeRefused` when the hub rejects the access key or refuses the node id for
     good (e.g. the built-in node's), and, with ``reconnect=False``, returns when the first
@@ -96,7 +105,38 @@ async def serve_agent(
     if max_frame_bytes <= 0:
         raise ValueError(f"max_frame_bytes must be positive, not {max_frame_bytes}")
     url = node_url(server)
-    hello = make_hello(node_id, name)
+    hello = make_hello(node_id, name, workspace)
+    try:
+        await _serve(
+            url,
+            hello,
+            agent,
+            token=token,
+            reconnect=reconnect,
+            on_connected=on_connected,
+            sleep=sleep,
+            max_frame_bytes=max_frame_bytes,
+            commands=commands,
+            workspace=workspace,
+        )
+    finally:
+        if workspace is not None and workspace.terminals is not None:
+            await workspace.terminals.close()  # kill_cause "shutdown" (AOP-workspace 8.5.14)
+
+
+async def _serve(
+    url: str,
+    hello: protocol_pb2.AgentHello,
+    agent: Agent,
+    *,
+    token: str,
+    reconnect: bool,
+    on_connected: Callable[[NodeRuntime], None] | None,
+    sleep: Callable[[float], Awaitable[None]],
+    max_frame_bytes: int,
+    commands: NodeCommands | None,
+    workspace: WorkspaceServices | None,
+) -> None:
     delay = BACKOFF_INITIAL
     while True:
         try:
@@ -107,9 +147,9 @@ async def serve_agent(
                 ping_timeout=PING_TIMEOUT,
                 max_size=max_frame_bytes,
             ) as socket:
-                runtime = await _handshake(socket, hello, agent, commands)
+                runtime = await _handshake(socket, hello, agent, commands, workspace)
                 delay = BACKOFF_INITIAL
-                log.info("node %s connected to %s", node_id, url)
+                log.info("node %s connected to %s", hello.node_id, url)
                 if on_connected is not None:
                     on_connected(runtime)
                 try:
@@ -121,9 +161,9 @@ async def serve_agent(
         except InvalidURI:
             raise
         except (InvalidStatus, _HelloRefused) as refusal:
-            log.warning("node %s: %s", node_id, _refused_because(refusal, node_id))
+            log.warning("node %s: %s", hello.node_id, _refused_because(refusal, hello.node_id))
         except (OSError, ConnectionClosed, TimeoutError) as error:
-            log.warning("node %s: connection to %s lost: %s", node_id, url, _lost_because(error, max_frame_bytes))
+            log.warning("node %s: connection to %s lost: %s", hello.node_id, url, _lost_because(error, max_frame_bytes))
         if not reconnect:
             return
         await sleep(delay)
@@ -158,7 +198,11 @@ def _lost_because(error: OSError | ConnectionClosed | TimeoutError, max_frame_by
 
 
 async def _handshake(
-    socket: ClientConnection, hello: protocol_pb2.AgentHello, agent: Agent, commands: NodeCommands | None
+    socket: ClientConnection,
+    hello: protocol_pb2.AgentHello,
+    agent: Agent,
+    commands: NodeCommands | None,
+    workspace: WorkspaceServices | None = None,
 ) -> NodeRuntime:
     hello_id = new_id("hello")
     await socket.send(
@@ -184,7 +228,7 @@ async def _handshake(
     async def send(envelope: envelope_pb2.Envelope) -> None:
         await socket.send(envelope.SerializeToString())
 
-    runtime = NodeRuntime(hello, agent, send, commands=commands)
+    runtime = NodeRuntime(hello, agent, send, commands=commands, workspace=workspace)
     runtime.interactions = INTERACTIONS_CAPABILITY in message.agent_accepted.capabilities
     await runtime.send_catalog()  # first after the acceptance (AOP-nodes 9.2.1)
     await runtime.announce()

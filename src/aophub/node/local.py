@@ -17,6 +17,7 @@ from aophub.hub.hub import Hub
 from aophub.hub.nodes import NodeGone, NodeHandle
 from aophub.node.commands import CommandCall, CommandFailed, NodeCommands
 from aophub.node.runtime import INTERACTIONS_CAPABILITY, Agent, NodeRuntime, runtime_info
+from aophub.node.workspace import WorkspaceServices
 from aophub.protocol.errors import HubError
 
 __all__ = ["LOCAL_NODE_ID", "LocalNode"]
@@ -37,15 +38,21 @@ class LocalNode:
         node_id: str = LOCAL_NODE_ID,
         name: str = "Built-in agent",
         commands: NodeCommands | None = None,
+        workspace: WorkspaceServices | None = None,
     ) -> None:
-        """``commands``: the agent's slash commands; the node adds ``/title`` (it renames the hub's session)."""
+        """``commands``: the agent's slash commands; the node adds ``/title`` (it renames the hub's session).
+        ``workspace``: the file, exec and terminal services it serves (:mod:`aophub.node.workspace`)."""
         self.hub = hub
+        self.workspace = workspace
+        served = workspace.capabilities() if workspace is not None else []
         self.hello = protocol_pb2.AgentHello(
-            node_id=node_id, name=name, capabilities=["chat", INTERACTIONS_CAPABILITY], runtime=runtime_info()
+            node_id=node_id, name=name, capabilities=["chat", INTERACTIONS_CAPABILITY, *served], runtime=runtime_info()
         )
         commands = commands or NodeCommands()
         commands.add("/title", self._title, usage="<title>", description="Rename the session")
-        self.runtime = NodeRuntime(self.hello, agent, self._to_hub, emit=self._event_to_hub, commands=commands)
+        self.runtime = NodeRuntime(
+            self.hello, agent, self._to_hub, emit=self._event_to_hub, commands=commands, workspace=workspace
+        )
         self.runtime.interactions = True  # the hub in this process speaks them
         self._inbox: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
         self._handle: NodeHandle | None = None
@@ -70,6 +77,8 @@ class LocalNode:
     async def stop(self) -> None:
         self._closed = True
         await self.runtime.stop()
+        if self.workspace is not None and self.workspace.terminals is not None:
+            await self.workspace.terminals.close()  # kill_cause "shutdown" (AOP-workspace 8.5.14)
         if self._worker is not None:
             self._worker.cancel()
         if self._handle is not None:

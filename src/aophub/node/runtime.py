@@ -31,9 +31,13 @@ from typing import Any, Protocol
 
 from aiscan.agent import detail_pb2
 from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2
+from aop.exec import protocol_pb2 as exec_pb2
+from aop.file import protocol_pb2 as file_pb2
+from aop.pty import protocol_pb2 as pty_pb2
 from aophub.ids import new_id
 from aophub.node.commands import CommandFailed, CommandOutput, NodeCommands, command_name
 from aophub.node.turn import EmitEvent, Turn, TurnFailed
+from aophub.node.workspace import TerminalLink, WorkspaceServices
 from aophub.protocol.codec import core_message, pack, payload_name, unpack
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
@@ -48,6 +52,9 @@ log = logging.getLogger(__name__)
 Send = Callable[[envelope_pb2.Envelope], Awaitable[None]]
 _INTERACTION_NAME = interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
 _CORE_NAME = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
+_FILE_NAME = file_pb2.ProtocolMessage.DESCRIPTOR.full_name
+_EXEC_NAME = exec_pb2.ProtocolMessage.DESCRIPTOR.full_name
+_PTY_NAME = pty_pb2.ProtocolMessage.DESCRIPTOR.full_name
 # Announced in AgentHello and echoed in AgentAccepted when both sides speak
 # aophub.v1.InteractionProtocolMessage on the node channel.
 INTERACTIONS_CAPABILITY = "aophub.interactions"
@@ -125,11 +132,14 @@ class NodeRuntime:
         *,
         emit: EmitEvent | None = None,
         commands: NodeCommands | None = None,
+        workspace: WorkspaceServices | None = None,
     ) -> None:
         """``send`` carries envelopes to the hub; ``emit`` (default: an ``event`` envelope through ``send``)
         carries the events of turns, so an in-process link can hand them over without encoding them
         (the hub then owns the event: the node must not use it afterwards). ``commands``: the slash
-        commands served besides ``/help``."""
+        commands served besides ``/help``. ``workspace``: the ``aop.file``, ``aop.exec`` and
+        ``aop.pty`` services (:mod:`aophub.node.workspace`); a namespace without one is refused
+        ``UNSUPPORTED_NAMESPACE``."""
         self.hello = hello
         self.agent = agent
         self.commands = commands or NodeCommands()
@@ -144,6 +154,13 @@ class NodeRuntime:
         self.stats = protocol_pb2.AgentStats()
         # Set once the hub accepted INTERACTIONS_CAPABILITY.
         self.interactions = False
+        self.workspace = workspace or WorkspaceServices()
+        # File requests and execs running, by the hub's envelope id; an exec's cancel event.
+        self._operations: dict[str, asyncio.Task[None]] = {}
+        self._cancels: dict[str, asyncio.Event] = {}
+        self._terminal_link: TerminalLink | None = None
+        # Paths uploaded per session since its last turn, told to the agent with the next one.
+        self._uploaded: dict[str, list[str]] = {}
 
     def __repr__(self) -> str:
         return f"<NodeRuntime {self.hello.node_id} sessions={len(self._opened)} workers={len(self._sessions)}>"
@@ -203,6 +220,11 @@ class NodeRuntime:
         finally:
             self._asked.pop(interaction.id, None)
 
+    def _resolved(self, resolved: interaction_pb2.Interaction) -> None:
+        future = self._asked.get(resolved.id)
+        if future is not None and not future.done():
+            future.set_result(resolved)
+
     async def receive(self, envelope: envelope_pb2.Envelope) -> None:
         """Handle one envelope from the hub.
 
@@ -217,10 +239,10 @@ class NodeRuntime:
         try:
             name = payload_name(envelope)
             if name == _INTERACTION_NAME:
-                resolved = unpack(envelope, interaction_pb2.InteractionProtocolMessage).resolved
-                future = self._asked.get(resolved.id)
-                if future is not None and not future.done():
-                    future.set_result(resolved)
+                self._resolved(unpack(envelope, interaction_pb2.InteractionProtocolMessage).resolved)
+                return
+            if name in (_FILE_NAME, _EXEC_NAME, _PTY_NAME):
+                await self._workspace_request(envelope, name)
                 return
             spoken = NAMESPACES.get(name)
             if spoken is not None and spoken.namespace is COMMAND:
@@ -257,12 +279,19 @@ class NodeRuntime:
                 envelope.id, core_message(close_session_response=chat_pb2.CloseSessionResponse(accepted=session))
             )
         elif case == "cancel_operation":
-            pass  # this node runs no long operations besides turns
+            self._cancel_operation(message.cancel_operation.target_id)
         elif case == "protocol_error":
             # Never answered: an answer could start an error exchange (AOP-nodes 9.1.7).
             log.info("node %s: the hub reports %s", self.hello.node_id, message.protocol_error.message)
         else:
             log.info("node %s ignores %s", self.hello.node_id, case)
+
+    def _cancel_operation(self, target_id: str) -> None:
+        """An exec stops (killed/canceled, AOP-workspace 8.3.5); an unknown target is ignored, and an
+        upload or file request runs to its end (8.2.4)."""
+        canceled = self._cancels.get(target_id)
+        if canceled is not None:
+            canceled.set()
 
     def _worker(self, session_id: str) -> _SessionWorker:
         """The session's worker; a new one starts with the caller's turn (queue it before the next await)."""
@@ -284,6 +313,7 @@ class NodeRuntime:
         ask = self._ask if self.interactions else None
         opened = self._opened.get(request.session_id) or chat_pb2.OpenSessionRequest()
         turn = Turn(request, options, self._emit, emitter=self.hello.node_id, ask=ask, session=opened)
+        turn.uploads = self._uploaded.pop(request.session_id, [])
         self._worker(request.session_id).queue.append(turn)
         await self._reply(envelope_id, core_message(run_turn_response=chat_pb2.RunTurnResponse(accepted=receipt)))
 
@@ -451,6 +481,83 @@ class NodeRuntime:
                 task.cancel()
 
     async def stop(self) -> None:
-        """Cancel every turn and worker."""
+        """Cancel every turn and worker, and every exec and file request; drop the terminal streams
+        (the terminals keep running, AOP-workspace 8.5.1)."""
         for session_id in list(self._sessions) + list(self._opened):
             await self._close_session(session_id)
+        for task in list(self._operations.values()):
+            task.cancel()
+        await asyncio.gather(*self._operations.values(), return_exceptions=True)
+        if self._terminal_link is not None:
+            await self._terminal_link.close()
+            self._terminal_link = None
+
+    # -- the workspace namespaces (AOP-workspace 8.2, 8.3, 8.5) ------------------------------------
+
+    async def _workspace_request(self, envelope: envelope_pb2.Envelope, name: str) -> None:
+        """Hand a file, exec or pty message to its service; raises ``HubError`` when it is not served or
+        does not decode. File requests and execs run concurrently: their replies may come in any
+        order (8.2.13); pty messages are handled in the order they come."""
+        services = self.workspace
+        if name == _PTY_NAME:
+            if services.terminals is None:
+                raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken by this node")
+            message = unpack(envelope, pty_pb2.ProtocolMessage)
+            if self._terminal_link is None:
+                self._terminal_link = services.terminals.connect(self._send_pty)
+            await self._terminal_link.receive(message)
+            return
+        if name == _FILE_NAME:
+            if services.files is None:
+                raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken by this node")
+            request = unpack(envelope, file_pb2.ProtocolMessage)
+            self._operate(envelope.id, self._file_request(envelope.id, request))
+            return
+        if services.exec is None:
+            raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken by this node")
+        command = unpack(envelope, exec_pb2.ProtocolMessage)
+        if command.WhichOneof("message") != "request":
+            await self._refuse(envelope.id, Code.OPERATION_FAILED, "this node takes only exec requests")
+        elif not command.request.command.strip():
+            await self._refuse(envelope.id, Code.INVALID_ARGUMENT, "exec request without a command")
+        else:
+            self._cancels[envelope.id] = asyncio.Event()
+            self._operate(envelope.id, self._exec_request(envelope.id, command.request))
+
+    def _operate(self, envelope_id: str, work: Awaitable[None]) -> None:
+        async def run() -> None:
+            try:
+                await work
+            except HubError as error:
+                await self._refuse(envelope_id, Code(error.code), error.message)
+            finally:
+                self._cancels.pop(envelope_id, None)
+                if self._operations.get(envelope_id) is task:
+                    del self._operations[envelope_id]
+
+        task = asyncio.create_task(run())
+        self._operations[envelope_id] = task
+
+    async def _send_pty(self, message: pty_pb2.ProtocolMessage) -> None:
+        await self._send(envelope_pb2.Envelope(id=new_id("node"), payload=pack(message)))
+
+    async def _file_request(self, envelope_id: str, request: file_pb2.ProtocolMessage) -> None:
+        assert self.workspace.files is not None
+        result = await self.workspace.files.file(request)
+        if request.WhichOneof("message") == "upload_request":
+            self._uploaded.setdefault(request.upload_request.session_id, []).append(result.path)
+        reply = envelope_pb2.Envelope(
+            id=new_id("node"), reply_to=envelope_id, payload=pack(file_pb2.ProtocolMessage(result=result))
+        )
+        await self._send(reply)
+
+    async def _exec_request(self, envelope_id: str, request: exec_pb2.Request) -> None:
+        assert self.workspace.exec is not None
+
+        async def output(chunk: exec_pb2.Output) -> None:
+            message = exec_pb2.ProtocolMessage(output=chunk)
+            await self._send(envelope_pb2.Envelope(id=new_id("node"), reply_to=envelope_id, payload=pack(message)))
+
+        result = await self.workspace.exec.exec(request, output, self._cancels[envelope_id])
+        message = exec_pb2.ProtocolMessage(result=result)
+        await self._send(envelope_pb2.Envelope(id=new_id("node"), reply_to=envelope_id, payload=pack(message)))

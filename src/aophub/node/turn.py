@@ -63,6 +63,8 @@ class Turn:
         self._emitter = emitter
         self._ask = ask
         self.session = session or chat_pb2.OpenSessionRequest(session_id=request.session_id)
+        # Paths of the files uploaded to this session on this node since its previous turn (AOP-workspace 8.2).
+        self.uploads: list[str] = []
         self._message_id = new_id("msg")
         self._parts: dict[str, int] = {}
         self._text: dict[str, list[str]] = {}

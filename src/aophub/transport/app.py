@@ -21,7 +21,7 @@ from aophub.access.authenticator import Authenticator
 from aophub.access.live import close_expired
 from aophub.access.throttle import AuthThrottle
 from aophub.agent.audit import AuditLog
-from aophub.agent.builtin import AUDIT_LOG, builtin_agent, builtin_commands
+from aophub.agent.builtin import AUDIT_LOG, builtin_agent, builtin_commands, builtin_workspace
 from aophub.bridges.routes import RootMounts, bridge_routes
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
@@ -168,7 +168,7 @@ def create_app(settings: Settings) -> Starlette:
         workspace_output_bytes=settings.workspace_output_bytes,
     )
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
-    local_node = LocalNode(hub, agent, commands=builtin_commands(agent))
+    local_node = LocalNode(hub, agent, commands=builtin_commands(agent), workspace=builtin_workspace(config))
 
     scans = Scans(hub, lambda: config.config.scans)
     runtime = Runtime(hub, store, local_node, config, scans, tokens)

@@ -591,7 +591,19 @@ type SandboxSettings struct {
 	// Address space of each process of an exec command in MiB; 0 means 4096.
 	MemoryMib uint32 `protobuf:"varint,10,opt,name=memory_mib,json=memoryMib,proto3" json:"memory_mib,omitempty"`
 	// Processes (threads count) an exec command may run at once; 0 means 256.
-	MaxProcesses  uint32 `protobuf:"varint,11,opt,name=max_processes,json=maxProcesses,proto3" json:"max_processes,omitempty"`
+	MaxProcesses uint32 `protobuf:"varint,11,opt,name=max_processes,json=maxProcesses,proto3" json:"max_processes,omitempty"`
+	// Let applications open terminals (aop.pty) on the built-in node, each a shell
+	// in the sandbox. Off by default: open and attach are answered pty.error.
+	Terminals bool `protobuf:"varint,12,opt,name=terminals,proto3" json:"terminals,omitempty"`
+	// Let applications run commands (aop.exec, in the sandbox) on the built-in
+	// node. Off by default: exec requests are answered OPERATION_FAILED.
+	RemoteExec bool `protobuf:"varint,13,opt,name=remote_exec,json=remoteExec,proto3" json:"remote_exec,omitempty"`
+	// Bytes of output each terminal keeps in memory (its scrollback); 0 means 2 MiB.
+	TerminalScrollbackBytes uint32 `protobuf:"varint,14,opt,name=terminal_scrollback_bytes,json=terminalScrollbackBytes,proto3" json:"terminal_scrollback_bytes,omitempty"`
+	// Bytes of that scrollback an attach replays; 0 means 64 KiB (at most the scrollback).
+	TerminalReplayBytes uint32 `protobuf:"varint,15,opt,name=terminal_replay_bytes,json=terminalReplayBytes,proto3" json:"terminal_replay_bytes,omitempty"`
+	// Terminals that may run at once on the built-in node; 0 means 64.
+	MaxTerminals  uint32 `protobuf:"varint,16,opt,name=max_terminals,json=maxTerminals,proto3" json:"max_terminals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -699,6 +711,41 @@ func (x *SandboxSettings) GetMemoryMib() uint32 {
 func (x *SandboxSettings) GetMaxProcesses() uint32 {
 	if x != nil {
 		return x.MaxProcesses
+	}
+	return 0
+}
+
+func (x *SandboxSettings) GetTerminals() bool {
+	if x != nil {
+		return x.Terminals
+	}
+	return false
+}
+
+func (x *SandboxSettings) GetRemoteExec() bool {
+	if x != nil {
+		return x.RemoteExec
+	}
+	return false
+}
+
+func (x *SandboxSettings) GetTerminalScrollbackBytes() uint32 {
+	if x != nil {
+		return x.TerminalScrollbackBytes
+	}
+	return 0
+}
+
+func (x *SandboxSettings) GetTerminalReplayBytes() uint32 {
+	if x != nil {
+		return x.TerminalReplayBytes
+	}
+	return 0
+}
+
+func (x *SandboxSettings) GetMaxTerminals() uint32 {
+	if x != nil {
+		return x.MaxTerminals
 	}
 	return 0
 }
@@ -2020,7 +2067,7 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\fScanSettings\x12 \n" +
 	"\vconcurrency\x18\x01 \x01(\rR\vconcurrency\x12'\n" +
 	"\x0ftimeout_seconds\x18\x02 \x01(\rR\x0etimeoutSeconds\x12)\n" +
-	"\x05modes\x18\x03 \x03(\v2\x13.aophub.v1.ScanModeR\x05modes\"\xa3\x03\n" +
+	"\x05modes\x18\x03 \x03(\v2\x13.aophub.v1.ScanModeR\x05modes\"\xf7\x04\n" +
 	"\x0fSandboxSettings\x12\x1c\n" +
 	"\tworkspace\x18\x01 \x01(\tR\tworkspace\x12#\n" +
 	"\rdeny_patterns\x18\x02 \x03(\tR\fdenyPatterns\x12%\n" +
@@ -2037,7 +2084,13 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\n" +
 	"memory_mib\x18\n" +
 	" \x01(\rR\tmemoryMib\x12#\n" +
-	"\rmax_processes\x18\v \x01(\rR\fmaxProcesses\"|\n" +
+	"\rmax_processes\x18\v \x01(\rR\fmaxProcesses\x12\x1c\n" +
+	"\tterminals\x18\f \x01(\bR\tterminals\x12\x1f\n" +
+	"\vremote_exec\x18\r \x01(\bR\n" +
+	"remoteExec\x12:\n" +
+	"\x19terminal_scrollback_bytes\x18\x0e \x01(\rR\x17terminalScrollbackBytes\x122\n" +
+	"\x15terminal_replay_bytes\x18\x0f \x01(\rR\x13terminalReplayBytes\x12#\n" +
+	"\rmax_terminals\x18\x10 \x01(\rR\fmaxTerminals\"|\n" +
 	"\x13InteractionSettings\x12'\n" +
 	"\x0ftimeout_seconds\x18\x01 \x01(\rR\x0etimeoutSeconds\x12<\n" +
 	"\rexpiry_policy\x18\x02 \x01(\x0e2\x17.aophub.v1.ExpiryPolicyR\fexpiryPolicy\"\xac\x03\n" +

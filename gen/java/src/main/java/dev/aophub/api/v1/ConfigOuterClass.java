@@ -194,7 +194,7 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "nSettings\022 \n\013concurrency\030\001 \001(\rR\013concurre" +
       "ncy\022\'\n\017timeout_seconds\030\002 \001(\rR\016timeoutSec" +
       "onds\022)\n\005modes\030\003 \003(\0132\023.aophub.v1.ScanMode" +
-      "R\005modes\"\243\003\n\017SandboxSettings\022\034\n\tworkspace" +
+      "R\005modes\"\367\004\n\017SandboxSettings\022\034\n\tworkspace" +
       "\030\001 \001(\tR\tworkspace\022#\n\rdeny_patterns\030\002 \003(\t" +
       "R\014denyPatterns\022%\n\016allow_patterns\030\003 \003(\tR\r" +
       "allowPatterns\0220\n\024exec_timeout_seconds\030\004 " +
@@ -204,90 +204,95 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "allowUnsandboxed\022\036\n\nbubblewrap\030\010 \001(\tR\nbu" +
       "bblewrap\022\037\n\013cpu_seconds\030\t \001(\rR\ncpuSecond" +
       "s\022\035\n\nmemory_mib\030\n \001(\rR\tmemoryMib\022#\n\rmax_" +
-      "processes\030\013 \001(\rR\014maxProcesses\"|\n\023Interac" +
-      "tionSettings\022\'\n\017timeout_seconds\030\001 \001(\rR\016t" +
-      "imeoutSeconds\022<\n\rexpiry_policy\030\002 \001(\0162\027.a" +
-      "ophub.v1.ExpiryPolicyR\014expiryPolicy\"\254\003\n\006" +
-      "Config\0221\n\010profiles\030\001 \003(\0132\025.aophub.v1.Llm" +
-      "ProfileR\010profiles\022*\n\021active_profile_id\030\002" +
-      " \001(\tR\017activeProfileId\022.\n\005agent\030\003 \001(\0132\030.a" +
-      "ophub.v1.AgentSettingsR\005agent\022-\n\005scans\030\004" +
-      " \001(\0132\027.aophub.v1.ScanSettingsR\005scans\0224\n\007" +
-      "sandbox\030\005 \001(\0132\032.aophub.v1.SandboxSetting" +
-      "sR\007sandbox\022B\n\014interactions\030\006 \001(\0132\036.aophu" +
-      "b.v1.InteractionSettingsR\014interactions\0225" +
-      "\n\010llm_push\030\007 \001(\0132\032.aophub.v1.LlmPushSett" +
-      "ingsR\007llmPush\0223\n\007bridges\030\010 \001(\0132\031.aophub." +
-      "v1.BridgeSettingsR\007bridges\"*\n\016BridgeSett" +
-      "ings\022\030\n\007enabled\030\001 \003(\tR\007enabled\",\n\017LlmPus" +
-      "hSettings\022\031\n\010node_ids\030\001 \003(\tR\007nodeIds\"\213\004\n" +
-      "\nConfigView\0225\n\010profiles\030\001 \003(\0132\031.aophub.v" +
-      "1.LlmProfileViewR\010profiles\022*\n\021active_pro" +
-      "file_id\030\002 \001(\tR\017activeProfileId\022.\n\005agent\030" +
-      "\003 \001(\0132\030.aophub.v1.AgentSettingsR\005agent\022-" +
-      "\n\005scans\030\004 \001(\0132\027.aophub.v1.ScanSettingsR\005" +
-      "scans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v1.Sandb" +
-      "oxSettingsR\007sandbox\022B\n\014interactions\030\006 \001(" +
-      "\0132\036.aophub.v1.InteractionSettingsR\014inter" +
-      "actions\022\032\n\010revision\030\007 \001(\004R\010revision\0229\n\nu" +
-      "pdated_at\030\010 \001(\0132\032.google.protobuf.Timest" +
-      "ampR\tupdatedAt\0225\n\010llm_push\030\t \001(\0132\032.aophu" +
-      "b.v1.LlmPushSettingsR\007llmPush\0223\n\007bridges" +
-      "\030\n \001(\0132\031.aophub.v1.BridgeSettingsR\007bridg" +
-      "es\"H\n\016FieldViolation\022\024\n\005field\030\001 \001(\tR\005fie" +
-      "ld\022 \n\013description\030\002 \001(\tR\013description\"\022\n\020" +
-      "GetConfigRequest\"B\n\021GetConfigResponse\022-\n" +
-      "\006config\030\001 \001(\0132\025.aophub.v1.ConfigViewR\006co" +
-      "nfig\"\214\001\n\023UpdateConfigRequest\022\035\n\nrequest_" +
-      "id\030\001 \001(\tR\trequestId\022)\n\006config\030\002 \001(\0132\021.ao" +
-      "phub.v1.ConfigR\006config\022+\n\021expected_revis" +
-      "ion\030\003 \001(\004R\020expectedRevision\"\312\001\n\024UpdateCo" +
-      "nfigResponse\022D\n\020field_violations\030\001 \003(\0132\031" +
-      ".aophub.v1.FieldViolationR\017fieldViolatio" +
-      "ns\0223\n\010accepted\030\002 \001(\0132\025.aophub.v1.ConfigV" +
-      "iewH\000R\010accepted\022,\n\010rejected\030\003 \001(\0132\016.aop." +
-      "RejectionH\000R\010rejectedB\t\n\007outcome\"V\n\026Acti" +
-      "vateProfileRequest\022\035\n\nrequest_id\030\001 \001(\tR\t" +
-      "requestId\022\035\n\nprofile_id\030\002 \001(\tR\tprofileId" +
-      "\"\207\001\n\027ActivateProfileResponse\0223\n\010accepted" +
-      "\030\001 \001(\0132\025.aophub.v1.ConfigViewH\000R\010accepte" +
-      "d\022,\n\010rejected\030\002 \001(\0132\016.aop.RejectionH\000R\010r" +
-      "ejectedB\t\n\007outcome\"x\n\016TestLLMRequest\022\035\n\n" +
-      "profile_id\030\001 \001(\tR\tprofileId\022/\n\007profile\030\002" +
-      " \001(\0132\025.aophub.v1.LlmProfileR\007profile\022\026\n\006" +
-      "prompt\030\003 \001(\tR\006prompt\"\202\001\n\017TestLLMResponse" +
-      "\022\016\n\002ok\030\001 \001(\010R\002ok\022\035\n\nlatency_ms\030\002 \001(\004R\tla" +
-      "tencyMs\022\024\n\005reply\030\003 \001(\tR\005reply\022\024\n\005error\030\004" +
-      " \001(\tR\005error\022\024\n\005model\030\005 \001(\tR\005model\"c\n\021Lis" +
-      "tModelsRequest\022\035\n\nprofile_id\030\001 \001(\tR\tprof" +
-      "ileId\022/\n\007profile\030\002 \001(\0132\025.aophub.v1.LlmPr" +
-      "ofileR\007profile\"6\n\tModelInfo\022\016\n\002id\030\001 \001(\tR" +
-      "\002id\022\031\n\010owned_by\030\002 \001(\tR\007ownedBy\"\207\001\n\022ListM" +
-      "odelsResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022,\n\006models\030" +
-      "\002 \003(\0132\024.aophub.v1.ModelInfoR\006models\022\024\n\005e" +
-      "rror\030\003 \001(\tR\005error\022\035\n\nlatency_ms\030\004 \001(\004R\tl" +
-      "atencyMs\"\027\n\025TestConnectionRequest\"\177\n\026Tes" +
-      "tConnectionResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\030\n\007v" +
-      "ersion\030\002 \001(\tR\007version\022;\n\013server_time\030\003 \001" +
-      "(\0132\032.google.protobuf.TimestampR\nserverTi" +
-      "me*j\n\014ProviderKind\022\035\n\031PROVIDER_KIND_UNSP" +
-      "ECIFIED\020\000\022#\n\037PROVIDER_KIND_OPENAI_COMPAT" +
-      "IBLE\020\001\022\026\n\022PROVIDER_KIND_ECHO\020\0022\360\003\n\rConfi" +
-      "gService\022K\n\tGetConfig\022\033.aophub.v1.GetCon" +
-      "figRequest\032\034.aophub.v1.GetConfigResponse" +
-      "\"\003\220\002\001\022O\n\014UpdateConfig\022\036.aophub.v1.Update" +
-      "ConfigRequest\032\037.aophub.v1.UpdateConfigRe" +
-      "sponse\022X\n\017ActivateProfile\022!.aophub.v1.Ac" +
-      "tivateProfileRequest\032\".aophub.v1.Activat" +
-      "eProfileResponse\022@\n\007TestLLM\022\031.aophub.v1." +
-      "TestLLMRequest\032\032.aophub.v1.TestLLMRespon" +
-      "se\022I\n\nListModels\022\034.aophub.v1.ListModelsR" +
-      "equest\032\035.aophub.v1.ListModelsResponse\022Z\n" +
-      "\016TestConnection\022 .aophub.v1.TestConnecti" +
-      "onRequest\032!.aophub.v1.TestConnectionResp" +
-      "onse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z2github" +
-      ".com/aophub/aophub/gen/go/aophub/v1;aoph" +
-      "ubv1b\006proto3"
+      "processes\030\013 \001(\rR\014maxProcesses\022\034\n\ttermina" +
+      "ls\030\014 \001(\010R\tterminals\022\037\n\013remote_exec\030\r \001(\010" +
+      "R\nremoteExec\022:\n\031terminal_scrollback_byte" +
+      "s\030\016 \001(\rR\027terminalScrollbackBytes\0222\n\025term" +
+      "inal_replay_bytes\030\017 \001(\rR\023terminalReplayB" +
+      "ytes\022#\n\rmax_terminals\030\020 \001(\rR\014maxTerminal" +
+      "s\"|\n\023InteractionSettings\022\'\n\017timeout_seco" +
+      "nds\030\001 \001(\rR\016timeoutSeconds\022<\n\rexpiry_poli" +
+      "cy\030\002 \001(\0162\027.aophub.v1.ExpiryPolicyR\014expir" +
+      "yPolicy\"\254\003\n\006Config\0221\n\010profiles\030\001 \003(\0132\025.a" +
+      "ophub.v1.LlmProfileR\010profiles\022*\n\021active_" +
+      "profile_id\030\002 \001(\tR\017activeProfileId\022.\n\005age" +
+      "nt\030\003 \001(\0132\030.aophub.v1.AgentSettingsR\005agen" +
+      "t\022-\n\005scans\030\004 \001(\0132\027.aophub.v1.ScanSetting" +
+      "sR\005scans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v1.Sa" +
+      "ndboxSettingsR\007sandbox\022B\n\014interactions\030\006" +
+      " \001(\0132\036.aophub.v1.InteractionSettingsR\014in" +
+      "teractions\0225\n\010llm_push\030\007 \001(\0132\032.aophub.v1" +
+      ".LlmPushSettingsR\007llmPush\0223\n\007bridges\030\010 \001" +
+      "(\0132\031.aophub.v1.BridgeSettingsR\007bridges\"*" +
+      "\n\016BridgeSettings\022\030\n\007enabled\030\001 \003(\tR\007enabl" +
+      "ed\",\n\017LlmPushSettings\022\031\n\010node_ids\030\001 \003(\tR" +
+      "\007nodeIds\"\213\004\n\nConfigView\0225\n\010profiles\030\001 \003(" +
+      "\0132\031.aophub.v1.LlmProfileViewR\010profiles\022*" +
+      "\n\021active_profile_id\030\002 \001(\tR\017activeProfile" +
+      "Id\022.\n\005agent\030\003 \001(\0132\030.aophub.v1.AgentSetti" +
+      "ngsR\005agent\022-\n\005scans\030\004 \001(\0132\027.aophub.v1.Sc" +
+      "anSettingsR\005scans\0224\n\007sandbox\030\005 \001(\0132\032.aop" +
+      "hub.v1.SandboxSettingsR\007sandbox\022B\n\014inter" +
+      "actions\030\006 \001(\0132\036.aophub.v1.InteractionSet" +
+      "tingsR\014interactions\022\032\n\010revision\030\007 \001(\004R\010r" +
+      "evision\0229\n\nupdated_at\030\010 \001(\0132\032.google.pro" +
+      "tobuf.TimestampR\tupdatedAt\0225\n\010llm_push\030\t" +
+      " \001(\0132\032.aophub.v1.LlmPushSettingsR\007llmPus" +
+      "h\0223\n\007bridges\030\n \001(\0132\031.aophub.v1.BridgeSet" +
+      "tingsR\007bridges\"H\n\016FieldViolation\022\024\n\005fiel" +
+      "d\030\001 \001(\tR\005field\022 \n\013description\030\002 \001(\tR\013des" +
+      "cription\"\022\n\020GetConfigRequest\"B\n\021GetConfi" +
+      "gResponse\022-\n\006config\030\001 \001(\0132\025.aophub.v1.Co" +
+      "nfigViewR\006config\"\214\001\n\023UpdateConfigRequest" +
+      "\022\035\n\nrequest_id\030\001 \001(\tR\trequestId\022)\n\006confi" +
+      "g\030\002 \001(\0132\021.aophub.v1.ConfigR\006config\022+\n\021ex" +
+      "pected_revision\030\003 \001(\004R\020expectedRevision\"" +
+      "\312\001\n\024UpdateConfigResponse\022D\n\020field_violat" +
+      "ions\030\001 \003(\0132\031.aophub.v1.FieldViolationR\017f" +
+      "ieldViolations\0223\n\010accepted\030\002 \001(\0132\025.aophu" +
+      "b.v1.ConfigViewH\000R\010accepted\022,\n\010rejected\030" +
+      "\003 \001(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007out" +
+      "come\"V\n\026ActivateProfileRequest\022\035\n\nreques" +
+      "t_id\030\001 \001(\tR\trequestId\022\035\n\nprofile_id\030\002 \001(" +
+      "\tR\tprofileId\"\207\001\n\027ActivateProfileResponse" +
+      "\0223\n\010accepted\030\001 \001(\0132\025.aophub.v1.ConfigVie" +
+      "wH\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Re" +
+      "jectionH\000R\010rejectedB\t\n\007outcome\"x\n\016TestLL" +
+      "MRequest\022\035\n\nprofile_id\030\001 \001(\tR\tprofileId\022" +
+      "/\n\007profile\030\002 \001(\0132\025.aophub.v1.LlmProfileR" +
+      "\007profile\022\026\n\006prompt\030\003 \001(\tR\006prompt\"\202\001\n\017Tes" +
+      "tLLMResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\035\n\nlatency_" +
+      "ms\030\002 \001(\004R\tlatencyMs\022\024\n\005reply\030\003 \001(\tR\005repl" +
+      "y\022\024\n\005error\030\004 \001(\tR\005error\022\024\n\005model\030\005 \001(\tR\005" +
+      "model\"c\n\021ListModelsRequest\022\035\n\nprofile_id" +
+      "\030\001 \001(\tR\tprofileId\022/\n\007profile\030\002 \001(\0132\025.aop" +
+      "hub.v1.LlmProfileR\007profile\"6\n\tModelInfo\022" +
+      "\016\n\002id\030\001 \001(\tR\002id\022\031\n\010owned_by\030\002 \001(\tR\007owned" +
+      "By\"\207\001\n\022ListModelsResponse\022\016\n\002ok\030\001 \001(\010R\002o" +
+      "k\022,\n\006models\030\002 \003(\0132\024.aophub.v1.ModelInfoR" +
+      "\006models\022\024\n\005error\030\003 \001(\tR\005error\022\035\n\nlatency" +
+      "_ms\030\004 \001(\004R\tlatencyMs\"\027\n\025TestConnectionRe" +
+      "quest\"\177\n\026TestConnectionResponse\022\016\n\002ok\030\001 " +
+      "\001(\010R\002ok\022\030\n\007version\030\002 \001(\tR\007version\022;\n\013ser" +
+      "ver_time\030\003 \001(\0132\032.google.protobuf.Timesta" +
+      "mpR\nserverTime*j\n\014ProviderKind\022\035\n\031PROVID" +
+      "ER_KIND_UNSPECIFIED\020\000\022#\n\037PROVIDER_KIND_O" +
+      "PENAI_COMPATIBLE\020\001\022\026\n\022PROVIDER_KIND_ECHO" +
+      "\020\0022\360\003\n\rConfigService\022K\n\tGetConfig\022\033.aoph" +
+      "ub.v1.GetConfigRequest\032\034.aophub.v1.GetCo" +
+      "nfigResponse\"\003\220\002\001\022O\n\014UpdateConfig\022\036.aoph" +
+      "ub.v1.UpdateConfigRequest\032\037.aophub.v1.Up" +
+      "dateConfigResponse\022X\n\017ActivateProfile\022!." +
+      "aophub.v1.ActivateProfileRequest\032\".aophu" +
+      "b.v1.ActivateProfileResponse\022@\n\007TestLLM\022" +
+      "\031.aophub.v1.TestLLMRequest\032\032.aophub.v1.T" +
+      "estLLMResponse\022I\n\nListModels\022\034.aophub.v1" +
+      ".ListModelsRequest\032\035.aophub.v1.ListModel" +
+      "sResponse\022Z\n\016TestConnection\022 .aophub.v1." +
+      "TestConnectionRequest\032!.aophub.v1.TestCo" +
+      "nnectionResponse\"\003\220\002\001BI\n\021dev.aophub.api." +
+      "v1P\001Z2github.com/aophub/aophub/gen/go/ao" +
+      "phub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -331,7 +336,7 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_SandboxSettings_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_SandboxSettings_descriptor,
-        new java.lang.String[] { "Workspace", "DenyPatterns", "AllowPatterns", "ExecTimeoutSeconds", "OutputCapBytes", "Network", "AllowUnsandboxed", "Bubblewrap", "CpuSeconds", "MemoryMib", "MaxProcesses", });
+        new java.lang.String[] { "Workspace", "DenyPatterns", "AllowPatterns", "ExecTimeoutSeconds", "OutputCapBytes", "Network", "AllowUnsandboxed", "Bubblewrap", "CpuSeconds", "MemoryMib", "MaxProcesses", "Terminals", "RemoteExec", "TerminalScrollbackBytes", "TerminalReplayBytes", "MaxTerminals", });
     internal_static_aophub_v1_InteractionSettings_descriptor =
       getDescriptor().getMessageType(6);
     internal_static_aophub_v1_InteractionSettings_fieldAccessorTable = new

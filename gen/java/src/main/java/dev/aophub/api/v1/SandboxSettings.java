@@ -366,6 +366,83 @@ private static final long serialVersionUID = 0L;
     return maxProcesses_;
   }
 
+  public static final int TERMINALS_FIELD_NUMBER = 12;
+  private boolean terminals_ = false;
+  /**
+   * <pre>
+   * Let applications open terminals (aop.pty) on the built-in node, each a shell
+   * in the sandbox. Off by default: open and attach are answered pty.error.
+   * </pre>
+   *
+   * <code>bool terminals = 12 [json_name = "terminals"];</code>
+   * @return The terminals.
+   */
+  @java.lang.Override
+  public boolean getTerminals() {
+    return terminals_;
+  }
+
+  public static final int REMOTE_EXEC_FIELD_NUMBER = 13;
+  private boolean remoteExec_ = false;
+  /**
+   * <pre>
+   * Let applications run commands (aop.exec, in the sandbox) on the built-in
+   * node. Off by default: exec requests are answered OPERATION_FAILED.
+   * </pre>
+   *
+   * <code>bool remote_exec = 13 [json_name = "remoteExec"];</code>
+   * @return The remoteExec.
+   */
+  @java.lang.Override
+  public boolean getRemoteExec() {
+    return remoteExec_;
+  }
+
+  public static final int TERMINAL_SCROLLBACK_BYTES_FIELD_NUMBER = 14;
+  private int terminalScrollbackBytes_ = 0;
+  /**
+   * <pre>
+   * Bytes of output each terminal keeps in memory (its scrollback); 0 means 2 MiB.
+   * </pre>
+   *
+   * <code>uint32 terminal_scrollback_bytes = 14 [json_name = "terminalScrollbackBytes"];</code>
+   * @return The terminalScrollbackBytes.
+   */
+  @java.lang.Override
+  public int getTerminalScrollbackBytes() {
+    return terminalScrollbackBytes_;
+  }
+
+  public static final int TERMINAL_REPLAY_BYTES_FIELD_NUMBER = 15;
+  private int terminalReplayBytes_ = 0;
+  /**
+   * <pre>
+   * Bytes of that scrollback an attach replays; 0 means 64 KiB (at most the scrollback).
+   * </pre>
+   *
+   * <code>uint32 terminal_replay_bytes = 15 [json_name = "terminalReplayBytes"];</code>
+   * @return The terminalReplayBytes.
+   */
+  @java.lang.Override
+  public int getTerminalReplayBytes() {
+    return terminalReplayBytes_;
+  }
+
+  public static final int MAX_TERMINALS_FIELD_NUMBER = 16;
+  private int maxTerminals_ = 0;
+  /**
+   * <pre>
+   * Terminals that may run at once on the built-in node; 0 means 64.
+   * </pre>
+   *
+   * <code>uint32 max_terminals = 16 [json_name = "maxTerminals"];</code>
+   * @return The maxTerminals.
+   */
+  @java.lang.Override
+  public int getMaxTerminals() {
+    return maxTerminals_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -412,6 +489,21 @@ private static final long serialVersionUID = 0L;
     }
     if (maxProcesses_ != 0) {
       output.writeUInt32(11, maxProcesses_);
+    }
+    if (terminals_ != false) {
+      output.writeBool(12, terminals_);
+    }
+    if (remoteExec_ != false) {
+      output.writeBool(13, remoteExec_);
+    }
+    if (terminalScrollbackBytes_ != 0) {
+      output.writeUInt32(14, terminalScrollbackBytes_);
+    }
+    if (terminalReplayBytes_ != 0) {
+      output.writeUInt32(15, terminalReplayBytes_);
+    }
+    if (maxTerminals_ != 0) {
+      output.writeUInt32(16, maxTerminals_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -467,6 +559,26 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeUInt32Size(11, maxProcesses_);
     }
+    if (terminals_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(12, terminals_);
+    }
+    if (remoteExec_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(13, remoteExec_);
+    }
+    if (terminalScrollbackBytes_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(14, terminalScrollbackBytes_);
+    }
+    if (terminalReplayBytes_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(15, terminalReplayBytes_);
+    }
+    if (maxTerminals_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(16, maxTerminals_);
+    }
     return size;
   }
   @java.lang.Override
@@ -513,6 +625,16 @@ private static final long serialVersionUID = 0L;
         != other.getMemoryMib()) return false;
     if (getMaxProcesses()
         != other.getMaxProcesses()) return false;
+    if (getTerminals()
+        != other.getTerminals()) return false;
+    if (getRemoteExec()
+        != other.getRemoteExec()) return false;
+    if (getTerminalScrollbackBytes()
+        != other.getTerminalScrollbackBytes()) return false;
+    if (getTerminalReplayBytes()
+        != other.getTerminalReplayBytes()) return false;
+    if (getMaxTerminals()
+        != other.getMaxTerminals()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -552,6 +674,18 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getMemoryMib();
     hash = (37 * hash) + MAX_PROCESSES_FIELD_NUMBER;
     hash = (53 * hash) + getMaxProcesses();
+    hash = (37 * hash) + TERMINALS_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getTerminals());
+    hash = (37 * hash) + REMOTE_EXEC_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getRemoteExec());
+    hash = (37 * hash) + TERMINAL_SCROLLBACK_BYTES_FIELD_NUMBER;
+    hash = (53 * hash) + getTerminalScrollbackBytes();
+    hash = (37 * hash) + TERMINAL_REPLAY_BYTES_FIELD_NUMBER;
+    hash = (53 * hash) + getTerminalReplayBytes();
+    hash = (37 * hash) + MAX_TERMINALS_FIELD_NUMBER;
+    hash = (53 * hash) + getMaxTerminals();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -700,6 +834,11 @@ private static final long serialVersionUID = 0L;
       cpuSeconds_ = 0;
       memoryMib_ = 0;
       maxProcesses_ = 0;
+      terminals_ = false;
+      remoteExec_ = false;
+      terminalScrollbackBytes_ = 0;
+      terminalReplayBytes_ = 0;
+      maxTerminals_ = 0;
       return this;
     }
 
@@ -768,6 +907,21 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000400) != 0)) {
         result.maxProcesses_ = maxProcesses_;
       }
+      if (((from_bitField0_ & 0x00000800) != 0)) {
+        result.terminals_ = terminals_;
+      }
+      if (((from_bitField0_ & 0x00001000) != 0)) {
+        result.remoteExec_ = remoteExec_;
+      }
+      if (((from_bitField0_ & 0x00002000) != 0)) {
+        result.terminalScrollbackBytes_ = terminalScrollbackBytes_;
+      }
+      if (((from_bitField0_ & 0x00004000) != 0)) {
+        result.terminalReplayBytes_ = terminalReplayBytes_;
+      }
+      if (((from_bitField0_ & 0x00008000) != 0)) {
+        result.maxTerminals_ = maxTerminals_;
+      }
     }
 
     @java.lang.Override
@@ -832,6 +986,21 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getMaxProcesses() != 0) {
         setMaxProcesses(other.getMaxProcesses());
+      }
+      if (other.getTerminals() != false) {
+        setTerminals(other.getTerminals());
+      }
+      if (other.getRemoteExec() != false) {
+        setRemoteExec(other.getRemoteExec());
+      }
+      if (other.getTerminalScrollbackBytes() != 0) {
+        setTerminalScrollbackBytes(other.getTerminalScrollbackBytes());
+      }
+      if (other.getTerminalReplayBytes() != 0) {
+        setTerminalReplayBytes(other.getTerminalReplayBytes());
+      }
+      if (other.getMaxTerminals() != 0) {
+        setMaxTerminals(other.getMaxTerminals());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -912,6 +1081,31 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000400;
               break;
             } // case 88
+            case 96: {
+              terminals_ = input.readBool();
+              bitField0_ |= 0x00000800;
+              break;
+            } // case 96
+            case 104: {
+              remoteExec_ = input.readBool();
+              bitField0_ |= 0x00001000;
+              break;
+            } // case 104
+            case 112: {
+              terminalScrollbackBytes_ = input.readUInt32();
+              bitField0_ |= 0x00002000;
+              break;
+            } // case 112
+            case 120: {
+              terminalReplayBytes_ = input.readUInt32();
+              bitField0_ |= 0x00004000;
+              break;
+            } // case 120
+            case 128: {
+              maxTerminals_ = input.readUInt32();
+              bitField0_ |= 0x00008000;
+              break;
+            } // case 128
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1719,6 +1913,232 @@ private static final long serialVersionUID = 0L;
     public Builder clearMaxProcesses() {
       bitField0_ = (bitField0_ & ~0x00000400);
       maxProcesses_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private boolean terminals_ ;
+    /**
+     * <pre>
+     * Let applications open terminals (aop.pty) on the built-in node, each a shell
+     * in the sandbox. Off by default: open and attach are answered pty.error.
+     * </pre>
+     *
+     * <code>bool terminals = 12 [json_name = "terminals"];</code>
+     * @return The terminals.
+     */
+    @java.lang.Override
+    public boolean getTerminals() {
+      return terminals_;
+    }
+    /**
+     * <pre>
+     * Let applications open terminals (aop.pty) on the built-in node, each a shell
+     * in the sandbox. Off by default: open and attach are answered pty.error.
+     * </pre>
+     *
+     * <code>bool terminals = 12 [json_name = "terminals"];</code>
+     * @param value The terminals to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTerminals(boolean value) {
+
+      terminals_ = value;
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Let applications open terminals (aop.pty) on the built-in node, each a shell
+     * in the sandbox. Off by default: open and attach are answered pty.error.
+     * </pre>
+     *
+     * <code>bool terminals = 12 [json_name = "terminals"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTerminals() {
+      bitField0_ = (bitField0_ & ~0x00000800);
+      terminals_ = false;
+      onChanged();
+      return this;
+    }
+
+    private boolean remoteExec_ ;
+    /**
+     * <pre>
+     * Let applications run commands (aop.exec, in the sandbox) on the built-in
+     * node. Off by default: exec requests are answered OPERATION_FAILED.
+     * </pre>
+     *
+     * <code>bool remote_exec = 13 [json_name = "remoteExec"];</code>
+     * @return The remoteExec.
+     */
+    @java.lang.Override
+    public boolean getRemoteExec() {
+      return remoteExec_;
+    }
+    /**
+     * <pre>
+     * Let applications run commands (aop.exec, in the sandbox) on the built-in
+     * node. Off by default: exec requests are answered OPERATION_FAILED.
+     * </pre>
+     *
+     * <code>bool remote_exec = 13 [json_name = "remoteExec"];</code>
+     * @param value The remoteExec to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRemoteExec(boolean value) {
+
+      remoteExec_ = value;
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Let applications run commands (aop.exec, in the sandbox) on the built-in
+     * node. Off by default: exec requests are answered OPERATION_FAILED.
+     * </pre>
+     *
+     * <code>bool remote_exec = 13 [json_name = "remoteExec"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearRemoteExec() {
+      bitField0_ = (bitField0_ & ~0x00001000);
+      remoteExec_ = false;
+      onChanged();
+      return this;
+    }
+
+    private int terminalScrollbackBytes_ ;
+    /**
+     * <pre>
+     * Bytes of output each terminal keeps in memory (its scrollback); 0 means 2 MiB.
+     * </pre>
+     *
+     * <code>uint32 terminal_scrollback_bytes = 14 [json_name = "terminalScrollbackBytes"];</code>
+     * @return The terminalScrollbackBytes.
+     */
+    @java.lang.Override
+    public int getTerminalScrollbackBytes() {
+      return terminalScrollbackBytes_;
+    }
+    /**
+     * <pre>
+     * Bytes of output each terminal keeps in memory (its scrollback); 0 means 2 MiB.
+     * </pre>
+     *
+     * <code>uint32 terminal_scrollback_bytes = 14 [json_name = "terminalScrollbackBytes"];</code>
+     * @param value The terminalScrollbackBytes to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTerminalScrollbackBytes(int value) {
+
+      terminalScrollbackBytes_ = value;
+      bitField0_ |= 0x00002000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Bytes of output each terminal keeps in memory (its scrollback); 0 means 2 MiB.
+     * </pre>
+     *
+     * <code>uint32 terminal_scrollback_bytes = 14 [json_name = "terminalScrollbackBytes"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTerminalScrollbackBytes() {
+      bitField0_ = (bitField0_ & ~0x00002000);
+      terminalScrollbackBytes_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int terminalReplayBytes_ ;
+    /**
+     * <pre>
+     * Bytes of that scrollback an attach replays; 0 means 64 KiB (at most the scrollback).
+     * </pre>
+     *
+     * <code>uint32 terminal_replay_bytes = 15 [json_name = "terminalReplayBytes"];</code>
+     * @return The terminalReplayBytes.
+     */
+    @java.lang.Override
+    public int getTerminalReplayBytes() {
+      return terminalReplayBytes_;
+    }
+    /**
+     * <pre>
+     * Bytes of that scrollback an attach replays; 0 means 64 KiB (at most the scrollback).
+     * </pre>
+     *
+     * <code>uint32 terminal_replay_bytes = 15 [json_name = "terminalReplayBytes"];</code>
+     * @param value The terminalReplayBytes to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTerminalReplayBytes(int value) {
+
+      terminalReplayBytes_ = value;
+      bitField0_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Bytes of that scrollback an attach replays; 0 means 64 KiB (at most the scrollback).
+     * </pre>
+     *
+     * <code>uint32 terminal_replay_bytes = 15 [json_name = "terminalReplayBytes"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTerminalReplayBytes() {
+      bitField0_ = (bitField0_ & ~0x00004000);
+      terminalReplayBytes_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int maxTerminals_ ;
+    /**
+     * <pre>
+     * Terminals that may run at once on the built-in node; 0 means 64.
+     * </pre>
+     *
+     * <code>uint32 max_terminals = 16 [json_name = "maxTerminals"];</code>
+     * @return The maxTerminals.
+     */
+    @java.lang.Override
+    public int getMaxTerminals() {
+      return maxTerminals_;
+    }
+    /**
+     * <pre>
+     * Terminals that may run at once on the built-in node; 0 means 64.
+     * </pre>
+     *
+     * <code>uint32 max_terminals = 16 [json_name = "maxTerminals"];</code>
+     * @param value The maxTerminals to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMaxTerminals(int value) {
+
+      maxTerminals_ = value;
+      bitField0_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Terminals that may run at once on the built-in node; 0 means 64.
+     * </pre>
+     *
+     * <code>uint32 max_terminals = 16 [json_name = "maxTerminals"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMaxTerminals() {
+      bitField0_ = (bitField0_ & ~0x00008000);
+      maxTerminals_ = 0;
       onChanged();
       return this;
     }

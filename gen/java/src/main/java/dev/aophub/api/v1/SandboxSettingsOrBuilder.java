@@ -204,4 +204,56 @@ public interface SandboxSettingsOrBuilder extends
    * @return The maxProcesses.
    */
   int getMaxProcesses();
+
+  /**
+   * <pre>
+   * Let applications open terminals (aop.pty) on the built-in node, each a shell
+   * in the sandbox. Off by default: open and attach are answered pty.error.
+   * </pre>
+   *
+   * <code>bool terminals = 12 [json_name = "terminals"];</code>
+   * @return The terminals.
+   */
+  boolean getTerminals();
+
+  /**
+   * <pre>
+   * Let applications run commands (aop.exec, in the sandbox) on the built-in
+   * node. Off by default: exec requests are answered OPERATION_FAILED.
+   * </pre>
+   *
+   * <code>bool remote_exec = 13 [json_name = "remoteExec"];</code>
+   * @return The remoteExec.
+   */
+  boolean getRemoteExec();
+
+  /**
+   * <pre>
+   * Bytes of output each terminal keeps in memory (its scrollback); 0 means 2 MiB.
+   * </pre>
+   *
+   * <code>uint32 terminal_scrollback_bytes = 14 [json_name = "terminalScrollbackBytes"];</code>
+   * @return The terminalScrollbackBytes.
+   */
+  int getTerminalScrollbackBytes();
+
+  /**
+   * <pre>
+   * Bytes of that scrollback an attach replays; 0 means 64 KiB (at most the scrollback).
+   * </pre>
+   *
+   * <code>uint32 terminal_replay_bytes = 15 [json_name = "terminalReplayBytes"];</code>
+   * @return The terminalReplayBytes.
+   */
+  int getTerminalReplayBytes();
+
+  /**
+   * <pre>
+   * Terminals that may run at once on the built-in node; 0 means 64.
+   * </pre>
+   *
+   * <code>uint32 max_terminals = 16 [json_name = "maxTerminals"];</code>
+   * @return The maxTerminals.
+   */
+  int getMaxTerminals();
 }

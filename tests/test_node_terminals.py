@@ -1,0 +1,105 @@
+"""Terminals of the node SDK (``aophub.node.terminals``) without a hub: the pty itself, under both event loops."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import uvloop
+
+from aop.pty import protocol_pb2 as pty_pb2
+from aophub.node.terminals import Terminals, TerminalSettings, plain_launch
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def shell_session(directory: Path) -> tuple[bytes, pty_pb2.Session]:
+    """Open a shell, run a command in it and exit: its output and its final Session."""
+    terminals = Terminals(TerminalSettings, plain_launch(directory))
+    output = bytearray()
+    closed: asyncio.Future[pty_pb2.Session] = asyncio.get_running_loop().create_future()
+
+    async def send(message: pty_pb2.ProtocolMessage) -> None:
+        case = message.WhichOneof("message")
+        if case == "output":
+            assert message.output.offset == len(output)
+            output.extend(message.output.data)
+        elif case == "closed":
+            closed.set_result(message.closed.session)
+
+    link = terminals.connect(send)
+    await link.receive(pty_pb2.ProtocolMessage(open=pty_pb2.Open(stream_id="s", kind="shell")))
+    typed = b"tty >/dev/null && echo has-a-tt''y; exit 5\n"
+    await link.receive(pty_pb2.ProtocolMessage(input=pty_pb2.Input(stream_id="s", data=typed)))
+    session = await asyncio.wait_for(closed, 30)
+    await terminals.close()
+    return bytes(output), session
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
+def test_a_shell_gets_its_terminal_as_controlling_terminal_under_either_loop(tmp_path: Path, loop: str) -> None:
+    """``aophub serve`` runs uvloop, which runs no preexec_fn: the terminal must be adopted without one."""
+    factory = uvloop.new_event_loop if loop == "uvloop" else asyncio.new_event_loop
+    with asyncio.Runner(loop_factory=factory) as runner:
+        output, session = runner.run(shell_session(tmp_path))
+    assert b"has-a-tty" in output
+    assert (session.state, session.exit_code, session.output_bytes) == ("completed", 5, len(output))
+
+
+class Recorder:
+    """The pty messages a link sent, and a way to wait for one of a case."""
+
+    def __init__(self) -> None:
+        self.sent: list[pty_pb2.ProtocolMessage] = []
+        self._arrived = asyncio.Event()
+
+    async def send(self, message: pty_pb2.ProtocolMessage) -> None:
+        self.sent.append(message)
+        self._arrived.set()
+
+    def cases(self) -> list[str]:
+        return [str(message.WhichOneof("message")) for message in self.sent]
+
+    async def until(self, case: str) -> pty_pb2.ProtocolMessage:
+        async with asyncio.timeout(20):
+            while True:
+                found = [message for message in self.sent if message.WhichOneof("message") == case]
+                if found:
+                    return found[-1]
+                self._arrived.clear()
+                await self._arrived.wait()
+
+
+async def test_attaching_to_an_ended_session_gives_the_snapshot_then_closed(tmp_path: Path) -> None:
+    """8.5.3: attached, the retained output (its offset the real one), then closed; detach is always answered."""
+    terminals = Terminals(lambda: TerminalSettings(replay_bytes=4), plain_launch(tmp_path))
+    first = Recorder()
+    link = terminals.connect(first.send)
+    await link.receive(
+        pty_pb2.ProtocolMessage(open=pty_pb2.Open(stream_id="a", kind="command", command="printf 0123456789"))
+    )
+    closed = await first.until("closed")
+    assert b"".join(m.output.data for m in first.sent if m.WhichOneof("message") == "output") == b"0123456789"
+    second = Recorder()
+    other = terminals.connect(second.send)
+    session_id = closed.closed.session.id
+    await other.receive(pty_pb2.ProtocolMessage(attach=pty_pb2.Attach(stream_id="b", session_id=session_id)))
+    await second.until("closed")
+    assert second.cases() == ["attached", "output", "closed"]
+    assert (second.sent[1].output.data, second.sent[1].output.offset) == (b"6789", 6)
+    await other.receive(pty_pb2.ProtocolMessage(kill=pty_pb2.Kill(stream_id="b")))  # unbound: ignored
+    await other.receive(pty_pb2.ProtocolMessage(detach=pty_pb2.Detach(stream_id="b")))
+    assert second.cases()[-1] == "detached"  # answered even for an unbound stream (8.5.8)
+    await terminals.close()
+
+
+async def test_a_running_terminal_ends_shutdown_when_the_node_closes(tmp_path: Path) -> None:
+    terminals = Terminals(TerminalSettings, plain_launch(tmp_path))
+    recorder = Recorder()
+    link = terminals.connect(recorder.send)
+    await link.receive(pty_pb2.ProtocolMessage(open=pty_pb2.Open(stream_id="a", kind="command", command="sleep 600")))
+    await recorder.until("opened")
+    await terminals.close()
+    closed = await recorder.until("closed")
+    assert (closed.closed.session.state, closed.closed.session.kill_cause) == ("killed", "shutdown")
