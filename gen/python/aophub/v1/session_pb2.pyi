@@ -224,3 +224,19 @@ class UnshareSessionResponse(_message.Message):
     accepted: SessionInfo
     rejected: _chat_pb2.Rejection
     def __init__(self, accepted: _Optional[_Union[SessionInfo, _Mapping]] = ..., rejected: _Optional[_Union[_chat_pb2.Rejection, _Mapping]] = ...) -> None: ...
+
+class SummarizeSessionRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class SummarizeSessionResponse(_message.Message):
+    __slots__ = ("operation_id", "session_id", "state")
+    OPERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    operation_id: str
+    session_id: str
+    state: str
+    def __init__(self, operation_id: _Optional[str] = ..., session_id: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...

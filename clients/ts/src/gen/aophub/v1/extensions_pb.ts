@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/extensions.proto.
  */
 export const file_aophub_v1_extensions: GenFile = /*@__PURE__*/
-  fileDesc("Chphb3BodWIvdjEvZXh0ZW5zaW9ucy5wcm90bxIJYW9waHViLnYxItIBCgtUdXJuT3B0aW9ucxIlCgZwb2xpY3kYASABKA4yFS5hb3BodWIudjEuVHVyblBvbGljeRISCgpyZWdlbmVyYXRlGAIgASgIEhoKDXN5c3RlbV9wcm9tcHQYAyABKAlIAIgBARIXCgptYXhfdG9rZW5zGAQgASgNSAGIAQESHQoQYXNrX2JlZm9yZV90b29scxgFIAEoCEgCiAEBQhAKDl9zeXN0ZW1fcHJvbXB0Qg0KC19tYXhfdG9rZW5zQhMKEV9hc2tfYmVmb3JlX3Rvb2xzIjEKC0NsaWVudFRvb2xzEiIKBXRvb2xzGAEgAygLMhMuYW9wLlRvb2xEZWZpbml0aW9uKnUKClR1cm5Qb2xpY3kSGwoXVFVSTl9QT0xJQ1lfVU5TUEVDSUZJRUQQABIXChNUVVJOX1BPTElDWV9FTlFVRVVFEAESFgoSVFVSTl9QT0xJQ1lfUkVKRUNUEAISGQoVVFVSTl9QT0xJQ1lfSU5URVJSVVBUEANCSQoRZGV2LmFvcGh1Yi5hcGkudjFQAVoyZ2l0aHViLmNvbS9hb3BodWIvYW9waHViL2dlbi9nby9hb3BodWIvdjE7YW9waHVidjFiBnByb3RvMw", [file_aop_content]);
+  fileDesc("Chphb3BodWIvdjEvZXh0ZW5zaW9ucy5wcm90bxIJYW9waHViLnYxItIBCgtUdXJuT3B0aW9ucxIlCgZwb2xpY3kYASABKA4yFS5hb3BodWIudjEuVHVyblBvbGljeRISCgpyZWdlbmVyYXRlGAIgASgIEhoKDXN5c3RlbV9wcm9tcHQYAyABKAlIAIgBARIXCgptYXhfdG9rZW5zGAQgASgNSAGIAQESHQoQYXNrX2JlZm9yZV90b29scxgFIAEoCEgCiAEBQhAKDl9zeXN0ZW1fcHJvbXB0Qg0KC19tYXhfdG9rZW5zQhMKEV9hc2tfYmVmb3JlX3Rvb2xzIjEKC0NsaWVudFRvb2xzEiIKBXRvb2xzGAEgAygLMhMuYW9wLlRvb2xEZWZpbml0aW9uIjoKDkNvbnRleHRTdW1tYXJ5EhcKD2ZvbGRlZF9tZXNzYWdlcxgBIAEoDRIPCgd0cmlnZ2VyGAIgASgJKnUKClR1cm5Qb2xpY3kSGwoXVFVSTl9QT0xJQ1lfVU5TUEVDSUZJRUQQABIXChNUVVJOX1BPTElDWV9FTlFVRVVFEAESFgoSVFVSTl9QT0xJQ1lfUkVKRUNUEAISGQoVVFVSTl9QT0xJQ1lfSU5URVJSVVBUEANCSQoRZGV2LmFvcGh1Yi5hcGkudjFQAVoyZ2l0aHViLmNvbS9hb3BodWIvYW9waHViL2dlbi9nby9hb3BodWIvdjE7YW9waHVidjFiBnByb3RvMw", [file_aop_content]);
 
 /**
  * TurnOptions tunes one turn. Attach it to aop.RunTurnRequest.extensions as
@@ -93,6 +93,41 @@ export type ClientTools = Message<"aophub.v1.ClientTools"> & {
  */
 export const ClientToolsSchema: GenMessage<ClientTools> = /*@__PURE__*/
   messageDesc(file_aophub_v1_extensions, 1);
+
+/**
+ * ContextSummary marks an aop.Message event (role "system", one text part:
+ * the summary) as the session's running context summary: the agent wrote it
+ * when the conversation outgrew its budget or a threshold, or on
+ * SessionService.SummarizeSession / "/summarize". Attach it to
+ * aop.Event.extensions. From this event on, the conversation the model sees is
+ * the summary followed by the messages after the first folded_messages ones
+ * (counted after the previous summary, or from the start or the last /reset).
+ *
+ * @generated from message aophub.v1.ContextSummary
+ */
+export type ContextSummary = Message<"aophub.v1.ContextSummary"> & {
+  /**
+   * How many of the conversation's messages (after the previous summary) the
+   * summary replaces; it also covers the previous summary.
+   *
+   * @generated from field: uint32 folded_messages = 1;
+   */
+  foldedMessages: number;
+
+  /**
+   * Why it was written: "budget", "messages", "characters" or "manual".
+   *
+   * @generated from field: string trigger = 2;
+   */
+  trigger: string;
+};
+
+/**
+ * Describes the message aophub.v1.ContextSummary.
+ * Use `create(ContextSummarySchema)` to create a new message.
+ */
+export const ContextSummarySchema: GenMessage<ContextSummary> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_extensions, 2);
 
 /**
  * TurnPolicy says what a RunTurn does while another turn of the session runs.

@@ -206,6 +206,70 @@ private static final long serialVersionUID = 0L;
     return inlineAttachmentBytes_;
   }
 
+  public static final int SUMMARY_AFTER_MESSAGES_FIELD_NUMBER = 7;
+  private int summaryAfterMessages_ = 0;
+  /**
+   * <pre>
+   * Fold the oldest messages into the session's running summary (an
+   * aophub.v1.ContextSummary event) once the conversation since the last
+   * summary holds more than this many messages. Unset means 30; 0 turns this
+   * trigger off. The prompt is always kept under the profile's context_window
+   * minus the reply budget, whatever the thresholds.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+   * @return Whether the summaryAfterMessages field is set.
+   */
+  @java.lang.Override
+  public boolean hasSummaryAfterMessages() {
+    return ((bitField0_ & 0x00000004) != 0);
+  }
+  /**
+   * <pre>
+   * Fold the oldest messages into the session's running summary (an
+   * aophub.v1.ContextSummary event) once the conversation since the last
+   * summary holds more than this many messages. Unset means 30; 0 turns this
+   * trigger off. The prompt is always kept under the profile's context_window
+   * minus the reply budget, whatever the thresholds.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+   * @return The summaryAfterMessages.
+   */
+  @java.lang.Override
+  public int getSummaryAfterMessages() {
+    return summaryAfterMessages_;
+  }
+
+  public static final int SUMMARY_AFTER_CHARACTERS_FIELD_NUMBER = 8;
+  private int summaryAfterCharacters_ = 0;
+  /**
+   * <pre>
+   * The same, once that conversation holds more than this many characters.
+   * Unset means 15000; 0 turns this trigger off.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+   * @return Whether the summaryAfterCharacters field is set.
+   */
+  @java.lang.Override
+  public boolean hasSummaryAfterCharacters() {
+    return ((bitField0_ & 0x00000008) != 0);
+  }
+  /**
+   * <pre>
+   * The same, once that conversation holds more than this many characters.
+   * Unset means 15000; 0 turns this trigger off.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+   * @return The summaryAfterCharacters.
+   */
+  @java.lang.Override
+  public int getSummaryAfterCharacters() {
+    return summaryAfterCharacters_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -238,6 +302,12 @@ private static final long serialVersionUID = 0L;
     if (inlineAttachmentBytes_ != 0) {
       output.writeUInt32(6, inlineAttachmentBytes_);
     }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      output.writeUInt32(7, summaryAfterMessages_);
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      output.writeUInt32(8, summaryAfterCharacters_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -264,6 +334,14 @@ private static final long serialVersionUID = 0L;
     if (inlineAttachmentBytes_ != 0) {
       size += com.google.protobuf.CodedOutputStream
         .computeUInt32Size(6, inlineAttachmentBytes_);
+    }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(7, summaryAfterMessages_);
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(8, summaryAfterCharacters_);
     }
     return size;
   }
@@ -307,6 +385,16 @@ private static final long serialVersionUID = 0L;
         .equals(other.getSystemPrompt())) return false;
     if (getInlineAttachmentBytes()
         != other.getInlineAttachmentBytes()) return false;
+    if (hasSummaryAfterMessages() != other.hasSummaryAfterMessages()) return false;
+    if (hasSummaryAfterMessages()) {
+      if (getSummaryAfterMessages()
+          != other.getSummaryAfterMessages()) return false;
+    }
+    if (hasSummaryAfterCharacters() != other.hasSummaryAfterCharacters()) return false;
+    if (hasSummaryAfterCharacters()) {
+      if (getSummaryAfterCharacters()
+          != other.getSummaryAfterCharacters()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -336,6 +424,14 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getSystemPrompt().hashCode();
     hash = (37 * hash) + INLINE_ATTACHMENT_BYTES_FIELD_NUMBER;
     hash = (53 * hash) + getInlineAttachmentBytes();
+    if (hasSummaryAfterMessages()) {
+      hash = (37 * hash) + SUMMARY_AFTER_MESSAGES_FIELD_NUMBER;
+      hash = (53 * hash) + getSummaryAfterMessages();
+    }
+    if (hasSummaryAfterCharacters()) {
+      hash = (37 * hash) + SUMMARY_AFTER_CHARACTERS_FIELD_NUMBER;
+      hash = (53 * hash) + getSummaryAfterCharacters();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -477,6 +573,8 @@ private static final long serialVersionUID = 0L;
       turnTimeoutSeconds_ = 0;
       systemPrompt_ = "";
       inlineAttachmentBytes_ = 0;
+      summaryAfterMessages_ = 0;
+      summaryAfterCharacters_ = 0;
       return this;
     }
 
@@ -531,6 +629,14 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.inlineAttachmentBytes_ = inlineAttachmentBytes_;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.summaryAfterMessages_ = summaryAfterMessages_;
+        to_bitField0_ |= 0x00000004;
+      }
+      if (((from_bitField0_ & 0x00000080) != 0)) {
+        result.summaryAfterCharacters_ = summaryAfterCharacters_;
+        to_bitField0_ |= 0x00000008;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -565,6 +671,12 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getInlineAttachmentBytes() != 0) {
         setInlineAttachmentBytes(other.getInlineAttachmentBytes());
+      }
+      if (other.hasSummaryAfterMessages()) {
+        setSummaryAfterMessages(other.getSummaryAfterMessages());
+      }
+      if (other.hasSummaryAfterCharacters()) {
+        setSummaryAfterCharacters(other.getSummaryAfterCharacters());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -620,6 +732,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 48
+            case 56: {
+              summaryAfterMessages_ = input.readUInt32();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 56
+            case 64: {
+              summaryAfterCharacters_ = input.readUInt32();
+              bitField0_ |= 0x00000080;
+              break;
+            } // case 64
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -983,6 +1105,138 @@ private static final long serialVersionUID = 0L;
     public Builder clearInlineAttachmentBytes() {
       bitField0_ = (bitField0_ & ~0x00000020);
       inlineAttachmentBytes_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int summaryAfterMessages_ ;
+    /**
+     * <pre>
+     * Fold the oldest messages into the session's running summary (an
+     * aophub.v1.ContextSummary event) once the conversation since the last
+     * summary holds more than this many messages. Unset means 30; 0 turns this
+     * trigger off. The prompt is always kept under the profile's context_window
+     * minus the reply budget, whatever the thresholds.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+     * @return Whether the summaryAfterMessages field is set.
+     */
+    @java.lang.Override
+    public boolean hasSummaryAfterMessages() {
+      return ((bitField0_ & 0x00000040) != 0);
+    }
+    /**
+     * <pre>
+     * Fold the oldest messages into the session's running summary (an
+     * aophub.v1.ContextSummary event) once the conversation since the last
+     * summary holds more than this many messages. Unset means 30; 0 turns this
+     * trigger off. The prompt is always kept under the profile's context_window
+     * minus the reply budget, whatever the thresholds.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+     * @return The summaryAfterMessages.
+     */
+    @java.lang.Override
+    public int getSummaryAfterMessages() {
+      return summaryAfterMessages_;
+    }
+    /**
+     * <pre>
+     * Fold the oldest messages into the session's running summary (an
+     * aophub.v1.ContextSummary event) once the conversation since the last
+     * summary holds more than this many messages. Unset means 30; 0 turns this
+     * trigger off. The prompt is always kept under the profile's context_window
+     * minus the reply budget, whatever the thresholds.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+     * @param value The summaryAfterMessages to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSummaryAfterMessages(int value) {
+
+      summaryAfterMessages_ = value;
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Fold the oldest messages into the session's running summary (an
+     * aophub.v1.ContextSummary event) once the conversation since the last
+     * summary holds more than this many messages. Unset means 30; 0 turns this
+     * trigger off. The prompt is always kept under the profile's context_window
+     * minus the reply budget, whatever the thresholds.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSummaryAfterMessages() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      summaryAfterMessages_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int summaryAfterCharacters_ ;
+    /**
+     * <pre>
+     * The same, once that conversation holds more than this many characters.
+     * Unset means 15000; 0 turns this trigger off.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+     * @return Whether the summaryAfterCharacters field is set.
+     */
+    @java.lang.Override
+    public boolean hasSummaryAfterCharacters() {
+      return ((bitField0_ & 0x00000080) != 0);
+    }
+    /**
+     * <pre>
+     * The same, once that conversation holds more than this many characters.
+     * Unset means 15000; 0 turns this trigger off.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+     * @return The summaryAfterCharacters.
+     */
+    @java.lang.Override
+    public int getSummaryAfterCharacters() {
+      return summaryAfterCharacters_;
+    }
+    /**
+     * <pre>
+     * The same, once that conversation holds more than this many characters.
+     * Unset means 15000; 0 turns this trigger off.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+     * @param value The summaryAfterCharacters to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSummaryAfterCharacters(int value) {
+
+      summaryAfterCharacters_ = value;
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The same, once that conversation holds more than this many characters.
+     * Unset means 15000; 0 turns this trigger off.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSummaryAfterCharacters() {
+      bitField0_ = (bitField0_ & ~0x00000080);
+      summaryAfterCharacters_ = 0;
       onChanged();
       return this;
     }

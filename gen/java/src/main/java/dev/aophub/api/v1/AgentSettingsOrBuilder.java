@@ -103,4 +103,52 @@ public interface AgentSettingsOrBuilder extends
    * @return The inlineAttachmentBytes.
    */
   int getInlineAttachmentBytes();
+
+  /**
+   * <pre>
+   * Fold the oldest messages into the session's running summary (an
+   * aophub.v1.ContextSummary event) once the conversation since the last
+   * summary holds more than this many messages. Unset means 30; 0 turns this
+   * trigger off. The prompt is always kept under the profile's context_window
+   * minus the reply budget, whatever the thresholds.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+   * @return Whether the summaryAfterMessages field is set.
+   */
+  boolean hasSummaryAfterMessages();
+  /**
+   * <pre>
+   * Fold the oldest messages into the session's running summary (an
+   * aophub.v1.ContextSummary event) once the conversation since the last
+   * summary holds more than this many messages. Unset means 30; 0 turns this
+   * trigger off. The prompt is always kept under the profile's context_window
+   * minus the reply budget, whatever the thresholds.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+   * @return The summaryAfterMessages.
+   */
+  int getSummaryAfterMessages();
+
+  /**
+   * <pre>
+   * The same, once that conversation holds more than this many characters.
+   * Unset means 15000; 0 turns this trigger off.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+   * @return Whether the summaryAfterCharacters field is set.
+   */
+  boolean hasSummaryAfterCharacters();
+  /**
+   * <pre>
+   * The same, once that conversation holds more than this many characters.
+   * Unset means 15000; 0 turns this trigger off.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+   * @return The summaryAfterCharacters.
+   */
+  int getSummaryAfterCharacters();
 }

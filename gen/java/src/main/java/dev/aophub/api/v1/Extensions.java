@@ -36,6 +36,11 @@ public final class Extensions extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_aophub_v1_ClientTools_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_ContextSummary_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_ContextSummary_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -54,12 +59,14 @@ public final class Extensions extends com.google.protobuf.GeneratedFile {
       "efore_tools\030\005 \001(\010H\002R\016askBeforeTools\210\001\001B\020" +
       "\n\016_system_promptB\r\n\013_max_tokensB\023\n\021_ask_" +
       "before_tools\"8\n\013ClientTools\022)\n\005tools\030\001 \003" +
-      "(\0132\023.aop.ToolDefinitionR\005tools*u\n\nTurnPo" +
-      "licy\022\033\n\027TURN_POLICY_UNSPECIFIED\020\000\022\027\n\023TUR" +
-      "N_POLICY_ENQUEUE\020\001\022\026\n\022TURN_POLICY_REJECT" +
-      "\020\002\022\031\n\025TURN_POLICY_INTERRUPT\020\003BI\n\021dev.aop" +
-      "hub.api.v1P\001Z2github.com/aophub/aophub/g" +
-      "en/go/aophub/v1;aophubv1b\006proto3"
+      "(\0132\023.aop.ToolDefinitionR\005tools\"S\n\016Contex" +
+      "tSummary\022\'\n\017folded_messages\030\001 \001(\rR\016folde" +
+      "dMessages\022\030\n\007trigger\030\002 \001(\tR\007trigger*u\n\nT" +
+      "urnPolicy\022\033\n\027TURN_POLICY_UNSPECIFIED\020\000\022\027" +
+      "\n\023TURN_POLICY_ENQUEUE\020\001\022\026\n\022TURN_POLICY_R" +
+      "EJECT\020\002\022\031\n\025TURN_POLICY_INTERRUPT\020\003BI\n\021de" +
+      "v.aophub.api.v1P\001Z2github.com/aophub/aop" +
+      "hub/gen/go/aophub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -78,6 +85,12 @@ public final class Extensions extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ClientTools_descriptor,
         new java.lang.String[] { "Tools", });
+    internal_static_aophub_v1_ContextSummary_descriptor =
+      getDescriptor().getMessageType(2);
+    internal_static_aophub_v1_ContextSummary_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_ContextSummary_descriptor,
+        new java.lang.String[] { "FoldedMessages", "Trigger", });
     descriptor.resolveAllFeaturesImmutable();
     dev.aophub.aop.ContentOuterClass.getDescriptor();
   }

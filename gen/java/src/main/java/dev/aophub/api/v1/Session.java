@@ -131,6 +131,16 @@ public final class Session extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_aophub_v1_UnshareSessionResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_SummarizeSessionRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_SummarizeSessionRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_SummarizeSessionResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_SummarizeSessionResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -213,32 +223,39 @@ public final class Session extends com.google.protobuf.GeneratedFile {
       "UnshareSessionResponse\0224\n\010accepted\030\001 \001(\013" +
       "2\026.aophub.v1.SessionInfoH\000R\010accepted\022,\n\010" +
       "rejected\030\002 \001(\0132\016.aop.RejectionH\000R\010reject" +
-      "edB\t\n\007outcome*_\n\014SessionState\022\035\n\031SESSION" +
-      "_STATE_UNSPECIFIED\020\000\022\026\n\022SESSION_STATE_OP" +
-      "EN\020\001\022\030\n\024SESSION_STATE_CLOSED\020\0022\274\006\n\016Sessi" +
-      "onService\022T\n\014ListSessions\022\036.aophub.v1.Li" +
-      "stSessionsRequest\032\037.aophub.v1.ListSessio" +
-      "nsResponse\"\003\220\002\001\022N\n\nGetSession\022\034.aophub.v" +
-      "1.GetSessionRequest\032\035.aophub.v1.GetSessi" +
-      "onResponse\"\003\220\002\001\022R\n\rUpdateSession\022\037.aophu" +
-      "b.v1.UpdateSessionRequest\032 .aophub.v1.Up" +
-      "dateSessionResponse\022O\n\014ResetSession\022\036.ao" +
-      "phub.v1.ResetSessionRequest\032\037.aophub.v1." +
-      "ResetSessionResponse\022R\n\rDeleteSession\022\037." +
-      "aophub.v1.DeleteSessionRequest\032 .aophub." +
-      "v1.DeleteSessionResponse\022T\n\014ListCommands" +
-      "\022\036.aophub.v1.ListCommandsRequest\032\037.aophu" +
-      "b.v1.ListCommandsResponse\"\003\220\002\001\022I\n\nRunCom" +
-      "mand\022\034.aophub.v1.RunCommandRequest\032\035.aop" +
-      "hub.v1.RunCommandResponse\022B\n\nListEvents\022" +
-      "\026.aop.ListEventsRequest\032\027.aop.ListEvents" +
-      "Response\"\003\220\002\001\022O\n\014ShareSession\022\036.aophub.v" +
-      "1.ShareSessionRequest\032\037.aophub.v1.ShareS" +
-      "essionResponse\022U\n\016UnshareSession\022 .aophu" +
-      "b.v1.UnshareSessionRequest\032!.aophub.v1.U" +
-      "nshareSessionResponseBI\n\021dev.aophub.api." +
-      "v1P\001Z2github.com/aophub/aophub/gen/go/ao" +
-      "phub/v1;aophubv1b\006proto3"
+      "edB\t\n\007outcome\"8\n\027SummarizeSessionRequest" +
+      "\022\035\n\nsession_id\030\001 \001(\tR\tsessionId\"r\n\030Summa" +
+      "rizeSessionResponse\022!\n\014operation_id\030\001 \001(" +
+      "\tR\013operationId\022\035\n\nsession_id\030\002 \001(\tR\tsess" +
+      "ionId\022\024\n\005state\030\003 \001(\tR\005state*_\n\014SessionSt" +
+      "ate\022\035\n\031SESSION_STATE_UNSPECIFIED\020\000\022\026\n\022SE" +
+      "SSION_STATE_OPEN\020\001\022\030\n\024SESSION_STATE_CLOS" +
+      "ED\020\0022\231\007\n\016SessionService\022T\n\014ListSessions\022" +
+      "\036.aophub.v1.ListSessionsRequest\032\037.aophub" +
+      ".v1.ListSessionsResponse\"\003\220\002\001\022N\n\nGetSess" +
+      "ion\022\034.aophub.v1.GetSessionRequest\032\035.aoph" +
+      "ub.v1.GetSessionResponse\"\003\220\002\001\022R\n\rUpdateS" +
+      "ession\022\037.aophub.v1.UpdateSessionRequest\032" +
+      " .aophub.v1.UpdateSessionResponse\022O\n\014Res" +
+      "etSession\022\036.aophub.v1.ResetSessionReques" +
+      "t\032\037.aophub.v1.ResetSessionResponse\022R\n\rDe" +
+      "leteSession\022\037.aophub.v1.DeleteSessionReq" +
+      "uest\032 .aophub.v1.DeleteSessionResponse\022T" +
+      "\n\014ListCommands\022\036.aophub.v1.ListCommandsR" +
+      "equest\032\037.aophub.v1.ListCommandsResponse\"" +
+      "\003\220\002\001\022I\n\nRunCommand\022\034.aophub.v1.RunComman" +
+      "dRequest\032\035.aophub.v1.RunCommandResponse\022" +
+      "B\n\nListEvents\022\026.aop.ListEventsRequest\032\027." +
+      "aop.ListEventsResponse\"\003\220\002\001\022O\n\014ShareSess" +
+      "ion\022\036.aophub.v1.ShareSessionRequest\032\037.ao" +
+      "phub.v1.ShareSessionResponse\022U\n\016UnshareS" +
+      "ession\022 .aophub.v1.UnshareSessionRequest" +
+      "\032!.aophub.v1.UnshareSessionResponse\022[\n\020S" +
+      "ummarizeSession\022\".aophub.v1.SummarizeSes" +
+      "sionRequest\032#.aophub.v1.SummarizeSession" +
+      "ResponseBI\n\021dev.aophub.api.v1P\001Z2github." +
+      "com/aophub/aophub/gen/go/aophub/v1;aophu" +
+      "bv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -373,6 +390,18 @@ public final class Session extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_UnshareSessionResponse_descriptor,
         new java.lang.String[] { "Accepted", "Rejected", "Outcome", });
+    internal_static_aophub_v1_SummarizeSessionRequest_descriptor =
+      getDescriptor().getMessageType(21);
+    internal_static_aophub_v1_SummarizeSessionRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_SummarizeSessionRequest_descriptor,
+        new java.lang.String[] { "SessionId", });
+    internal_static_aophub_v1_SummarizeSessionResponse_descriptor =
+      getDescriptor().getMessageType(22);
+    internal_static_aophub_v1_SummarizeSessionResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_SummarizeSessionResponse_descriptor,
+        new java.lang.String[] { "OperationId", "SessionId", "State", });
     descriptor.resolveAllFeaturesImmutable();
     dev.aophub.aop.Chat.getDescriptor();
     dev.aophub.api.v1.AgentOuterClass.getDescriptor();
