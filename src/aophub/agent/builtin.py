@@ -20,11 +20,13 @@ from aophub.agent.echo import EchoAgent
 from aophub.agent.history import RESET_COMMAND, Conversations, history_from_events
 from aophub.agent.isolation import Isolation, SandboxState
 from aophub.agent.loop import BuiltinAgent, ToolOutcome
-from aophub.agent.provider import ChatMessage
+from aophub.agent.provider import ChatMessage, ProviderError
 from aophub.agent.sandbox import ExecPolicy, Workspace
+from aophub.agent.summaries import summary_event_parts
+from aophub.agent.tokens import ENCODINGS_DIR
 from aophub.agent.tools import ToolBox
 from aophub.config import ConfigStore
-from aophub.node.commands import CommandCall, CommandOutput, NodeCommands
+from aophub.node.commands import CommandCall, CommandFailed, CommandOutput, NodeCommands
 from aophub.settings import DATABASE_FILE
 from aophub.store.base import Store
 from aophub.v1 import config_pb2
@@ -32,6 +34,7 @@ from aophub.v1 import config_pb2
 __all__ = [
     "AUDIT_LOG",
     "CONVERSATION_IDLE",
+    "SUMMARIZE_COMMAND",
     "ConfiguredTools",
     "builtin_agent",
     "builtin_commands",
@@ -42,6 +45,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 AUDIT_LOG = "audit.jsonl"
+# The command SessionService.SummarizeSession runs.
+SUMMARIZE_COMMAND = "/summarize"
 HISTORY_PAGE = 1000
 # Seconds a conversation stays in memory unused (the hub's default for idle sessions too).
 CONVERSATION_IDLE = 600.0
@@ -143,7 +148,8 @@ def builtin_agent(
     With the hub's ``store`` (the in-process node), a session's conversation is rebuilt from its
     stored events after a restart, so it stays in memory only while it is used: it leaves after
     ``conversation_idle`` seconds of ``clock`` unused (see :class:`Conversations`). Without a store
-    (a remote node) conversations cannot be rebuilt and stay.
+    (a remote node) conversations cannot be rebuilt and stay. Prompt tokens are counted with the
+    tiktoken encodings found in ``<data dir>/tokenizers`` (see :mod:`aophub.agent.tokens`).
     """
     tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG))
     tools.current()  # a workspace that cannot be made fails at start
@@ -165,11 +171,16 @@ def builtin_agent(
         history=Conversations(idle=conversation_idle, clock=clock) if store is not None else None,
         load_history=load_history if store is not None else None,
         workspace=tools.workspace,
+        encodings_dir=config.data_dir / ENCODINGS_DIR,
     )
 
 
 def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
-    """The built-in agent's slash commands: ``/reset`` (a fresh context) and ``/status``.
+    """The built-in agent's slash commands: ``/reset`` (a fresh context), ``/summarize`` and ``/status``.
+
+    ``/summarize`` folds the conversation so far into the session's running summary (also
+    ``SessionService.SummarizeSession``); its output, the summary, carries
+    ``aophub.v1.ContextSummary``, so a conversation rebuilt from the stored events starts from it.
 
     ``/reset`` clears the session's conversation in memory; its output, stored in the session,
     marks where a conversation rebuilt from the stored events starts (see
@@ -181,6 +192,16 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
         agent.reset(call.session_id)
         return "Context cleared: the next turn starts afresh (the history stays visible)."
 
+    async def summarize(call: CommandCall) -> CommandOutput:
+        try:
+            summary, folded = await agent.summarize(call.session_id)
+        except ValueError as error:
+            raise CommandFailed(f"nothing summarized: {error}") from error
+        except ProviderError as error:
+            raise CommandFailed(f"the model could not write the summary: {error.message}") from error
+        _, extension = summary_event_parts(summary, folded, "manual")
+        return CommandOutput(summary, extensions=(extension,))
+
     async def status(call: CommandCall) -> CommandOutput:
         current = agent.status()
         lines = [f"provider: {current.provider or '-'}", f"model: {current.model or '-'}"]
@@ -189,5 +210,8 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
         return CommandOutput("\n".join(lines), "preformatted")
 
     commands.add(RESET_COMMAND, reset, description="Start a fresh context in this session")
+    commands.add(
+        SUMMARIZE_COMMAND, summarize, description="Fold the conversation so far into the session's running summary"
+    )
     commands.add("/status", status, description="Show the agent's model and its configuration problems")
     return commands
