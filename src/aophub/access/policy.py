@@ -45,6 +45,7 @@ RPC_METHODS: Final[dict[str, Scope]] = {
     # Only the owner or an admin may; checked per session (aophub.access.ownership).
     "aophub.v1.SessionService/ShareSession": APP,
     "aophub.v1.SessionService/UnshareSession": APP,
+    "aophub.v1.SessionService/SummarizeSession": APP,
     "aophub.v1.ScanService/SubmitScan": APP,
     "aophub.v1.ScanService/GetScan": READ,
     "aophub.v1.ScanService/ListScans": READ,

@@ -21,6 +21,8 @@ __all__ = ["HUB_COMMANDS", "SessionServiceImpl"]
 
 Ctx = Any
 _PENDING = (interaction_pb2.INTERACTION_STATE_PENDING,)
+# The node command SummarizeSession runs (the built-in agent's, aophub.agent.builtin).
+SUMMARIZE_COMMAND = "/summarize"
 
 
 class SessionServiceImpl:
@@ -162,6 +164,21 @@ class SessionServiceImpl:
         """
         receipt = await self.hub.run_command(request.session_id, request.line, caller())
         return session_pb2.RunCommandResponse(
+            operation_id=receipt.operation_id, session_id=receipt.session_id, state="running"
+        )
+
+    async def summarize_session(
+        self, request: session_pb2.SummarizeSessionRequest, ctx: Ctx
+    ) -> session_pb2.SummarizeSessionResponse:
+        """Run the node command ``/summarize`` in a session ``caller`` may act in (as ``RunCommand`` does).
+
+        The summary arrives as an event of the session; refusals are ``RunCommand``'s (another
+        user's session is ``not_found``, a node without the command ``failed_precondition``).
+        """
+        if not request.session_id:
+            raise HubError(Code.INVALID_ARGUMENT, "session_id is required")
+        receipt = await self.hub.run_command(request.session_id, SUMMARIZE_COMMAND, caller())
+        return session_pb2.SummarizeSessionResponse(
             operation_id=receipt.operation_id, session_id=receipt.session_id, state="running"
         )
 
