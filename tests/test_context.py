@@ -81,8 +81,8 @@ def test_the_summary_does_not_count_and_folds_again() -> None:
     assert conversation == [ChatMessage("system", SUMMARY_HEADING + "new"), *exchange(2)]
 
 
-def test_budget_fold_is_the_smallest_that_fits() -> None:
-    """Over the budget, the fewest oldest messages fold so the rest and a new summary fit."""
+def test_budget_fold_leaves_half_the_room() -> None:
+    """Over the budget, the fewest oldest messages fold so the rest takes at most half the room a new summary leaves."""
     counter = EstimatedTokens()
     conversation = [message for number in range(20) for message in exchange(number, size=300)]
     total = sum(message_tokens(message, counter) for message in conversation)
@@ -91,11 +91,24 @@ def test_budget_fold_is_the_smallest_that_fits() -> None:
     fold = budget_fold(conversation, 50, budget, counter)
     assert fold is not None
     assert fold.trigger == "budget"
+    room = budget - 50 - 500 - message_tokens(summary_message(""), counter)
     kept = sum(message_tokens(message, counter) for message in conversation[fold.count :])
-    assert 50 + kept + 500 + message_tokens(summary_message(""), counter) <= budget
-    # two messages fewer folded (the cut before, at a user message) would not fit
-    unfolded = sum(message_tokens(message, counter) for message in conversation[fold.count - 1 :])
-    assert 50 + unfolded + 500 + message_tokens(summary_message(""), counter) > budget
+    assert kept <= room // 2
+    # one message fewer folded would leave more than half
+    assert kept + message_tokens(conversation[fold.count - 1], counter) > room // 2
+
+
+def test_budget_fold_takes_the_smallest_fit_when_half_is_not_possible() -> None:
+    """When the newest message alone takes more than half the room, the fold that fits is taken."""
+    counter = EstimatedTokens()
+    conversation = [*(m for number in range(5) for m in exchange(number, size=300)), ChatMessage("user", "x" * 3000)]
+    budget = 2000
+    fold = budget_fold(conversation, 50, budget, counter)
+    assert fold is not None
+    room = budget - 50 - 500 - message_tokens(summary_message(""), counter)
+    kept = sum(message_tokens(message, counter) for message in conversation[fold.count :])
+    assert room // 2 < kept <= room
+    assert kept + message_tokens(conversation[fold.count - 1], counter) > room
 
 
 def test_reply_budget_is_the_output_cap_else_a_quarter_of_the_window() -> None:

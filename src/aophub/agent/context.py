@@ -140,11 +140,13 @@ def threshold_fold(conversation: Sequence[ChatMessage], thresholds: Thresholds) 
 def budget_fold(
     conversation: Sequence[ChatMessage], fixed_tokens: int, prompt_budget: int, counter: TokenCounter
 ) -> Fold | None:
-    """The smallest fold that brings the prompt under ``prompt_budget`` tokens, or None when it fits as it is.
+    """The fold that brings the prompt under ``prompt_budget`` tokens, or None when it fits as it is.
 
     ``fixed_tokens`` are the prompt's tokens outside the conversation (system prompt, tool
-    definitions, priming). A new summary is counted at its cap (:func:`summary_tokens`). When no
-    fold is enough, the largest possible one (the caller then finds the prompt still too big).
+    definitions, priming). A new summary is counted at its cap (:func:`summary_tokens`). The
+    fold leaves the messages at most half the room they have (so the next fold is some turns
+    away, not at the next message), else the smallest fold that fits; when no fold is enough,
+    the largest possible one (the caller then finds the prompt still too big).
     """
     sizes = [message_tokens(message, counter) for message in conversation]
     if fixed_tokens + sum(sizes) <= prompt_budget:
@@ -155,7 +157,8 @@ def budget_fold(
     if not cuts:
         return None
     room = prompt_budget - fixed_tokens - summary_tokens(prompt_budget) - message_tokens(summary_message(""), counter)
-    for cut in cuts:
-        if sum(rest_sizes[cut:]) <= room:
-            return Fold(cut, "budget")
+    for target in (room // 2, room):
+        for cut in cuts:
+            if sum(rest_sizes[cut:]) <= target:
+                return Fold(cut, "budget")
     return Fold(cuts[-1], "budget")
