@@ -114,7 +114,11 @@ type SessionInfo struct {
 	Owner string `protobuf:"bytes,15,opt,name=owner,proto3" json:"owner,omitempty"`
 	// The token names the owner shared the session with, sorted; "*" means
 	// every app token.
-	SharedWith    []string `protobuf:"bytes,16,rep,name=shared_with,json=sharedWith,proto3" json:"shared_with,omitempty"`
+	SharedWith []string `protobuf:"bytes,16,rep,name=shared_with,json=sharedWith,proto3" json:"shared_with,omitempty"`
+	// The agent's newest running summary of the conversation: the text of the
+	// session's newest event with the aophub.v1.ContextSummary extension among
+	// its last 10,000 events; empty when none. Filled by GetSession only.
+	Summary       string `protobuf:"bytes,17,opt,name=summary,proto3" json:"summary,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -259,6 +263,13 @@ func (x *SessionInfo) GetSharedWith() []string {
 		return x.SharedWith
 	}
 	return nil
+}
+
+func (x *SessionInfo) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
 }
 
 // ListSessionsRequest pages sessions.
@@ -1675,7 +1686,7 @@ var File_aophub_v1_session_proto protoreflect.FileDescriptor
 
 const file_aophub_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"\x17aophub/v1/session.proto\x12\taophub.v1\x1a\x0eaop/chat.proto\x1a\x15aophub/v1/agent.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd3\x04\n" +
+	"\x17aophub/v1/session.proto\x12\taophub.v1\x1a\x0eaop/chat.proto\x1a\x15aophub/v1/agent.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\x04\n" +
 	"\vSessionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x14\n" +
@@ -1698,7 +1709,8 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\fclose_reason\x18\x0e \x01(\tR\vcloseReason\x12\x14\n" +
 	"\x05owner\x18\x0f \x01(\tR\x05owner\x12\x1f\n" +
 	"\vshared_with\x18\x10 \x03(\tR\n" +
-	"sharedWith\"\xbc\x01\n" +
+	"sharedWith\x12\x18\n" +
+	"\asummary\x18\x11 \x01(\tR\asummary\"\xbc\x01\n" +
 	"\x13ListSessionsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
