@@ -3,7 +3,7 @@
 A real hub (node "local") over the fake OpenAI-compatible server: a message threshold folds the
 oldest messages into a summary event; after a restart the next turn's prompt starts from that
 stored summary; ``turn_ended.context_tokens`` is what the model was sent; SessionService.SummarizeSession
-folds the rest on demand and its summary is an event every client sees.
+folds the rest on demand and its summary is an event every client sees; GetSession shows the newest.
 """
 
 from __future__ import annotations
@@ -124,12 +124,16 @@ async def test_the_summary_is_stored_used_after_a_restart_and_summarize_session_
         assert ended.context_tokens == received_tokens(chats(fake)[-1])
 
         async with session_connect.SessionServiceClient(hub.http, interceptors=[BearerKey(TOKEN)]) as sessions:
+            shown = await sessions.get_session(session_pb2.GetSessionRequest(session_id=session.id))
+            assert shown.session.summary == "summary 1"
             receipt = await sessions.summarize_session(session_pb2.SummarizeSessionRequest(session_id=session.id))
-        assert (receipt.session_id, receipt.state) == (session.id, "running")
-        _, message = await app.wait_for(
-            lambda e, m: e.reply_to == watch and m.HasField("event") and summary_of(m.event) is not None
-        )
-        assert summary_of(message.event) == ("summary 2", 5)
+            assert (receipt.session_id, receipt.state) == (session.id, "running")
+            _, message = await app.wait_for(
+                lambda e, m: e.reply_to == watch and m.HasField("event") and summary_of(m.event) is not None
+            )
+            assert summary_of(message.event) == ("summary 2", 5)
+            shown = await sessions.get_session(session_pb2.GetSessionRequest(session_id=session.id))
+            assert shown.session.summary == "summary 2"
         summary_call = fake.chat_requests[-1]
         assert is_summary_call(summary_call)
         assert "Summary so far:\nsummary 1" in summary_call.messages[1]["content"]

@@ -6,7 +6,8 @@ message too big for a call is clipped, so a summary call is never over the budge
 
 :func:`summary_event_parts` gives what the session stores: an ``aop.Message`` (role
 ``system``, the summary as its one text part) with the ``aophub.v1.ContextSummary`` extension;
-:func:`summary_of` reads it back (see :mod:`aophub.agent.history`).
+:func:`summary_of` (:func:`aophub.protocol.extensions.context_summary`) reads it back (see
+:mod:`aophub.agent.history`).
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from collections.abc import Sequence
 
 from google.protobuf import any_pb2
 
-from aop import content_pb2, event_pb2
+from aop import content_pb2
 from aophub.agent.context import summary_tokens
 from aophub.agent.provider import ChatMessage, ChatRequest, Provider, TextDelta, Usage
 from aophub.agent.tokens import TokenCounter, request_tokens
-from aophub.protocol.codec import decode_into
-from aophub.protocol.errors import Code, HubError
+from aophub.protocol.extensions import context_summary as summary_of
 from aophub.v1 import extensions_pb2
 
 __all__ = ["SUMMARY_INSTRUCTIONS", "summary_event_parts", "summary_of", "transcript_line", "write_summary"]
@@ -32,7 +32,6 @@ SUMMARY_INSTRUCTIONS = (
     "decision, name, number, file path and command that matters, what the user wants and prefers, and what "
     "is still open. Be concise. Reply with the new summary only."
 )
-_SUMMARY_URL = "type.googleapis.com/" + extensions_pb2.ContextSummary.DESCRIPTOR.full_name
 _CLIPPED = " [...clipped]"
 
 
@@ -112,19 +111,3 @@ def summary_event_parts(summary: str, folded: int, trigger: str) -> tuple[conten
     extension = any_pb2.Any()
     extension.Pack(extensions_pb2.ContextSummary(folded_messages=folded, trigger=trigger))
     return message, extension
-
-
-def summary_of(event: event_pb2.Event) -> tuple[str, int] | None:
-    """The summary text and folded message count of a summary event, or None for any other event."""
-    if event.WhichOneof("payload") != "message":
-        return None
-    for extension in event.extensions:
-        if extension.type_url != _SUMMARY_URL:
-            continue
-        try:
-            detail = decode_into(extensions_pb2.ContextSummary(), extension.value, Code.INVALID_PAYLOAD, "{error}")
-        except HubError:
-            return None
-        text = "".join(part.text.text for part in event.message.content if part.WhichOneof("value") == "text")
-        return text, detail.folded_messages
-    return None

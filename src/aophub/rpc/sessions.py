@@ -9,6 +9,7 @@ from aophub.access.ownership import sees_everything
 from aophub.hub.commands import HUB_COMMANDS, session_menu
 from aophub.hub.hub import Hub
 from aophub.hub.live_session import LiveSession
+from aophub.hub.session_summary import newest_summary
 from aophub.hub.turns import SessionState
 from aophub.protocol.errors import Code, HubError
 from aophub.rpc.interceptors import caller
@@ -101,7 +102,9 @@ class SessionServiceImpl:
 
     async def get_session(self, request: session_pb2.GetSessionRequest, ctx: Ctx) -> session_pb2.GetSessionResponse:
         session = await self.hub.require_session(request.session_id, caller(), act=False)
-        return session_pb2.GetSessionResponse(session=await self._info_of(session))
+        info = await self._info_of(session)
+        info.summary = await newest_summary(self.hub.store, session.record.id, int(info.last_cursor or 0))
+        return session_pb2.GetSessionResponse(session=info)
 
     async def update_session(
         self, request: session_pb2.UpdateSessionRequest, ctx: Ctx
