@@ -8,7 +8,7 @@ the requests the server received.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 import pytest_asyncio
@@ -24,7 +24,7 @@ from aophub.ids import new_id
 from aophub.node.commands import CommandFailed
 from aophub.node.turn import Turn, TurnFailed
 from aophub.v1 import config_pb2, extensions_pb2
-from tests.support.fake_openai import FakeOpenAI, Recorded, Reply, answer, fake_openai
+from tests.support.fake_openai import FakeOpenAI, Reasoning, Recorded, Reply, Stall, answer, fake_openai
 
 SESSION = "ses_ctx"
 WINDOW = 2000
@@ -83,9 +83,12 @@ class Session:
 
     def __init__(self) -> None:
         self.events: list[event_pb2.Event] = []
+        self.hook: Callable[[event_pb2.Event], None] | None = None
 
     async def emit(self, event: event_pb2.Event) -> None:
         self.events.append(event)
+        if self.hook is not None:
+            self.hook(event)
 
     def turn(self, text: str) -> Turn:
         request = chat_pb2.RunTurnRequest(session_id=SESSION, turn_id=new_id("turn"))
@@ -239,3 +242,15 @@ async def test_summarize_with_nothing_to_fold_fails(fake: FakeOpenAI) -> None:
     commands = builtin_commands(agent_of(fake, no_thresholds()))
     with pytest.raises(CommandFailed, match="nothing was said since the last summary"):
         await commands.run("ses_empty", "/summarize")
+
+
+async def test_a_turn_canceled_while_only_reasoning_rebuilds_as_it_was_in_memory(fake: FakeOpenAI) -> None:
+    """Canceled mid-reasoning: the published message has no text; memory and the rebuild agree on it, so
+    summaries (which count messages) fold the same messages after a restart."""
+    fake.script(Reply([Reasoning("thinking "), Stall(30)]))
+    agent = agent_of(fake, no_thresholds())
+    session = Session()
+    turn = session.turn("question 0")
+    session.hook = lambda event: turn.canceled.set() if event.HasField("message_delta") else None
+    assert await agent.run_turn(turn) == "canceled"
+    assert history_from_events(session.events) == agent.history[SESSION]

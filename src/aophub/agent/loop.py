@@ -722,9 +722,9 @@ class _TurnRun:
         self._close_history(reason)
         if self.streamed:
             self.streamed = False
-            text = "".join(self.streamed_text)
-            if text:
-                self.history.append(ChatMessage("assistant", text))
+            # Also without text (reasoning only): the published message is in the stored history
+            # too, and summaries count messages the same way in memory and when rebuilt.
+            self.history.append(ChatMessage("assistant", "".join(self.streamed_text)))
             await self.turn.complete()
         for call in calls:
             if call.id not in self.announced:
