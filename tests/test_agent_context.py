@@ -7,19 +7,22 @@ the requests the server received.
 
 from __future__ import annotations
 
+import base64
 import math
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
 from aop import chat_pb2, content_pb2, event_pb2
-from aophub.agent.builtin import builtin_commands
+from aophub.agent.builtin import builtin_agent, builtin_commands
 from aophub.agent.context import SUMMARY_HEADING
 from aophub.agent.history import history_from_events
 from aophub.agent.loop import BuiltinAgent
 from aophub.agent.summaries import SUMMARY_INSTRUCTIONS, summary_of
-from aophub.agent.tokens import ESTIMATE_BYTES_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
+from aophub.agent.tokens import ENCODINGS_DIR, ESTIMATE_BYTES_PER_TOKEN, MESSAGE_OVERHEAD_TOKENS, REPLY_PRIMING_TOKENS
+from aophub.config import ConfigStore
 from aophub.ids import new_id
 from aophub.node.commands import CommandFailed
 from aophub.node.turn import Turn, TurnFailed
@@ -254,3 +257,37 @@ async def test_a_turn_canceled_while_only_reasoning_rebuilds_as_it_was_in_memory
     session.hook = lambda event: turn.canceled.set() if event.HasField("message_delta") else None
     assert await agent.run_turn(turn) == "canceled"
     assert history_from_events(session.events) == agent.history[SESSION]
+
+
+async def test_a_known_model_is_counted_with_the_encoding_from_the_encodings_dir(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    """Model gpt-4 with cl100k_base.tiktoken in the agent's encodings directory: context_tokens is tiktoken's count."""
+    tokens = [bytes([value]) for value in range(256)]
+    (tmp_path / "cl100k_base.tiktoken").write_bytes(
+        b"".join(base64.b64encode(token) + b" %d\n" % rank for rank, token in enumerate(tokens))
+    )
+    current = profile(fake)
+    current.model = "gpt-4"
+    agent = BuiltinAgent(lambda: current, no_thresholds, None, encodings_dir=tmp_path)
+    turn = Session().turn("hello")
+    await agent.run_turn(turn)
+    # One token per byte with this encoding; the estimate would give a third of that.
+    [request] = fake.chat_requests
+    by_bytes = REPLY_PRIMING_TOKENS + sum(
+        MESSAGE_OVERHEAD_TOKENS + len(message["content"].encode()) for message in request.messages
+    )
+    assert turn.context_tokens == by_bytes
+    assert agent.counter("gpt-4").exact
+
+
+async def test_the_built_in_agent_reads_encodings_from_the_data_directory(tmp_path: Path) -> None:
+    """builtin_agent looks for tiktoken encodings in <data dir>/tokenizers."""
+    config = ConfigStore(tmp_path, environ={})
+    (tmp_path / ENCODINGS_DIR).mkdir()
+    (tmp_path / ENCODINGS_DIR / "o200k_base.tiktoken").write_bytes(
+        b"".join(base64.b64encode(bytes([value])) + b" %d\n" % value for value in range(256))
+    )
+    agent = builtin_agent(config)
+    assert agent.counter("gpt-4o").exact
+    assert not agent.counter("llama3").exact
