@@ -270,6 +270,56 @@ private static final long serialVersionUID = 0L;
     return summaryAfterCharacters_;
   }
 
+  public static final int MEMORY_ENABLED_FIELD_NUMBER = 9;
+  private boolean memoryEnabled_ = false;
+  /**
+   * <pre>
+   * Long-term memory (memory.jsonl in the data directory, see MemoryService):
+   * offer the model the tools "remember" and "recall" (with the other tools,
+   * so tools_enabled must be on) and put the newest entries into the system
+   * prompt. Off unless set to true: the memory is the agent's, shared by every
+   * user of the node.
+   * </pre>
+   *
+   * <code>bool memory_enabled = 9 [json_name = "memoryEnabled"];</code>
+   * @return The memoryEnabled.
+   */
+  @java.lang.Override
+  public boolean getMemoryEnabled() {
+    return memoryEnabled_;
+  }
+
+  public static final int MEMORY_PROMPT_ENTRIES_FIELD_NUMBER = 10;
+  private int memoryPromptEntries_ = 0;
+  /**
+   * <pre>
+   * Memory entries put into the system prompt (the newest); 0 means 20.
+   * </pre>
+   *
+   * <code>uint32 memory_prompt_entries = 10 [json_name = "memoryPromptEntries"];</code>
+   * @return The memoryPromptEntries.
+   */
+  @java.lang.Override
+  public int getMemoryPromptEntries() {
+    return memoryPromptEntries_;
+  }
+
+  public static final int MEMORY_MAX_ENTRIES_FIELD_NUMBER = 11;
+  private int memoryMaxEntries_ = 0;
+  /**
+   * <pre>
+   * Entries the memory keeps; past it, the oldest are folded into one summary
+   * entry. 0 means 200.
+   * </pre>
+   *
+   * <code>uint32 memory_max_entries = 11 [json_name = "memoryMaxEntries"];</code>
+   * @return The memoryMaxEntries.
+   */
+  @java.lang.Override
+  public int getMemoryMaxEntries() {
+    return memoryMaxEntries_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -308,6 +358,15 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000008) != 0)) {
       output.writeUInt32(8, summaryAfterCharacters_);
     }
+    if (memoryEnabled_ != false) {
+      output.writeBool(9, memoryEnabled_);
+    }
+    if (memoryPromptEntries_ != 0) {
+      output.writeUInt32(10, memoryPromptEntries_);
+    }
+    if (memoryMaxEntries_ != 0) {
+      output.writeUInt32(11, memoryMaxEntries_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -342,6 +401,18 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000008) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeUInt32Size(8, summaryAfterCharacters_);
+    }
+    if (memoryEnabled_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(9, memoryEnabled_);
+    }
+    if (memoryPromptEntries_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(10, memoryPromptEntries_);
+    }
+    if (memoryMaxEntries_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(11, memoryMaxEntries_);
     }
     return size;
   }
@@ -395,6 +466,12 @@ private static final long serialVersionUID = 0L;
       if (getSummaryAfterCharacters()
           != other.getSummaryAfterCharacters()) return false;
     }
+    if (getMemoryEnabled()
+        != other.getMemoryEnabled()) return false;
+    if (getMemoryPromptEntries()
+        != other.getMemoryPromptEntries()) return false;
+    if (getMemoryMaxEntries()
+        != other.getMemoryMaxEntries()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -432,6 +509,13 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + SUMMARY_AFTER_CHARACTERS_FIELD_NUMBER;
       hash = (53 * hash) + getSummaryAfterCharacters();
     }
+    hash = (37 * hash) + MEMORY_ENABLED_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getMemoryEnabled());
+    hash = (37 * hash) + MEMORY_PROMPT_ENTRIES_FIELD_NUMBER;
+    hash = (53 * hash) + getMemoryPromptEntries();
+    hash = (37 * hash) + MEMORY_MAX_ENTRIES_FIELD_NUMBER;
+    hash = (53 * hash) + getMemoryMaxEntries();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -575,6 +659,9 @@ private static final long serialVersionUID = 0L;
       inlineAttachmentBytes_ = 0;
       summaryAfterMessages_ = 0;
       summaryAfterCharacters_ = 0;
+      memoryEnabled_ = false;
+      memoryPromptEntries_ = 0;
+      memoryMaxEntries_ = 0;
       return this;
     }
 
@@ -637,6 +724,15 @@ private static final long serialVersionUID = 0L;
         result.summaryAfterCharacters_ = summaryAfterCharacters_;
         to_bitField0_ |= 0x00000008;
       }
+      if (((from_bitField0_ & 0x00000100) != 0)) {
+        result.memoryEnabled_ = memoryEnabled_;
+      }
+      if (((from_bitField0_ & 0x00000200) != 0)) {
+        result.memoryPromptEntries_ = memoryPromptEntries_;
+      }
+      if (((from_bitField0_ & 0x00000400) != 0)) {
+        result.memoryMaxEntries_ = memoryMaxEntries_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -677,6 +773,15 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasSummaryAfterCharacters()) {
         setSummaryAfterCharacters(other.getSummaryAfterCharacters());
+      }
+      if (other.getMemoryEnabled() != false) {
+        setMemoryEnabled(other.getMemoryEnabled());
+      }
+      if (other.getMemoryPromptEntries() != 0) {
+        setMemoryPromptEntries(other.getMemoryPromptEntries());
+      }
+      if (other.getMemoryMaxEntries() != 0) {
+        setMemoryMaxEntries(other.getMemoryMaxEntries());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -742,6 +847,21 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000080;
               break;
             } // case 64
+            case 72: {
+              memoryEnabled_ = input.readBool();
+              bitField0_ |= 0x00000100;
+              break;
+            } // case 72
+            case 80: {
+              memoryPromptEntries_ = input.readUInt32();
+              bitField0_ |= 0x00000200;
+              break;
+            } // case 80
+            case 88: {
+              memoryMaxEntries_ = input.readUInt32();
+              bitField0_ |= 0x00000400;
+              break;
+            } // case 88
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1237,6 +1357,153 @@ private static final long serialVersionUID = 0L;
     public Builder clearSummaryAfterCharacters() {
       bitField0_ = (bitField0_ & ~0x00000080);
       summaryAfterCharacters_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private boolean memoryEnabled_ ;
+    /**
+     * <pre>
+     * Long-term memory (memory.jsonl in the data directory, see MemoryService):
+     * offer the model the tools "remember" and "recall" (with the other tools,
+     * so tools_enabled must be on) and put the newest entries into the system
+     * prompt. Off unless set to true: the memory is the agent's, shared by every
+     * user of the node.
+     * </pre>
+     *
+     * <code>bool memory_enabled = 9 [json_name = "memoryEnabled"];</code>
+     * @return The memoryEnabled.
+     */
+    @java.lang.Override
+    public boolean getMemoryEnabled() {
+      return memoryEnabled_;
+    }
+    /**
+     * <pre>
+     * Long-term memory (memory.jsonl in the data directory, see MemoryService):
+     * offer the model the tools "remember" and "recall" (with the other tools,
+     * so tools_enabled must be on) and put the newest entries into the system
+     * prompt. Off unless set to true: the memory is the agent's, shared by every
+     * user of the node.
+     * </pre>
+     *
+     * <code>bool memory_enabled = 9 [json_name = "memoryEnabled"];</code>
+     * @param value The memoryEnabled to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMemoryEnabled(boolean value) {
+
+      memoryEnabled_ = value;
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Long-term memory (memory.jsonl in the data directory, see MemoryService):
+     * offer the model the tools "remember" and "recall" (with the other tools,
+     * so tools_enabled must be on) and put the newest entries into the system
+     * prompt. Off unless set to true: the memory is the agent's, shared by every
+     * user of the node.
+     * </pre>
+     *
+     * <code>bool memory_enabled = 9 [json_name = "memoryEnabled"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMemoryEnabled() {
+      bitField0_ = (bitField0_ & ~0x00000100);
+      memoryEnabled_ = false;
+      onChanged();
+      return this;
+    }
+
+    private int memoryPromptEntries_ ;
+    /**
+     * <pre>
+     * Memory entries put into the system prompt (the newest); 0 means 20.
+     * </pre>
+     *
+     * <code>uint32 memory_prompt_entries = 10 [json_name = "memoryPromptEntries"];</code>
+     * @return The memoryPromptEntries.
+     */
+    @java.lang.Override
+    public int getMemoryPromptEntries() {
+      return memoryPromptEntries_;
+    }
+    /**
+     * <pre>
+     * Memory entries put into the system prompt (the newest); 0 means 20.
+     * </pre>
+     *
+     * <code>uint32 memory_prompt_entries = 10 [json_name = "memoryPromptEntries"];</code>
+     * @param value The memoryPromptEntries to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMemoryPromptEntries(int value) {
+
+      memoryPromptEntries_ = value;
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Memory entries put into the system prompt (the newest); 0 means 20.
+     * </pre>
+     *
+     * <code>uint32 memory_prompt_entries = 10 [json_name = "memoryPromptEntries"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMemoryPromptEntries() {
+      bitField0_ = (bitField0_ & ~0x00000200);
+      memoryPromptEntries_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int memoryMaxEntries_ ;
+    /**
+     * <pre>
+     * Entries the memory keeps; past it, the oldest are folded into one summary
+     * entry. 0 means 200.
+     * </pre>
+     *
+     * <code>uint32 memory_max_entries = 11 [json_name = "memoryMaxEntries"];</code>
+     * @return The memoryMaxEntries.
+     */
+    @java.lang.Override
+    public int getMemoryMaxEntries() {
+      return memoryMaxEntries_;
+    }
+    /**
+     * <pre>
+     * Entries the memory keeps; past it, the oldest are folded into one summary
+     * entry. 0 means 200.
+     * </pre>
+     *
+     * <code>uint32 memory_max_entries = 11 [json_name = "memoryMaxEntries"];</code>
+     * @param value The memoryMaxEntries to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMemoryMaxEntries(int value) {
+
+      memoryMaxEntries_ = value;
+      bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Entries the memory keeps; past it, the oldest are folded into one summary
+     * entry. 0 means 200.
+     * </pre>
+     *
+     * <code>uint32 memory_max_entries = 11 [json_name = "memoryMaxEntries"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMemoryMaxEntries() {
+      bitField0_ = (bitField0_ & ~0x00000400);
+      memoryMaxEntries_ = 0;
       onChanged();
       return this;
     }

@@ -151,4 +151,39 @@ public interface AgentSettingsOrBuilder extends
    * @return The summaryAfterCharacters.
    */
   int getSummaryAfterCharacters();
+
+  /**
+   * <pre>
+   * Long-term memory (memory.jsonl in the data directory, see MemoryService):
+   * offer the model the tools "remember" and "recall" (with the other tools,
+   * so tools_enabled must be on) and put the newest entries into the system
+   * prompt. Off unless set to true: the memory is the agent's, shared by every
+   * user of the node.
+   * </pre>
+   *
+   * <code>bool memory_enabled = 9 [json_name = "memoryEnabled"];</code>
+   * @return The memoryEnabled.
+   */
+  boolean getMemoryEnabled();
+
+  /**
+   * <pre>
+   * Memory entries put into the system prompt (the newest); 0 means 20.
+   * </pre>
+   *
+   * <code>uint32 memory_prompt_entries = 10 [json_name = "memoryPromptEntries"];</code>
+   * @return The memoryPromptEntries.
+   */
+  int getMemoryPromptEntries();
+
+  /**
+   * <pre>
+   * Entries the memory keeps; past it, the oldest are folded into one summary
+   * entry. 0 means 200.
+   * </pre>
+   *
+   * <code>uint32 memory_max_entries = 11 [json_name = "memoryMaxEntries"];</code>
+   * @return The memoryMaxEntries.
+   */
+  int getMemoryMaxEntries();
 }

@@ -174,7 +174,7 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "\005model\022\035\n\nmax_tokens\030\007 \001(\rR\tmaxTokens\022%\n" +
       "\016context_window\030\010 \001(\rR\rcontextWindow\022\'\n\017" +
       "timeout_seconds\030\t \001(\rR\016timeoutSeconds\022\026\n" +
-      "\006images\030\n \001(\010R\006images\"\355\003\n\rAgentSettings\022" +
+      "\006images\030\n \001(\010R\006images\"\366\004\n\rAgentSettings\022" +
       "(\n\rtools_enabled\030\001 \001(\010H\000R\014toolsEnabled\210\001" +
       "\001\022-\n\020ask_before_tools\030\002 \001(\010H\001R\016askBefore" +
       "Tools\210\001\001\022\033\n\tmax_turns\030\003 \001(\rR\010maxTurns\0220\n" +
@@ -184,105 +184,109 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "nlineAttachmentBytes\0229\n\026summary_after_me" +
       "ssages\030\007 \001(\rH\002R\024summaryAfterMessages\210\001\001\022" +
       "=\n\030summary_after_characters\030\010 \001(\rH\003R\026sum" +
-      "maryAfterCharacters\210\001\001B\020\n\016_tools_enabled" +
-      "B\023\n\021_ask_before_toolsB\031\n\027_summary_after_" +
-      "messagesB\033\n\031_summary_after_characters\"\202\001" +
-      "\n\010ScanMode\022\022\n\004name\030\001 \001(\tR\004name\022 \n\013descri" +
-      "ption\030\002 \001(\tR\013description\022#\n\rtask_templat" +
-      "e\030\003 \001(\tR\014taskTemplate\022\033\n\tmax_turns\030\004 \001(\r" +
-      "R\010maxTurns\"\204\001\n\014ScanSettings\022 \n\013concurren" +
-      "cy\030\001 \001(\rR\013concurrency\022\'\n\017timeout_seconds" +
-      "\030\002 \001(\rR\016timeoutSeconds\022)\n\005modes\030\003 \003(\0132\023." +
-      "aophub.v1.ScanModeR\005modes\"\243\003\n\017SandboxSet" +
-      "tings\022\034\n\tworkspace\030\001 \001(\tR\tworkspace\022#\n\rd" +
-      "eny_patterns\030\002 \003(\tR\014denyPatterns\022%\n\016allo" +
-      "w_patterns\030\003 \003(\tR\rallowPatterns\0220\n\024exec_" +
-      "timeout_seconds\030\004 \001(\rR\022execTimeoutSecond" +
-      "s\022(\n\020output_cap_bytes\030\005 \001(\rR\016outputCapBy" +
-      "tes\022\030\n\007network\030\006 \001(\010R\007network\022+\n\021allow_u" +
-      "nsandboxed\030\007 \001(\010R\020allowUnsandboxed\022\036\n\nbu" +
-      "bblewrap\030\010 \001(\tR\nbubblewrap\022\037\n\013cpu_second" +
-      "s\030\t \001(\rR\ncpuSeconds\022\035\n\nmemory_mib\030\n \001(\rR" +
-      "\tmemoryMib\022#\n\rmax_processes\030\013 \001(\rR\014maxPr" +
-      "ocesses\"|\n\023InteractionSettings\022\'\n\017timeou" +
-      "t_seconds\030\001 \001(\rR\016timeoutSeconds\022<\n\rexpir" +
-      "y_policy\030\002 \001(\0162\027.aophub.v1.ExpiryPolicyR" +
-      "\014expiryPolicy\"\367\002\n\006Config\0221\n\010profiles\030\001 \003" +
-      "(\0132\025.aophub.v1.LlmProfileR\010profiles\022*\n\021a" +
-      "ctive_profile_id\030\002 \001(\tR\017activeProfileId\022" +
-      ".\n\005agent\030\003 \001(\0132\030.aophub.v1.AgentSettings" +
-      "R\005agent\022-\n\005scans\030\004 \001(\0132\027.aophub.v1.ScanS" +
-      "ettingsR\005scans\0224\n\007sandbox\030\005 \001(\0132\032.aophub" +
-      ".v1.SandboxSettingsR\007sandbox\022B\n\014interact" +
-      "ions\030\006 \001(\0132\036.aophub.v1.InteractionSettin" +
-      "gsR\014interactions\0225\n\010llm_push\030\007 \001(\0132\032.aop" +
-      "hub.v1.LlmPushSettingsR\007llmPush\",\n\017LlmPu" +
-      "shSettings\022\031\n\010node_ids\030\001 \003(\tR\007nodeIds\"\326\003" +
-      "\n\nConfigView\0225\n\010profiles\030\001 \003(\0132\031.aophub." +
-      "v1.LlmProfileViewR\010profiles\022*\n\021active_pr" +
-      "ofile_id\030\002 \001(\tR\017activeProfileId\022.\n\005agent" +
-      "\030\003 \001(\0132\030.aophub.v1.AgentSettingsR\005agent\022" +
-      "-\n\005scans\030\004 \001(\0132\027.aophub.v1.ScanSettingsR" +
-      "\005scans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v1.Sand" +
-      "boxSettingsR\007sandbox\022B\n\014interactions\030\006 \001" +
-      "(\0132\036.aophub.v1.InteractionSettingsR\014inte" +
-      "ractions\022\032\n\010revision\030\007 \001(\004R\010revision\0229\n\n" +
-      "updated_at\030\010 \001(\0132\032.google.protobuf.Times" +
-      "tampR\tupdatedAt\0225\n\010llm_push\030\t \001(\0132\032.aoph" +
-      "ub.v1.LlmPushSettingsR\007llmPush\"H\n\016FieldV" +
-      "iolation\022\024\n\005field\030\001 \001(\tR\005field\022 \n\013descri" +
-      "ption\030\002 \001(\tR\013description\"\022\n\020GetConfigReq" +
-      "uest\"B\n\021GetConfigResponse\022-\n\006config\030\001 \001(" +
-      "\0132\025.aophub.v1.ConfigViewR\006config\"\214\001\n\023Upd" +
-      "ateConfigRequest\022\035\n\nrequest_id\030\001 \001(\tR\tre" +
-      "questId\022)\n\006config\030\002 \001(\0132\021.aophub.v1.Conf" +
-      "igR\006config\022+\n\021expected_revision\030\003 \001(\004R\020e" +
-      "xpectedRevision\"\312\001\n\024UpdateConfigResponse" +
-      "\022D\n\020field_violations\030\001 \003(\0132\031.aophub.v1.F" +
-      "ieldViolationR\017fieldViolations\0223\n\010accept" +
-      "ed\030\002 \001(\0132\025.aophub.v1.ConfigViewH\000R\010accep" +
-      "ted\022,\n\010rejected\030\003 \001(\0132\016.aop.RejectionH\000R" +
-      "\010rejectedB\t\n\007outcome\"V\n\026ActivateProfileR" +
-      "equest\022\035\n\nrequest_id\030\001 \001(\tR\trequestId\022\035\n" +
-      "\nprofile_id\030\002 \001(\tR\tprofileId\"\207\001\n\027Activat" +
-      "eProfileResponse\0223\n\010accepted\030\001 \001(\0132\025.aop" +
-      "hub.v1.ConfigViewH\000R\010accepted\022,\n\010rejecte" +
-      "d\030\002 \001(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007o" +
-      "utcome\"x\n\016TestLLMRequest\022\035\n\nprofile_id\030\001" +
-      " \001(\tR\tprofileId\022/\n\007profile\030\002 \001(\0132\025.aophu" +
-      "b.v1.LlmProfileR\007profile\022\026\n\006prompt\030\003 \001(\t" +
-      "R\006prompt\"\202\001\n\017TestLLMResponse\022\016\n\002ok\030\001 \001(\010" +
-      "R\002ok\022\035\n\nlatency_ms\030\002 \001(\004R\tlatencyMs\022\024\n\005r" +
-      "eply\030\003 \001(\tR\005reply\022\024\n\005error\030\004 \001(\tR\005error\022" +
-      "\024\n\005model\030\005 \001(\tR\005model\"c\n\021ListModelsReque" +
-      "st\022\035\n\nprofile_id\030\001 \001(\tR\tprofileId\022/\n\007pro" +
-      "file\030\002 \001(\0132\025.aophub.v1.LlmProfileR\007profi" +
-      "le\"6\n\tModelInfo\022\016\n\002id\030\001 \001(\tR\002id\022\031\n\010owned" +
-      "_by\030\002 \001(\tR\007ownedBy\"\207\001\n\022ListModelsRespons" +
-      "e\022\016\n\002ok\030\001 \001(\010R\002ok\022,\n\006models\030\002 \003(\0132\024.aoph" +
-      "ub.v1.ModelInfoR\006models\022\024\n\005error\030\003 \001(\tR\005" +
-      "error\022\035\n\nlatency_ms\030\004 \001(\004R\tlatencyMs\"\027\n\025" +
-      "TestConnectionRequest\"\177\n\026TestConnectionR" +
-      "esponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\030\n\007version\030\002 \001(\t" +
-      "R\007version\022;\n\013server_time\030\003 \001(\0132\032.google." +
-      "protobuf.TimestampR\nserverTime*j\n\014Provid" +
-      "erKind\022\035\n\031PROVIDER_KIND_UNSPECIFIED\020\000\022#\n" +
-      "\037PROVIDER_KIND_OPENAI_COMPATIBLE\020\001\022\026\n\022PR" +
-      "OVIDER_KIND_ECHO\020\0022\360\003\n\rConfigService\022K\n\t" +
-      "GetConfig\022\033.aophub.v1.GetConfigRequest\032\034" +
-      ".aophub.v1.GetConfigResponse\"\003\220\002\001\022O\n\014Upd" +
-      "ateConfig\022\036.aophub.v1.UpdateConfigReques" +
-      "t\032\037.aophub.v1.UpdateConfigResponse\022X\n\017Ac" +
-      "tivateProfile\022!.aophub.v1.ActivateProfil" +
-      "eRequest\032\".aophub.v1.ActivateProfileResp" +
-      "onse\022@\n\007TestLLM\022\031.aophub.v1.TestLLMReque" +
-      "st\032\032.aophub.v1.TestLLMResponse\022I\n\nListMo" +
-      "dels\022\034.aophub.v1.ListModelsRequest\032\035.aop" +
-      "hub.v1.ListModelsResponse\022Z\n\016TestConnect" +
-      "ion\022 .aophub.v1.TestConnectionRequest\032!." +
-      "aophub.v1.TestConnectionResponse\"\003\220\002\001BI\n" +
-      "\021dev.aophub.api.v1P\001Z2github.com/aophub/" +
-      "aophub/gen/go/aophub/v1;aophubv1b\006proto3"
+      "maryAfterCharacters\210\001\001\022%\n\016memory_enabled" +
+      "\030\t \001(\010R\rmemoryEnabled\0222\n\025memory_prompt_e" +
+      "ntries\030\n \001(\rR\023memoryPromptEntries\022,\n\022mem" +
+      "ory_max_entries\030\013 \001(\rR\020memoryMaxEntriesB" +
+      "\020\n\016_tools_enabledB\023\n\021_ask_before_toolsB\031" +
+      "\n\027_summary_after_messagesB\033\n\031_summary_af" +
+      "ter_characters\"\202\001\n\010ScanMode\022\022\n\004name\030\001 \001(" +
+      "\tR\004name\022 \n\013description\030\002 \001(\tR\013descriptio" +
+      "n\022#\n\rtask_template\030\003 \001(\tR\014taskTemplate\022\033" +
+      "\n\tmax_turns\030\004 \001(\rR\010maxTurns\"\204\001\n\014ScanSett" +
+      "ings\022 \n\013concurrency\030\001 \001(\rR\013concurrency\022\'" +
+      "\n\017timeout_seconds\030\002 \001(\rR\016timeoutSeconds\022" +
+      ")\n\005modes\030\003 \003(\0132\023.aophub.v1.ScanModeR\005mod" +
+      "es\"\243\003\n\017SandboxSettings\022\034\n\tworkspace\030\001 \001(" +
+      "\tR\tworkspace\022#\n\rdeny_patterns\030\002 \003(\tR\014den" +
+      "yPatterns\022%\n\016allow_patterns\030\003 \003(\tR\rallow" +
+      "Patterns\0220\n\024exec_timeout_seconds\030\004 \001(\rR\022" +
+      "execTimeoutSeconds\022(\n\020output_cap_bytes\030\005" +
+      " \001(\rR\016outputCapBytes\022\030\n\007network\030\006 \001(\010R\007n" +
+      "etwork\022+\n\021allow_unsandboxed\030\007 \001(\010R\020allow" +
+      "Unsandboxed\022\036\n\nbubblewrap\030\010 \001(\tR\nbubblew" +
+      "rap\022\037\n\013cpu_seconds\030\t \001(\rR\ncpuSeconds\022\035\n\n" +
+      "memory_mib\030\n \001(\rR\tmemoryMib\022#\n\rmax_proce" +
+      "sses\030\013 \001(\rR\014maxProcesses\"|\n\023InteractionS" +
+      "ettings\022\'\n\017timeout_seconds\030\001 \001(\rR\016timeou" +
+      "tSeconds\022<\n\rexpiry_policy\030\002 \001(\0162\027.aophub" +
+      ".v1.ExpiryPolicyR\014expiryPolicy\"\367\002\n\006Confi" +
+      "g\0221\n\010profiles\030\001 \003(\0132\025.aophub.v1.LlmProfi" +
+      "leR\010profiles\022*\n\021active_profile_id\030\002 \001(\tR" +
+      "\017activeProfileId\022.\n\005agent\030\003 \001(\0132\030.aophub" +
+      ".v1.AgentSettingsR\005agent\022-\n\005scans\030\004 \001(\0132" +
+      "\027.aophub.v1.ScanSettingsR\005scans\0224\n\007sandb" +
+      "ox\030\005 \001(\0132\032.aophub.v1.SandboxSettingsR\007sa" +
+      "ndbox\022B\n\014interactions\030\006 \001(\0132\036.aophub.v1." +
+      "InteractionSettingsR\014interactions\0225\n\010llm" +
+      "_push\030\007 \001(\0132\032.aophub.v1.LlmPushSettingsR" +
+      "\007llmPush\",\n\017LlmPushSettings\022\031\n\010node_ids\030" +
+      "\001 \003(\tR\007nodeIds\"\326\003\n\nConfigView\0225\n\010profile" +
+      "s\030\001 \003(\0132\031.aophub.v1.LlmProfileViewR\010prof" +
+      "iles\022*\n\021active_profile_id\030\002 \001(\tR\017activeP" +
+      "rofileId\022.\n\005agent\030\003 \001(\0132\030.aophub.v1.Agen" +
+      "tSettingsR\005agent\022-\n\005scans\030\004 \001(\0132\027.aophub" +
+      ".v1.ScanSettingsR\005scans\0224\n\007sandbox\030\005 \001(\013" +
+      "2\032.aophub.v1.SandboxSettingsR\007sandbox\022B\n" +
+      "\014interactions\030\006 \001(\0132\036.aophub.v1.Interact" +
+      "ionSettingsR\014interactions\022\032\n\010revision\030\007 " +
+      "\001(\004R\010revision\0229\n\nupdated_at\030\010 \001(\0132\032.goog" +
+      "le.protobuf.TimestampR\tupdatedAt\0225\n\010llm_" +
+      "push\030\t \001(\0132\032.aophub.v1.LlmPushSettingsR\007" +
+      "llmPush\"H\n\016FieldViolation\022\024\n\005field\030\001 \001(\t" +
+      "R\005field\022 \n\013description\030\002 \001(\tR\013descriptio" +
+      "n\"\022\n\020GetConfigRequest\"B\n\021GetConfigRespon" +
+      "se\022-\n\006config\030\001 \001(\0132\025.aophub.v1.ConfigVie" +
+      "wR\006config\"\214\001\n\023UpdateConfigRequest\022\035\n\nreq" +
+      "uest_id\030\001 \001(\tR\trequestId\022)\n\006config\030\002 \001(\013" +
+      "2\021.aophub.v1.ConfigR\006config\022+\n\021expected_" +
+      "revision\030\003 \001(\004R\020expectedRevision\"\312\001\n\024Upd" +
+      "ateConfigResponse\022D\n\020field_violations\030\001 " +
+      "\003(\0132\031.aophub.v1.FieldViolationR\017fieldVio" +
+      "lations\0223\n\010accepted\030\002 \001(\0132\025.aophub.v1.Co" +
+      "nfigViewH\000R\010accepted\022,\n\010rejected\030\003 \001(\0132\016" +
+      ".aop.RejectionH\000R\010rejectedB\t\n\007outcome\"V\n" +
+      "\026ActivateProfileRequest\022\035\n\nrequest_id\030\001 " +
+      "\001(\tR\trequestId\022\035\n\nprofile_id\030\002 \001(\tR\tprof" +
+      "ileId\"\207\001\n\027ActivateProfileResponse\0223\n\010acc" +
+      "epted\030\001 \001(\0132\025.aophub.v1.ConfigViewH\000R\010ac" +
+      "cepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Rejection" +
+      "H\000R\010rejectedB\t\n\007outcome\"x\n\016TestLLMReques" +
+      "t\022\035\n\nprofile_id\030\001 \001(\tR\tprofileId\022/\n\007prof" +
+      "ile\030\002 \001(\0132\025.aophub.v1.LlmProfileR\007profil" +
+      "e\022\026\n\006prompt\030\003 \001(\tR\006prompt\"\202\001\n\017TestLLMRes" +
+      "ponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\035\n\nlatency_ms\030\002 \001(" +
+      "\004R\tlatencyMs\022\024\n\005reply\030\003 \001(\tR\005reply\022\024\n\005er" +
+      "ror\030\004 \001(\tR\005error\022\024\n\005model\030\005 \001(\tR\005model\"c" +
+      "\n\021ListModelsRequest\022\035\n\nprofile_id\030\001 \001(\tR" +
+      "\tprofileId\022/\n\007profile\030\002 \001(\0132\025.aophub.v1." +
+      "LlmProfileR\007profile\"6\n\tModelInfo\022\016\n\002id\030\001" +
+      " \001(\tR\002id\022\031\n\010owned_by\030\002 \001(\tR\007ownedBy\"\207\001\n\022" +
+      "ListModelsResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022,\n\006mo" +
+      "dels\030\002 \003(\0132\024.aophub.v1.ModelInfoR\006models" +
+      "\022\024\n\005error\030\003 \001(\tR\005error\022\035\n\nlatency_ms\030\004 \001" +
+      "(\004R\tlatencyMs\"\027\n\025TestConnectionRequest\"\177" +
+      "\n\026TestConnectionResponse\022\016\n\002ok\030\001 \001(\010R\002ok" +
+      "\022\030\n\007version\030\002 \001(\tR\007version\022;\n\013server_tim" +
+      "e\030\003 \001(\0132\032.google.protobuf.TimestampR\nser" +
+      "verTime*j\n\014ProviderKind\022\035\n\031PROVIDER_KIND" +
+      "_UNSPECIFIED\020\000\022#\n\037PROVIDER_KIND_OPENAI_C" +
+      "OMPATIBLE\020\001\022\026\n\022PROVIDER_KIND_ECHO\020\0022\360\003\n\r" +
+      "ConfigService\022K\n\tGetConfig\022\033.aophub.v1.G" +
+      "etConfigRequest\032\034.aophub.v1.GetConfigRes" +
+      "ponse\"\003\220\002\001\022O\n\014UpdateConfig\022\036.aophub.v1.U" +
+      "pdateConfigRequest\032\037.aophub.v1.UpdateCon" +
+      "figResponse\022X\n\017ActivateProfile\022!.aophub." +
+      "v1.ActivateProfileRequest\032\".aophub.v1.Ac" +
+      "tivateProfileResponse\022@\n\007TestLLM\022\031.aophu" +
+      "b.v1.TestLLMRequest\032\032.aophub.v1.TestLLMR" +
+      "esponse\022I\n\nListModels\022\034.aophub.v1.ListMo" +
+      "delsRequest\032\035.aophub.v1.ListModelsRespon" +
+      "se\022Z\n\016TestConnection\022 .aophub.v1.TestCon" +
+      "nectionRequest\032!.aophub.v1.TestConnectio" +
+      "nResponse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z2g" +
+      "ithub.com/aophub/aophub/gen/go/aophub/v1" +
+      ";aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -308,7 +312,7 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_AgentSettings_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_AgentSettings_descriptor,
-        new java.lang.String[] { "ToolsEnabled", "AskBeforeTools", "MaxTurns", "TurnTimeoutSeconds", "SystemPrompt", "InlineAttachmentBytes", "SummaryAfterMessages", "SummaryAfterCharacters", });
+        new java.lang.String[] { "ToolsEnabled", "AskBeforeTools", "MaxTurns", "TurnTimeoutSeconds", "SystemPrompt", "InlineAttachmentBytes", "SummaryAfterMessages", "SummaryAfterCharacters", "MemoryEnabled", "MemoryPromptEntries", "MemoryMaxEntries", });
     internal_static_aophub_v1_ScanMode_descriptor =
       getDescriptor().getMessageType(3);
     internal_static_aophub_v1_ScanMode_fieldAccessorTable = new
