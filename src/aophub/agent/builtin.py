@@ -20,11 +20,14 @@ from aophub.agent.echo import EchoAgent
 from aophub.agent.history import RESET_COMMAND, Conversations, history_from_events
 from aophub.agent.isolation import Isolation, SandboxState
 from aophub.agent.loop import BuiltinAgent, ToolOutcome
+from aophub.agent.memory import DEFAULT_MAX_ENTRIES, MEMORY_FILE, Memory
+from aophub.agent.memory_tools import MEMORY_TOOLS, memory_definitions, run_memory_tool
 from aophub.agent.provider import ChatMessage, ProviderError
 from aophub.agent.sandbox import ExecPolicy, Workspace
 from aophub.agent.summaries import summary_event_parts
 from aophub.agent.tokens import ENCODINGS_DIR
 from aophub.agent.tools import ToolBox
+from aophub.agent.tools import ToolOutcome as ToolResult
 from aophub.config import ConfigStore
 from aophub.node.commands import CommandCall, CommandFailed, CommandOutput, NodeCommands
 from aophub.settings import DATABASE_FILE
@@ -54,11 +57,21 @@ HISTORY_PAGE_BYTES = 4 * 1024 * 1024  # one store read loads at most this much (
 
 
 def hub_files(config: ConfigStore) -> tuple[Path, ...]:
-    """The files of the data directory the file tools must never open: configuration, key, database, audit log."""
+    """The files of the data directory the file tools must never open: configuration, key, database, audit log,
+    memory (the model reaches it only through remember and recall)."""
     data_dir = config.data_dir
     database = data_dir / DATABASE_FILE
     sqlite_files = [database.with_name(database.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
-    return (config.path, data_dir / ACCESS_KEY_FILE, database, *sqlite_files, data_dir / AUDIT_LOG)
+    memory = data_dir / MEMORY_FILE
+    return (
+        config.path,
+        data_dir / ACCESS_KEY_FILE,
+        database,
+        *sqlite_files,
+        data_dir / AUDIT_LOG,
+        memory,
+        memory.with_name(memory.name + ".tmp"),
+    )
 
 
 def warn_about_sandbox(isolation: Isolation) -> None:
@@ -77,11 +90,13 @@ def warn_about_sandbox(isolation: Isolation) -> None:
 
 class ConfiguredTools:
     """The built-in tools under the sandbox settings in effect now: the tool box is rebuilt when they
-    change (UpdateConfig or a hand edit of the file), so a change applies from the next tool call."""
+    change (UpdateConfig or a hand edit of the file), so a change applies from the next tool call.
+    With ``memory`` and ``agent.memory_enabled``, also ``remember`` and ``recall``."""
 
-    def __init__(self, config: ConfigStore, audit: AuditLog) -> None:
+    def __init__(self, config: ConfigStore, audit: AuditLog, memory: Memory | None = None) -> None:
         self._config = config
         self._audit = audit
+        self._memory = memory
         self._settings: config_pb2.SandboxSettings | None = None
         self._tools: ToolBox | None = None
 
@@ -99,11 +114,40 @@ class ConfiguredTools:
             warn_about_sandbox(policy.isolation)
         return self._tools
 
+    def _memory_on(self) -> Memory | None:
+        return self._memory if self._config.agent_settings().memory_enabled else None
+
     def definitions(self) -> list[content_pb2.ToolDefinition]:
-        return self.current().definitions()
+        definitions = self.current().definitions()
+        if definitions and self._memory_on() is not None:
+            definitions += memory_definitions()
+        return definitions
 
     async def call(self, name: str, arguments: bytes, *, session_id: str, turn_id: str, call_id: str) -> ToolOutcome:
-        return await self.current().call(name, arguments, session_id=session_id, turn_id=turn_id, call_id=call_id)
+        memory = self._memory_on()
+        if memory is None or name not in MEMORY_TOOLS:
+            return await self.current().call(name, arguments, session_id=session_id, turn_id=turn_id, call_id=call_id)
+        started = time.monotonic()
+        text, is_error = "canceled: the turn ended", True
+        max_entries = self._config.agent_settings().memory_max_entries or DEFAULT_MAX_ENTRIES
+        try:
+            text, is_error = await run_memory_tool(
+                memory, name, arguments, session_id=session_id, max_entries=max_entries
+            )
+        finally:
+            duration_ms = int((time.monotonic() - started) * 1000)
+            self.record(
+                name,
+                arguments,
+                text,
+                is_error=is_error,
+                duration_ms=duration_ms,
+                kind="function",
+                session_id=session_id,
+                turn_id=turn_id,
+                call_id=call_id,
+            )
+        return ToolResult(text, is_error, duration_ms)
 
     def record(
         self,
@@ -151,7 +195,8 @@ def builtin_agent(
     (a remote node) conversations cannot be rebuilt and stay. Prompt tokens are counted with the
     tiktoken encodings found in ``<data dir>/tokenizers`` (see :mod:`aophub.agent.tokens`).
     """
-    tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG))
+    memory = Memory(config.data_dir / MEMORY_FILE)
+    tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG), memory)
     tools.current()  # a workspace that cannot be made fails at start
 
     async def load_history(session_id: str, turn_id: str) -> list[ChatMessage]:
@@ -172,6 +217,7 @@ def builtin_agent(
         load_history=load_history if store is not None else None,
         workspace=tools.workspace,
         encodings_dir=config.data_dir / ENCODINGS_DIR,
+        memory=memory,
     )
 
 

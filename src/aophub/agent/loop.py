@@ -58,6 +58,7 @@ from aophub.agent.context import (
     threshold_fold,
 )
 from aophub.agent.echo import EchoAgent
+from aophub.agent.memory import DEFAULT_PROMPT_ENTRIES, Memory, prompt_section
 from aophub.agent.openai import OpenAIProvider
 from aophub.agent.provider import (
     AssistantToolCall,
@@ -229,6 +230,7 @@ class BuiltinAgent:
         load_history: Callable[[str, str], Awaitable[list[ChatMessage]]] | None = None,
         workspace: Workspace | Callable[[], Workspace] | None = None,
         encodings_dir: Path | None = None,
+        memory: Memory | None = None,
     ) -> None:
         self._profile = profile
         self._settings = settings
@@ -242,6 +244,8 @@ class BuiltinAgent:
         # tiktoken encoding files (see aophub.agent.tokens); counters by model name.
         self._encodings_dir = encodings_dir
         self._counters: dict[str, TokenCounter] = {}
+        # The long-term memory whose newest entries go into the system prompt (agent.memory_enabled).
+        self.memory = memory
 
     def __repr__(self) -> str:
         profile = self._profile()
@@ -311,8 +315,19 @@ class BuiltinAgent:
         settings = _copy(self._settings())
         history = await self._conversation(turn.session_id, turn.turn_id)
         workspace = self._workspace() if callable(self._workspace) else self._workspace
+        remembered = ""
+        if self.memory is not None and settings.memory_enabled:
+            count = settings.memory_prompt_entries or DEFAULT_PROMPT_ENTRIES
+            remembered = prompt_section(await asyncio.to_thread(self.memory.latest, count))
         run = _TurnRun(
-            turn, profile, settings, self._tools, history, workspace=workspace, counter=self.counter(profile.model)
+            turn,
+            profile,
+            settings,
+            self._tools,
+            history,
+            workspace=workspace,
+            counter=self.counter(profile.model),
+            remembered=remembered,
         )
         await run.prepare()
         provider = self._provider_factory(profile)
@@ -349,6 +364,7 @@ class _TurnRun:
         *,
         workspace: Workspace | None = None,
         counter: TokenCounter,
+        remembered: str = "",
     ) -> None:
         self.turn = turn
         self.workspace = workspace
@@ -362,6 +378,8 @@ class _TurnRun:
             if options.HasField("system_prompt")
             else settings.system_prompt or DEFAULT_SYSTEM_PROMPT
         )
+        if remembered:
+            self.system_prompt += "\n\n" + remembered
         self.max_tokens = options.max_tokens if options.HasField("max_tokens") else 0
         self.ask_before_tools = (
             options.ask_before_tools if options.HasField("ask_before_tools") else settings.ask_before_tools
