@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from aophub.agent.builtin import builtin_agent, builtin_commands
 from aophub.agent.memory import MEMORY_FILE, Memory, MemoryRefused, prompt_section
 from aophub.agent.memory_tools import memory_definitions, run_memory_tool
 from aophub.agent.redaction import REDACTED
+from aophub.config import ConfigStore
 
 DAY = 86_400.0
 
@@ -109,3 +111,27 @@ async def test_the_remember_and_recall_tools(memory: Memory) -> None:
         "not done: 'text' is required and must be a string",
         True,
     )
+
+
+async def test_the_memory_command_lists_and_searches(tmp_path: Path) -> None:
+    """/memory shows the newest entries, /memory <words> the matching ones; an empty memory says so."""
+    config = ConfigStore(tmp_path, environ={})
+    agent = builtin_agent(config)
+    commands = builtin_commands(agent)
+    empty = await commands.run("ses_1", "/memory")
+    assert empty is not None
+    assert empty.text == "the memory is empty"
+    assert agent.memory is not None
+    agent.memory.add("the staging host is alpha")
+    agent.memory.add("the prod host is beta")
+    listed = await commands.run("ses_1", "/memory")
+    assert listed is not None
+    assert "the staging host is alpha" in listed.text
+    assert "the prod host is beta" in listed.text
+    found = await commands.run("ses_1", "/memory prod")
+    assert found is not None
+    assert "beta" in found.text
+    assert "alpha" not in found.text
+    none = await commands.run("ses_1", "/memory gamma")
+    assert none is not None
+    assert none.text == "nothing matches"

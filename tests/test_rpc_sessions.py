@@ -414,6 +414,7 @@ async def test_list_commands_adds_the_catalog_the_node_published(app: AppSocket,
     assert [(command.name, command.source) for command in on_local.commands[len(HUB_COMMANDS) :]] == [
         ("reset", "local"),
         ("summarize", "local"),
+        ("memory", "local"),
         ("status", "local"),
         ("title", "local"),
     ]

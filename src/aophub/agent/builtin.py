@@ -7,6 +7,7 @@ machine.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from aophub.agent.echo import EchoAgent
 from aophub.agent.history import RESET_COMMAND, Conversations, history_from_events
 from aophub.agent.isolation import Isolation, SandboxState
 from aophub.agent.loop import BuiltinAgent, ToolOutcome
-from aophub.agent.memory import DEFAULT_MAX_ENTRIES, MEMORY_FILE, Memory
+from aophub.agent.memory import DEFAULT_MAX_ENTRIES, DEFAULT_PROMPT_ENTRIES, MEMORY_FILE, Memory, prompt_section
 from aophub.agent.memory_tools import MEMORY_TOOLS, memory_definitions, run_memory_tool
 from aophub.agent.provider import ChatMessage, ProviderError
 from aophub.agent.sandbox import ExecPolicy, Workspace
@@ -222,7 +223,7 @@ def builtin_agent(
 
 
 def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
-    """The built-in agent's slash commands: ``/reset`` (a fresh context), ``/summarize`` and ``/status``.
+    """The built-in agent's slash commands: ``/reset`` (a fresh context), ``/summarize``, ``/memory`` and ``/status``.
 
     ``/summarize`` folds the conversation so far into the session's running summary (also
     ``SessionService.SummarizeSession``); its output, the summary, carries
@@ -248,6 +249,18 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
         _, extension = summary_event_parts(summary, folded, "manual")
         return CommandOutput(summary, extensions=(extension,))
 
+    async def memory(call: CommandCall) -> CommandOutput:
+        if agent.memory is None:
+            raise CommandFailed("this agent has no long-term memory")
+        if call.args:
+            entries = await asyncio.to_thread(agent.memory.search, call.args, DEFAULT_PROMPT_ENTRIES)
+            entries.reverse()
+        else:
+            entries = await asyncio.to_thread(agent.memory.latest, DEFAULT_PROMPT_ENTRIES)
+        if not entries:
+            return CommandOutput("nothing matches" if call.args else "the memory is empty")
+        return CommandOutput(prompt_section(entries), "preformatted")
+
     async def status(call: CommandCall) -> CommandOutput:
         current = agent.status()
         lines = [f"provider: {current.provider or '-'}", f"model: {current.model or '-'}"]
@@ -258,6 +271,12 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
     commands.add(RESET_COMMAND, reset, description="Start a fresh context in this session")
     commands.add(
         SUMMARIZE_COMMAND, summarize, description="Fold the conversation so far into the session's running summary"
+    )
+    commands.add(
+        "/memory",
+        memory,
+        usage="[words]",
+        description="Show the long-term memory's newest entries, or those holding every word",
     )
     commands.add("/status", status, description="Show the agent's model and its configuration problems")
     return commands
