@@ -291,3 +291,26 @@ async def test_the_built_in_agent_reads_encodings_from_the_data_directory(tmp_pa
     agent = builtin_agent(config)
     assert agent.counter("gpt-4o").exact
     assert not agent.counter("llama3").exact
+
+
+async def test_a_summary_longer_than_its_room_is_folded_again(fake: FakeOpenAI) -> None:
+    """The first summary overshoots its room and leaves the prompt over the budget: the agent folds
+    again before the model call instead of failing, and the request stays under the budget."""
+    agent = agent_of(fake, no_thresholds())
+    session = Session()
+    summaries = iter(["long " + "s" * 4000, "short"])
+
+    def respond(request: Recorded) -> Reply:
+        if is_summary_call(request):
+            return answer(next(summaries), usage=None)
+        return answer("answer " + "z" * 200, usage=None)
+
+    fake.responder = respond
+    number = 0
+    while len(session.summaries()) < 2:
+        assert await agent.run_turn(session.turn(f"question {number} " + "w" * 150)) == "completed"
+        number += 1
+        assert number < 40
+    first, second = session.summaries()
+    assert first[0] == second[0]  # the same turn folded twice
+    assert max(received_tokens(request) for request in fake.chat_requests) <= BUDGET

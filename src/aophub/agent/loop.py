@@ -106,6 +106,8 @@ DEFAULT_SYSTEM_PROMPT = (
 DEFAULT_MAX_TURNS = 25
 DEFAULT_TURN_TIMEOUT_SECONDS = 600
 DEFAULT_MODEL_TIMEOUT_SECONDS = 120
+# Folds before one model call at most (see _TurnRun._fit).
+FIT_ATTEMPTS = 3
 FUNCTION_TOOL_KIND = "function"
 CLIENT_TOOL_KIND = "client"
 JSON_MEDIA_TYPE = "application/json"
@@ -483,15 +485,22 @@ class _TurnRun:
 
     async def _fit(self, provider: Provider, tools: list[content_pb2.ToolDefinition]) -> None:
         """Fold the oldest messages into the summary when the thresholds or the budget ask for it;
-        fail the turn when the prompt is still over the budget."""
+        fail the turn when the prompt is still over the budget.
+
+        A summary longer than the room it was given (the model's tokens are not the estimate's)
+        can leave the prompt over: the budget then folds again, up to :data:`FIT_ATTEMPTS` times.
+        """
         fold = threshold_fold(self.history, self.thresholds)
-        if self.prompt_budget:
-            fixed = request_tokens([ChatMessage("system", self.system_prompt)], tools, self.counter)
-            needed = budget_fold(self.history, fixed, self.prompt_budget, self.counter)
-            if needed is not None and (fold is None or needed.count > fold.count):
-                fold = needed
-        if fold is not None:
+        fixed = request_tokens([ChatMessage("system", self.system_prompt)], tools, self.counter)
+        for _ in range(FIT_ATTEMPTS):
+            if self.prompt_budget:
+                needed = budget_fold(self.history, fixed, self.prompt_budget, self.counter)
+                if needed is not None and (fold is None or needed.count > fold.count):
+                    fold = needed
+            if fold is None:
+                break
             await self._fold(provider, fold)
+            fold = None
         request = self._request(tools)
         tokens = request_tokens(request.messages, request.tools, self.counter)
         if self.prompt_budget and tokens > self.prompt_budget:
