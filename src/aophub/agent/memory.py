@@ -50,6 +50,9 @@ class MemoryRefused(Exception):
 
 @dataclass(frozen=True)
 class MemoryEntry:
+    """One remembered item: its text (redacted), when it was written, its session and source; ``summary`` marks
+    the entry the oldest ones were folded into."""
+
     id: str
     text: str
     created_at: float

@@ -36,12 +36,14 @@ __all__ = [
     "ESTIMATE_BYTES_PER_TOKEN",
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD_TOKENS",
+    "REPLY_PRIMING_TOKENS",
     "EstimatedTokens",
     "TiktokenTokens",
     "TokenCounter",
     "counter_for",
     "message_tokens",
     "request_tokens",
+    "tools_tokens",
 ]
 
 log = logging.getLogger(__name__)
