@@ -9,6 +9,7 @@
 package aophubv1
 
 import (
+	aop "github.com/aophub/aophub/gen/go/aop"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
@@ -203,8 +204,10 @@ func (x *ListMemoryResponse) GetEntries() []*MemoryEntry {
 // AddMemoryRequest stores a new entry.
 type AddMemoryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// Idempotency key; a retry with the same id and body returns the same response.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// The text to remember (required).
-	Text          string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	Text          string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -239,6 +242,13 @@ func (*AddMemoryRequest) Descriptor() ([]byte, []int) {
 	return file_aophub_v1_memory_proto_rawDescGZIP(), []int{3}
 }
 
+func (x *AddMemoryRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 func (x *AddMemoryRequest) GetText() string {
 	if x != nil {
 		return x.Text
@@ -246,11 +256,16 @@ func (x *AddMemoryRequest) GetText() string {
 	return ""
 }
 
-// AddMemoryResponse is the stored entry.
+// AddMemoryResponse is the outcome of AddMemory.
 type AddMemoryResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The entry as stored (redacted).
-	Entry         *MemoryEntry `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	// The outcome.
+	//
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*AddMemoryResponse_Accepted
+	//	*AddMemoryResponse_Rejected
+	Outcome       isAddMemoryResponse_Outcome `protobuf_oneof:"outcome"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -285,20 +300,58 @@ func (*AddMemoryResponse) Descriptor() ([]byte, []int) {
 	return file_aophub_v1_memory_proto_rawDescGZIP(), []int{4}
 }
 
-func (x *AddMemoryResponse) GetEntry() *MemoryEntry {
+func (x *AddMemoryResponse) GetOutcome() isAddMemoryResponse_Outcome {
 	if x != nil {
-		return x.Entry
+		return x.Outcome
 	}
 	return nil
 }
 
+func (x *AddMemoryResponse) GetAccepted() *MemoryEntry {
+	if x != nil {
+		if x, ok := x.Outcome.(*AddMemoryResponse_Accepted); ok {
+			return x.Accepted
+		}
+	}
+	return nil
+}
+
+func (x *AddMemoryResponse) GetRejected() *aop.Rejection {
+	if x != nil {
+		if x, ok := x.Outcome.(*AddMemoryResponse_Rejected); ok {
+			return x.Rejected
+		}
+	}
+	return nil
+}
+
+type isAddMemoryResponse_Outcome interface {
+	isAddMemoryResponse_Outcome()
+}
+
+type AddMemoryResponse_Accepted struct {
+	// The entry as stored (redacted).
+	Accepted *MemoryEntry `protobuf:"bytes,1,opt,name=accepted,proto3,oneof"`
+}
+
+type AddMemoryResponse_Rejected struct {
+	// Why it was refused (INVALID_ARGUMENT).
+	Rejected *aop.Rejection `protobuf:"bytes,2,opt,name=rejected,proto3,oneof"`
+}
+
+func (*AddMemoryResponse_Accepted) isAddMemoryResponse_Outcome() {}
+
+func (*AddMemoryResponse_Rejected) isAddMemoryResponse_Outcome() {}
+
 // EditMemoryRequest replaces an entry's text.
 type EditMemoryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// Idempotency key; a retry with the same id and body returns the same response.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// Entry id (required).
-	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
 	// The new text (required).
-	Text          string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -333,6 +386,13 @@ func (*EditMemoryRequest) Descriptor() ([]byte, []int) {
 	return file_aophub_v1_memory_proto_rawDescGZIP(), []int{5}
 }
 
+func (x *EditMemoryRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 func (x *EditMemoryRequest) GetId() string {
 	if x != nil {
 		return x.Id
@@ -347,11 +407,16 @@ func (x *EditMemoryRequest) GetText() string {
 	return ""
 }
 
-// EditMemoryResponse is the edited entry.
+// EditMemoryResponse is the outcome of EditMemory.
 type EditMemoryResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The entry as stored (redacted).
-	Entry         *MemoryEntry `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	// The outcome.
+	//
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*EditMemoryResponse_Accepted
+	//	*EditMemoryResponse_Rejected
+	Outcome       isEditMemoryResponse_Outcome `protobuf_oneof:"outcome"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -386,18 +451,56 @@ func (*EditMemoryResponse) Descriptor() ([]byte, []int) {
 	return file_aophub_v1_memory_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *EditMemoryResponse) GetEntry() *MemoryEntry {
+func (x *EditMemoryResponse) GetOutcome() isEditMemoryResponse_Outcome {
 	if x != nil {
-		return x.Entry
+		return x.Outcome
 	}
 	return nil
 }
 
+func (x *EditMemoryResponse) GetAccepted() *MemoryEntry {
+	if x != nil {
+		if x, ok := x.Outcome.(*EditMemoryResponse_Accepted); ok {
+			return x.Accepted
+		}
+	}
+	return nil
+}
+
+func (x *EditMemoryResponse) GetRejected() *aop.Rejection {
+	if x != nil {
+		if x, ok := x.Outcome.(*EditMemoryResponse_Rejected); ok {
+			return x.Rejected
+		}
+	}
+	return nil
+}
+
+type isEditMemoryResponse_Outcome interface {
+	isEditMemoryResponse_Outcome()
+}
+
+type EditMemoryResponse_Accepted struct {
+	// The entry as stored (redacted); it is now the newest.
+	Accepted *MemoryEntry `protobuf:"bytes,1,opt,name=accepted,proto3,oneof"`
+}
+
+type EditMemoryResponse_Rejected struct {
+	// Why it was refused (NOT_FOUND, INVALID_ARGUMENT).
+	Rejected *aop.Rejection `protobuf:"bytes,2,opt,name=rejected,proto3,oneof"`
+}
+
+func (*EditMemoryResponse_Accepted) isEditMemoryResponse_Outcome() {}
+
+func (*EditMemoryResponse_Rejected) isEditMemoryResponse_Outcome() {}
+
 // DeleteMemoryRequest removes an entry.
 type DeleteMemoryRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
+	// Idempotency key; a retry with the same id and body returns the same response.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// Entry id (required).
-	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Id            string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -432,6 +535,13 @@ func (*DeleteMemoryRequest) Descriptor() ([]byte, []int) {
 	return file_aophub_v1_memory_proto_rawDescGZIP(), []int{7}
 }
 
+func (x *DeleteMemoryRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
 func (x *DeleteMemoryRequest) GetId() string {
 	if x != nil {
 		return x.Id
@@ -439,11 +549,16 @@ func (x *DeleteMemoryRequest) GetId() string {
 	return ""
 }
 
-// DeleteMemoryResponse confirms a removal.
+// DeleteMemoryResponse is the outcome of DeleteMemory.
 type DeleteMemoryResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The removed entry's id.
-	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The outcome.
+	//
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*DeleteMemoryResponse_Accepted
+	//	*DeleteMemoryResponse_Rejected
+	Outcome       isDeleteMemoryResponse_Outcome `protobuf_oneof:"outcome"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -478,12 +593,48 @@ func (*DeleteMemoryResponse) Descriptor() ([]byte, []int) {
 	return file_aophub_v1_memory_proto_rawDescGZIP(), []int{8}
 }
 
-func (x *DeleteMemoryResponse) GetId() string {
+func (x *DeleteMemoryResponse) GetOutcome() isDeleteMemoryResponse_Outcome {
 	if x != nil {
-		return x.Id
+		return x.Outcome
 	}
-	return ""
+	return nil
 }
+
+func (x *DeleteMemoryResponse) GetAccepted() *MemoryEntry {
+	if x != nil {
+		if x, ok := x.Outcome.(*DeleteMemoryResponse_Accepted); ok {
+			return x.Accepted
+		}
+	}
+	return nil
+}
+
+func (x *DeleteMemoryResponse) GetRejected() *aop.Rejection {
+	if x != nil {
+		if x, ok := x.Outcome.(*DeleteMemoryResponse_Rejected); ok {
+			return x.Rejected
+		}
+	}
+	return nil
+}
+
+type isDeleteMemoryResponse_Outcome interface {
+	isDeleteMemoryResponse_Outcome()
+}
+
+type DeleteMemoryResponse_Accepted struct {
+	// The removed entry.
+	Accepted *MemoryEntry `protobuf:"bytes,1,opt,name=accepted,proto3,oneof"`
+}
+
+type DeleteMemoryResponse_Rejected struct {
+	// Why it was refused (NOT_FOUND).
+	Rejected *aop.Rejection `protobuf:"bytes,2,opt,name=rejected,proto3,oneof"`
+}
+
+func (*DeleteMemoryResponse_Accepted) isDeleteMemoryResponse_Outcome() {}
+
+func (*DeleteMemoryResponse_Rejected) isDeleteMemoryResponse_Outcome() {}
 
 // SearchMemoryRequest looks for entries.
 type SearchMemoryRequest struct {
@@ -590,7 +741,7 @@ var File_aophub_v1_memory_proto protoreflect.FileDescriptor
 
 const file_aophub_v1_memory_proto_rawDesc = "" +
 	"\n" +
-	"\x16aophub/v1/memory.proto\x12\taophub.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbd\x01\n" +
+	"\x16aophub/v1/memory.proto\x12\taophub.v1\x1a\x0eaop/chat.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbd\x01\n" +
 	"\vMemoryEntry\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x129\n" +
@@ -602,20 +753,32 @@ const file_aophub_v1_memory_proto_rawDesc = "" +
 	"\asummary\x18\x06 \x01(\bR\asummary\"\x13\n" +
 	"\x11ListMemoryRequest\"F\n" +
 	"\x12ListMemoryResponse\x120\n" +
-	"\aentries\x18\x01 \x03(\v2\x16.aophub.v1.MemoryEntryR\aentries\"&\n" +
-	"\x10AddMemoryRequest\x12\x12\n" +
-	"\x04text\x18\x01 \x01(\tR\x04text\"A\n" +
-	"\x11AddMemoryResponse\x12,\n" +
-	"\x05entry\x18\x01 \x01(\v2\x16.aophub.v1.MemoryEntryR\x05entry\"7\n" +
-	"\x11EditMemoryRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
-	"\x04text\x18\x02 \x01(\tR\x04text\"B\n" +
-	"\x12EditMemoryResponse\x12,\n" +
-	"\x05entry\x18\x01 \x01(\v2\x16.aophub.v1.MemoryEntryR\x05entry\"%\n" +
-	"\x13DeleteMemoryRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"&\n" +
-	"\x14DeleteMemoryResponse\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"A\n" +
+	"\aentries\x18\x01 \x03(\v2\x16.aophub.v1.MemoryEntryR\aentries\"E\n" +
+	"\x10AddMemoryRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"\x82\x01\n" +
+	"\x11AddMemoryResponse\x124\n" +
+	"\baccepted\x18\x01 \x01(\v2\x16.aophub.v1.MemoryEntryH\x00R\baccepted\x12,\n" +
+	"\brejected\x18\x02 \x01(\v2\x0e.aop.RejectionH\x00R\brejectedB\t\n" +
+	"\aoutcome\"V\n" +
+	"\x11EditMemoryRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"\x83\x01\n" +
+	"\x12EditMemoryResponse\x124\n" +
+	"\baccepted\x18\x01 \x01(\v2\x16.aophub.v1.MemoryEntryH\x00R\baccepted\x12,\n" +
+	"\brejected\x18\x02 \x01(\v2\x0e.aop.RejectionH\x00R\brejectedB\t\n" +
+	"\aoutcome\"D\n" +
+	"\x13DeleteMemoryRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\"\x85\x01\n" +
+	"\x14DeleteMemoryResponse\x124\n" +
+	"\baccepted\x18\x01 \x01(\v2\x16.aophub.v1.MemoryEntryH\x00R\baccepted\x12,\n" +
+	"\brejected\x18\x02 \x01(\v2\x0e.aop.RejectionH\x00R\brejectedB\t\n" +
+	"\aoutcome\"A\n" +
 	"\x13SearchMemoryRequest\x12\x14\n" +
 	"\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\rR\x05limit\"H\n" +
@@ -657,34 +820,51 @@ var file_aophub_v1_memory_proto_goTypes = []any{
 	(*SearchMemoryRequest)(nil),   // 9: aophub.v1.SearchMemoryRequest
 	(*SearchMemoryResponse)(nil),  // 10: aophub.v1.SearchMemoryResponse
 	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*aop.Rejection)(nil),         // 12: aop.Rejection
 }
 var file_aophub_v1_memory_proto_depIdxs = []int32{
 	11, // 0: aophub.v1.MemoryEntry.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: aophub.v1.ListMemoryResponse.entries:type_name -> aophub.v1.MemoryEntry
-	0,  // 2: aophub.v1.AddMemoryResponse.entry:type_name -> aophub.v1.MemoryEntry
-	0,  // 3: aophub.v1.EditMemoryResponse.entry:type_name -> aophub.v1.MemoryEntry
-	0,  // 4: aophub.v1.SearchMemoryResponse.entries:type_name -> aophub.v1.MemoryEntry
-	1,  // 5: aophub.v1.MemoryService.ListMemory:input_type -> aophub.v1.ListMemoryRequest
-	3,  // 6: aophub.v1.MemoryService.AddMemory:input_type -> aophub.v1.AddMemoryRequest
-	5,  // 7: aophub.v1.MemoryService.EditMemory:input_type -> aophub.v1.EditMemoryRequest
-	7,  // 8: aophub.v1.MemoryService.DeleteMemory:input_type -> aophub.v1.DeleteMemoryRequest
-	9,  // 9: aophub.v1.MemoryService.SearchMemory:input_type -> aophub.v1.SearchMemoryRequest
-	2,  // 10: aophub.v1.MemoryService.ListMemory:output_type -> aophub.v1.ListMemoryResponse
-	4,  // 11: aophub.v1.MemoryService.AddMemory:output_type -> aophub.v1.AddMemoryResponse
-	6,  // 12: aophub.v1.MemoryService.EditMemory:output_type -> aophub.v1.EditMemoryResponse
-	8,  // 13: aophub.v1.MemoryService.DeleteMemory:output_type -> aophub.v1.DeleteMemoryResponse
-	10, // 14: aophub.v1.MemoryService.SearchMemory:output_type -> aophub.v1.SearchMemoryResponse
-	10, // [10:15] is the sub-list for method output_type
-	5,  // [5:10] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	0,  // 2: aophub.v1.AddMemoryResponse.accepted:type_name -> aophub.v1.MemoryEntry
+	12, // 3: aophub.v1.AddMemoryResponse.rejected:type_name -> aop.Rejection
+	0,  // 4: aophub.v1.EditMemoryResponse.accepted:type_name -> aophub.v1.MemoryEntry
+	12, // 5: aophub.v1.EditMemoryResponse.rejected:type_name -> aop.Rejection
+	0,  // 6: aophub.v1.DeleteMemoryResponse.accepted:type_name -> aophub.v1.MemoryEntry
+	12, // 7: aophub.v1.DeleteMemoryResponse.rejected:type_name -> aop.Rejection
+	0,  // 8: aophub.v1.SearchMemoryResponse.entries:type_name -> aophub.v1.MemoryEntry
+	1,  // 9: aophub.v1.MemoryService.ListMemory:input_type -> aophub.v1.ListMemoryRequest
+	3,  // 10: aophub.v1.MemoryService.AddMemory:input_type -> aophub.v1.AddMemoryRequest
+	5,  // 11: aophub.v1.MemoryService.EditMemory:input_type -> aophub.v1.EditMemoryRequest
+	7,  // 12: aophub.v1.MemoryService.DeleteMemory:input_type -> aophub.v1.DeleteMemoryRequest
+	9,  // 13: aophub.v1.MemoryService.SearchMemory:input_type -> aophub.v1.SearchMemoryRequest
+	2,  // 14: aophub.v1.MemoryService.ListMemory:output_type -> aophub.v1.ListMemoryResponse
+	4,  // 15: aophub.v1.MemoryService.AddMemory:output_type -> aophub.v1.AddMemoryResponse
+	6,  // 16: aophub.v1.MemoryService.EditMemory:output_type -> aophub.v1.EditMemoryResponse
+	8,  // 17: aophub.v1.MemoryService.DeleteMemory:output_type -> aophub.v1.DeleteMemoryResponse
+	10, // 18: aophub.v1.MemoryService.SearchMemory:output_type -> aophub.v1.SearchMemoryResponse
+	14, // [14:19] is the sub-list for method output_type
+	9,  // [9:14] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_aophub_v1_memory_proto_init() }
 func file_aophub_v1_memory_proto_init() {
 	if File_aophub_v1_memory_proto != nil {
 		return
+	}
+	file_aophub_v1_memory_proto_msgTypes[4].OneofWrappers = []any{
+		(*AddMemoryResponse_Accepted)(nil),
+		(*AddMemoryResponse_Rejected)(nil),
+	}
+	file_aophub_v1_memory_proto_msgTypes[6].OneofWrappers = []any{
+		(*EditMemoryResponse_Accepted)(nil),
+		(*EditMemoryResponse_Rejected)(nil),
+	}
+	file_aophub_v1_memory_proto_msgTypes[8].OneofWrappers = []any{
+		(*DeleteMemoryResponse_Accepted)(nil),
+		(*DeleteMemoryResponse_Rejected)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -54,20 +54,20 @@ class MemoryService(Protocol):
 
     async def add_memory(self, request: AddMemoryRequest, ctx: RequestContext[AddMemoryRequest, AddMemoryResponse], /) -> AddMemoryResponse:
         """
-        AddMemory stores a new entry (INVALID_ARGUMENT when the text is empty or
-        longer than 4096 characters).
+        AddMemory stores a new entry (rejected INVALID_ARGUMENT when the text is
+        empty or longer than 4096 characters).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     async def edit_memory(self, request: EditMemoryRequest, ctx: RequestContext[EditMemoryRequest, EditMemoryResponse], /) -> EditMemoryResponse:
         """
-        EditMemory replaces an entry's text (NOT_FOUND for an unknown id).
+        EditMemory replaces an entry's text (rejected NOT_FOUND for an unknown id).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     async def delete_memory(self, request: DeleteMemoryRequest, ctx: RequestContext[DeleteMemoryRequest, DeleteMemoryResponse], /) -> DeleteMemoryResponse:
         """
-        DeleteMemory removes an entry (NOT_FOUND for an unknown id).
+        DeleteMemory removes an entry (rejected NOT_FOUND for an unknown id).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -226,8 +226,8 @@ class MemoryServiceClient(ConnectClient):
         timeout_ms: int | None = None,
     ) -> AddMemoryResponse:
         """
-        AddMemory stores a new entry (INVALID_ARGUMENT when the text is empty or
-        longer than 4096 characters).
+        AddMemory stores a new entry (rejected INVALID_ARGUMENT when the text is
+        empty or longer than 4096 characters).
         """
         return await self.execute_unary(
             request=request,
@@ -250,7 +250,7 @@ class MemoryServiceClient(ConnectClient):
         timeout_ms: int | None = None,
     ) -> EditMemoryResponse:
         """
-        EditMemory replaces an entry's text (NOT_FOUND for an unknown id).
+        EditMemory replaces an entry's text (rejected NOT_FOUND for an unknown id).
         """
         return await self.execute_unary(
             request=request,
@@ -273,7 +273,7 @@ class MemoryServiceClient(ConnectClient):
         timeout_ms: int | None = None,
     ) -> DeleteMemoryResponse:
         """
-        DeleteMemory removes an entry (NOT_FOUND for an unknown id).
+        DeleteMemory removes an entry (rejected NOT_FOUND for an unknown id).
         """
         return await self.execute_unary(
             request=request,
@@ -332,20 +332,20 @@ class MemoryServiceSync(Protocol):
 
     def add_memory(self, request: AddMemoryRequest, ctx: RequestContext[AddMemoryRequest, AddMemoryResponse], /) -> AddMemoryResponse:
         """
-        AddMemory stores a new entry (INVALID_ARGUMENT when the text is empty or
-        longer than 4096 characters).
+        AddMemory stores a new entry (rejected INVALID_ARGUMENT when the text is
+        empty or longer than 4096 characters).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     def edit_memory(self, request: EditMemoryRequest, ctx: RequestContext[EditMemoryRequest, EditMemoryResponse], /) -> EditMemoryResponse:
         """
-        EditMemory replaces an entry's text (NOT_FOUND for an unknown id).
+        EditMemory replaces an entry's text (rejected NOT_FOUND for an unknown id).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
     def delete_memory(self, request: DeleteMemoryRequest, ctx: RequestContext[DeleteMemoryRequest, DeleteMemoryResponse], /) -> DeleteMemoryResponse:
         """
-        DeleteMemory removes an entry (NOT_FOUND for an unknown id).
+        DeleteMemory removes an entry (rejected NOT_FOUND for an unknown id).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -502,8 +502,8 @@ class MemoryServiceClientSync(ConnectClientSync):
         timeout_ms: int | None = None,
     ) -> AddMemoryResponse:
         """
-        AddMemory stores a new entry (INVALID_ARGUMENT when the text is empty or
-        longer than 4096 characters).
+        AddMemory stores a new entry (rejected INVALID_ARGUMENT when the text is
+        empty or longer than 4096 characters).
         """
         return self.execute_unary(
             request=request,
@@ -526,7 +526,7 @@ class MemoryServiceClientSync(ConnectClientSync):
         timeout_ms: int | None = None,
     ) -> EditMemoryResponse:
         """
-        EditMemory replaces an entry's text (NOT_FOUND for an unknown id).
+        EditMemory replaces an entry's text (rejected NOT_FOUND for an unknown id).
         """
         return self.execute_unary(
             request=request,
@@ -549,7 +549,7 @@ class MemoryServiceClientSync(ConnectClientSync):
         timeout_ms: int | None = None,
     ) -> DeleteMemoryResponse:
         """
-        DeleteMemory removes an entry (NOT_FOUND for an unknown id).
+        DeleteMemory removes an entry (rejected NOT_FOUND for an unknown id).
         """
         return self.execute_unary(
             request=request,

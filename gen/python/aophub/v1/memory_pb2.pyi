@@ -1,5 +1,6 @@
 import datetime
 
+from aop import chat_pb2 as _chat_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
@@ -36,42 +37,54 @@ class ListMemoryResponse(_message.Message):
     def __init__(self, entries: _Optional[_Iterable[_Union[MemoryEntry, _Mapping]]] = ...) -> None: ...
 
 class AddMemoryRequest(_message.Message):
-    __slots__ = ("text",)
+    __slots__ = ("request_id", "text")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
     text: str
-    def __init__(self, text: _Optional[str] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class AddMemoryResponse(_message.Message):
-    __slots__ = ("entry",)
-    ENTRY_FIELD_NUMBER: _ClassVar[int]
-    entry: MemoryEntry
-    def __init__(self, entry: _Optional[_Union[MemoryEntry, _Mapping]] = ...) -> None: ...
+    __slots__ = ("accepted", "rejected")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_FIELD_NUMBER: _ClassVar[int]
+    accepted: MemoryEntry
+    rejected: _chat_pb2.Rejection
+    def __init__(self, accepted: _Optional[_Union[MemoryEntry, _Mapping]] = ..., rejected: _Optional[_Union[_chat_pb2.Rejection, _Mapping]] = ...) -> None: ...
 
 class EditMemoryRequest(_message.Message):
-    __slots__ = ("id", "text")
+    __slots__ = ("request_id", "id", "text")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
     id: str
     text: str
-    def __init__(self, id: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., id: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
 
 class EditMemoryResponse(_message.Message):
-    __slots__ = ("entry",)
-    ENTRY_FIELD_NUMBER: _ClassVar[int]
-    entry: MemoryEntry
-    def __init__(self, entry: _Optional[_Union[MemoryEntry, _Mapping]] = ...) -> None: ...
+    __slots__ = ("accepted", "rejected")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_FIELD_NUMBER: _ClassVar[int]
+    accepted: MemoryEntry
+    rejected: _chat_pb2.Rejection
+    def __init__(self, accepted: _Optional[_Union[MemoryEntry, _Mapping]] = ..., rejected: _Optional[_Union[_chat_pb2.Rejection, _Mapping]] = ...) -> None: ...
 
 class DeleteMemoryRequest(_message.Message):
-    __slots__ = ("id",)
+    __slots__ = ("request_id", "id")
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    request_id: str
     id: str
-    def __init__(self, id: _Optional[str] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
 
 class DeleteMemoryResponse(_message.Message):
-    __slots__ = ("id",)
-    ID_FIELD_NUMBER: _ClassVar[int]
-    id: str
-    def __init__(self, id: _Optional[str] = ...) -> None: ...
+    __slots__ = ("accepted", "rejected")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_FIELD_NUMBER: _ClassVar[int]
+    accepted: MemoryEntry
+    rejected: _chat_pb2.Rejection
+    def __init__(self, accepted: _Optional[_Union[MemoryEntry, _Mapping]] = ..., rejected: _Optional[_Union[_chat_pb2.Rejection, _Mapping]] = ...) -> None: ...
 
 class SearchMemoryRequest(_message.Message):
     __slots__ = ("query", "limit")

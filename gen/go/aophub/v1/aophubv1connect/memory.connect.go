@@ -55,12 +55,12 @@ const (
 type MemoryServiceClient interface {
 	// ListMemory returns every entry, newest first.
 	ListMemory(context.Context, *connect.Request[v1.ListMemoryRequest]) (*connect.Response[v1.ListMemoryResponse], error)
-	// AddMemory stores a new entry (INVALID_ARGUMENT when the text is empty or
-	// longer than 4096 characters).
+	// AddMemory stores a new entry (rejected INVALID_ARGUMENT when the text is
+	// empty or longer than 4096 characters).
 	AddMemory(context.Context, *connect.Request[v1.AddMemoryRequest]) (*connect.Response[v1.AddMemoryResponse], error)
-	// EditMemory replaces an entry's text (NOT_FOUND for an unknown id).
+	// EditMemory replaces an entry's text (rejected NOT_FOUND for an unknown id).
 	EditMemory(context.Context, *connect.Request[v1.EditMemoryRequest]) (*connect.Response[v1.EditMemoryResponse], error)
-	// DeleteMemory removes an entry (NOT_FOUND for an unknown id).
+	// DeleteMemory removes an entry (rejected NOT_FOUND for an unknown id).
 	DeleteMemory(context.Context, *connect.Request[v1.DeleteMemoryRequest]) (*connect.Response[v1.DeleteMemoryResponse], error)
 	// SearchMemory returns the entries that contain every word of the query
 	// (case-insensitive), newest first.
@@ -151,12 +151,12 @@ func (c *memoryServiceClient) SearchMemory(ctx context.Context, req *connect.Req
 type MemoryServiceHandler interface {
 	// ListMemory returns every entry, newest first.
 	ListMemory(context.Context, *connect.Request[v1.ListMemoryRequest]) (*connect.Response[v1.ListMemoryResponse], error)
-	// AddMemory stores a new entry (INVALID_ARGUMENT when the text is empty or
-	// longer than 4096 characters).
+	// AddMemory stores a new entry (rejected INVALID_ARGUMENT when the text is
+	// empty or longer than 4096 characters).
 	AddMemory(context.Context, *connect.Request[v1.AddMemoryRequest]) (*connect.Response[v1.AddMemoryResponse], error)
-	// EditMemory replaces an entry's text (NOT_FOUND for an unknown id).
+	// EditMemory replaces an entry's text (rejected NOT_FOUND for an unknown id).
 	EditMemory(context.Context, *connect.Request[v1.EditMemoryRequest]) (*connect.Response[v1.EditMemoryResponse], error)
-	// DeleteMemory removes an entry (NOT_FOUND for an unknown id).
+	// DeleteMemory removes an entry (rejected NOT_FOUND for an unknown id).
 	DeleteMemory(context.Context, *connect.Request[v1.DeleteMemoryRequest]) (*connect.Response[v1.DeleteMemoryResponse], error)
 	// SearchMemory returns the entries that contain every word of the query
 	// (case-insensitive), newest first.

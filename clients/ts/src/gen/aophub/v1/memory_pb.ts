@@ -6,6 +6,8 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Rejection } from "../../aop/chat_pb.js";
+import { file_aop_chat } from "../../aop/chat_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
@@ -14,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/memory.proto.
  */
 export const file_aophub_v1_memory: GenFile = /*@__PURE__*/
-  fileDesc("ChZhb3BodWIvdjEvbWVtb3J5LnByb3RvEglhb3BodWIudjEijAEKC01lbW9yeUVudHJ5EgoKAmlkGAEgASgJEgwKBHRleHQYAiABKAkSLgoKY3JlYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKc2Vzc2lvbl9pZBgEIAEoCRIOCgZzb3VyY2UYBSABKAkSDwoHc3VtbWFyeRgGIAEoCCITChFMaXN0TWVtb3J5UmVxdWVzdCI9ChJMaXN0TWVtb3J5UmVzcG9uc2USJwoHZW50cmllcxgBIAMoCzIWLmFvcGh1Yi52MS5NZW1vcnlFbnRyeSIgChBBZGRNZW1vcnlSZXF1ZXN0EgwKBHRleHQYASABKAkiOgoRQWRkTWVtb3J5UmVzcG9uc2USJQoFZW50cnkYASABKAsyFi5hb3BodWIudjEuTWVtb3J5RW50cnkiLQoRRWRpdE1lbW9yeVJlcXVlc3QSCgoCaWQYASABKAkSDAoEdGV4dBgCIAEoCSI7ChJFZGl0TWVtb3J5UmVzcG9uc2USJQoFZW50cnkYASABKAsyFi5hb3BodWIudjEuTWVtb3J5RW50cnkiIQoTRGVsZXRlTWVtb3J5UmVxdWVzdBIKCgJpZBgBIAEoCSIiChREZWxldGVNZW1vcnlSZXNwb25zZRIKCgJpZBgBIAEoCSIzChNTZWFyY2hNZW1vcnlSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg0KBWxpbWl0GAIgASgNIj8KFFNlYXJjaE1lbW9yeVJlc3BvbnNlEicKB2VudHJpZXMYASADKAsyFi5hb3BodWIudjEuTWVtb3J5RW50cnkymQMKDU1lbW9yeVNlcnZpY2USTgoKTGlzdE1lbW9yeRIcLmFvcGh1Yi52MS5MaXN0TWVtb3J5UmVxdWVzdBodLmFvcGh1Yi52MS5MaXN0TWVtb3J5UmVzcG9uc2UiA5ACARJGCglBZGRNZW1vcnkSGy5hb3BodWIudjEuQWRkTWVtb3J5UmVxdWVzdBocLmFvcGh1Yi52MS5BZGRNZW1vcnlSZXNwb25zZRJJCgpFZGl0TWVtb3J5EhwuYW9waHViLnYxLkVkaXRNZW1vcnlSZXF1ZXN0Gh0uYW9waHViLnYxLkVkaXRNZW1vcnlSZXNwb25zZRJPCgxEZWxldGVNZW1vcnkSHi5hb3BodWIudjEuRGVsZXRlTWVtb3J5UmVxdWVzdBofLmFvcGh1Yi52MS5EZWxldGVNZW1vcnlSZXNwb25zZRJUCgxTZWFyY2hNZW1vcnkSHi5hb3BodWIudjEuU2VhcmNoTWVtb3J5UmVxdWVzdBofLmFvcGh1Yi52MS5TZWFyY2hNZW1vcnlSZXNwb25zZSIDkAIBQkkKEWRldi5hb3BodWIuYXBpLnYxUAFaMmdpdGh1Yi5jb20vYW9waHViL2FvcGh1Yi9nZW4vZ28vYW9waHViL3YxO2FvcGh1YnYxYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChZhb3BodWIvdjEvbWVtb3J5LnByb3RvEglhb3BodWIudjEijAEKC01lbW9yeUVudHJ5EgoKAmlkGAEgASgJEgwKBHRleHQYAiABKAkSLgoKY3JlYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEgoKc2Vzc2lvbl9pZBgEIAEoCRIOCgZzb3VyY2UYBSABKAkSDwoHc3VtbWFyeRgGIAEoCCITChFMaXN0TWVtb3J5UmVxdWVzdCI9ChJMaXN0TWVtb3J5UmVzcG9uc2USJwoHZW50cmllcxgBIAMoCzIWLmFvcGh1Yi52MS5NZW1vcnlFbnRyeSI0ChBBZGRNZW1vcnlSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDAoEdGV4dBgCIAEoCSJuChFBZGRNZW1vcnlSZXNwb25zZRIqCghhY2NlcHRlZBgBIAEoCzIWLmFvcGh1Yi52MS5NZW1vcnlFbnRyeUgAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiQQoRRWRpdE1lbW9yeVJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIKCgJpZBgCIAEoCRIMCgR0ZXh0GAMgASgJIm8KEkVkaXRNZW1vcnlSZXNwb25zZRIqCghhY2NlcHRlZBgBIAEoCzIWLmFvcGh1Yi52MS5NZW1vcnlFbnRyeUgAEiIKCHJlamVjdGVkGAIgASgLMg4uYW9wLlJlamVjdGlvbkgAQgkKB291dGNvbWUiNQoTRGVsZXRlTWVtb3J5UmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEgoKAmlkGAIgASgJInEKFERlbGV0ZU1lbW9yeVJlc3BvbnNlEioKCGFjY2VwdGVkGAEgASgLMhYuYW9waHViLnYxLk1lbW9yeUVudHJ5SAASIgoIcmVqZWN0ZWQYAiABKAsyDi5hb3AuUmVqZWN0aW9uSABCCQoHb3V0Y29tZSIzChNTZWFyY2hNZW1vcnlSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg0KBWxpbWl0GAIgASgNIj8KFFNlYXJjaE1lbW9yeVJlc3BvbnNlEicKB2VudHJpZXMYASADKAsyFi5hb3BodWIudjEuTWVtb3J5RW50cnkymQMKDU1lbW9yeVNlcnZpY2USTgoKTGlzdE1lbW9yeRIcLmFvcGh1Yi52MS5MaXN0TWVtb3J5UmVxdWVzdBodLmFvcGh1Yi52MS5MaXN0TWVtb3J5UmVzcG9uc2UiA5ACARJGCglBZGRNZW1vcnkSGy5hb3BodWIudjEuQWRkTWVtb3J5UmVxdWVzdBocLmFvcGh1Yi52MS5BZGRNZW1vcnlSZXNwb25zZRJJCgpFZGl0TWVtb3J5EhwuYW9waHViLnYxLkVkaXRNZW1vcnlSZXF1ZXN0Gh0uYW9waHViLnYxLkVkaXRNZW1vcnlSZXNwb25zZRJPCgxEZWxldGVNZW1vcnkSHi5hb3BodWIudjEuRGVsZXRlTWVtb3J5UmVxdWVzdBofLmFvcGh1Yi52MS5EZWxldGVNZW1vcnlSZXNwb25zZRJUCgxTZWFyY2hNZW1vcnkSHi5hb3BodWIudjEuU2VhcmNoTWVtb3J5UmVxdWVzdBofLmFvcGh1Yi52MS5TZWFyY2hNZW1vcnlSZXNwb25zZSIDkAIBQkkKEWRldi5hb3BodWIuYXBpLnYxUAFaMmdpdGh1Yi5jb20vYW9waHViL2FvcGh1Yi9nZW4vZ28vYW9waHViL3YxO2FvcGh1YnYxYgZwcm90bzM", [file_aop_chat, file_google_protobuf_timestamp]);
 
 /**
  * MemoryEntry is one remembered item.
@@ -117,9 +119,16 @@ export const ListMemoryResponseSchema: GenMessage<ListMemoryResponse> = /*@__PUR
  */
 export type AddMemoryRequest = Message<"aophub.v1.AddMemoryRequest"> & {
   /**
+   * Idempotency key; a retry with the same id and body returns the same response.
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
    * The text to remember (required).
    *
-   * @generated from field: string text = 1;
+   * @generated from field: string text = 2;
    */
   text: string;
 };
@@ -132,17 +141,33 @@ export const AddMemoryRequestSchema: GenMessage<AddMemoryRequest> = /*@__PURE__*
   messageDesc(file_aophub_v1_memory, 3);
 
 /**
- * AddMemoryResponse is the stored entry.
+ * AddMemoryResponse is the outcome of AddMemory.
  *
  * @generated from message aophub.v1.AddMemoryResponse
  */
 export type AddMemoryResponse = Message<"aophub.v1.AddMemoryResponse"> & {
   /**
-   * The entry as stored (redacted).
+   * The outcome.
    *
-   * @generated from field: aophub.v1.MemoryEntry entry = 1;
+   * @generated from oneof aophub.v1.AddMemoryResponse.outcome
    */
-  entry?: MemoryEntry | undefined;
+  outcome: {
+    /**
+     * The entry as stored (redacted).
+     *
+     * @generated from field: aophub.v1.MemoryEntry accepted = 1;
+     */
+    value: MemoryEntry;
+    case: "accepted";
+  } | {
+    /**
+     * Why it was refused (INVALID_ARGUMENT).
+     *
+     * @generated from field: aop.Rejection rejected = 2;
+     */
+    value: Rejection;
+    case: "rejected";
+  } | { case: undefined; value?: undefined };
 };
 
 /**
@@ -159,16 +184,23 @@ export const AddMemoryResponseSchema: GenMessage<AddMemoryResponse> = /*@__PURE_
  */
 export type EditMemoryRequest = Message<"aophub.v1.EditMemoryRequest"> & {
   /**
+   * Idempotency key; a retry with the same id and body returns the same response.
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
    * Entry id (required).
    *
-   * @generated from field: string id = 1;
+   * @generated from field: string id = 2;
    */
   id: string;
 
   /**
    * The new text (required).
    *
-   * @generated from field: string text = 2;
+   * @generated from field: string text = 3;
    */
   text: string;
 };
@@ -181,17 +213,33 @@ export const EditMemoryRequestSchema: GenMessage<EditMemoryRequest> = /*@__PURE_
   messageDesc(file_aophub_v1_memory, 5);
 
 /**
- * EditMemoryResponse is the edited entry.
+ * EditMemoryResponse is the outcome of EditMemory.
  *
  * @generated from message aophub.v1.EditMemoryResponse
  */
 export type EditMemoryResponse = Message<"aophub.v1.EditMemoryResponse"> & {
   /**
-   * The entry as stored (redacted).
+   * The outcome.
    *
-   * @generated from field: aophub.v1.MemoryEntry entry = 1;
+   * @generated from oneof aophub.v1.EditMemoryResponse.outcome
    */
-  entry?: MemoryEntry | undefined;
+  outcome: {
+    /**
+     * The entry as stored (redacted); it is now the newest.
+     *
+     * @generated from field: aophub.v1.MemoryEntry accepted = 1;
+     */
+    value: MemoryEntry;
+    case: "accepted";
+  } | {
+    /**
+     * Why it was refused (NOT_FOUND, INVALID_ARGUMENT).
+     *
+     * @generated from field: aop.Rejection rejected = 2;
+     */
+    value: Rejection;
+    case: "rejected";
+  } | { case: undefined; value?: undefined };
 };
 
 /**
@@ -208,9 +256,16 @@ export const EditMemoryResponseSchema: GenMessage<EditMemoryResponse> = /*@__PUR
  */
 export type DeleteMemoryRequest = Message<"aophub.v1.DeleteMemoryRequest"> & {
   /**
+   * Idempotency key; a retry with the same id and body returns the same response.
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
    * Entry id (required).
    *
-   * @generated from field: string id = 1;
+   * @generated from field: string id = 2;
    */
   id: string;
 };
@@ -223,17 +278,33 @@ export const DeleteMemoryRequestSchema: GenMessage<DeleteMemoryRequest> = /*@__P
   messageDesc(file_aophub_v1_memory, 7);
 
 /**
- * DeleteMemoryResponse confirms a removal.
+ * DeleteMemoryResponse is the outcome of DeleteMemory.
  *
  * @generated from message aophub.v1.DeleteMemoryResponse
  */
 export type DeleteMemoryResponse = Message<"aophub.v1.DeleteMemoryResponse"> & {
   /**
-   * The removed entry's id.
+   * The outcome.
    *
-   * @generated from field: string id = 1;
+   * @generated from oneof aophub.v1.DeleteMemoryResponse.outcome
    */
-  id: string;
+  outcome: {
+    /**
+     * The removed entry.
+     *
+     * @generated from field: aophub.v1.MemoryEntry accepted = 1;
+     */
+    value: MemoryEntry;
+    case: "accepted";
+  } | {
+    /**
+     * Why it was refused (NOT_FOUND).
+     *
+     * @generated from field: aop.Rejection rejected = 2;
+     */
+    value: Rejection;
+    case: "rejected";
+  } | { case: undefined; value?: undefined };
 };
 
 /**
@@ -314,8 +385,8 @@ export const MemoryService: GenService<{
     output: typeof ListMemoryResponseSchema;
   },
   /**
-   * AddMemory stores a new entry (INVALID_ARGUMENT when the text is empty or
-   * longer than 4096 characters).
+   * AddMemory stores a new entry (rejected INVALID_ARGUMENT when the text is
+   * empty or longer than 4096 characters).
    *
    * @generated from rpc aophub.v1.MemoryService.AddMemory
    */
@@ -325,7 +396,7 @@ export const MemoryService: GenService<{
     output: typeof AddMemoryResponseSchema;
   },
   /**
-   * EditMemory replaces an entry's text (NOT_FOUND for an unknown id).
+   * EditMemory replaces an entry's text (rejected NOT_FOUND for an unknown id).
    *
    * @generated from rpc aophub.v1.MemoryService.EditMemory
    */
@@ -335,7 +406,7 @@ export const MemoryService: GenService<{
     output: typeof EditMemoryResponseSchema;
   },
   /**
-   * DeleteMemory removes an entry (NOT_FOUND for an unknown id).
+   * DeleteMemory removes an entry (rejected NOT_FOUND for an unknown id).
    *
    * @generated from rpc aophub.v1.MemoryService.DeleteMemory
    */

@@ -12,10 +12,30 @@ public interface AddMemoryRequestOrBuilder extends
 
   /**
    * <pre>
+   * Idempotency key; a retry with the same id and body returns the same response.
+   * </pre>
+   *
+   * <code>string request_id = 1 [json_name = "requestId"];</code>
+   * @return The requestId.
+   */
+  java.lang.String getRequestId();
+  /**
+   * <pre>
+   * Idempotency key; a retry with the same id and body returns the same response.
+   * </pre>
+   *
+   * <code>string request_id = 1 [json_name = "requestId"];</code>
+   * @return The bytes for requestId.
+   */
+  com.google.protobuf.ByteString
+      getRequestIdBytes();
+
+  /**
+   * <pre>
    * The text to remember (required).
    * </pre>
    *
-   * <code>string text = 1 [json_name = "text"];</code>
+   * <code>string text = 2 [json_name = "text"];</code>
    * @return The text.
    */
   java.lang.String getText();
@@ -24,7 +44,7 @@ public interface AddMemoryRequestOrBuilder extends
    * The text to remember (required).
    * </pre>
    *
-   * <code>string text = 1 [json_name = "text"];</code>
+   * <code>string text = 2 [json_name = "text"];</code>
    * @return The bytes for text.
    */
   com.google.protobuf.ByteString

@@ -7,7 +7,7 @@ package dev.aophub.api.v1;
 
 /**
  * <pre>
- * AddMemoryResponse is the stored entry.
+ * AddMemoryResponse is the outcome of AddMemory.
  * </pre>
  *
  * Protobuf type {@code aophub.v1.AddMemoryResponse}
@@ -52,43 +52,132 @@ private static final long serialVersionUID = 0L;
             dev.aophub.api.v1.AddMemoryResponse.class, dev.aophub.api.v1.AddMemoryResponse.Builder.class);
   }
 
-  private int bitField0_;
-  public static final int ENTRY_FIELD_NUMBER = 1;
-  private dev.aophub.api.v1.MemoryEntry entry_;
+  private int outcomeCase_ = 0;
+  @SuppressWarnings("serial")
+  private java.lang.Object outcome_;
+  public enum OutcomeCase
+      implements com.google.protobuf.Internal.EnumLite,
+          com.google.protobuf.AbstractMessage.InternalOneOfEnum {
+    ACCEPTED(1),
+    REJECTED(2),
+    OUTCOME_NOT_SET(0);
+    private final int value;
+    private OutcomeCase(int value) {
+      this.value = value;
+    }
+    /**
+     * @param value The number of the enum to look for.
+     * @return The enum associated with the given number.
+     * @deprecated Use {@link #forNumber(int)} instead.
+     */
+    @java.lang.Deprecated
+    public static OutcomeCase valueOf(int value) {
+      return forNumber(value);
+    }
+
+    public static OutcomeCase forNumber(int value) {
+      switch (value) {
+        case 1: return ACCEPTED;
+        case 2: return REJECTED;
+        case 0: return OUTCOME_NOT_SET;
+        default: return null;
+      }
+    }
+    public int getNumber() {
+      return this.value;
+    }
+  };
+
+  public OutcomeCase
+  getOutcomeCase() {
+    return OutcomeCase.forNumber(
+        outcomeCase_);
+  }
+
+  public static final int ACCEPTED_FIELD_NUMBER = 1;
   /**
    * <pre>
    * The entry as stored (redacted).
    * </pre>
    *
-   * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
-   * @return Whether the entry field is set.
+   * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+   * @return Whether the accepted field is set.
    */
   @java.lang.Override
-  public boolean hasEntry() {
-    return ((bitField0_ & 0x00000001) != 0);
+  public boolean hasAccepted() {
+    return outcomeCase_ == 1;
   }
   /**
    * <pre>
    * The entry as stored (redacted).
    * </pre>
    *
-   * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
-   * @return The entry.
+   * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+   * @return The accepted.
    */
   @java.lang.Override
-  public dev.aophub.api.v1.MemoryEntry getEntry() {
-    return entry_ == null ? dev.aophub.api.v1.MemoryEntry.getDefaultInstance() : entry_;
+  public dev.aophub.api.v1.MemoryEntry getAccepted() {
+    if (outcomeCase_ == 1) {
+       return (dev.aophub.api.v1.MemoryEntry) outcome_;
+    }
+    return dev.aophub.api.v1.MemoryEntry.getDefaultInstance();
   }
   /**
    * <pre>
    * The entry as stored (redacted).
    * </pre>
    *
-   * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
+   * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
    */
   @java.lang.Override
-  public dev.aophub.api.v1.MemoryEntryOrBuilder getEntryOrBuilder() {
-    return entry_ == null ? dev.aophub.api.v1.MemoryEntry.getDefaultInstance() : entry_;
+  public dev.aophub.api.v1.MemoryEntryOrBuilder getAcceptedOrBuilder() {
+    if (outcomeCase_ == 1) {
+       return (dev.aophub.api.v1.MemoryEntry) outcome_;
+    }
+    return dev.aophub.api.v1.MemoryEntry.getDefaultInstance();
+  }
+
+  public static final int REJECTED_FIELD_NUMBER = 2;
+  /**
+   * <pre>
+   * Why it was refused (INVALID_ARGUMENT).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   * @return Whether the rejected field is set.
+   */
+  @java.lang.Override
+  public boolean hasRejected() {
+    return outcomeCase_ == 2;
+  }
+  /**
+   * <pre>
+   * Why it was refused (INVALID_ARGUMENT).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   * @return The rejected.
+   */
+  @java.lang.Override
+  public dev.aophub.aop.Rejection getRejected() {
+    if (outcomeCase_ == 2) {
+       return (dev.aophub.aop.Rejection) outcome_;
+    }
+    return dev.aophub.aop.Rejection.getDefaultInstance();
+  }
+  /**
+   * <pre>
+   * Why it was refused (INVALID_ARGUMENT).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   */
+  @java.lang.Override
+  public dev.aophub.aop.RejectionOrBuilder getRejectedOrBuilder() {
+    if (outcomeCase_ == 2) {
+       return (dev.aophub.aop.Rejection) outcome_;
+    }
+    return dev.aophub.aop.Rejection.getDefaultInstance();
   }
 
   private byte memoizedIsInitialized = -1;
@@ -105,16 +194,23 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public void writeTo(com.google.protobuf.CodedOutputStream output)
                       throws java.io.IOException {
-    if (((bitField0_ & 0x00000001) != 0)) {
-      output.writeMessage(1, getEntry());
+    if (outcomeCase_ == 1) {
+      output.writeMessage(1, (dev.aophub.api.v1.MemoryEntry) outcome_);
+    }
+    if (outcomeCase_ == 2) {
+      output.writeMessage(2, (dev.aophub.aop.Rejection) outcome_);
     }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
     int size = 0;
-    if (((bitField0_ & 0x00000001) != 0)) {
+    if (outcomeCase_ == 1) {
       size += com.google.protobuf.CodedOutputStream
-        .computeMessageSize(1, getEntry());
+        .computeMessageSize(1, (dev.aophub.api.v1.MemoryEntry) outcome_);
+    }
+    if (outcomeCase_ == 2) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(2, (dev.aophub.aop.Rejection) outcome_);
     }
     return size;
   }
@@ -140,10 +236,18 @@ private static final long serialVersionUID = 0L;
     }
     dev.aophub.api.v1.AddMemoryResponse other = (dev.aophub.api.v1.AddMemoryResponse) obj;
 
-    if (hasEntry() != other.hasEntry()) return false;
-    if (hasEntry()) {
-      if (!getEntry()
-          .equals(other.getEntry())) return false;
+    if (!getOutcomeCase().equals(other.getOutcomeCase())) return false;
+    switch (outcomeCase_) {
+      case 1:
+        if (!getAccepted()
+            .equals(other.getAccepted())) return false;
+        break;
+      case 2:
+        if (!getRejected()
+            .equals(other.getRejected())) return false;
+        break;
+      case 0:
+      default:
     }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
@@ -156,9 +260,17 @@ private static final long serialVersionUID = 0L;
     }
     int hash = 41;
     hash = (19 * hash) + getDescriptor().hashCode();
-    if (hasEntry()) {
-      hash = (37 * hash) + ENTRY_FIELD_NUMBER;
-      hash = (53 * hash) + getEntry().hashCode();
+    switch (outcomeCase_) {
+      case 1:
+        hash = (37 * hash) + ACCEPTED_FIELD_NUMBER;
+        hash = (53 * hash) + getAccepted().hashCode();
+        break;
+      case 2:
+        hash = (37 * hash) + REJECTED_FIELD_NUMBER;
+        hash = (53 * hash) + getRejected().hashCode();
+        break;
+      case 0:
+      default:
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -259,7 +371,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * AddMemoryResponse is the stored entry.
+   * AddMemoryResponse is the outcome of AddMemory.
    * </pre>
    *
    * Protobuf type {@code aophub.v1.AddMemoryResponse}
@@ -283,29 +395,26 @@ private static final long serialVersionUID = 0L;
 
     // Construct using dev.aophub.api.v1.AddMemoryResponse.newBuilder()
     private Builder() {
-      maybeForceBuilderInitialization();
+
     }
 
     private Builder(
         com.google.protobuf.GeneratedMessage.BuilderParent parent) {
       super(parent);
-      maybeForceBuilderInitialization();
-    }
-    private void maybeForceBuilderInitialization() {
-      if (com.google.protobuf.GeneratedMessage
-              .alwaysUseFieldBuilders) {
-        internalGetEntryFieldBuilder();
-      }
+
     }
     @java.lang.Override
     public Builder clear() {
       super.clear();
       bitField0_ = 0;
-      entry_ = null;
-      if (entryBuilder_ != null) {
-        entryBuilder_.dispose();
-        entryBuilder_ = null;
+      if (acceptedBuilder_ != null) {
+        acceptedBuilder_.clear();
       }
+      if (rejectedBuilder_ != null) {
+        rejectedBuilder_.clear();
+      }
+      outcomeCase_ = 0;
+      outcome_ = null;
       return this;
     }
 
@@ -333,20 +442,26 @@ private static final long serialVersionUID = 0L;
     public dev.aophub.api.v1.AddMemoryResponse buildPartial() {
       dev.aophub.api.v1.AddMemoryResponse result = new dev.aophub.api.v1.AddMemoryResponse(this);
       if (bitField0_ != 0) { buildPartial0(result); }
+      buildPartialOneofs(result);
       onBuilt();
       return result;
     }
 
     private void buildPartial0(dev.aophub.api.v1.AddMemoryResponse result) {
       int from_bitField0_ = bitField0_;
-      int to_bitField0_ = 0;
-      if (((from_bitField0_ & 0x00000001) != 0)) {
-        result.entry_ = entryBuilder_ == null
-            ? entry_
-            : entryBuilder_.build();
-        to_bitField0_ |= 0x00000001;
+    }
+
+    private void buildPartialOneofs(dev.aophub.api.v1.AddMemoryResponse result) {
+      result.outcomeCase_ = outcomeCase_;
+      result.outcome_ = this.outcome_;
+      if (outcomeCase_ == 1 &&
+          acceptedBuilder_ != null) {
+        result.outcome_ = acceptedBuilder_.build();
       }
-      result.bitField0_ |= to_bitField0_;
+      if (outcomeCase_ == 2 &&
+          rejectedBuilder_ != null) {
+        result.outcome_ = rejectedBuilder_.build();
+      }
     }
 
     @java.lang.Override
@@ -361,8 +476,18 @@ private static final long serialVersionUID = 0L;
 
     public Builder mergeFrom(dev.aophub.api.v1.AddMemoryResponse other) {
       if (other == dev.aophub.api.v1.AddMemoryResponse.getDefaultInstance()) return this;
-      if (other.hasEntry()) {
-        mergeEntry(other.getEntry());
+      switch (other.getOutcomeCase()) {
+        case ACCEPTED: {
+          mergeAccepted(other.getAccepted());
+          break;
+        }
+        case REJECTED: {
+          mergeRejected(other.getRejected());
+          break;
+        }
+        case OUTCOME_NOT_SET: {
+          break;
+        }
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -390,11 +515,18 @@ private static final long serialVersionUID = 0L;
               break;
             case 10: {
               input.readMessage(
-                  internalGetEntryFieldBuilder().getBuilder(),
+                  internalGetAcceptedFieldBuilder().getBuilder(),
                   extensionRegistry);
-              bitField0_ |= 0x00000001;
+              outcomeCase_ = 1;
               break;
             } // case 10
+            case 18: {
+              input.readMessage(
+                  internalGetRejectedFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              outcomeCase_ = 2;
+              break;
+            } // case 18
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -410,35 +542,57 @@ private static final long serialVersionUID = 0L;
       } // finally
       return this;
     }
+    private int outcomeCase_ = 0;
+    private java.lang.Object outcome_;
+    public OutcomeCase
+        getOutcomeCase() {
+      return OutcomeCase.forNumber(
+          outcomeCase_);
+    }
+
+    public Builder clearOutcome() {
+      outcomeCase_ = 0;
+      outcome_ = null;
+      onChanged();
+      return this;
+    }
+
     private int bitField0_;
 
-    private dev.aophub.api.v1.MemoryEntry entry_;
     private com.google.protobuf.SingleFieldBuilder<
-        dev.aophub.api.v1.MemoryEntry, dev.aophub.api.v1.MemoryEntry.Builder, dev.aophub.api.v1.MemoryEntryOrBuilder> entryBuilder_;
+        dev.aophub.api.v1.MemoryEntry, dev.aophub.api.v1.MemoryEntry.Builder, dev.aophub.api.v1.MemoryEntryOrBuilder> acceptedBuilder_;
     /**
      * <pre>
      * The entry as stored (redacted).
      * </pre>
      *
-     * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
-     * @return Whether the entry field is set.
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+     * @return Whether the accepted field is set.
      */
-    public boolean hasEntry() {
-      return ((bitField0_ & 0x00000001) != 0);
+    @java.lang.Override
+    public boolean hasAccepted() {
+      return outcomeCase_ == 1;
     }
     /**
      * <pre>
      * The entry as stored (redacted).
      * </pre>
      *
-     * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
-     * @return The entry.
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+     * @return The accepted.
      */
-    public dev.aophub.api.v1.MemoryEntry getEntry() {
-      if (entryBuilder_ == null) {
-        return entry_ == null ? dev.aophub.api.v1.MemoryEntry.getDefaultInstance() : entry_;
+    @java.lang.Override
+    public dev.aophub.api.v1.MemoryEntry getAccepted() {
+      if (acceptedBuilder_ == null) {
+        if (outcomeCase_ == 1) {
+          return (dev.aophub.api.v1.MemoryEntry) outcome_;
+        }
+        return dev.aophub.api.v1.MemoryEntry.getDefaultInstance();
       } else {
-        return entryBuilder_.getMessage();
+        if (outcomeCase_ == 1) {
+          return acceptedBuilder_.getMessage();
+        }
+        return dev.aophub.api.v1.MemoryEntry.getDefaultInstance();
       }
     }
     /**
@@ -446,17 +600,17 @@ private static final long serialVersionUID = 0L;
      * The entry as stored (redacted).
      * </pre>
      *
-     * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
      */
-    public Builder setEntry(dev.aophub.api.v1.MemoryEntry value) {
-      if (entryBuilder_ == null) {
+    public Builder setAccepted(dev.aophub.api.v1.MemoryEntry value) {
+      if (acceptedBuilder_ == null) {
         java.util.Objects.requireNonNull(value);
-        entry_ = value;
+        outcome_ = value;
+        onChanged();
       } else {
-        entryBuilder_.setMessage(value);
+        acceptedBuilder_.setMessage(value);
       }
-      bitField0_ |= 0x00000001;
-      onChanged();
+      outcomeCase_ = 1;
       return this;
     }
     /**
@@ -464,17 +618,17 @@ private static final long serialVersionUID = 0L;
      * The entry as stored (redacted).
      * </pre>
      *
-     * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
      */
-    public Builder setEntry(
+    public Builder setAccepted(
         dev.aophub.api.v1.MemoryEntry.Builder builderForValue) {
-      if (entryBuilder_ == null) {
-        entry_ = builderForValue.build();
+      if (acceptedBuilder_ == null) {
+        outcome_ = builderForValue.build();
+        onChanged();
       } else {
-        entryBuilder_.setMessage(builderForValue.build());
+        acceptedBuilder_.setMessage(builderForValue.build());
       }
-      bitField0_ |= 0x00000001;
-      onChanged();
+      outcomeCase_ = 1;
       return this;
     }
     /**
@@ -482,23 +636,48 @@ private static final long serialVersionUID = 0L;
      * The entry as stored (redacted).
      * </pre>
      *
-     * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
      */
-    public Builder mergeEntry(dev.aophub.api.v1.MemoryEntry value) {
-      if (entryBuilder_ == null) {
-        if (((bitField0_ & 0x00000001) != 0) &&
-          entry_ != null &&
-          entry_ != dev.aophub.api.v1.MemoryEntry.getDefaultInstance()) {
-          getEntryBuilder().mergeFrom(value);
+    public Builder mergeAccepted(dev.aophub.api.v1.MemoryEntry value) {
+      if (acceptedBuilder_ == null) {
+        if (outcomeCase_ == 1 &&
+            outcome_ != dev.aophub.api.v1.MemoryEntry.getDefaultInstance()) {
+          outcome_ = dev.aophub.api.v1.MemoryEntry.newBuilder((dev.aophub.api.v1.MemoryEntry) outcome_)
+              .mergeFrom(value).buildPartial();
         } else {
-          entry_ = value;
+          outcome_ = value;
+        }
+        onChanged();
+      } else {
+        if (outcomeCase_ == 1) {
+          acceptedBuilder_.mergeFrom(value);
+        } else {
+          acceptedBuilder_.setMessage(value);
+        }
+      }
+      outcomeCase_ = 1;
+      return this;
+    }
+    /**
+     * <pre>
+     * The entry as stored (redacted).
+     * </pre>
+     *
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+     */
+    public Builder clearAccepted() {
+      if (acceptedBuilder_ == null) {
+        if (outcomeCase_ == 1) {
+          outcomeCase_ = 0;
+          outcome_ = null;
+          onChanged();
         }
       } else {
-        entryBuilder_.mergeFrom(value);
-      }
-      if (entry_ != null) {
-        bitField0_ |= 0x00000001;
-        onChanged();
+        if (outcomeCase_ == 1) {
+          outcomeCase_ = 0;
+          outcome_ = null;
+        }
+        acceptedBuilder_.clear();
       }
       return this;
     }
@@ -507,43 +686,27 @@ private static final long serialVersionUID = 0L;
      * The entry as stored (redacted).
      * </pre>
      *
-     * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
      */
-    public Builder clearEntry() {
-      bitField0_ = (bitField0_ & ~0x00000001);
-      entry_ = null;
-      if (entryBuilder_ != null) {
-        entryBuilder_.dispose();
-        entryBuilder_ = null;
-      }
-      onChanged();
-      return this;
+    public dev.aophub.api.v1.MemoryEntry.Builder getAcceptedBuilder() {
+      return internalGetAcceptedFieldBuilder().getBuilder();
     }
     /**
      * <pre>
      * The entry as stored (redacted).
      * </pre>
      *
-     * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
      */
-    public dev.aophub.api.v1.MemoryEntry.Builder getEntryBuilder() {
-      bitField0_ |= 0x00000001;
-      onChanged();
-      return internalGetEntryFieldBuilder().getBuilder();
-    }
-    /**
-     * <pre>
-     * The entry as stored (redacted).
-     * </pre>
-     *
-     * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
-     */
-    public dev.aophub.api.v1.MemoryEntryOrBuilder getEntryOrBuilder() {
-      if (entryBuilder_ != null) {
-        return entryBuilder_.getMessageOrBuilder();
+    @java.lang.Override
+    public dev.aophub.api.v1.MemoryEntryOrBuilder getAcceptedOrBuilder() {
+      if ((outcomeCase_ == 1) && (acceptedBuilder_ != null)) {
+        return acceptedBuilder_.getMessageOrBuilder();
       } else {
-        return entry_ == null ?
-            dev.aophub.api.v1.MemoryEntry.getDefaultInstance() : entry_;
+        if (outcomeCase_ == 1) {
+          return (dev.aophub.api.v1.MemoryEntry) outcome_;
+        }
+        return dev.aophub.api.v1.MemoryEntry.getDefaultInstance();
       }
     }
     /**
@@ -551,20 +714,201 @@ private static final long serialVersionUID = 0L;
      * The entry as stored (redacted).
      * </pre>
      *
-     * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
      */
     private com.google.protobuf.SingleFieldBuilder<
         dev.aophub.api.v1.MemoryEntry, dev.aophub.api.v1.MemoryEntry.Builder, dev.aophub.api.v1.MemoryEntryOrBuilder> 
-        internalGetEntryFieldBuilder() {
-      if (entryBuilder_ == null) {
-        entryBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+        internalGetAcceptedFieldBuilder() {
+      if (acceptedBuilder_ == null) {
+        if (!(outcomeCase_ == 1)) {
+          outcome_ = dev.aophub.api.v1.MemoryEntry.getDefaultInstance();
+        }
+        acceptedBuilder_ = new com.google.protobuf.SingleFieldBuilder<
             dev.aophub.api.v1.MemoryEntry, dev.aophub.api.v1.MemoryEntry.Builder, dev.aophub.api.v1.MemoryEntryOrBuilder>(
-                getEntry(),
+                (dev.aophub.api.v1.MemoryEntry) outcome_,
                 getParentForChildren(),
                 isClean());
-        entry_ = null;
+        outcome_ = null;
       }
-      return entryBuilder_;
+      outcomeCase_ = 1;
+      onChanged();
+      return acceptedBuilder_;
+    }
+
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.aop.Rejection, dev.aophub.aop.Rejection.Builder, dev.aophub.aop.RejectionOrBuilder> rejectedBuilder_;
+    /**
+     * <pre>
+     * Why it was refused (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     * @return Whether the rejected field is set.
+     */
+    @java.lang.Override
+    public boolean hasRejected() {
+      return outcomeCase_ == 2;
+    }
+    /**
+     * <pre>
+     * Why it was refused (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     * @return The rejected.
+     */
+    @java.lang.Override
+    public dev.aophub.aop.Rejection getRejected() {
+      if (rejectedBuilder_ == null) {
+        if (outcomeCase_ == 2) {
+          return (dev.aophub.aop.Rejection) outcome_;
+        }
+        return dev.aophub.aop.Rejection.getDefaultInstance();
+      } else {
+        if (outcomeCase_ == 2) {
+          return rejectedBuilder_.getMessage();
+        }
+        return dev.aophub.aop.Rejection.getDefaultInstance();
+      }
+    }
+    /**
+     * <pre>
+     * Why it was refused (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     */
+    public Builder setRejected(dev.aophub.aop.Rejection value) {
+      if (rejectedBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        outcome_ = value;
+        onChanged();
+      } else {
+        rejectedBuilder_.setMessage(value);
+      }
+      outcomeCase_ = 2;
+      return this;
+    }
+    /**
+     * <pre>
+     * Why it was refused (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     */
+    public Builder setRejected(
+        dev.aophub.aop.Rejection.Builder builderForValue) {
+      if (rejectedBuilder_ == null) {
+        outcome_ = builderForValue.build();
+        onChanged();
+      } else {
+        rejectedBuilder_.setMessage(builderForValue.build());
+      }
+      outcomeCase_ = 2;
+      return this;
+    }
+    /**
+     * <pre>
+     * Why it was refused (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     */
+    public Builder mergeRejected(dev.aophub.aop.Rejection value) {
+      if (rejectedBuilder_ == null) {
+        if (outcomeCase_ == 2 &&
+            outcome_ != dev.aophub.aop.Rejection.getDefaultInstance()) {
+          outcome_ = dev.aophub.aop.Rejection.newBuilder((dev.aophub.aop.Rejection) outcome_)
+              .mergeFrom(value).buildPartial();
+        } else {
+          outcome_ = value;
+        }
+        onChanged();
+      } else {
+        if (outcomeCase_ == 2) {
+          rejectedBuilder_.mergeFrom(value);
+        } else {
+          rejectedBuilder_.setMessage(value);
+        }
+      }
+      outcomeCase_ = 2;
+      return this;
+    }
+    /**
+     * <pre>
+     * Why it was refused (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     */
+    public Builder clearRejected() {
+      if (rejectedBuilder_ == null) {
+        if (outcomeCase_ == 2) {
+          outcomeCase_ = 0;
+          outcome_ = null;
+          onChanged();
+        }
+      } else {
+        if (outcomeCase_ == 2) {
+          outcomeCase_ = 0;
+          outcome_ = null;
+        }
+        rejectedBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Why it was refused (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     */
+    public dev.aophub.aop.Rejection.Builder getRejectedBuilder() {
+      return internalGetRejectedFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Why it was refused (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     */
+    @java.lang.Override
+    public dev.aophub.aop.RejectionOrBuilder getRejectedOrBuilder() {
+      if ((outcomeCase_ == 2) && (rejectedBuilder_ != null)) {
+        return rejectedBuilder_.getMessageOrBuilder();
+      } else {
+        if (outcomeCase_ == 2) {
+          return (dev.aophub.aop.Rejection) outcome_;
+        }
+        return dev.aophub.aop.Rejection.getDefaultInstance();
+      }
+    }
+    /**
+     * <pre>
+     * Why it was refused (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.aop.Rejection, dev.aophub.aop.Rejection.Builder, dev.aophub.aop.RejectionOrBuilder> 
+        internalGetRejectedFieldBuilder() {
+      if (rejectedBuilder_ == null) {
+        if (!(outcomeCase_ == 2)) {
+          outcome_ = dev.aophub.aop.Rejection.getDefaultInstance();
+        }
+        rejectedBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.aophub.aop.Rejection, dev.aophub.aop.Rejection.Builder, dev.aophub.aop.RejectionOrBuilder>(
+                (dev.aophub.aop.Rejection) outcome_,
+                getParentForChildren(),
+                isClean());
+        outcome_ = null;
+      }
+      outcomeCase_ = 2;
+      onChanged();
+      return rejectedBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:aophub.v1.AddMemoryResponse)

@@ -15,25 +15,54 @@ public interface AddMemoryResponseOrBuilder extends
    * The entry as stored (redacted).
    * </pre>
    *
-   * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
-   * @return Whether the entry field is set.
+   * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+   * @return Whether the accepted field is set.
    */
-  boolean hasEntry();
+  boolean hasAccepted();
   /**
    * <pre>
    * The entry as stored (redacted).
    * </pre>
    *
-   * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
-   * @return The entry.
+   * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+   * @return The accepted.
    */
-  dev.aophub.api.v1.MemoryEntry getEntry();
+  dev.aophub.api.v1.MemoryEntry getAccepted();
   /**
    * <pre>
    * The entry as stored (redacted).
    * </pre>
    *
-   * <code>.aophub.v1.MemoryEntry entry = 1 [json_name = "entry"];</code>
+   * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
    */
-  dev.aophub.api.v1.MemoryEntryOrBuilder getEntryOrBuilder();
+  dev.aophub.api.v1.MemoryEntryOrBuilder getAcceptedOrBuilder();
+
+  /**
+   * <pre>
+   * Why it was refused (INVALID_ARGUMENT).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   * @return Whether the rejected field is set.
+   */
+  boolean hasRejected();
+  /**
+   * <pre>
+   * Why it was refused (INVALID_ARGUMENT).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   * @return The rejected.
+   */
+  dev.aophub.aop.Rejection getRejected();
+  /**
+   * <pre>
+   * Why it was refused (INVALID_ARGUMENT).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   */
+  dev.aophub.aop.RejectionOrBuilder getRejectedOrBuilder();
+
+  dev.aophub.api.v1.AddMemoryResponse.OutcomeCase getOutcomeCase();
 }

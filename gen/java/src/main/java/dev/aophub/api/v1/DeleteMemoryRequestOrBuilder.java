@@ -12,10 +12,30 @@ public interface DeleteMemoryRequestOrBuilder extends
 
   /**
    * <pre>
+   * Idempotency key; a retry with the same id and body returns the same response.
+   * </pre>
+   *
+   * <code>string request_id = 1 [json_name = "requestId"];</code>
+   * @return The requestId.
+   */
+  java.lang.String getRequestId();
+  /**
+   * <pre>
+   * Idempotency key; a retry with the same id and body returns the same response.
+   * </pre>
+   *
+   * <code>string request_id = 1 [json_name = "requestId"];</code>
+   * @return The bytes for requestId.
+   */
+  com.google.protobuf.ByteString
+      getRequestIdBytes();
+
+  /**
+   * <pre>
    * Entry id (required).
    * </pre>
    *
-   * <code>string id = 1 [json_name = "id"];</code>
+   * <code>string id = 2 [json_name = "id"];</code>
    * @return The id.
    */
   java.lang.String getId();
@@ -24,7 +44,7 @@ public interface DeleteMemoryRequestOrBuilder extends
    * Entry id (required).
    * </pre>
    *
-   * <code>string id = 1 [json_name = "id"];</code>
+   * <code>string id = 2 [json_name = "id"];</code>
    * @return The bytes for id.
    */
   com.google.protobuf.ByteString

@@ -7,7 +7,7 @@ package dev.aophub.api.v1;
 
 /**
  * <pre>
- * DeleteMemoryResponse confirms a removal.
+ * DeleteMemoryResponse is the outcome of DeleteMemory.
  * </pre>
  *
  * Protobuf type {@code aophub.v1.DeleteMemoryResponse}
@@ -32,7 +32,6 @@ private static final long serialVersionUID = 0L;
     super(builder);
   }
   private DeleteMemoryResponse() {
-    id_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -53,51 +52,132 @@ private static final long serialVersionUID = 0L;
             dev.aophub.api.v1.DeleteMemoryResponse.class, dev.aophub.api.v1.DeleteMemoryResponse.Builder.class);
   }
 
-  public static final int ID_FIELD_NUMBER = 1;
+  private int outcomeCase_ = 0;
   @SuppressWarnings("serial")
-  private volatile java.lang.Object id_ = "";
+  private java.lang.Object outcome_;
+  public enum OutcomeCase
+      implements com.google.protobuf.Internal.EnumLite,
+          com.google.protobuf.AbstractMessage.InternalOneOfEnum {
+    ACCEPTED(1),
+    REJECTED(2),
+    OUTCOME_NOT_SET(0);
+    private final int value;
+    private OutcomeCase(int value) {
+      this.value = value;
+    }
+    /**
+     * @param value The number of the enum to look for.
+     * @return The enum associated with the given number.
+     * @deprecated Use {@link #forNumber(int)} instead.
+     */
+    @java.lang.Deprecated
+    public static OutcomeCase valueOf(int value) {
+      return forNumber(value);
+    }
+
+    public static OutcomeCase forNumber(int value) {
+      switch (value) {
+        case 1: return ACCEPTED;
+        case 2: return REJECTED;
+        case 0: return OUTCOME_NOT_SET;
+        default: return null;
+      }
+    }
+    public int getNumber() {
+      return this.value;
+    }
+  };
+
+  public OutcomeCase
+  getOutcomeCase() {
+    return OutcomeCase.forNumber(
+        outcomeCase_);
+  }
+
+  public static final int ACCEPTED_FIELD_NUMBER = 1;
   /**
    * <pre>
-   * The removed entry's id.
+   * The removed entry.
    * </pre>
    *
-   * <code>string id = 1 [json_name = "id"];</code>
-   * @return The id.
+   * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+   * @return Whether the accepted field is set.
    */
   @java.lang.Override
-  public java.lang.String getId() {
-    java.lang.Object ref = id_;
-    if (ref instanceof java.lang.String) {
-      return (java.lang.String) ref;
-    } else {
-      com.google.protobuf.ByteString bs = 
-          (com.google.protobuf.ByteString) ref;
-      java.lang.String s = bs.toStringUtf8();
-      id_ = s;
-      return s;
-    }
+  public boolean hasAccepted() {
+    return outcomeCase_ == 1;
   }
   /**
    * <pre>
-   * The removed entry's id.
+   * The removed entry.
    * </pre>
    *
-   * <code>string id = 1 [json_name = "id"];</code>
-   * @return The bytes for id.
+   * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+   * @return The accepted.
    */
   @java.lang.Override
-  public com.google.protobuf.ByteString
-      getIdBytes() {
-    java.lang.Object ref = id_;
-    if (ref instanceof java.lang.String) {
-      com.google.protobuf.ByteString b = 
-          com.google.protobuf.ByteString.copyFromUtf8(
-              (java.lang.String) ref);
-      id_ = b;
-      return b;
-    } else {
-      return (com.google.protobuf.ByteString) ref;
+  public dev.aophub.api.v1.MemoryEntry getAccepted() {
+    if (outcomeCase_ == 1) {
+       return (dev.aophub.api.v1.MemoryEntry) outcome_;
     }
+    return dev.aophub.api.v1.MemoryEntry.getDefaultInstance();
+  }
+  /**
+   * <pre>
+   * The removed entry.
+   * </pre>
+   *
+   * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+   */
+  @java.lang.Override
+  public dev.aophub.api.v1.MemoryEntryOrBuilder getAcceptedOrBuilder() {
+    if (outcomeCase_ == 1) {
+       return (dev.aophub.api.v1.MemoryEntry) outcome_;
+    }
+    return dev.aophub.api.v1.MemoryEntry.getDefaultInstance();
+  }
+
+  public static final int REJECTED_FIELD_NUMBER = 2;
+  /**
+   * <pre>
+   * Why it was refused (NOT_FOUND).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   * @return Whether the rejected field is set.
+   */
+  @java.lang.Override
+  public boolean hasRejected() {
+    return outcomeCase_ == 2;
+  }
+  /**
+   * <pre>
+   * Why it was refused (NOT_FOUND).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   * @return The rejected.
+   */
+  @java.lang.Override
+  public dev.aophub.aop.Rejection getRejected() {
+    if (outcomeCase_ == 2) {
+       return (dev.aophub.aop.Rejection) outcome_;
+    }
+    return dev.aophub.aop.Rejection.getDefaultInstance();
+  }
+  /**
+   * <pre>
+   * Why it was refused (NOT_FOUND).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   */
+  @java.lang.Override
+  public dev.aophub.aop.RejectionOrBuilder getRejectedOrBuilder() {
+    if (outcomeCase_ == 2) {
+       return (dev.aophub.aop.Rejection) outcome_;
+    }
+    return dev.aophub.aop.Rejection.getDefaultInstance();
   }
 
   private byte memoizedIsInitialized = -1;
@@ -114,15 +194,23 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public void writeTo(com.google.protobuf.CodedOutputStream output)
                       throws java.io.IOException {
-    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(id_)) {
-      com.google.protobuf.GeneratedMessage.writeString(output, 1, id_);
+    if (outcomeCase_ == 1) {
+      output.writeMessage(1, (dev.aophub.api.v1.MemoryEntry) outcome_);
+    }
+    if (outcomeCase_ == 2) {
+      output.writeMessage(2, (dev.aophub.aop.Rejection) outcome_);
     }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
     int size = 0;
-    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(id_)) {
-      size += com.google.protobuf.GeneratedMessage.computeStringSize(1, id_);
+    if (outcomeCase_ == 1) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(1, (dev.aophub.api.v1.MemoryEntry) outcome_);
+    }
+    if (outcomeCase_ == 2) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(2, (dev.aophub.aop.Rejection) outcome_);
     }
     return size;
   }
@@ -148,8 +236,19 @@ private static final long serialVersionUID = 0L;
     }
     dev.aophub.api.v1.DeleteMemoryResponse other = (dev.aophub.api.v1.DeleteMemoryResponse) obj;
 
-    if (!getId()
-        .equals(other.getId())) return false;
+    if (!getOutcomeCase().equals(other.getOutcomeCase())) return false;
+    switch (outcomeCase_) {
+      case 1:
+        if (!getAccepted()
+            .equals(other.getAccepted())) return false;
+        break;
+      case 2:
+        if (!getRejected()
+            .equals(other.getRejected())) return false;
+        break;
+      case 0:
+      default:
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -161,8 +260,18 @@ private static final long serialVersionUID = 0L;
     }
     int hash = 41;
     hash = (19 * hash) + getDescriptor().hashCode();
-    hash = (37 * hash) + ID_FIELD_NUMBER;
-    hash = (53 * hash) + getId().hashCode();
+    switch (outcomeCase_) {
+      case 1:
+        hash = (37 * hash) + ACCEPTED_FIELD_NUMBER;
+        hash = (53 * hash) + getAccepted().hashCode();
+        break;
+      case 2:
+        hash = (37 * hash) + REJECTED_FIELD_NUMBER;
+        hash = (53 * hash) + getRejected().hashCode();
+        break;
+      case 0:
+      default:
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -262,7 +371,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * DeleteMemoryResponse confirms a removal.
+   * DeleteMemoryResponse is the outcome of DeleteMemory.
    * </pre>
    *
    * Protobuf type {@code aophub.v1.DeleteMemoryResponse}
@@ -298,7 +407,14 @@ private static final long serialVersionUID = 0L;
     public Builder clear() {
       super.clear();
       bitField0_ = 0;
-      id_ = "";
+      if (acceptedBuilder_ != null) {
+        acceptedBuilder_.clear();
+      }
+      if (rejectedBuilder_ != null) {
+        rejectedBuilder_.clear();
+      }
+      outcomeCase_ = 0;
+      outcome_ = null;
       return this;
     }
 
@@ -326,14 +442,25 @@ private static final long serialVersionUID = 0L;
     public dev.aophub.api.v1.DeleteMemoryResponse buildPartial() {
       dev.aophub.api.v1.DeleteMemoryResponse result = new dev.aophub.api.v1.DeleteMemoryResponse(this);
       if (bitField0_ != 0) { buildPartial0(result); }
+      buildPartialOneofs(result);
       onBuilt();
       return result;
     }
 
     private void buildPartial0(dev.aophub.api.v1.DeleteMemoryResponse result) {
       int from_bitField0_ = bitField0_;
-      if (((from_bitField0_ & 0x00000001) != 0)) {
-        result.id_ = id_;
+    }
+
+    private void buildPartialOneofs(dev.aophub.api.v1.DeleteMemoryResponse result) {
+      result.outcomeCase_ = outcomeCase_;
+      result.outcome_ = this.outcome_;
+      if (outcomeCase_ == 1 &&
+          acceptedBuilder_ != null) {
+        result.outcome_ = acceptedBuilder_.build();
+      }
+      if (outcomeCase_ == 2 &&
+          rejectedBuilder_ != null) {
+        result.outcome_ = rejectedBuilder_.build();
       }
     }
 
@@ -349,10 +476,18 @@ private static final long serialVersionUID = 0L;
 
     public Builder mergeFrom(dev.aophub.api.v1.DeleteMemoryResponse other) {
       if (other == dev.aophub.api.v1.DeleteMemoryResponse.getDefaultInstance()) return this;
-      if (!other.getId().isEmpty()) {
-        id_ = other.id_;
-        bitField0_ |= 0x00000001;
-        onChanged();
+      switch (other.getOutcomeCase()) {
+        case ACCEPTED: {
+          mergeAccepted(other.getAccepted());
+          break;
+        }
+        case REJECTED: {
+          mergeRejected(other.getRejected());
+          break;
+        }
+        case OUTCOME_NOT_SET: {
+          break;
+        }
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -379,10 +514,19 @@ private static final long serialVersionUID = 0L;
               done = true;
               break;
             case 10: {
-              id_ = input.readStringRequireUtf8();
-              bitField0_ |= 0x00000001;
+              input.readMessage(
+                  internalGetAcceptedFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              outcomeCase_ = 1;
               break;
             } // case 10
+            case 18: {
+              input.readMessage(
+                  internalGetRejectedFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              outcomeCase_ = 2;
+              break;
+            } // case 18
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -398,98 +542,373 @@ private static final long serialVersionUID = 0L;
       } // finally
       return this;
     }
+    private int outcomeCase_ = 0;
+    private java.lang.Object outcome_;
+    public OutcomeCase
+        getOutcomeCase() {
+      return OutcomeCase.forNumber(
+          outcomeCase_);
+    }
+
+    public Builder clearOutcome() {
+      outcomeCase_ = 0;
+      outcome_ = null;
+      onChanged();
+      return this;
+    }
+
     private int bitField0_;
 
-    private java.lang.Object id_ = "";
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.MemoryEntry, dev.aophub.api.v1.MemoryEntry.Builder, dev.aophub.api.v1.MemoryEntryOrBuilder> acceptedBuilder_;
     /**
      * <pre>
-     * The removed entry's id.
+     * The removed entry.
      * </pre>
      *
-     * <code>string id = 1 [json_name = "id"];</code>
-     * @return The id.
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+     * @return Whether the accepted field is set.
      */
-    public java.lang.String getId() {
-      java.lang.Object ref = id_;
-      if (!(ref instanceof java.lang.String)) {
-        com.google.protobuf.ByteString bs =
-            (com.google.protobuf.ByteString) ref;
-        java.lang.String s = bs.toStringUtf8();
-        id_ = s;
-        return s;
+    @java.lang.Override
+    public boolean hasAccepted() {
+      return outcomeCase_ == 1;
+    }
+    /**
+     * <pre>
+     * The removed entry.
+     * </pre>
+     *
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+     * @return The accepted.
+     */
+    @java.lang.Override
+    public dev.aophub.api.v1.MemoryEntry getAccepted() {
+      if (acceptedBuilder_ == null) {
+        if (outcomeCase_ == 1) {
+          return (dev.aophub.api.v1.MemoryEntry) outcome_;
+        }
+        return dev.aophub.api.v1.MemoryEntry.getDefaultInstance();
       } else {
-        return (java.lang.String) ref;
+        if (outcomeCase_ == 1) {
+          return acceptedBuilder_.getMessage();
+        }
+        return dev.aophub.api.v1.MemoryEntry.getDefaultInstance();
       }
     }
     /**
      * <pre>
-     * The removed entry's id.
+     * The removed entry.
      * </pre>
      *
-     * <code>string id = 1 [json_name = "id"];</code>
-     * @return The bytes for id.
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
      */
-    public com.google.protobuf.ByteString
-        getIdBytes() {
-      java.lang.Object ref = id_;
-      if (ref instanceof String) {
-        com.google.protobuf.ByteString b = 
-            com.google.protobuf.ByteString.copyFromUtf8(
-                (java.lang.String) ref);
-        id_ = b;
-        return b;
+    public Builder setAccepted(dev.aophub.api.v1.MemoryEntry value) {
+      if (acceptedBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        outcome_ = value;
+        onChanged();
       } else {
-        return (com.google.protobuf.ByteString) ref;
+        acceptedBuilder_.setMessage(value);
+      }
+      outcomeCase_ = 1;
+      return this;
+    }
+    /**
+     * <pre>
+     * The removed entry.
+     * </pre>
+     *
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+     */
+    public Builder setAccepted(
+        dev.aophub.api.v1.MemoryEntry.Builder builderForValue) {
+      if (acceptedBuilder_ == null) {
+        outcome_ = builderForValue.build();
+        onChanged();
+      } else {
+        acceptedBuilder_.setMessage(builderForValue.build());
+      }
+      outcomeCase_ = 1;
+      return this;
+    }
+    /**
+     * <pre>
+     * The removed entry.
+     * </pre>
+     *
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+     */
+    public Builder mergeAccepted(dev.aophub.api.v1.MemoryEntry value) {
+      if (acceptedBuilder_ == null) {
+        if (outcomeCase_ == 1 &&
+            outcome_ != dev.aophub.api.v1.MemoryEntry.getDefaultInstance()) {
+          outcome_ = dev.aophub.api.v1.MemoryEntry.newBuilder((dev.aophub.api.v1.MemoryEntry) outcome_)
+              .mergeFrom(value).buildPartial();
+        } else {
+          outcome_ = value;
+        }
+        onChanged();
+      } else {
+        if (outcomeCase_ == 1) {
+          acceptedBuilder_.mergeFrom(value);
+        } else {
+          acceptedBuilder_.setMessage(value);
+        }
+      }
+      outcomeCase_ = 1;
+      return this;
+    }
+    /**
+     * <pre>
+     * The removed entry.
+     * </pre>
+     *
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+     */
+    public Builder clearAccepted() {
+      if (acceptedBuilder_ == null) {
+        if (outcomeCase_ == 1) {
+          outcomeCase_ = 0;
+          outcome_ = null;
+          onChanged();
+        }
+      } else {
+        if (outcomeCase_ == 1) {
+          outcomeCase_ = 0;
+          outcome_ = null;
+        }
+        acceptedBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * The removed entry.
+     * </pre>
+     *
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+     */
+    public dev.aophub.api.v1.MemoryEntry.Builder getAcceptedBuilder() {
+      return internalGetAcceptedFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * The removed entry.
+     * </pre>
+     *
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+     */
+    @java.lang.Override
+    public dev.aophub.api.v1.MemoryEntryOrBuilder getAcceptedOrBuilder() {
+      if ((outcomeCase_ == 1) && (acceptedBuilder_ != null)) {
+        return acceptedBuilder_.getMessageOrBuilder();
+      } else {
+        if (outcomeCase_ == 1) {
+          return (dev.aophub.api.v1.MemoryEntry) outcome_;
+        }
+        return dev.aophub.api.v1.MemoryEntry.getDefaultInstance();
       }
     }
     /**
      * <pre>
-     * The removed entry's id.
+     * The removed entry.
      * </pre>
      *
-     * <code>string id = 1 [json_name = "id"];</code>
-     * @param value The id to set.
-     * @return This builder for chaining.
+     * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
      */
-    public Builder setId(
-        java.lang.String value) {
-      java.util.Objects.requireNonNull(value);
-      id_ = value;
-      bitField0_ |= 0x00000001;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.api.v1.MemoryEntry, dev.aophub.api.v1.MemoryEntry.Builder, dev.aophub.api.v1.MemoryEntryOrBuilder> 
+        internalGetAcceptedFieldBuilder() {
+      if (acceptedBuilder_ == null) {
+        if (!(outcomeCase_ == 1)) {
+          outcome_ = dev.aophub.api.v1.MemoryEntry.getDefaultInstance();
+        }
+        acceptedBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.aophub.api.v1.MemoryEntry, dev.aophub.api.v1.MemoryEntry.Builder, dev.aophub.api.v1.MemoryEntryOrBuilder>(
+                (dev.aophub.api.v1.MemoryEntry) outcome_,
+                getParentForChildren(),
+                isClean());
+        outcome_ = null;
+      }
+      outcomeCase_ = 1;
       onChanged();
+      return acceptedBuilder_;
+    }
+
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.aop.Rejection, dev.aophub.aop.Rejection.Builder, dev.aophub.aop.RejectionOrBuilder> rejectedBuilder_;
+    /**
+     * <pre>
+     * Why it was refused (NOT_FOUND).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     * @return Whether the rejected field is set.
+     */
+    @java.lang.Override
+    public boolean hasRejected() {
+      return outcomeCase_ == 2;
+    }
+    /**
+     * <pre>
+     * Why it was refused (NOT_FOUND).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     * @return The rejected.
+     */
+    @java.lang.Override
+    public dev.aophub.aop.Rejection getRejected() {
+      if (rejectedBuilder_ == null) {
+        if (outcomeCase_ == 2) {
+          return (dev.aophub.aop.Rejection) outcome_;
+        }
+        return dev.aophub.aop.Rejection.getDefaultInstance();
+      } else {
+        if (outcomeCase_ == 2) {
+          return rejectedBuilder_.getMessage();
+        }
+        return dev.aophub.aop.Rejection.getDefaultInstance();
+      }
+    }
+    /**
+     * <pre>
+     * Why it was refused (NOT_FOUND).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     */
+    public Builder setRejected(dev.aophub.aop.Rejection value) {
+      if (rejectedBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        outcome_ = value;
+        onChanged();
+      } else {
+        rejectedBuilder_.setMessage(value);
+      }
+      outcomeCase_ = 2;
       return this;
     }
     /**
      * <pre>
-     * The removed entry's id.
+     * Why it was refused (NOT_FOUND).
      * </pre>
      *
-     * <code>string id = 1 [json_name = "id"];</code>
-     * @return This builder for chaining.
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
      */
-    public Builder clearId() {
-      id_ = getDefaultInstance().getId();
-      bitField0_ = (bitField0_ & ~0x00000001);
-      onChanged();
+    public Builder setRejected(
+        dev.aophub.aop.Rejection.Builder builderForValue) {
+      if (rejectedBuilder_ == null) {
+        outcome_ = builderForValue.build();
+        onChanged();
+      } else {
+        rejectedBuilder_.setMessage(builderForValue.build());
+      }
+      outcomeCase_ = 2;
       return this;
     }
     /**
      * <pre>
-     * The removed entry's id.
+     * Why it was refused (NOT_FOUND).
      * </pre>
      *
-     * <code>string id = 1 [json_name = "id"];</code>
-     * @param value The bytes for id to set.
-     * @return This builder for chaining.
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
      */
-    public Builder setIdBytes(
-        com.google.protobuf.ByteString value) {
-      java.util.Objects.requireNonNull(value);
-      checkByteStringIsUtf8(value);
-      id_ = value;
-      bitField0_ |= 0x00000001;
-      onChanged();
+    public Builder mergeRejected(dev.aophub.aop.Rejection value) {
+      if (rejectedBuilder_ == null) {
+        if (outcomeCase_ == 2 &&
+            outcome_ != dev.aophub.aop.Rejection.getDefaultInstance()) {
+          outcome_ = dev.aophub.aop.Rejection.newBuilder((dev.aophub.aop.Rejection) outcome_)
+              .mergeFrom(value).buildPartial();
+        } else {
+          outcome_ = value;
+        }
+        onChanged();
+      } else {
+        if (outcomeCase_ == 2) {
+          rejectedBuilder_.mergeFrom(value);
+        } else {
+          rejectedBuilder_.setMessage(value);
+        }
+      }
+      outcomeCase_ = 2;
       return this;
+    }
+    /**
+     * <pre>
+     * Why it was refused (NOT_FOUND).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     */
+    public Builder clearRejected() {
+      if (rejectedBuilder_ == null) {
+        if (outcomeCase_ == 2) {
+          outcomeCase_ = 0;
+          outcome_ = null;
+          onChanged();
+        }
+      } else {
+        if (outcomeCase_ == 2) {
+          outcomeCase_ = 0;
+          outcome_ = null;
+        }
+        rejectedBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Why it was refused (NOT_FOUND).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     */
+    public dev.aophub.aop.Rejection.Builder getRejectedBuilder() {
+      return internalGetRejectedFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Why it was refused (NOT_FOUND).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     */
+    @java.lang.Override
+    public dev.aophub.aop.RejectionOrBuilder getRejectedOrBuilder() {
+      if ((outcomeCase_ == 2) && (rejectedBuilder_ != null)) {
+        return rejectedBuilder_.getMessageOrBuilder();
+      } else {
+        if (outcomeCase_ == 2) {
+          return (dev.aophub.aop.Rejection) outcome_;
+        }
+        return dev.aophub.aop.Rejection.getDefaultInstance();
+      }
+    }
+    /**
+     * <pre>
+     * Why it was refused (NOT_FOUND).
+     * </pre>
+     *
+     * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.aophub.aop.Rejection, dev.aophub.aop.Rejection.Builder, dev.aophub.aop.RejectionOrBuilder> 
+        internalGetRejectedFieldBuilder() {
+      if (rejectedBuilder_ == null) {
+        if (!(outcomeCase_ == 2)) {
+          outcome_ = dev.aophub.aop.Rejection.getDefaultInstance();
+        }
+        rejectedBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.aophub.aop.Rejection, dev.aophub.aop.Rejection.Builder, dev.aophub.aop.RejectionOrBuilder>(
+                (dev.aophub.aop.Rejection) outcome_,
+                getParentForChildren(),
+                isClean());
+        outcome_ = null;
+      }
+      outcomeCase_ = 2;
+      onChanged();
+      return rejectedBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:aophub.v1.DeleteMemoryResponse)

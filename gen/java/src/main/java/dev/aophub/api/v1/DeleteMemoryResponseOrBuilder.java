@@ -12,21 +12,57 @@ public interface DeleteMemoryResponseOrBuilder extends
 
   /**
    * <pre>
-   * The removed entry's id.
+   * The removed entry.
    * </pre>
    *
-   * <code>string id = 1 [json_name = "id"];</code>
-   * @return The id.
+   * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+   * @return Whether the accepted field is set.
    */
-  java.lang.String getId();
+  boolean hasAccepted();
   /**
    * <pre>
-   * The removed entry's id.
+   * The removed entry.
    * </pre>
    *
-   * <code>string id = 1 [json_name = "id"];</code>
-   * @return The bytes for id.
+   * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+   * @return The accepted.
    */
-  com.google.protobuf.ByteString
-      getIdBytes();
+  dev.aophub.api.v1.MemoryEntry getAccepted();
+  /**
+   * <pre>
+   * The removed entry.
+   * </pre>
+   *
+   * <code>.aophub.v1.MemoryEntry accepted = 1 [json_name = "accepted"];</code>
+   */
+  dev.aophub.api.v1.MemoryEntryOrBuilder getAcceptedOrBuilder();
+
+  /**
+   * <pre>
+   * Why it was refused (NOT_FOUND).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   * @return Whether the rejected field is set.
+   */
+  boolean hasRejected();
+  /**
+   * <pre>
+   * Why it was refused (NOT_FOUND).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   * @return The rejected.
+   */
+  dev.aophub.aop.Rejection getRejected();
+  /**
+   * <pre>
+   * Why it was refused (NOT_FOUND).
+   * </pre>
+   *
+   * <code>.aop.Rejection rejected = 2 [json_name = "rejected"];</code>
+   */
+  dev.aophub.aop.RejectionOrBuilder getRejectedOrBuilder();
+
+  dev.aophub.api.v1.DeleteMemoryResponse.OutcomeCase getOutcomeCase();
 }

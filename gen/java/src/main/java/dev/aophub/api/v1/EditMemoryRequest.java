@@ -32,6 +32,7 @@ private static final long serialVersionUID = 0L;
     super(builder);
   }
   private EditMemoryRequest() {
+    requestId_ = "";
     id_ = "";
     text_ = "";
   }
@@ -54,7 +55,54 @@ private static final long serialVersionUID = 0L;
             dev.aophub.api.v1.EditMemoryRequest.class, dev.aophub.api.v1.EditMemoryRequest.Builder.class);
   }
 
-  public static final int ID_FIELD_NUMBER = 1;
+  public static final int REQUEST_ID_FIELD_NUMBER = 1;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object requestId_ = "";
+  /**
+   * <pre>
+   * Idempotency key; a retry with the same id and body returns the same response.
+   * </pre>
+   *
+   * <code>string request_id = 1 [json_name = "requestId"];</code>
+   * @return The requestId.
+   */
+  @java.lang.Override
+  public java.lang.String getRequestId() {
+    java.lang.Object ref = requestId_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      requestId_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Idempotency key; a retry with the same id and body returns the same response.
+   * </pre>
+   *
+   * <code>string request_id = 1 [json_name = "requestId"];</code>
+   * @return The bytes for requestId.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getRequestIdBytes() {
+    java.lang.Object ref = requestId_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      requestId_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int ID_FIELD_NUMBER = 2;
   @SuppressWarnings("serial")
   private volatile java.lang.Object id_ = "";
   /**
@@ -62,7 +110,7 @@ private static final long serialVersionUID = 0L;
    * Entry id (required).
    * </pre>
    *
-   * <code>string id = 1 [json_name = "id"];</code>
+   * <code>string id = 2 [json_name = "id"];</code>
    * @return The id.
    */
   @java.lang.Override
@@ -83,7 +131,7 @@ private static final long serialVersionUID = 0L;
    * Entry id (required).
    * </pre>
    *
-   * <code>string id = 1 [json_name = "id"];</code>
+   * <code>string id = 2 [json_name = "id"];</code>
    * @return The bytes for id.
    */
   @java.lang.Override
@@ -101,7 +149,7 @@ private static final long serialVersionUID = 0L;
     }
   }
 
-  public static final int TEXT_FIELD_NUMBER = 2;
+  public static final int TEXT_FIELD_NUMBER = 3;
   @SuppressWarnings("serial")
   private volatile java.lang.Object text_ = "";
   /**
@@ -109,7 +157,7 @@ private static final long serialVersionUID = 0L;
    * The new text (required).
    * </pre>
    *
-   * <code>string text = 2 [json_name = "text"];</code>
+   * <code>string text = 3 [json_name = "text"];</code>
    * @return The text.
    */
   @java.lang.Override
@@ -130,7 +178,7 @@ private static final long serialVersionUID = 0L;
    * The new text (required).
    * </pre>
    *
-   * <code>string text = 2 [json_name = "text"];</code>
+   * <code>string text = 3 [json_name = "text"];</code>
    * @return The bytes for text.
    */
   @java.lang.Override
@@ -162,21 +210,27 @@ private static final long serialVersionUID = 0L;
   @java.lang.Override
   public void writeTo(com.google.protobuf.CodedOutputStream output)
                       throws java.io.IOException {
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(requestId_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 1, requestId_);
+    }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(id_)) {
-      com.google.protobuf.GeneratedMessage.writeString(output, 1, id_);
+      com.google.protobuf.GeneratedMessage.writeString(output, 2, id_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(text_)) {
-      com.google.protobuf.GeneratedMessage.writeString(output, 2, text_);
+      com.google.protobuf.GeneratedMessage.writeString(output, 3, text_);
     }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
     int size = 0;
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(requestId_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(1, requestId_);
+    }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(id_)) {
-      size += com.google.protobuf.GeneratedMessage.computeStringSize(1, id_);
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(2, id_);
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(text_)) {
-      size += com.google.protobuf.GeneratedMessage.computeStringSize(2, text_);
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(3, text_);
     }
     return size;
   }
@@ -202,6 +256,8 @@ private static final long serialVersionUID = 0L;
     }
     dev.aophub.api.v1.EditMemoryRequest other = (dev.aophub.api.v1.EditMemoryRequest) obj;
 
+    if (!getRequestId()
+        .equals(other.getRequestId())) return false;
     if (!getId()
         .equals(other.getId())) return false;
     if (!getText()
@@ -217,6 +273,8 @@ private static final long serialVersionUID = 0L;
     }
     int hash = 41;
     hash = (19 * hash) + getDescriptor().hashCode();
+    hash = (37 * hash) + REQUEST_ID_FIELD_NUMBER;
+    hash = (53 * hash) + getRequestId().hashCode();
     hash = (37 * hash) + ID_FIELD_NUMBER;
     hash = (53 * hash) + getId().hashCode();
     hash = (37 * hash) + TEXT_FIELD_NUMBER;
@@ -356,6 +414,7 @@ private static final long serialVersionUID = 0L;
     public Builder clear() {
       super.clear();
       bitField0_ = 0;
+      requestId_ = "";
       id_ = "";
       text_ = "";
       return this;
@@ -392,9 +451,12 @@ private static final long serialVersionUID = 0L;
     private void buildPartial0(dev.aophub.api.v1.EditMemoryRequest result) {
       int from_bitField0_ = bitField0_;
       if (((from_bitField0_ & 0x00000001) != 0)) {
-        result.id_ = id_;
+        result.requestId_ = requestId_;
       }
       if (((from_bitField0_ & 0x00000002) != 0)) {
+        result.id_ = id_;
+      }
+      if (((from_bitField0_ & 0x00000004) != 0)) {
         result.text_ = text_;
       }
     }
@@ -411,14 +473,19 @@ private static final long serialVersionUID = 0L;
 
     public Builder mergeFrom(dev.aophub.api.v1.EditMemoryRequest other) {
       if (other == dev.aophub.api.v1.EditMemoryRequest.getDefaultInstance()) return this;
+      if (!other.getRequestId().isEmpty()) {
+        requestId_ = other.requestId_;
+        bitField0_ |= 0x00000001;
+        onChanged();
+      }
       if (!other.getId().isEmpty()) {
         id_ = other.id_;
-        bitField0_ |= 0x00000001;
+        bitField0_ |= 0x00000002;
         onChanged();
       }
       if (!other.getText().isEmpty()) {
         text_ = other.text_;
-        bitField0_ |= 0x00000002;
+        bitField0_ |= 0x00000004;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -446,15 +513,20 @@ private static final long serialVersionUID = 0L;
               done = true;
               break;
             case 10: {
-              id_ = input.readStringRequireUtf8();
+              requestId_ = input.readStringRequireUtf8();
               bitField0_ |= 0x00000001;
               break;
             } // case 10
             case 18: {
-              text_ = input.readStringRequireUtf8();
+              id_ = input.readStringRequireUtf8();
               bitField0_ |= 0x00000002;
               break;
             } // case 18
+            case 26: {
+              text_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000004;
+              break;
+            } // case 26
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -472,13 +544,105 @@ private static final long serialVersionUID = 0L;
     }
     private int bitField0_;
 
+    private java.lang.Object requestId_ = "";
+    /**
+     * <pre>
+     * Idempotency key; a retry with the same id and body returns the same response.
+     * </pre>
+     *
+     * <code>string request_id = 1 [json_name = "requestId"];</code>
+     * @return The requestId.
+     */
+    public java.lang.String getRequestId() {
+      java.lang.Object ref = requestId_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        requestId_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Idempotency key; a retry with the same id and body returns the same response.
+     * </pre>
+     *
+     * <code>string request_id = 1 [json_name = "requestId"];</code>
+     * @return The bytes for requestId.
+     */
+    public com.google.protobuf.ByteString
+        getRequestIdBytes() {
+      java.lang.Object ref = requestId_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        requestId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Idempotency key; a retry with the same id and body returns the same response.
+     * </pre>
+     *
+     * <code>string request_id = 1 [json_name = "requestId"];</code>
+     * @param value The requestId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRequestId(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      requestId_ = value;
+      bitField0_ |= 0x00000001;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Idempotency key; a retry with the same id and body returns the same response.
+     * </pre>
+     *
+     * <code>string request_id = 1 [json_name = "requestId"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearRequestId() {
+      requestId_ = getDefaultInstance().getRequestId();
+      bitField0_ = (bitField0_ & ~0x00000001);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Idempotency key; a retry with the same id and body returns the same response.
+     * </pre>
+     *
+     * <code>string request_id = 1 [json_name = "requestId"];</code>
+     * @param value The bytes for requestId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRequestIdBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      requestId_ = value;
+      bitField0_ |= 0x00000001;
+      onChanged();
+      return this;
+    }
+
     private java.lang.Object id_ = "";
     /**
      * <pre>
      * Entry id (required).
      * </pre>
      *
-     * <code>string id = 1 [json_name = "id"];</code>
+     * <code>string id = 2 [json_name = "id"];</code>
      * @return The id.
      */
     public java.lang.String getId() {
@@ -498,7 +662,7 @@ private static final long serialVersionUID = 0L;
      * Entry id (required).
      * </pre>
      *
-     * <code>string id = 1 [json_name = "id"];</code>
+     * <code>string id = 2 [json_name = "id"];</code>
      * @return The bytes for id.
      */
     public com.google.protobuf.ByteString
@@ -519,7 +683,7 @@ private static final long serialVersionUID = 0L;
      * Entry id (required).
      * </pre>
      *
-     * <code>string id = 1 [json_name = "id"];</code>
+     * <code>string id = 2 [json_name = "id"];</code>
      * @param value The id to set.
      * @return This builder for chaining.
      */
@@ -527,7 +691,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       id_ = value;
-      bitField0_ |= 0x00000001;
+      bitField0_ |= 0x00000002;
       onChanged();
       return this;
     }
@@ -536,12 +700,12 @@ private static final long serialVersionUID = 0L;
      * Entry id (required).
      * </pre>
      *
-     * <code>string id = 1 [json_name = "id"];</code>
+     * <code>string id = 2 [json_name = "id"];</code>
      * @return This builder for chaining.
      */
     public Builder clearId() {
       id_ = getDefaultInstance().getId();
-      bitField0_ = (bitField0_ & ~0x00000001);
+      bitField0_ = (bitField0_ & ~0x00000002);
       onChanged();
       return this;
     }
@@ -550,7 +714,7 @@ private static final long serialVersionUID = 0L;
      * Entry id (required).
      * </pre>
      *
-     * <code>string id = 1 [json_name = "id"];</code>
+     * <code>string id = 2 [json_name = "id"];</code>
      * @param value The bytes for id to set.
      * @return This builder for chaining.
      */
@@ -559,7 +723,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       id_ = value;
-      bitField0_ |= 0x00000001;
+      bitField0_ |= 0x00000002;
       onChanged();
       return this;
     }
@@ -570,7 +734,7 @@ private static final long serialVersionUID = 0L;
      * The new text (required).
      * </pre>
      *
-     * <code>string text = 2 [json_name = "text"];</code>
+     * <code>string text = 3 [json_name = "text"];</code>
      * @return The text.
      */
     public java.lang.String getText() {
@@ -590,7 +754,7 @@ private static final long serialVersionUID = 0L;
      * The new text (required).
      * </pre>
      *
-     * <code>string text = 2 [json_name = "text"];</code>
+     * <code>string text = 3 [json_name = "text"];</code>
      * @return The bytes for text.
      */
     public com.google.protobuf.ByteString
@@ -611,7 +775,7 @@ private static final long serialVersionUID = 0L;
      * The new text (required).
      * </pre>
      *
-     * <code>string text = 2 [json_name = "text"];</code>
+     * <code>string text = 3 [json_name = "text"];</code>
      * @param value The text to set.
      * @return This builder for chaining.
      */
@@ -619,7 +783,7 @@ private static final long serialVersionUID = 0L;
         java.lang.String value) {
       java.util.Objects.requireNonNull(value);
       text_ = value;
-      bitField0_ |= 0x00000002;
+      bitField0_ |= 0x00000004;
       onChanged();
       return this;
     }
@@ -628,12 +792,12 @@ private static final long serialVersionUID = 0L;
      * The new text (required).
      * </pre>
      *
-     * <code>string text = 2 [json_name = "text"];</code>
+     * <code>string text = 3 [json_name = "text"];</code>
      * @return This builder for chaining.
      */
     public Builder clearText() {
       text_ = getDefaultInstance().getText();
-      bitField0_ = (bitField0_ & ~0x00000002);
+      bitField0_ = (bitField0_ & ~0x00000004);
       onChanged();
       return this;
     }
@@ -642,7 +806,7 @@ private static final long serialVersionUID = 0L;
      * The new text (required).
      * </pre>
      *
-     * <code>string text = 2 [json_name = "text"];</code>
+     * <code>string text = 3 [json_name = "text"];</code>
      * @param value The bytes for text to set.
      * @return This builder for chaining.
      */
@@ -651,7 +815,7 @@ private static final long serialVersionUID = 0L;
       java.util.Objects.requireNonNull(value);
       checkByteStringIsUtf8(value);
       text_ = value;
-      bitField0_ |= 0x00000002;
+      bitField0_ |= 0x00000004;
       onChanged();
       return this;
     }
