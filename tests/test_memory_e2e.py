@@ -21,7 +21,7 @@ from aophub.v1 import config_pb2, memory_connect, memory_pb2, token_connect, tok
 from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
 from .support.lifecycle import checked_hub
 from .support.remote import LLM_VARIABLES
-from .support.rpc import BearerKey, connect_error
+from .support.rpc import BearerKey, assert_rejected, connect_error
 from .support.server import TOKEN, RunningHub
 from .support.wire import AppSocket, run
 
@@ -95,16 +95,21 @@ async def test_memory_service_manages_entries_for_admins_only(tmp_path: Path, fa
     configure(tmp_path, fake)
     async with checked_hub(tmp_path) as hub:
         async with memory_connect.MemoryServiceClient(hub.http, interceptors=[BearerKey(TOKEN)]) as memory:
-            added = (await memory.add_memory(memory_pb2.AddMemoryRequest(text="db password=hunter2"))).entry
+            request = memory_pb2.AddMemoryRequest(request_id="add-1", text="db password=hunter2")
+            added = (await memory.add_memory(request)).accepted
             assert (added.text, added.source, added.session_id) == (f"db password={REDACTED}", "admin", "")
-            edited = (await memory.edit_memory(memory_pb2.EditMemoryRequest(id=added.id, text="db is on host 7"))).entry
-            assert edited.text == "db is on host 7"
+            assert (await memory.add_memory(request)).accepted == added  # a retry stores nothing new
+            edit = memory_pb2.EditMemoryRequest(request_id="edit-1", id=added.id, text="db is on host 7")
+            assert (await memory.edit_memory(edit)).accepted.text == "db is on host 7"
             found = await memory.search_memory(memory_pb2.SearchMemoryRequest(query="HOST db"))
             assert [e.id for e in found.entries] == [added.id]
-            await memory.delete_memory(memory_pb2.DeleteMemoryRequest(id=added.id))
+            delete = memory_pb2.DeleteMemoryRequest(request_id="delete-1", id=added.id)
+            assert (await memory.delete_memory(delete)).accepted.id == added.id
             assert not (await memory.list_memory(memory_pb2.ListMemoryRequest())).entries
-            await connect_error(memory.delete_memory(memory_pb2.DeleteMemoryRequest(id=added.id)), Code.NOT_FOUND)
-            await connect_error(memory.add_memory(memory_pb2.AddMemoryRequest(text=" ")), Code.INVALID_ARGUMENT)
+            again = memory_pb2.DeleteMemoryRequest(request_id="delete-2", id=added.id)
+            assert_rejected(await memory.delete_memory(again), "NOT_FOUND")
+            empty = memory_pb2.AddMemoryRequest(request_id="add-2", text=" ")
+            assert_rejected(await memory.add_memory(empty), "INVALID_ARGUMENT")
         secret = await create_app_token(hub)
         async with memory_connect.MemoryServiceClient(hub.http, interceptors=[BearerKey(secret)]) as memory:
             await connect_error(memory.list_memory(memory_pb2.ListMemoryRequest()), Code.PERMISSION_DENIED)

@@ -132,12 +132,13 @@ class Memory:
             self._write(entries)
             return edited
 
-    def delete(self, entry_id: str) -> None:
-        """Remove an entry. Raises MemoryRefused for an unknown id."""
+    def delete(self, entry_id: str) -> MemoryEntry:
+        """Remove an entry; the entry removed. Raises MemoryRefused for an unknown id."""
         with self._lock:
             entries = self._read()
-            del entries[self._index(entries, entry_id)]
+            removed = entries.pop(self._index(entries, entry_id))
             self._write(entries)
+            return removed
 
     def search(self, query: str, limit: int = DEFAULT_PROMPT_ENTRIES) -> list[MemoryEntry]:
         """The newest ``limit`` entries holding every word of ``query`` (case-insensitive), newest first."""

@@ -236,7 +236,7 @@ def create_app(settings: Settings) -> Starlette:
         (token_connect.TokenServiceASGIApplication, TokenServiceImpl(tokens)),
     ]
     if agent.memory is not None:
-        memory_service = MemoryServiceImpl(agent.memory, config.agent_settings)
+        memory_service = MemoryServiceImpl(hub, agent.memory, config.agent_settings)
         services.append((memory_connect.MemoryServiceASGIApplication, memory_service))
     routes = [
         Route("/health", health, methods=["GET"]),
