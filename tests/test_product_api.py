@@ -24,10 +24,19 @@ import aophub.v1
 # endpoint and change nothing in the hub. RunCommand is a slash command, which AOP-nodes 9.7.2
 # does not journal (a repeated request runs it again); its refusals are Connect codes. CreateToken
 # and RevokeToken take the token's name as their key (a journaled CreateToken response would keep
-# the token's secret in clear), and refuse with Connect codes.
-NOT_JOURNALED = {"SyncArtifacts", "TestLLM", "ListModels", "RunCommand", "CreateToken", "RevokeToken"}
+# the token's secret in clear), and refuse with Connect codes. SummarizeSession runs the command
+# /summarize exactly as RunCommand does.
+NOT_JOURNALED = {
+    "SyncArtifacts",
+    "TestLLM",
+    "ListModels",
+    "RunCommand",
+    "SummarizeSession",
+    "CreateToken",
+    "RevokeToken",
+}
 READ_ONLY_PREFIXES = ("Get", "List")
-READ_ONLY_EXTRA = {"TestConnection"}
+READ_ONLY_EXTRA = {"TestConnection", "SearchMemory"}
 
 
 def files() -> list[FileDescriptor]:
@@ -65,6 +74,7 @@ def test_every_service_of_the_design_exists() -> None:
         "ArtifactService",
         "InteractionService",
         "TokenService",
+        "MemoryService",
     }
 
 

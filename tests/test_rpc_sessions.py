@@ -413,6 +413,8 @@ async def test_list_commands_adds_the_catalog_the_node_published(app: AppSocket,
     # The built-in node's own catalog (its commands run instead of reaching the model).
     assert [(command.name, command.source) for command in on_local.commands[len(HUB_COMMANDS) :]] == [
         ("reset", "local"),
+        ("summarize", "local"),
+        ("memory", "local"),
         ("status", "local"),
         ("title", "local"),
     ]

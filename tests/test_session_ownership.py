@@ -182,6 +182,7 @@ SESSION_RPCS: list[tuple[str, Callable[[str], Message]]] = [
     ("SessionService/ListEvents", lambda sid: chat_pb2.ListEventsRequest(session_id=sid)),
     ("SessionService/ListCommands", lambda sid: session_pb2.ListCommandsRequest(session_id=sid)),
     ("SessionService/RunCommand", lambda sid: session_pb2.RunCommandRequest(session_id=sid, line="/help")),
+    ("SessionService/SummarizeSession", lambda sid: session_pb2.SummarizeSessionRequest(session_id=sid)),
     ("InteractionService/ListInteractions", lambda sid: interaction_pb2.ListInteractionsRequest(session_id=sid)),
     ("ArtifactService/SyncArtifacts", lambda sid: sync_request(session_id=sid)),
     ("ArtifactService/SyncArtifacts", lambda sid: sync_request(artifact_for_fixed(sid))),

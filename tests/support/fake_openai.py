@@ -5,7 +5,8 @@
 ``GET /v1/models`` until the block exits. Each chat request takes the next
 :class:`Reply` from the queue filled by :meth:`FakeOpenAI.script`; an empty
 queue answers HTTP 400 "no scripted reply", so a test that makes one call too
-many fails with a clear message. Every request is recorded in
+many fails with a clear message, unless :attr:`FakeOpenAI.responder` is set: it
+then answers each request the queue does not (long conversations). Every request is recorded in
 :attr:`FakeOpenAI.requests`.
 """
 
@@ -15,7 +16,7 @@ import asyncio
 import contextlib
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,6 +184,8 @@ class FakeOpenAI:
         self.requests: list[Recorded] = []
         self.port = 0
         self._replies: deque[Reply] = deque()
+        # Answers a request when no scripted reply is queued (None: HTTP 400).
+        self.responder: Callable[[Recorded], Reply] | None = None
         self._stopping = asyncio.Event()
         self.app = Starlette(
             routes=[
@@ -202,6 +205,7 @@ class FakeOpenAI:
         """Forget the recorded requests and any replies still queued (to share one server between tests)."""
         self.requests.clear()
         self._replies.clear()
+        self.responder = None
 
     def script(self, *replies: Reply) -> None:
         """Queue the answers of the next chat requests, in order."""
@@ -238,9 +242,12 @@ class FakeOpenAI:
         refused = self._refused(request)
         if refused is not None:
             return refused
-        if not self._replies:
+        if self._replies:
+            reply = self._replies.popleft()
+        elif self.responder is not None:
+            reply = self.responder(self.requests[-1])
+        else:
             return _error(400, "fake server: no scripted reply left", {})
-        reply = self._replies.popleft()
         if reply.delay:
             await self._pause(reply.delay)
         if reply.status != 200:

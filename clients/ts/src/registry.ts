@@ -25,6 +25,7 @@ import { file_aophub_v1_artifact } from "./gen/aophub/v1/artifact_pb.js";
 import { file_aophub_v1_config } from "./gen/aophub/v1/config_pb.js";
 import { file_aophub_v1_extensions } from "./gen/aophub/v1/extensions_pb.js";
 import { file_aophub_v1_interaction } from "./gen/aophub/v1/interaction_pb.js";
+import { file_aophub_v1_memory } from "./gen/aophub/v1/memory_pb.js";
 import { file_aophub_v1_scan } from "./gen/aophub/v1/scan_pb.js";
 import { file_aophub_v1_session } from "./gen/aophub/v1/session_pb.js";
 import { file_aophub_v1_system } from "./gen/aophub/v1/system_pb.js";
@@ -55,6 +56,7 @@ export const files: readonly DescFile[] = [
   file_aophub_v1_config,
   file_aophub_v1_extensions,
   file_aophub_v1_interaction,
+  file_aophub_v1_memory,
   file_aophub_v1_scan,
   file_aophub_v1_session,
   file_aophub_v1_system,

@@ -45,6 +45,7 @@ RPC_METHODS: Final[dict[str, Scope]] = {
     # Only the owner or an admin may; checked per session (aophub.access.ownership).
     "aophub.v1.SessionService/ShareSession": APP,
     "aophub.v1.SessionService/UnshareSession": APP,
+    "aophub.v1.SessionService/SummarizeSession": APP,
     "aophub.v1.ScanService/SubmitScan": APP,
     "aophub.v1.ScanService/GetScan": READ,
     "aophub.v1.ScanService/ListScans": READ,
@@ -62,6 +63,11 @@ RPC_METHODS: Final[dict[str, Scope]] = {
     "aophub.v1.ConfigService/ListModels": ADMIN,
     "aophub.v1.ConfigService/TestConnection": ADMIN,
     "aophub.v1.TokenService/CreateToken": ADMIN,
+    "aophub.v1.MemoryService/ListMemory": ADMIN,
+    "aophub.v1.MemoryService/AddMemory": ADMIN,
+    "aophub.v1.MemoryService/EditMemory": ADMIN,
+    "aophub.v1.MemoryService/DeleteMemory": ADMIN,
+    "aophub.v1.MemoryService/SearchMemory": ADMIN,
     "aophub.v1.TokenService/ListTokens": ADMIN,
     "aophub.v1.TokenService/RevokeToken": ADMIN,
 }

@@ -7,6 +7,7 @@ machine.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -20,11 +21,16 @@ from aophub.agent.echo import EchoAgent
 from aophub.agent.history import RESET_COMMAND, Conversations, history_from_events
 from aophub.agent.isolation import Isolation, SandboxState
 from aophub.agent.loop import BuiltinAgent, ToolOutcome
-from aophub.agent.provider import ChatMessage
+from aophub.agent.memory import DEFAULT_MAX_ENTRIES, DEFAULT_PROMPT_ENTRIES, MEMORY_FILE, Memory, prompt_section
+from aophub.agent.memory_tools import MEMORY_TOOLS, memory_definitions, run_memory_tool
+from aophub.agent.provider import ChatMessage, ProviderError
 from aophub.agent.sandbox import ExecPolicy, Workspace
+from aophub.agent.summaries import summary_event_parts
+from aophub.agent.tokens import ENCODINGS_DIR
 from aophub.agent.tools import ToolBox
+from aophub.agent.tools import ToolOutcome as ToolResult
 from aophub.config import ConfigStore
-from aophub.node.commands import CommandCall, CommandOutput, NodeCommands
+from aophub.node.commands import CommandCall, CommandFailed, CommandOutput, NodeCommands
 from aophub.node.terminals import (
     DEFAULT_MAX_TERMINALS,
     DEFAULT_REPLAY_BYTES,
@@ -41,6 +47,7 @@ from aophub.v1 import config_pb2
 __all__ = [
     "AUDIT_LOG",
     "CONVERSATION_IDLE",
+    "SUMMARIZE_COMMAND",
     "ConfiguredTools",
     "builtin_agent",
     "builtin_commands",
@@ -52,6 +59,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 AUDIT_LOG = "audit.jsonl"
+# The command SessionService.SummarizeSession runs.
+SUMMARIZE_COMMAND = "/summarize"
 HISTORY_PAGE = 1000
 # Seconds a conversation stays in memory unused (the hub's default for idle sessions too).
 CONVERSATION_IDLE = 600.0
@@ -59,11 +68,21 @@ HISTORY_PAGE_BYTES = 4 * 1024 * 1024  # one store read loads at most this much (
 
 
 def hub_files(config: ConfigStore) -> tuple[Path, ...]:
-    """The files of the data directory the file tools must never open: configuration, key, database, audit log."""
+    """The files of the data directory the file tools must never open: configuration, key, database, audit log,
+    memory (the model reaches it only through remember and recall)."""
     data_dir = config.data_dir
     database = data_dir / DATABASE_FILE
     sqlite_files = [database.with_name(database.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
-    return (config.path, data_dir / ACCESS_KEY_FILE, database, *sqlite_files, data_dir / AUDIT_LOG)
+    memory = data_dir / MEMORY_FILE
+    return (
+        config.path,
+        data_dir / ACCESS_KEY_FILE,
+        database,
+        *sqlite_files,
+        data_dir / AUDIT_LOG,
+        memory,
+        memory.with_name(memory.name + ".tmp"),
+    )
 
 
 def warn_about_sandbox(isolation: Isolation) -> None:
@@ -82,11 +101,13 @@ def warn_about_sandbox(isolation: Isolation) -> None:
 
 class ConfiguredTools:
     """The built-in tools under the sandbox settings in effect now: the tool box is rebuilt when they
-    change (UpdateConfig or a hand edit of the file), so a change applies from the next tool call."""
+    change (UpdateConfig or a hand edit of the file), so a change applies from the next tool call.
+    With ``memory`` and ``agent.memory_enabled``, also ``remember`` and ``recall``."""
 
-    def __init__(self, config: ConfigStore, audit: AuditLog) -> None:
+    def __init__(self, config: ConfigStore, audit: AuditLog, memory: Memory | None = None) -> None:
         self._config = config
         self._audit = audit
+        self._memory = memory
         self._settings: config_pb2.SandboxSettings | None = None
         self._tools: ToolBox | None = None
 
@@ -104,11 +125,40 @@ class ConfiguredTools:
             warn_about_sandbox(policy.isolation)
         return self._tools
 
+    def _memory_on(self) -> Memory | None:
+        return self._memory if self._config.agent_settings().memory_enabled else None
+
     def definitions(self) -> list[content_pb2.ToolDefinition]:
-        return self.current().definitions()
+        definitions = self.current().definitions()
+        if definitions and self._memory_on() is not None:
+            definitions += memory_definitions()
+        return definitions
 
     async def call(self, name: str, arguments: bytes, *, session_id: str, turn_id: str, call_id: str) -> ToolOutcome:
-        return await self.current().call(name, arguments, session_id=session_id, turn_id=turn_id, call_id=call_id)
+        memory = self._memory_on()
+        if memory is None or name not in MEMORY_TOOLS:
+            return await self.current().call(name, arguments, session_id=session_id, turn_id=turn_id, call_id=call_id)
+        started = time.monotonic()
+        text, is_error = "canceled: the turn ended", True
+        max_entries = self._config.agent_settings().memory_max_entries or DEFAULT_MAX_ENTRIES
+        try:
+            text, is_error = await run_memory_tool(
+                memory, name, arguments, session_id=session_id, max_entries=max_entries
+            )
+        finally:
+            duration_ms = int((time.monotonic() - started) * 1000)
+            self.record(
+                name,
+                arguments,
+                text,
+                is_error=is_error,
+                duration_ms=duration_ms,
+                kind="function",
+                session_id=session_id,
+                turn_id=turn_id,
+                call_id=call_id,
+            )
+        return ToolResult(text, is_error, duration_ms)
 
     def record(
         self,
@@ -153,9 +203,11 @@ def builtin_agent(
     With the hub's ``store`` (the in-process node), a session's conversation is rebuilt from its
     stored events after a restart, so it stays in memory only while it is used: it leaves after
     ``conversation_idle`` seconds of ``clock`` unused (see :class:`Conversations`). Without a store
-    (a remote node) conversations cannot be rebuilt and stay.
+    (a remote node) conversations cannot be rebuilt and stay. Prompt tokens are counted with the
+    tiktoken encodings found in ``<data dir>/tokenizers`` (see :mod:`aophub.agent.tokens`).
     """
-    tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG))
+    memory = Memory(config.data_dir / MEMORY_FILE)
+    tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG), memory)
     tools.current()  # a workspace that cannot be made fails at start
 
     async def load_history(session_id: str, turn_id: str) -> list[ChatMessage]:
@@ -175,11 +227,17 @@ def builtin_agent(
         history=Conversations(idle=conversation_idle, clock=clock) if store is not None else None,
         load_history=load_history if store is not None else None,
         workspace=tools.workspace,
+        encodings_dir=config.data_dir / ENCODINGS_DIR,
+        memory=memory,
     )
 
 
 def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
-    """The built-in agent's slash commands: ``/reset`` (a fresh context) and ``/status``.
+    """The built-in agent's slash commands: ``/reset`` (a fresh context), ``/summarize``, ``/memory`` and ``/status``.
+
+    ``/summarize`` folds the conversation so far into the session's running summary (also
+    ``SessionService.SummarizeSession``); its output, the summary, carries
+    ``aophub.v1.ContextSummary``, so a conversation rebuilt from the stored events starts from it.
 
     ``/reset`` clears the session's conversation in memory; its output, stored in the session,
     marks where a conversation rebuilt from the stored events starts (see
@@ -191,6 +249,28 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
         agent.reset(call.session_id)
         return "Context cleared: the next turn starts afresh (the history stays visible)."
 
+    async def summarize(call: CommandCall) -> CommandOutput:
+        try:
+            summary, folded = await agent.summarize(call.session_id)
+        except ValueError as error:
+            raise CommandFailed(f"nothing summarized: {error}") from error
+        except ProviderError as error:
+            raise CommandFailed(f"the model could not write the summary: {error.message}") from error
+        _, extension = summary_event_parts(summary, folded, "manual")
+        return CommandOutput(summary, extensions=(extension,))
+
+    async def memory(call: CommandCall) -> CommandOutput:
+        if agent.memory is None:
+            raise CommandFailed("this agent has no long-term memory")
+        if call.args:
+            entries = await asyncio.to_thread(agent.memory.search, call.args, DEFAULT_PROMPT_ENTRIES)
+            entries.reverse()
+        else:
+            entries = await asyncio.to_thread(agent.memory.latest, DEFAULT_PROMPT_ENTRIES)
+        if not entries:
+            return CommandOutput("nothing matches" if call.args else "the memory is empty")
+        return CommandOutput(prompt_section(entries), "preformatted")
+
     async def status(call: CommandCall) -> CommandOutput:
         current = agent.status()
         lines = [f"provider: {current.provider or '-'}", f"model: {current.model or '-'}"]
@@ -199,6 +279,15 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
         return CommandOutput("\n".join(lines), "preformatted")
 
     commands.add(RESET_COMMAND, reset, description="Start a fresh context in this session")
+    commands.add(
+        SUMMARIZE_COMMAND, summarize, description="Fold the conversation so far into the session's running summary"
+    )
+    commands.add(
+        "/memory",
+        memory,
+        usage="[words]",
+        description="Show the long-term memory's newest entries, or those holding every word",
+    )
     commands.add("/status", status, description="Show the agent's model and its configuration problems")
     return commands
 

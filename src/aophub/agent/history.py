@@ -8,6 +8,11 @@ continues where it was (including ``continue_session`` and ``regenerate``).
 Slash commands are not part of the conversation: their lines and output are messages
 without a turn (AOP-nodes 9.7.6), which the rebuild leaves out, and the output of ``/reset``
 (:data:`RESET_COMMAND`, marked by its ``aiscan.agent.CommandDetail``) starts it afresh.
+
+A running summary (a message event with ``aophub.v1.ContextSummary``, written in a turn when the
+conversation outgrew its budget or a threshold, or by ``/summarize`` outside any turn) replaces the
+previous summary and the ``folded_messages`` oldest messages after it, exactly as
+:func:`aophub.agent.context.apply_fold` did in memory when it was written.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from aiscan.agent import detail_pb2
 from aop import content_pb2, event_pb2
 from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES, attachments_of, user_message
+from aophub.agent.context import apply_fold
 from aophub.agent.provider import AssistantToolCall, ChatMessage
+from aophub.agent.summaries import summary_of
 from aophub.protocol.codec import decode_into
 from aophub.protocol.errors import Code, HubError
 
@@ -131,7 +138,7 @@ def history_from_events(
     """The conversation the events record: user and assistant messages and tool results, in order.
 
     Events of ``exclude_turn`` (the turn being started) and events of no turn are left out,
-    and the history restarts at the output of a ``/reset``. A tool
+    the history restarts at the output of a ``/reset``, and a summary folds what it covers. A tool
     call without a stored result gets one saying so, so the history stays well formed.
     User messages read as they did when their turn ran (attached files and
     images included, with attachments inline up to ``inline_limit`` bytes).
@@ -142,6 +149,12 @@ def history_from_events(
         if exclude_turn and event.turn_id == exclude_turn:
             continue
         kind = event.WhichOneof("payload")
+        summary = summary_of(event)
+        if summary is not None:
+            history.extend(_unanswered(open_calls))
+            open_calls = []
+            apply_fold(history, summary[1], summary[0])
+            continue
         if not event.turn_id:  # a command's line or output (or the hub's own message): not said to the model
             if kind == "message" and is_reset(event):
                 history, open_calls = [], []

@@ -7,7 +7,12 @@ session's history, stream its text, reasoning and tool call arguments, publish
 the complete assistant message, run the tool calls it made (asking the
 application first when configured; client tools are always answered by the
 application), feed the results back, until the model answers without tool
-calls or the bound on model calls is reached.
+calls or the bound on model calls is reached. Before each model call the
+conversation is fitted to the context budget and the summary thresholds
+(:mod:`aophub.agent.context`): the oldest messages are folded into the
+session's running summary, written by the model and published as an event of
+the turn (:mod:`aophub.agent.summaries`); the prompt tokens of the last call
+are the turn's ``context_tokens``.
 
 Invariants the loop keeps:
 
@@ -32,6 +37,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol, TypeVar
 from urllib.parse import urlsplit
 
@@ -42,7 +48,17 @@ from aophub.agent.attachments import (
     save_attachments,
     user_message,
 )
+from aophub.agent.context import (
+    Fold,
+    Thresholds,
+    apply_fold,
+    budget_fold,
+    reply_budget,
+    split_summary,
+    threshold_fold,
+)
 from aophub.agent.echo import EchoAgent
+from aophub.agent.memory import DEFAULT_PROMPT_ENTRIES, Memory, prompt_section
 from aophub.agent.openai import OpenAIProvider
 from aophub.agent.provider import (
     AssistantToolCall,
@@ -57,6 +73,8 @@ from aophub.agent.provider import (
     Usage,
 )
 from aophub.agent.sandbox import Workspace
+from aophub.agent.summaries import summary_event_parts, write_summary
+from aophub.agent.tokens import TokenCounter, counter_for, request_tokens
 from aophub.ids import new_id
 from aophub.node.runtime import Agent
 from aophub.node.turn import Turn, TurnFailed
@@ -88,6 +106,8 @@ DEFAULT_SYSTEM_PROMPT = (
 DEFAULT_MAX_TURNS = 25
 DEFAULT_TURN_TIMEOUT_SECONDS = 600
 DEFAULT_MODEL_TIMEOUT_SECONDS = 120
+# Folds before one model call at most (see _TurnRun._fit).
+FIT_ATTEMPTS = 3
 FUNCTION_TOOL_KIND = "function"
 CLIENT_TOOL_KIND = "client"
 JSON_MEDIA_TYPE = "application/json"
@@ -211,6 +231,8 @@ class BuiltinAgent:
         echo: Agent | None = None,
         load_history: Callable[[str, str], Awaitable[list[ChatMessage]]] | None = None,
         workspace: Workspace | Callable[[], Workspace] | None = None,
+        encodings_dir: Path | None = None,
+        memory: Memory | None = None,
     ) -> None:
         self._profile = profile
         self._settings = settings
@@ -221,6 +243,11 @@ class BuiltinAgent:
         # (session id, turn being started) -> the conversation so far, for a session not in memory.
         self._load_history = load_history
         self._workspace = workspace
+        # tiktoken encoding files (see aophub.agent.tokens); counters by model name.
+        self._encodings_dir = encodings_dir
+        self._counters: dict[str, TokenCounter] = {}
+        # The long-term memory whose newest entries go into the system prompt (agent.memory_enabled).
+        self.memory = memory
 
     def __repr__(self) -> str:
         profile = self._profile()
@@ -233,6 +260,46 @@ class BuiltinAgent:
             return self._echo.status()
         problem = profile_problem(profile)
         return protocol_pb2.AgentStatus(provider="openai", model=profile.model, bound=not problem, config_error=problem)
+
+    def counter(self, model: str) -> TokenCounter:
+        """The token counter of ``model`` (loaded once)."""
+        if model not in self._counters:
+            self._counters[model] = counter_for(model, self._encodings_dir)
+        return self._counters[model]
+
+    async def _conversation(self, session_id: str, turn_id: str) -> list[ChatMessage]:
+        if session_id not in self.history and self._load_history is not None:
+            self.history[session_id] = await self._load_history(session_id, turn_id)
+        return self.history.setdefault(session_id, [])
+
+    async def summarize(self, session_id: str) -> tuple[str, int]:
+        """Fold the whole conversation of ``session_id`` into its running summary now (``/summarize``).
+
+        Returns the summary and the messages it folded; the caller stores it as an event of the
+        session (with ``aophub.v1.ContextSummary``). Raises ``ValueError`` when there is nothing to
+        summarize or no model to write it, and the provider's ``ProviderError``.
+        """
+        profile = self._profile()
+        if profile is None or profile.provider == config_pb2.PROVIDER_KIND_ECHO:
+            raise ValueError("the offline echo model keeps no conversation to summarize")
+        problem = profile_problem(profile)
+        if problem:
+            raise ValueError(problem)
+        profile = _copy(profile)
+        conversation = await self._conversation(session_id, "")
+        previous, rest = split_summary(conversation)
+        if not rest:
+            raise ValueError("nothing was said since the last summary")
+        budget = _prompt_budget(profile, 0)
+        provider = self._provider_factory(profile)
+        try:
+            summary, _ = await write_summary(
+                provider, previous, rest, budget=budget, counter=self.counter(profile.model)
+            )
+        finally:
+            await provider.aclose()
+        apply_fold(conversation, len(rest), summary)
+        return summary, len(rest)
 
     def reset(self, session_id: str) -> None:
         """Start the session's conversation afresh: the next turn sees nothing said before (``/reset``)."""
@@ -248,11 +315,22 @@ class BuiltinAgent:
         # Snapshots: a configuration change applies from the next turn, never halfway through one.
         profile = _copy(profile)
         settings = _copy(self._settings())
-        if turn.session_id not in self.history and self._load_history is not None:
-            self.history[turn.session_id] = await self._load_history(turn.session_id, turn.turn_id)
-        history = self.history.setdefault(turn.session_id, [])
+        history = await self._conversation(turn.session_id, turn.turn_id)
         workspace = self._workspace() if callable(self._workspace) else self._workspace
-        run = _TurnRun(turn, profile, settings, self._tools, history, workspace=workspace)
+        remembered = ""
+        if self.memory is not None and settings.memory_enabled:
+            count = settings.memory_prompt_entries or DEFAULT_PROMPT_ENTRIES
+            remembered = prompt_section(await asyncio.to_thread(self.memory.latest, count))
+        run = _TurnRun(
+            turn,
+            profile,
+            settings,
+            self._tools,
+            history,
+            workspace=workspace,
+            counter=self.counter(profile.model),
+            remembered=remembered,
+        )
         await run.prepare()
         provider = self._provider_factory(profile)
         try:
@@ -287,6 +365,8 @@ class _TurnRun:
         history: list[ChatMessage],
         *,
         workspace: Workspace | None = None,
+        counter: TokenCounter,
+        remembered: str = "",
     ) -> None:
         self.turn = turn
         self.workspace = workspace
@@ -300,6 +380,8 @@ class _TurnRun:
             if options.HasField("system_prompt")
             else settings.system_prompt or DEFAULT_SYSTEM_PROMPT
         )
+        if remembered:
+            self.system_prompt += "\n\n" + remembered
         self.max_tokens = options.max_tokens if options.HasField("max_tokens") else 0
         self.ask_before_tools = (
             options.ask_before_tools if options.HasField("ask_before_tools") else settings.ask_before_tools
@@ -307,6 +389,10 @@ class _TurnRun:
         self.max_turns = turn.request.max_turns or settings.max_turns or DEFAULT_MAX_TURNS
         self.turn_timeout = settings.turn_timeout_seconds or DEFAULT_TURN_TIMEOUT_SECONDS
         self.inline_limit = settings.inline_attachment_bytes or DEFAULT_INLINE_ATTACHMENT_BYTES
+        self.counter = counter
+        self.thresholds = Thresholds.from_settings(settings)
+        # Prompt tokens allowed (0: the profile's context window is unknown, only the thresholds fold).
+        self.prompt_budget = _prompt_budget(profile, self.max_tokens)
         self.agent_tools: dict[str, content_pb2.ToolDefinition] = {}
         tools_enabled = options.tools_enabled if options.HasField("tools_enabled") else settings.tools_enabled
         # The most recent history messages the model is sent this turn (0: all).
@@ -403,11 +489,61 @@ class _TurnRun:
     async def _loop(self, provider: Provider) -> str:
         tools = [*self.agent_tools.values(), *self.client_tools.values()]
         for _ in range(self.max_turns):
+            await self._unless_canceled(self._fit(provider, tools))
             calls, finish = await self._unless_canceled(self._model_call(provider, tools))
             if not calls:
                 return "max_tokens" if finish == "length" else "completed"
             await self._run_calls(calls)
         return "max_turns"
+
+    async def _fit(self, provider: Provider, tools: list[content_pb2.ToolDefinition]) -> None:
+        """Fold the oldest messages into the summary when the thresholds or the budget ask for it;
+        fail the turn when the prompt is still over the budget.
+
+        A summary longer than the room it was given (the model's tokens are not the estimate's)
+        can leave the prompt over: the budget then folds again, up to :data:`FIT_ATTEMPTS` times.
+        """
+        fold = threshold_fold(self.history, self.thresholds)
+        fixed = request_tokens([ChatMessage("system", self.system_prompt)], tools, self.counter)
+        for _ in range(FIT_ATTEMPTS):
+            if self.prompt_budget:
+                needed = budget_fold(self.history, fixed, self.prompt_budget, self.counter)
+                if needed is not None and (fold is None or needed.count > fold.count):
+                    fold = needed
+            if fold is None:
+                break
+            await self._fold(provider, fold)
+            fold = None
+        request = self._request(tools)
+        tokens = request_tokens(request.messages, request.tools, self.counter)
+        if self.prompt_budget and tokens > self.prompt_budget:
+            raise TurnFailed(
+                "context_exceeded",
+                f"the prompt needs {tokens} tokens, more than the {self.prompt_budget} this profile allows "
+                f"(context_window {self.profile.context_window} less the reply budget), "
+                "even with the older messages summarized",
+            )
+
+    async def _fold(self, provider: Provider, fold: Fold) -> None:
+        """Have the model fold the summary and the ``fold.count`` oldest messages into a new summary; publish it."""
+        previous, rest = split_summary(self.history)
+        try:
+            summary, usages = await write_summary(
+                provider, previous, rest[: fold.count], budget=self.prompt_budget, counter=self.counter
+            )
+        except ProviderError as error:
+            raise TurnFailed(
+                error.code.value, f"summarizing the conversation: {error.message}", retryable=error.retryable
+            ) from error
+        apply_fold(self.history, fold.count, summary)
+        message, extension = summary_event_parts(summary, fold.count, fold.trigger)
+        event = self.turn.event()
+        event.message.CopyFrom(message)
+        event.message.id = new_id("msg")
+        event.extensions.append(extension)
+        await self.turn.emit(event)
+        for usage in usages:
+            await self.turn.usage(usage.input_tokens, usage.output_tokens, usage.model or provider.model, usage.detail)
 
     def _request(self, tools: list[content_pb2.ToolDefinition]) -> ChatRequest:
         messages = [ChatMessage("system", self.system_prompt)]
@@ -432,8 +568,10 @@ class _TurnRun:
         usage: Usage | None = None
         finish = ""
         self.streamed_text = []
+        request = self._request(tools)
+        self.turn.context_tokens = request_tokens(request.messages, request.tools, self.counter)
         try:
-            async with contextlib.aclosing(provider.stream(self._request(tools))) as events:
+            async with contextlib.aclosing(provider.stream(request)) as events:
                 async for event in events:
                     if isinstance(event, TextDelta):
                         self.streamed = True
@@ -627,9 +765,9 @@ class _TurnRun:
         self._close_history(reason)
         if self.streamed:
             self.streamed = False
-            text = "".join(self.streamed_text)
-            if text:
-                self.history.append(ChatMessage("assistant", text))
+            # Also without text (reasoning only): the published message is in the stored history
+            # too, and summaries count messages the same way in memory and when rebuilt.
+            self.history.append(ChatMessage("assistant", "".join(self.streamed_text)))
             await self.turn.complete()
         for call in calls:
             if call.id not in self.announced:
@@ -638,6 +776,14 @@ class _TurnRun:
 
 
 M = TypeVar("M", config_pb2.LlmProfile, config_pb2.AgentSettings)
+
+
+def _prompt_budget(profile: config_pb2.LlmProfile, max_tokens: int) -> int:
+    """The prompt tokens ``profile`` allows: its context window less the reply budget (0 when the window is unknown)."""
+    window = profile.context_window
+    if not window:
+        return 0
+    return max(1, window - reply_budget(window, max_tokens or profile.max_tokens))
 
 
 def _copy(message: M) -> M:

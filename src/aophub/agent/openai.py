@@ -18,7 +18,9 @@ import asyncio
 import base64
 import contextlib
 import email.utils
+import functools
 import json
+import ssl
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from types import TracebackType
@@ -80,6 +82,13 @@ def _describe(error: Exception) -> str:
     return str(error) or type(error).__name__
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context, made once: loading the trust roots costs ~0.1 s of CPU, and the
+    agent makes a provider (and a client) per turn."""
+    return httpx.create_ssl_context()
+
+
 class OpenAIProvider:
     """One OpenAI-compatible endpoint and model.
 
@@ -112,7 +121,9 @@ class OpenAIProvider:
         self.backoff = backoff
         self.max_wait = max_wait
         self._timeouts = httpx.Timeout(timeout)
-        self._client = client if client is not None else httpx.AsyncClient(timeout=self._timeouts)
+        self._client = (
+            client if client is not None else httpx.AsyncClient(timeout=self._timeouts, verify=_tls_context())
+        )
         self._owns_client = client is None
         self._sleep = sleep
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from google.protobuf import any_pb2
+
 __all__ = ["CommandCall", "CommandFailed", "CommandHandler", "CommandOutput", "NodeCommands", "command_name"]
 
 
@@ -52,6 +54,8 @@ class CommandOutput:
 
     text: str
     presentation: str = "plain"
+    # Extensions of the output event (beside its aiscan.agent.CommandDetail), e.g. aophub.v1.ContextSummary.
+    extensions: tuple[any_pb2.Any, ...] = ()
 
 
 CommandHandler = Callable[[CommandCall], Awaitable[CommandOutput | str | None]]

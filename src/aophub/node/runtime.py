@@ -381,6 +381,7 @@ class NodeRuntime:
                 total_tokens=turn.input_tokens + turn.output_tokens,
             )
         )
+        ended.turn_ended.context_tokens = turn.context_tokens
         await self._emit(ended)
         self.stats = counted_turn(self.stats, turn.input_tokens, turn.output_tokens)
         await self._send(envelope_pb2.Envelope(id=new_id("node"), payload=pack(core_message(agent_stats=self.stats))))
@@ -435,6 +436,7 @@ class NodeRuntime:
                 content_pb2.Message(id=f"command-{self._command_outputs}", role="assistant", content=content)
             )
             event.extensions.append(pack(detail_pb2.CommandDetail(line=command.line, presentation=output.presentation)))
+            event.extensions.extend(output.extensions)
             await self._emit(event)
         result = message_class(COMMAND, command.generation)(
             result={"command": command.line, "presentation": output.presentation, "content": content}

@@ -59,6 +59,8 @@ class Turn:
         self.canceled = asyncio.Event()
         self.input_tokens = 0
         self.output_tokens = 0
+        # The prompt tokens of the turn's last model call (turn_ended.context_tokens); 0 when unknown.
+        self.context_tokens = 0
         self._emit = emit
         self._emitter = emitter
         self._ask = ask

@@ -9,6 +9,7 @@ from aophub.access.ownership import sees_everything
 from aophub.hub.commands import HUB_COMMANDS, session_menu
 from aophub.hub.hub import Hub
 from aophub.hub.live_session import LiveSession
+from aophub.hub.session_summary import newest_summary
 from aophub.hub.turns import SessionState
 from aophub.protocol.errors import Code, HubError
 from aophub.rpc.interceptors import caller
@@ -21,6 +22,8 @@ __all__ = ["HUB_COMMANDS", "SessionServiceImpl"]
 
 Ctx = Any
 _PENDING = (interaction_pb2.INTERACTION_STATE_PENDING,)
+# The node command SummarizeSession runs (the built-in agent's, aophub.agent.builtin).
+SUMMARIZE_COMMAND = "/summarize"
 
 
 class SessionServiceImpl:
@@ -99,7 +102,9 @@ class SessionServiceImpl:
 
     async def get_session(self, request: session_pb2.GetSessionRequest, ctx: Ctx) -> session_pb2.GetSessionResponse:
         session = await self.hub.require_session(request.session_id, caller(), act=False)
-        return session_pb2.GetSessionResponse(session=await self._info_of(session))
+        info = await self._info_of(session)
+        info.summary = await newest_summary(self.hub.store, session.record.id, int(info.last_cursor or 0))
+        return session_pb2.GetSessionResponse(session=info)
 
     async def update_session(
         self, request: session_pb2.UpdateSessionRequest, ctx: Ctx
@@ -162,6 +167,21 @@ class SessionServiceImpl:
         """
         receipt = await self.hub.run_command(request.session_id, request.line, caller())
         return session_pb2.RunCommandResponse(
+            operation_id=receipt.operation_id, session_id=receipt.session_id, state="running"
+        )
+
+    async def summarize_session(
+        self, request: session_pb2.SummarizeSessionRequest, ctx: Ctx
+    ) -> session_pb2.SummarizeSessionResponse:
+        """Run the node command ``/summarize`` in a session ``caller`` may act in (as ``RunCommand`` does).
+
+        The summary arrives as an event of the session; refusals are ``RunCommand``'s (another
+        user's session is ``not_found``, a node without the command ``failed_precondition``).
+        """
+        if not request.session_id:
+            raise HubError(Code.INVALID_ARGUMENT, "session_id is required")
+        receipt = await self.hub.run_command(request.session_id, SUMMARIZE_COMMAND, caller())
+        return session_pb2.SummarizeSessionResponse(
             operation_id=receipt.operation_id, session_id=receipt.session_id, state="running"
         )
 

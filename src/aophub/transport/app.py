@@ -39,6 +39,7 @@ from aophub.rpc.artifacts import ArtifactServiceImpl
 from aophub.rpc.commands import with_command_namespaces
 from aophub.rpc.config_service import ConfigServiceImpl
 from aophub.rpc.interactions import InteractionServiceImpl
+from aophub.rpc.memory import MemoryServiceImpl
 from aophub.rpc.mount import AppFactory, connect_routes
 from aophub.rpc.scans import ScanServiceImpl, ScanWatches
 from aophub.rpc.sessions import SessionServiceImpl
@@ -55,6 +56,7 @@ from aophub.v1 import (
     config_connect,
     interaction_connect,
     interaction_pb2,
+    memory_connect,
     scan_connect,
     scan_pb2,
     session_connect,
@@ -236,6 +238,9 @@ def create_app(settings: Settings) -> Starlette:
         (scan_connect.ScanServiceASGIApplication, ScanServiceImpl(scans)),
         (token_connect.TokenServiceASGIApplication, TokenServiceImpl(tokens)),
     ]
+    if agent.memory is not None:
+        memory_service = MemoryServiceImpl(hub, agent.memory, config.agent_settings)
+        services.append((memory_connect.MemoryServiceASGIApplication, memory_service))
     routes = [
         Route("/health", health, methods=["GET"]),
         *auth_routes(authenticator, secure_cookies=settings.secure_cookies),

@@ -351,8 +351,28 @@ type AgentSettings struct {
 	// bytes; 0 means 65536. Every attachment but images is also saved in the
 	// workspace under attachments/, and the model is told its path.
 	InlineAttachmentBytes uint32 `protobuf:"varint,6,opt,name=inline_attachment_bytes,json=inlineAttachmentBytes,proto3" json:"inline_attachment_bytes,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Fold the oldest messages into the session's running summary (an
+	// aophub.v1.ContextSummary event) once the conversation since the last
+	// summary holds more than this many messages. Unset means 30; 0 turns this
+	// trigger off. The prompt is always kept under the profile's context_window
+	// minus the reply budget, whatever the thresholds.
+	SummaryAfterMessages *uint32 `protobuf:"varint,7,opt,name=summary_after_messages,json=summaryAfterMessages,proto3,oneof" json:"summary_after_messages,omitempty"`
+	// The same, once that conversation holds more than this many characters.
+	// Unset means 15000; 0 turns this trigger off.
+	SummaryAfterCharacters *uint32 `protobuf:"varint,8,opt,name=summary_after_characters,json=summaryAfterCharacters,proto3,oneof" json:"summary_after_characters,omitempty"`
+	// Long-term memory (memory.jsonl in the data directory, see MemoryService):
+	// offer the model the tools "remember" and "recall" (with the other tools,
+	// so tools_enabled must be on) and put the newest entries into the system
+	// prompt. Off unless set to true: the memory is the agent's, shared by every
+	// user of the node.
+	MemoryEnabled bool `protobuf:"varint,9,opt,name=memory_enabled,json=memoryEnabled,proto3" json:"memory_enabled,omitempty"`
+	// Memory entries put into the system prompt (the newest); 0 means 20.
+	MemoryPromptEntries uint32 `protobuf:"varint,10,opt,name=memory_prompt_entries,json=memoryPromptEntries,proto3" json:"memory_prompt_entries,omitempty"`
+	// Entries the memory keeps; past it, the oldest are folded into one summary
+	// entry. 0 means 200.
+	MemoryMaxEntries uint32 `protobuf:"varint,11,opt,name=memory_max_entries,json=memoryMaxEntries,proto3" json:"memory_max_entries,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *AgentSettings) Reset() {
@@ -423,6 +443,41 @@ func (x *AgentSettings) GetSystemPrompt() string {
 func (x *AgentSettings) GetInlineAttachmentBytes() uint32 {
 	if x != nil {
 		return x.InlineAttachmentBytes
+	}
+	return 0
+}
+
+func (x *AgentSettings) GetSummaryAfterMessages() uint32 {
+	if x != nil && x.SummaryAfterMessages != nil {
+		return *x.SummaryAfterMessages
+	}
+	return 0
+}
+
+func (x *AgentSettings) GetSummaryAfterCharacters() uint32 {
+	if x != nil && x.SummaryAfterCharacters != nil {
+		return *x.SummaryAfterCharacters
+	}
+	return 0
+}
+
+func (x *AgentSettings) GetMemoryEnabled() bool {
+	if x != nil {
+		return x.MemoryEnabled
+	}
+	return false
+}
+
+func (x *AgentSettings) GetMemoryPromptEntries() uint32 {
+	if x != nil {
+		return x.MemoryPromptEntries
+	}
+	return 0
+}
+
+func (x *AgentSettings) GetMemoryMaxEntries() uint32 {
+	if x != nil {
+		return x.MemoryMaxEntries
 	}
 	return 0
 }
@@ -2049,16 +2104,24 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\x0econtext_window\x18\b \x01(\rR\rcontextWindow\x12'\n" +
 	"\x0ftimeout_seconds\x18\t \x01(\rR\x0etimeoutSeconds\x12\x16\n" +
 	"\x06images\x18\n" +
-	" \x01(\bR\x06images\"\xbb\x02\n" +
+	" \x01(\bR\x06images\"\xf6\x04\n" +
 	"\rAgentSettings\x12(\n" +
 	"\rtools_enabled\x18\x01 \x01(\bH\x00R\ftoolsEnabled\x88\x01\x01\x12-\n" +
 	"\x10ask_before_tools\x18\x02 \x01(\bH\x01R\x0easkBeforeTools\x88\x01\x01\x12\x1b\n" +
 	"\tmax_turns\x18\x03 \x01(\rR\bmaxTurns\x120\n" +
 	"\x14turn_timeout_seconds\x18\x04 \x01(\rR\x12turnTimeoutSeconds\x12#\n" +
 	"\rsystem_prompt\x18\x05 \x01(\tR\fsystemPrompt\x126\n" +
-	"\x17inline_attachment_bytes\x18\x06 \x01(\rR\x15inlineAttachmentBytesB\x10\n" +
+	"\x17inline_attachment_bytes\x18\x06 \x01(\rR\x15inlineAttachmentBytes\x129\n" +
+	"\x16summary_after_messages\x18\a \x01(\rH\x02R\x14summaryAfterMessages\x88\x01\x01\x12=\n" +
+	"\x18summary_after_characters\x18\b \x01(\rH\x03R\x16summaryAfterCharacters\x88\x01\x01\x12%\n" +
+	"\x0ememory_enabled\x18\t \x01(\bR\rmemoryEnabled\x122\n" +
+	"\x15memory_prompt_entries\x18\n" +
+	" \x01(\rR\x13memoryPromptEntries\x12,\n" +
+	"\x12memory_max_entries\x18\v \x01(\rR\x10memoryMaxEntriesB\x10\n" +
 	"\x0e_tools_enabledB\x13\n" +
-	"\x11_ask_before_tools\"\x82\x01\n" +
+	"\x11_ask_before_toolsB\x19\n" +
+	"\x17_summary_after_messagesB\x1b\n" +
+	"\x19_summary_after_characters\"\x82\x01\n" +
 	"\bScanMode\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12#\n" +

@@ -237,6 +237,68 @@ func (x *ClientTools) GetTools() []*aop.ToolDefinition {
 	return nil
 }
 
+// ContextSummary marks an aop.Message event (role "system", one text part:
+// the summary) as the session's running context summary: the agent wrote it
+// when the conversation outgrew its budget or a threshold, or on
+// SessionService.SummarizeSession / "/summarize". Attach it to
+// aop.Event.extensions. From this event on, the conversation the model sees is
+// the summary followed by the messages after the first folded_messages ones
+// (counted after the previous summary, or from the start or the last /reset).
+type ContextSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many of the conversation's messages (after the previous summary) the
+	// summary replaces; it also covers the previous summary.
+	FoldedMessages uint32 `protobuf:"varint,1,opt,name=folded_messages,json=foldedMessages,proto3" json:"folded_messages,omitempty"`
+	// Why it was written: "budget", "messages", "characters" or "manual".
+	Trigger       string `protobuf:"bytes,2,opt,name=trigger,proto3" json:"trigger,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextSummary) Reset() {
+	*x = ContextSummary{}
+	mi := &file_aophub_v1_extensions_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextSummary) ProtoMessage() {}
+
+func (x *ContextSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_extensions_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextSummary.ProtoReflect.Descriptor instead.
+func (*ContextSummary) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_extensions_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ContextSummary) GetFoldedMessages() uint32 {
+	if x != nil {
+		return x.FoldedMessages
+	}
+	return 0
+}
+
+func (x *ContextSummary) GetTrigger() string {
+	if x != nil {
+		return x.Trigger
+	}
+	return ""
+}
+
 var File_aophub_v1_extensions_proto protoreflect.FileDescriptor
 
 const file_aophub_v1_extensions_proto_rawDesc = "" +
@@ -259,7 +321,10 @@ const file_aophub_v1_extensions_proto_rawDesc = "" +
 	"\x0e_tools_enabledB\x17\n" +
 	"\x15_max_history_messages\"8\n" +
 	"\vClientTools\x12)\n" +
-	"\x05tools\x18\x01 \x03(\v2\x13.aop.ToolDefinitionR\x05tools*u\n" +
+	"\x05tools\x18\x01 \x03(\v2\x13.aop.ToolDefinitionR\x05tools\"S\n" +
+	"\x0eContextSummary\x12'\n" +
+	"\x0ffolded_messages\x18\x01 \x01(\rR\x0efoldedMessages\x12\x18\n" +
+	"\atrigger\x18\x02 \x01(\tR\atrigger*u\n" +
 	"\n" +
 	"TurnPolicy\x12\x1b\n" +
 	"\x17TURN_POLICY_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -281,16 +346,17 @@ func file_aophub_v1_extensions_proto_rawDescGZIP() []byte {
 }
 
 var file_aophub_v1_extensions_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_aophub_v1_extensions_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_aophub_v1_extensions_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_aophub_v1_extensions_proto_goTypes = []any{
 	(TurnPolicy)(0),            // 0: aophub.v1.TurnPolicy
 	(*TurnOptions)(nil),        // 1: aophub.v1.TurnOptions
 	(*ClientTools)(nil),        // 2: aophub.v1.ClientTools
-	(*aop.ToolDefinition)(nil), // 3: aop.ToolDefinition
+	(*ContextSummary)(nil),     // 3: aophub.v1.ContextSummary
+	(*aop.ToolDefinition)(nil), // 4: aop.ToolDefinition
 }
 var file_aophub_v1_extensions_proto_depIdxs = []int32{
 	0, // 0: aophub.v1.TurnOptions.policy:type_name -> aophub.v1.TurnPolicy
-	3, // 1: aophub.v1.ClientTools.tools:type_name -> aop.ToolDefinition
+	4, // 1: aophub.v1.ClientTools.tools:type_name -> aop.ToolDefinition
 	2, // [2:2] is the sub-list for method output_type
 	2, // [2:2] is the sub-list for method input_type
 	2, // [2:2] is the sub-list for extension type_name
@@ -310,7 +376,7 @@ func file_aophub_v1_extensions_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_aophub_v1_extensions_proto_rawDesc), len(file_aophub_v1_extensions_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

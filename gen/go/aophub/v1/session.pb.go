@@ -114,7 +114,11 @@ type SessionInfo struct {
 	Owner string `protobuf:"bytes,15,opt,name=owner,proto3" json:"owner,omitempty"`
 	// The token names the owner shared the session with, sorted; "*" means
 	// every app token.
-	SharedWith    []string `protobuf:"bytes,16,rep,name=shared_with,json=sharedWith,proto3" json:"shared_with,omitempty"`
+	SharedWith []string `protobuf:"bytes,16,rep,name=shared_with,json=sharedWith,proto3" json:"shared_with,omitempty"`
+	// The agent's newest running summary of the conversation: the text of the
+	// session's newest event with the aophub.v1.ContextSummary extension among
+	// its last 10,000 events; empty when none. Filled by GetSession only.
+	Summary       string `protobuf:"bytes,17,opt,name=summary,proto3" json:"summary,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -259,6 +263,13 @@ func (x *SessionInfo) GetSharedWith() []string {
 		return x.SharedWith
 	}
 	return nil
+}
+
+func (x *SessionInfo) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
 }
 
 // ListSessionsRequest pages sessions.
@@ -1560,11 +1571,122 @@ func (*UnshareSessionResponse_Accepted) isUnshareSessionResponse_Outcome() {}
 
 func (*UnshareSessionResponse_Rejected) isUnshareSessionResponse_Outcome() {}
 
+// SummarizeSessionRequest names the session to summarize.
+type SummarizeSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The session (required).
+	SessionId     string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SummarizeSessionRequest) Reset() {
+	*x = SummarizeSessionRequest{}
+	mi := &file_aophub_v1_session_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SummarizeSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SummarizeSessionRequest) ProtoMessage() {}
+
+func (x *SummarizeSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_session_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SummarizeSessionRequest.ProtoReflect.Descriptor instead.
+func (*SummarizeSessionRequest) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_session_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SummarizeSessionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// SummarizeSessionResponse is the receipt of a summary request; the summary
+// arrives as an event of the session.
+type SummarizeSessionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The hub's id for the request (the envelope id of the forwarded command).
+	OperationId string `protobuf:"bytes,1,opt,name=operation_id,json=operationId,proto3" json:"operation_id,omitempty"`
+	// The session.
+	SessionId string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// "running".
+	State         string `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SummarizeSessionResponse) Reset() {
+	*x = SummarizeSessionResponse{}
+	mi := &file_aophub_v1_session_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SummarizeSessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SummarizeSessionResponse) ProtoMessage() {}
+
+func (x *SummarizeSessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_session_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SummarizeSessionResponse.ProtoReflect.Descriptor instead.
+func (*SummarizeSessionResponse) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_session_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *SummarizeSessionResponse) GetOperationId() string {
+	if x != nil {
+		return x.OperationId
+	}
+	return ""
+}
+
+func (x *SummarizeSessionResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SummarizeSessionResponse) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
 var File_aophub_v1_session_proto protoreflect.FileDescriptor
 
 const file_aophub_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"\x17aophub/v1/session.proto\x12\taophub.v1\x1a\x0eaop/chat.proto\x1a\x15aophub/v1/agent.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd3\x04\n" +
+	"\x17aophub/v1/session.proto\x12\taophub.v1\x1a\x0eaop/chat.proto\x1a\x15aophub/v1/agent.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\x04\n" +
 	"\vSessionInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\anode_id\x18\x02 \x01(\tR\x06nodeId\x12\x14\n" +
@@ -1587,7 +1709,8 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\fclose_reason\x18\x0e \x01(\tR\vcloseReason\x12\x14\n" +
 	"\x05owner\x18\x0f \x01(\tR\x05owner\x12\x1f\n" +
 	"\vshared_with\x18\x10 \x03(\tR\n" +
-	"sharedWith\"\xbc\x01\n" +
+	"sharedWith\x12\x18\n" +
+	"\asummary\x18\x11 \x01(\tR\asummary\"\xbc\x01\n" +
 	"\x13ListSessionsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -1677,11 +1800,19 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\x16UnshareSessionResponse\x124\n" +
 	"\baccepted\x18\x01 \x01(\v2\x16.aophub.v1.SessionInfoH\x00R\baccepted\x12,\n" +
 	"\brejected\x18\x02 \x01(\v2\x0e.aop.RejectionH\x00R\brejectedB\t\n" +
-	"\aoutcome*_\n" +
+	"\aoutcome\"8\n" +
+	"\x17SummarizeSessionRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"r\n" +
+	"\x18SummarizeSessionResponse\x12!\n" +
+	"\foperation_id\x18\x01 \x01(\tR\voperationId\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\tR\x05state*_\n" +
 	"\fSessionState\x12\x1d\n" +
 	"\x19SESSION_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12SESSION_STATE_OPEN\x10\x01\x12\x18\n" +
-	"\x14SESSION_STATE_CLOSED\x10\x022\xbc\x06\n" +
+	"\x14SESSION_STATE_CLOSED\x10\x022\x99\a\n" +
 	"\x0eSessionService\x12T\n" +
 	"\fListSessions\x12\x1e.aophub.v1.ListSessionsRequest\x1a\x1f.aophub.v1.ListSessionsResponse\"\x03\x90\x02\x01\x12N\n" +
 	"\n" +
@@ -1695,7 +1826,8 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\n" +
 	"ListEvents\x12\x16.aop.ListEventsRequest\x1a\x17.aop.ListEventsResponse\"\x03\x90\x02\x01\x12O\n" +
 	"\fShareSession\x12\x1e.aophub.v1.ShareSessionRequest\x1a\x1f.aophub.v1.ShareSessionResponse\x12U\n" +
-	"\x0eUnshareSession\x12 .aophub.v1.UnshareSessionRequest\x1a!.aophub.v1.UnshareSessionResponseBW\n" +
+	"\x0eUnshareSession\x12 .aophub.v1.UnshareSessionRequest\x1a!.aophub.v1.UnshareSessionResponse\x12[\n" +
+	"\x10SummarizeSession\x12\".aophub.v1.SummarizeSessionRequest\x1a#.aophub.v1.SummarizeSessionResponseBW\n" +
 	"\x11dev.aophub.api.v1B\fSessionProtoP\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3"
 
 var (
@@ -1711,55 +1843,57 @@ func file_aophub_v1_session_proto_rawDescGZIP() []byte {
 }
 
 var file_aophub_v1_session_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_aophub_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_aophub_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_aophub_v1_session_proto_goTypes = []any{
-	(SessionState)(0),              // 0: aophub.v1.SessionState
-	(*SessionInfo)(nil),            // 1: aophub.v1.SessionInfo
-	(*ListSessionsRequest)(nil),    // 2: aophub.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),   // 3: aophub.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),      // 4: aophub.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),     // 5: aophub.v1.GetSessionResponse
-	(*UpdateSessionRequest)(nil),   // 6: aophub.v1.UpdateSessionRequest
-	(*UpdateSessionResponse)(nil),  // 7: aophub.v1.UpdateSessionResponse
-	(*ResetSessionRequest)(nil),    // 8: aophub.v1.ResetSessionRequest
-	(*SessionReset)(nil),           // 9: aophub.v1.SessionReset
-	(*ResetSessionResponse)(nil),   // 10: aophub.v1.ResetSessionResponse
-	(*DeleteSessionRequest)(nil),   // 11: aophub.v1.DeleteSessionRequest
-	(*SessionDeleted)(nil),         // 12: aophub.v1.SessionDeleted
-	(*DeleteSessionResponse)(nil),  // 13: aophub.v1.DeleteSessionResponse
-	(*ListCommandsRequest)(nil),    // 14: aophub.v1.ListCommandsRequest
-	(*ListCommandsResponse)(nil),   // 15: aophub.v1.ListCommandsResponse
-	(*RunCommandRequest)(nil),      // 16: aophub.v1.RunCommandRequest
-	(*RunCommandResponse)(nil),     // 17: aophub.v1.RunCommandResponse
-	(*ShareSessionRequest)(nil),    // 18: aophub.v1.ShareSessionRequest
-	(*ShareSessionResponse)(nil),   // 19: aophub.v1.ShareSessionResponse
-	(*UnshareSessionRequest)(nil),  // 20: aophub.v1.UnshareSessionRequest
-	(*UnshareSessionResponse)(nil), // 21: aophub.v1.UnshareSessionResponse
-	(*timestamppb.Timestamp)(nil),  // 22: google.protobuf.Timestamp
-	(*aop.Rejection)(nil),          // 23: aop.Rejection
-	(*Command)(nil),                // 24: aophub.v1.Command
-	(*aop.ListEventsRequest)(nil),  // 25: aop.ListEventsRequest
-	(*aop.ListEventsResponse)(nil), // 26: aop.ListEventsResponse
+	(SessionState)(0),                // 0: aophub.v1.SessionState
+	(*SessionInfo)(nil),              // 1: aophub.v1.SessionInfo
+	(*ListSessionsRequest)(nil),      // 2: aophub.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),     // 3: aophub.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),        // 4: aophub.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),       // 5: aophub.v1.GetSessionResponse
+	(*UpdateSessionRequest)(nil),     // 6: aophub.v1.UpdateSessionRequest
+	(*UpdateSessionResponse)(nil),    // 7: aophub.v1.UpdateSessionResponse
+	(*ResetSessionRequest)(nil),      // 8: aophub.v1.ResetSessionRequest
+	(*SessionReset)(nil),             // 9: aophub.v1.SessionReset
+	(*ResetSessionResponse)(nil),     // 10: aophub.v1.ResetSessionResponse
+	(*DeleteSessionRequest)(nil),     // 11: aophub.v1.DeleteSessionRequest
+	(*SessionDeleted)(nil),           // 12: aophub.v1.SessionDeleted
+	(*DeleteSessionResponse)(nil),    // 13: aophub.v1.DeleteSessionResponse
+	(*ListCommandsRequest)(nil),      // 14: aophub.v1.ListCommandsRequest
+	(*ListCommandsResponse)(nil),     // 15: aophub.v1.ListCommandsResponse
+	(*RunCommandRequest)(nil),        // 16: aophub.v1.RunCommandRequest
+	(*RunCommandResponse)(nil),       // 17: aophub.v1.RunCommandResponse
+	(*ShareSessionRequest)(nil),      // 18: aophub.v1.ShareSessionRequest
+	(*ShareSessionResponse)(nil),     // 19: aophub.v1.ShareSessionResponse
+	(*UnshareSessionRequest)(nil),    // 20: aophub.v1.UnshareSessionRequest
+	(*UnshareSessionResponse)(nil),   // 21: aophub.v1.UnshareSessionResponse
+	(*SummarizeSessionRequest)(nil),  // 22: aophub.v1.SummarizeSessionRequest
+	(*SummarizeSessionResponse)(nil), // 23: aophub.v1.SummarizeSessionResponse
+	(*timestamppb.Timestamp)(nil),    // 24: google.protobuf.Timestamp
+	(*aop.Rejection)(nil),            // 25: aop.Rejection
+	(*Command)(nil),                  // 26: aophub.v1.Command
+	(*aop.ListEventsRequest)(nil),    // 27: aop.ListEventsRequest
+	(*aop.ListEventsResponse)(nil),   // 28: aop.ListEventsResponse
 }
 var file_aophub_v1_session_proto_depIdxs = []int32{
 	0,  // 0: aophub.v1.SessionInfo.state:type_name -> aophub.v1.SessionState
-	22, // 1: aophub.v1.SessionInfo.created_at:type_name -> google.protobuf.Timestamp
-	22, // 2: aophub.v1.SessionInfo.updated_at:type_name -> google.protobuf.Timestamp
+	24, // 1: aophub.v1.SessionInfo.created_at:type_name -> google.protobuf.Timestamp
+	24, // 2: aophub.v1.SessionInfo.updated_at:type_name -> google.protobuf.Timestamp
 	1,  // 3: aophub.v1.ListSessionsResponse.sessions:type_name -> aophub.v1.SessionInfo
 	1,  // 4: aophub.v1.GetSessionResponse.session:type_name -> aophub.v1.SessionInfo
 	1,  // 5: aophub.v1.UpdateSessionResponse.accepted:type_name -> aophub.v1.SessionInfo
-	23, // 6: aophub.v1.UpdateSessionResponse.rejected:type_name -> aop.Rejection
+	25, // 6: aophub.v1.UpdateSessionResponse.rejected:type_name -> aop.Rejection
 	1,  // 7: aophub.v1.SessionReset.new_session:type_name -> aophub.v1.SessionInfo
 	1,  // 8: aophub.v1.SessionReset.closed_session:type_name -> aophub.v1.SessionInfo
 	9,  // 9: aophub.v1.ResetSessionResponse.accepted:type_name -> aophub.v1.SessionReset
-	23, // 10: aophub.v1.ResetSessionResponse.rejected:type_name -> aop.Rejection
+	25, // 10: aophub.v1.ResetSessionResponse.rejected:type_name -> aop.Rejection
 	12, // 11: aophub.v1.DeleteSessionResponse.accepted:type_name -> aophub.v1.SessionDeleted
-	23, // 12: aophub.v1.DeleteSessionResponse.rejected:type_name -> aop.Rejection
-	24, // 13: aophub.v1.ListCommandsResponse.commands:type_name -> aophub.v1.Command
+	25, // 12: aophub.v1.DeleteSessionResponse.rejected:type_name -> aop.Rejection
+	26, // 13: aophub.v1.ListCommandsResponse.commands:type_name -> aophub.v1.Command
 	1,  // 14: aophub.v1.ShareSessionResponse.accepted:type_name -> aophub.v1.SessionInfo
-	23, // 15: aophub.v1.ShareSessionResponse.rejected:type_name -> aop.Rejection
+	25, // 15: aophub.v1.ShareSessionResponse.rejected:type_name -> aop.Rejection
 	1,  // 16: aophub.v1.UnshareSessionResponse.accepted:type_name -> aophub.v1.SessionInfo
-	23, // 17: aophub.v1.UnshareSessionResponse.rejected:type_name -> aop.Rejection
+	25, // 17: aophub.v1.UnshareSessionResponse.rejected:type_name -> aop.Rejection
 	2,  // 18: aophub.v1.SessionService.ListSessions:input_type -> aophub.v1.ListSessionsRequest
 	4,  // 19: aophub.v1.SessionService.GetSession:input_type -> aophub.v1.GetSessionRequest
 	6,  // 20: aophub.v1.SessionService.UpdateSession:input_type -> aophub.v1.UpdateSessionRequest
@@ -1767,21 +1901,23 @@ var file_aophub_v1_session_proto_depIdxs = []int32{
 	11, // 22: aophub.v1.SessionService.DeleteSession:input_type -> aophub.v1.DeleteSessionRequest
 	14, // 23: aophub.v1.SessionService.ListCommands:input_type -> aophub.v1.ListCommandsRequest
 	16, // 24: aophub.v1.SessionService.RunCommand:input_type -> aophub.v1.RunCommandRequest
-	25, // 25: aophub.v1.SessionService.ListEvents:input_type -> aop.ListEventsRequest
+	27, // 25: aophub.v1.SessionService.ListEvents:input_type -> aop.ListEventsRequest
 	18, // 26: aophub.v1.SessionService.ShareSession:input_type -> aophub.v1.ShareSessionRequest
 	20, // 27: aophub.v1.SessionService.UnshareSession:input_type -> aophub.v1.UnshareSessionRequest
-	3,  // 28: aophub.v1.SessionService.ListSessions:output_type -> aophub.v1.ListSessionsResponse
-	5,  // 29: aophub.v1.SessionService.GetSession:output_type -> aophub.v1.GetSessionResponse
-	7,  // 30: aophub.v1.SessionService.UpdateSession:output_type -> aophub.v1.UpdateSessionResponse
-	10, // 31: aophub.v1.SessionService.ResetSession:output_type -> aophub.v1.ResetSessionResponse
-	13, // 32: aophub.v1.SessionService.DeleteSession:output_type -> aophub.v1.DeleteSessionResponse
-	15, // 33: aophub.v1.SessionService.ListCommands:output_type -> aophub.v1.ListCommandsResponse
-	17, // 34: aophub.v1.SessionService.RunCommand:output_type -> aophub.v1.RunCommandResponse
-	26, // 35: aophub.v1.SessionService.ListEvents:output_type -> aop.ListEventsResponse
-	19, // 36: aophub.v1.SessionService.ShareSession:output_type -> aophub.v1.ShareSessionResponse
-	21, // 37: aophub.v1.SessionService.UnshareSession:output_type -> aophub.v1.UnshareSessionResponse
-	28, // [28:38] is the sub-list for method output_type
-	18, // [18:28] is the sub-list for method input_type
+	22, // 28: aophub.v1.SessionService.SummarizeSession:input_type -> aophub.v1.SummarizeSessionRequest
+	3,  // 29: aophub.v1.SessionService.ListSessions:output_type -> aophub.v1.ListSessionsResponse
+	5,  // 30: aophub.v1.SessionService.GetSession:output_type -> aophub.v1.GetSessionResponse
+	7,  // 31: aophub.v1.SessionService.UpdateSession:output_type -> aophub.v1.UpdateSessionResponse
+	10, // 32: aophub.v1.SessionService.ResetSession:output_type -> aophub.v1.ResetSessionResponse
+	13, // 33: aophub.v1.SessionService.DeleteSession:output_type -> aophub.v1.DeleteSessionResponse
+	15, // 34: aophub.v1.SessionService.ListCommands:output_type -> aophub.v1.ListCommandsResponse
+	17, // 35: aophub.v1.SessionService.RunCommand:output_type -> aophub.v1.RunCommandResponse
+	28, // 36: aophub.v1.SessionService.ListEvents:output_type -> aop.ListEventsResponse
+	19, // 37: aophub.v1.SessionService.ShareSession:output_type -> aophub.v1.ShareSessionResponse
+	21, // 38: aophub.v1.SessionService.UnshareSession:output_type -> aophub.v1.UnshareSessionResponse
+	23, // 39: aophub.v1.SessionService.SummarizeSession:output_type -> aophub.v1.SummarizeSessionResponse
+	29, // [29:40] is the sub-list for method output_type
+	18, // [18:29] is the sub-list for method input_type
 	18, // [18:18] is the sub-list for extension type_name
 	18, // [18:18] is the sub-list for extension extendee
 	0,  // [0:18] is the sub-list for field type_name
@@ -1820,7 +1956,7 @@ func file_aophub_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_aophub_v1_session_proto_rawDesc), len(file_aophub_v1_session_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

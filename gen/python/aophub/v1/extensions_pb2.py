@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from aop import content_pb2 as aop_dot_content__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61ophub/v1/extensions.proto\x12\taophub.v1\x1a\x11\x61op/content.proto\"\x9b\x03\n\x0bTurnOptions\x12-\n\x06policy\x18\x01 \x01(\x0e\x32\x15.aophub.v1.TurnPolicyR\x06policy\x12\x1e\n\nregenerate\x18\x02 \x01(\x08R\nregenerate\x12(\n\rsystem_prompt\x18\x03 \x01(\tH\x00R\x0csystemPrompt\x88\x01\x01\x12\"\n\nmax_tokens\x18\x04 \x01(\rH\x01R\tmaxTokens\x88\x01\x01\x12-\n\x10\x61sk_before_tools\x18\x05 \x01(\x08H\x02R\x0e\x61skBeforeTools\x88\x01\x01\x12(\n\rtools_enabled\x18\x06 \x01(\x08H\x03R\x0ctoolsEnabled\x88\x01\x01\x12\x35\n\x14max_history_messages\x18\x07 \x01(\rH\x04R\x12maxHistoryMessages\x88\x01\x01\x42\x10\n\x0e_system_promptB\r\n\x0b_max_tokensB\x13\n\x11_ask_before_toolsB\x10\n\x0e_tools_enabledB\x17\n\x15_max_history_messages\"8\n\x0b\x43lientTools\x12)\n\x05tools\x18\x01 \x03(\x0b\x32\x13.aop.ToolDefinitionR\x05tools*u\n\nTurnPolicy\x12\x1b\n\x17TURN_POLICY_UNSPECIFIED\x10\x00\x12\x17\n\x13TURN_POLICY_ENQUEUE\x10\x01\x12\x16\n\x12TURN_POLICY_REJECT\x10\x02\x12\x19\n\x15TURN_POLICY_INTERRUPT\x10\x03\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x61ophub/v1/extensions.proto\x12\taophub.v1\x1a\x11\x61op/content.proto\"\x9b\x03\n\x0bTurnOptions\x12-\n\x06policy\x18\x01 \x01(\x0e\x32\x15.aophub.v1.TurnPolicyR\x06policy\x12\x1e\n\nregenerate\x18\x02 \x01(\x08R\nregenerate\x12(\n\rsystem_prompt\x18\x03 \x01(\tH\x00R\x0csystemPrompt\x88\x01\x01\x12\"\n\nmax_tokens\x18\x04 \x01(\rH\x01R\tmaxTokens\x88\x01\x01\x12-\n\x10\x61sk_before_tools\x18\x05 \x01(\x08H\x02R\x0e\x61skBeforeTools\x88\x01\x01\x12(\n\rtools_enabled\x18\x06 \x01(\x08H\x03R\x0ctoolsEnabled\x88\x01\x01\x12\x35\n\x14max_history_messages\x18\x07 \x01(\rH\x04R\x12maxHistoryMessages\x88\x01\x01\x42\x10\n\x0e_system_promptB\r\n\x0b_max_tokensB\x13\n\x11_ask_before_toolsB\x10\n\x0e_tools_enabledB\x17\n\x15_max_history_messages\"8\n\x0b\x43lientTools\x12)\n\x05tools\x18\x01 \x03(\x0b\x32\x13.aop.ToolDefinitionR\x05tools\"S\n\x0e\x43ontextSummary\x12\'\n\x0f\x66olded_messages\x18\x01 \x01(\rR\x0e\x66oldedMessages\x12\x18\n\x07trigger\x18\x02 \x01(\tR\x07trigger*u\n\nTurnPolicy\x12\x1b\n\x17TURN_POLICY_UNSPECIFIED\x10\x00\x12\x17\n\x13TURN_POLICY_ENQUEUE\x10\x01\x12\x16\n\x12TURN_POLICY_REJECT\x10\x02\x12\x19\n\x15TURN_POLICY_INTERRUPT\x10\x03\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,10 +33,12 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'aophub.v1.extensions_pb2', 
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\021dev.aophub.api.v1P\001Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1'
-  _globals['_TURNPOLICY']._serialized_start=532
-  _globals['_TURNPOLICY']._serialized_end=649
+  _globals['_TURNPOLICY']._serialized_start=617
+  _globals['_TURNPOLICY']._serialized_end=734
   _globals['_TURNOPTIONS']._serialized_start=61
   _globals['_TURNOPTIONS']._serialized_end=472
   _globals['_CLIENTTOOLS']._serialized_start=474
   _globals['_CLIENTTOOLS']._serialized_end=530
+  _globals['_CONTEXTSUMMARY']._serialized_start=532
+  _globals['_CONTEXTSUMMARY']._serialized_end=615
 # @@protoc_insertion_point(module_scope)

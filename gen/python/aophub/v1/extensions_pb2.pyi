@@ -42,3 +42,11 @@ class ClientTools(_message.Message):
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     tools: _containers.RepeatedCompositeFieldContainer[_content_pb2.ToolDefinition]
     def __init__(self, tools: _Optional[_Iterable[_Union[_content_pb2.ToolDefinition, _Mapping]]] = ...) -> None: ...
+
+class ContextSummary(_message.Message):
+    __slots__ = ("folded_messages", "trigger")
+    FOLDED_MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    folded_messages: int
+    trigger: str
+    def __init__(self, folded_messages: _Optional[int] = ..., trigger: _Optional[str] = ...) -> None: ...

@@ -22,7 +22,7 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .session_pb2 import DeleteSessionRequest, DeleteSessionResponse, GetSessionRequest, GetSessionResponse, ListCommandsRequest, ListCommandsResponse, ListSessionsRequest, ListSessionsResponse, ResetSessionRequest, ResetSessionResponse, RunCommandRequest, RunCommandResponse, ShareSessionRequest, ShareSessionResponse, UnshareSessionRequest, UnshareSessionResponse, UpdateSessionRequest, UpdateSessionResponse
+from .session_pb2 import DeleteSessionRequest, DeleteSessionResponse, GetSessionRequest, GetSessionResponse, ListCommandsRequest, ListCommandsResponse, ListSessionsRequest, ListSessionsResponse, ResetSessionRequest, ResetSessionResponse, RunCommandRequest, RunCommandResponse, ShareSessionRequest, ShareSessionResponse, SummarizeSessionRequest, SummarizeSessionResponse, UnshareSessionRequest, UnshareSessionResponse, UpdateSessionRequest, UpdateSessionResponse
 
 if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Iterable, Mapping
@@ -111,6 +111,15 @@ class SessionService(Protocol):
         session, and its open watches of it end with NOT_FOUND. Only the owner or
         an admin may unshare. Unsharing a name the session is not shared with
         changes nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    async def summarize_session(self, request: SummarizeSessionRequest, ctx: RequestContext[SummarizeSessionRequest, SummarizeSessionResponse], /) -> SummarizeSessionResponse:
+        """
+        SummarizeSession asks the session's node to fold the conversation so far
+        into its running summary now, exactly like the command line "/summarize"
+        (see RunCommand): the summary arrives as an event of the session (an
+        aop.Message with the aophub.v1.ContextSummary extension). Not journaled.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -237,6 +246,17 @@ class SessionServiceASGIApplication(ConnectASGIApplication[SessionService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.unshare_session,
+                ),
+                "/aophub.v1.SessionService/SummarizeSession": Endpoint.unary(
+                    method=MethodInfo(
+                        name="SummarizeSession",
+                        service_name="aophub.v1.SessionService",
+                        input=SummarizeSessionRequest,
+                        output=SummarizeSessionResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=svc.summarize_session,
                 ),
             },
             interceptors=interceptors,
@@ -529,6 +549,32 @@ class SessionServiceClient(ConnectClient):
             headers=headers,
             timeout_ms=timeout_ms,
         )
+    async def summarize_session(
+        self,
+        request: SummarizeSessionRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> SummarizeSessionResponse:
+        """
+        SummarizeSession asks the session's node to fold the conversation so far
+        into its running summary now, exactly like the command line "/summarize"
+        (see RunCommand): the summary arrives as an event of the session (an
+        aop.Message with the aophub.v1.ContextSummary extension). Not journaled.
+        """
+        return await self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SummarizeSession",
+                service_name="aophub.v1.SessionService",
+                input=SummarizeSessionRequest,
+                output=SummarizeSessionResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class SessionServiceSync(Protocol):
     """
@@ -603,6 +649,15 @@ class SessionServiceSync(Protocol):
         session, and its open watches of it end with NOT_FOUND. Only the owner or
         an admin may unshare. Unsharing a name the session is not shared with
         changes nothing.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def summarize_session(self, request: SummarizeSessionRequest, ctx: RequestContext[SummarizeSessionRequest, SummarizeSessionResponse], /) -> SummarizeSessionResponse:
+        """
+        SummarizeSession asks the session's node to fold the conversation so far
+        into its running summary now, exactly like the command line "/summarize"
+        (see RunCommand): the summary arrives as an event of the session (an
+        aop.Message with the aophub.v1.ContextSummary extension). Not journaled.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -727,6 +782,17 @@ class SessionServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.unshare_session,
+                ),
+                "/aophub.v1.SessionService/SummarizeSession": EndpointSync.unary(
+                    method=MethodInfo(
+                        name="SummarizeSession",
+                        service_name="aophub.v1.SessionService",
+                        input=SummarizeSessionRequest,
+                        output=SummarizeSessionResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.UNARY,
+                    ),
+                    function=service.summarize_session,
                 ),
             },
             interceptors=interceptors,
@@ -1013,6 +1079,32 @@ class SessionServiceClientSync(ConnectClientSync):
                 service_name="aophub.v1.SessionService",
                 input=UnshareSessionRequest,
                 output=UnshareSessionResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.UNARY,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
+    def summarize_session(
+        self,
+        request: SummarizeSessionRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> SummarizeSessionResponse:
+        """
+        SummarizeSession asks the session's node to fold the conversation so far
+        into its running summary now, exactly like the command line "/summarize"
+        (see RunCommand): the summary arrives as an event of the session (an
+        aop.Message with the aophub.v1.ContextSummary extension). Not journaled.
+        """
+        return self.execute_unary(
+            request=request,
+            method=MethodInfo(
+                name="SummarizeSession",
+                service_name="aophub.v1.SessionService",
+                input=SummarizeSessionRequest,
+                output=SummarizeSessionResponse,
                 idempotency_level=IdempotencyLevel.UNKNOWN,
                 stream_type=StreamType.UNARY,
             ),

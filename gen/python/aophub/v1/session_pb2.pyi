@@ -22,7 +22,7 @@ SESSION_STATE_OPEN: SessionState
 SESSION_STATE_CLOSED: SessionState
 
 class SessionInfo(_message.Message):
-    __slots__ = ("id", "node_id", "title", "state", "archived", "created_at", "updated_at", "last_cursor", "event_count", "running_turn_id", "queued_turns", "pending_interactions", "parent_session_id", "close_reason", "owner", "shared_with")
+    __slots__ = ("id", "node_id", "title", "state", "archived", "created_at", "updated_at", "last_cursor", "event_count", "running_turn_id", "queued_turns", "pending_interactions", "parent_session_id", "close_reason", "owner", "shared_with", "summary")
     ID_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
@@ -39,6 +39,7 @@ class SessionInfo(_message.Message):
     CLOSE_REASON_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     SHARED_WITH_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
     id: str
     node_id: str
     title: str
@@ -55,7 +56,8 @@ class SessionInfo(_message.Message):
     close_reason: str
     owner: str
     shared_with: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, id: _Optional[str] = ..., node_id: _Optional[str] = ..., title: _Optional[str] = ..., state: _Optional[_Union[SessionState, str]] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_cursor: _Optional[str] = ..., event_count: _Optional[int] = ..., running_turn_id: _Optional[str] = ..., queued_turns: _Optional[int] = ..., pending_interactions: _Optional[int] = ..., parent_session_id: _Optional[str] = ..., close_reason: _Optional[str] = ..., owner: _Optional[str] = ..., shared_with: _Optional[_Iterable[str]] = ...) -> None: ...
+    summary: str
+    def __init__(self, id: _Optional[str] = ..., node_id: _Optional[str] = ..., title: _Optional[str] = ..., state: _Optional[_Union[SessionState, str]] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_cursor: _Optional[str] = ..., event_count: _Optional[int] = ..., running_turn_id: _Optional[str] = ..., queued_turns: _Optional[int] = ..., pending_interactions: _Optional[int] = ..., parent_session_id: _Optional[str] = ..., close_reason: _Optional[str] = ..., owner: _Optional[str] = ..., shared_with: _Optional[_Iterable[str]] = ..., summary: _Optional[str] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "include_closed", "include_archived", "node_id")
@@ -224,3 +226,19 @@ class UnshareSessionResponse(_message.Message):
     accepted: SessionInfo
     rejected: _chat_pb2.Rejection
     def __init__(self, accepted: _Optional[_Union[SessionInfo, _Mapping]] = ..., rejected: _Optional[_Union[_chat_pb2.Rejection, _Mapping]] = ...) -> None: ...
+
+class SummarizeSessionRequest(_message.Message):
+    __slots__ = ("session_id",)
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+
+class SummarizeSessionResponse(_message.Message):
+    __slots__ = ("operation_id", "session_id", "state")
+    OPERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    operation_id: str
+    session_id: str
+    state: str
+    def __init__(self, operation_id: _Optional[str] = ..., session_id: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...

@@ -66,6 +66,9 @@ const (
 	// SessionServiceUnshareSessionProcedure is the fully-qualified name of the SessionService's
 	// UnshareSession RPC.
 	SessionServiceUnshareSessionProcedure = "/aophub.v1.SessionService/UnshareSession"
+	// SessionServiceSummarizeSessionProcedure is the fully-qualified name of the SessionService's
+	// SummarizeSession RPC.
+	SessionServiceSummarizeSessionProcedure = "/aophub.v1.SessionService/SummarizeSession"
 )
 
 // SessionServiceClient is a client for the aophub.v1.SessionService service.
@@ -101,6 +104,11 @@ type SessionServiceClient interface {
 	// an admin may unshare. Unsharing a name the session is not shared with
 	// changes nothing.
 	UnshareSession(context.Context, *connect.Request[v1.UnshareSessionRequest]) (*connect.Response[v1.UnshareSessionResponse], error)
+	// SummarizeSession asks the session's node to fold the conversation so far
+	// into its running summary now, exactly like the command line "/summarize"
+	// (see RunCommand): the summary arrives as an event of the session (an
+	// aop.Message with the aophub.v1.ContextSummary extension). Not journaled.
+	SummarizeSession(context.Context, *connect.Request[v1.SummarizeSessionRequest]) (*connect.Response[v1.SummarizeSessionResponse], error)
 }
 
 // NewSessionServiceClient constructs a client for the aophub.v1.SessionService service. By default,
@@ -178,21 +186,28 @@ func NewSessionServiceClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(sessionServiceMethods.ByName("UnshareSession")),
 			connect.WithClientOptions(opts...),
 		),
+		summarizeSession: connect.NewClient[v1.SummarizeSessionRequest, v1.SummarizeSessionResponse](
+			httpClient,
+			baseURL+SessionServiceSummarizeSessionProcedure,
+			connect.WithSchema(sessionServiceMethods.ByName("SummarizeSession")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // sessionServiceClient implements SessionServiceClient.
 type sessionServiceClient struct {
-	listSessions   *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
-	getSession     *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
-	updateSession  *connect.Client[v1.UpdateSessionRequest, v1.UpdateSessionResponse]
-	resetSession   *connect.Client[v1.ResetSessionRequest, v1.ResetSessionResponse]
-	deleteSession  *connect.Client[v1.DeleteSessionRequest, v1.DeleteSessionResponse]
-	listCommands   *connect.Client[v1.ListCommandsRequest, v1.ListCommandsResponse]
-	runCommand     *connect.Client[v1.RunCommandRequest, v1.RunCommandResponse]
-	listEvents     *connect.Client[aop.ListEventsRequest, aop.ListEventsResponse]
-	shareSession   *connect.Client[v1.ShareSessionRequest, v1.ShareSessionResponse]
-	unshareSession *connect.Client[v1.UnshareSessionRequest, v1.UnshareSessionResponse]
+	listSessions     *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
+	getSession       *connect.Client[v1.GetSessionRequest, v1.GetSessionResponse]
+	updateSession    *connect.Client[v1.UpdateSessionRequest, v1.UpdateSessionResponse]
+	resetSession     *connect.Client[v1.ResetSessionRequest, v1.ResetSessionResponse]
+	deleteSession    *connect.Client[v1.DeleteSessionRequest, v1.DeleteSessionResponse]
+	listCommands     *connect.Client[v1.ListCommandsRequest, v1.ListCommandsResponse]
+	runCommand       *connect.Client[v1.RunCommandRequest, v1.RunCommandResponse]
+	listEvents       *connect.Client[aop.ListEventsRequest, aop.ListEventsResponse]
+	shareSession     *connect.Client[v1.ShareSessionRequest, v1.ShareSessionResponse]
+	unshareSession   *connect.Client[v1.UnshareSessionRequest, v1.UnshareSessionResponse]
+	summarizeSession *connect.Client[v1.SummarizeSessionRequest, v1.SummarizeSessionResponse]
 }
 
 // ListSessions calls aophub.v1.SessionService.ListSessions.
@@ -245,6 +260,11 @@ func (c *sessionServiceClient) UnshareSession(ctx context.Context, req *connect.
 	return c.unshareSession.CallUnary(ctx, req)
 }
 
+// SummarizeSession calls aophub.v1.SessionService.SummarizeSession.
+func (c *sessionServiceClient) SummarizeSession(ctx context.Context, req *connect.Request[v1.SummarizeSessionRequest]) (*connect.Response[v1.SummarizeSessionResponse], error) {
+	return c.summarizeSession.CallUnary(ctx, req)
+}
+
 // SessionServiceHandler is an implementation of the aophub.v1.SessionService service.
 type SessionServiceHandler interface {
 	// ListSessions pages sessions, most recently updated first.
@@ -278,6 +298,11 @@ type SessionServiceHandler interface {
 	// an admin may unshare. Unsharing a name the session is not shared with
 	// changes nothing.
 	UnshareSession(context.Context, *connect.Request[v1.UnshareSessionRequest]) (*connect.Response[v1.UnshareSessionResponse], error)
+	// SummarizeSession asks the session's node to fold the conversation so far
+	// into its running summary now, exactly like the command line "/summarize"
+	// (see RunCommand): the summary arrives as an event of the session (an
+	// aop.Message with the aophub.v1.ContextSummary extension). Not journaled.
+	SummarizeSession(context.Context, *connect.Request[v1.SummarizeSessionRequest]) (*connect.Response[v1.SummarizeSessionResponse], error)
 }
 
 // NewSessionServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -351,6 +376,12 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 		connect.WithSchema(sessionServiceMethods.ByName("UnshareSession")),
 		connect.WithHandlerOptions(opts...),
 	)
+	sessionServiceSummarizeSessionHandler := connect.NewUnaryHandler(
+		SessionServiceSummarizeSessionProcedure,
+		svc.SummarizeSession,
+		connect.WithSchema(sessionServiceMethods.ByName("SummarizeSession")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/aophub.v1.SessionService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case SessionServiceListSessionsProcedure:
@@ -373,6 +404,8 @@ func NewSessionServiceHandler(svc SessionServiceHandler, opts ...connect.Handler
 			sessionServiceShareSessionHandler.ServeHTTP(w, r)
 		case SessionServiceUnshareSessionProcedure:
 			sessionServiceUnshareSessionHandler.ServeHTTP(w, r)
+		case SessionServiceSummarizeSessionProcedure:
+			sessionServiceSummarizeSessionHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -420,4 +453,8 @@ func (UnimplementedSessionServiceHandler) ShareSession(context.Context, *connect
 
 func (UnimplementedSessionServiceHandler) UnshareSession(context.Context, *connect.Request[v1.UnshareSessionRequest]) (*connect.Response[v1.UnshareSessionResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("aophub.v1.SessionService.UnshareSession is not implemented"))
+}
+
+func (UnimplementedSessionServiceHandler) SummarizeSession(context.Context, *connect.Request[v1.SummarizeSessionRequest]) (*connect.Response[v1.SummarizeSessionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("aophub.v1.SessionService.SummarizeSession is not implemented"))
 }

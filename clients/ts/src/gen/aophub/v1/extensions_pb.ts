@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/extensions.proto.
  */
 export const file_aophub_v1_extensions: GenFile = /*@__PURE__*/
-  fileDesc("Chphb3BodWIvdjEvZXh0ZW5zaW9ucy5wcm90bxIJYW9waHViLnYxIrwCCgtUdXJuT3B0aW9ucxIlCgZwb2xpY3kYASABKA4yFS5hb3BodWIudjEuVHVyblBvbGljeRISCgpyZWdlbmVyYXRlGAIgASgIEhoKDXN5c3RlbV9wcm9tcHQYAyABKAlIAIgBARIXCgptYXhfdG9rZW5zGAQgASgNSAGIAQESHQoQYXNrX2JlZm9yZV90b29scxgFIAEoCEgCiAEBEhoKDXRvb2xzX2VuYWJsZWQYBiABKAhIA4gBARIhChRtYXhfaGlzdG9yeV9tZXNzYWdlcxgHIAEoDUgEiAEBQhAKDl9zeXN0ZW1fcHJvbXB0Qg0KC19tYXhfdG9rZW5zQhMKEV9hc2tfYmVmb3JlX3Rvb2xzQhAKDl90b29sc19lbmFibGVkQhcKFV9tYXhfaGlzdG9yeV9tZXNzYWdlcyIxCgtDbGllbnRUb29scxIiCgV0b29scxgBIAMoCzITLmFvcC5Ub29sRGVmaW5pdGlvbip1CgpUdXJuUG9saWN5EhsKF1RVUk5fUE9MSUNZX1VOU1BFQ0lGSUVEEAASFwoTVFVSTl9QT0xJQ1lfRU5RVUVVRRABEhYKElRVUk5fUE9MSUNZX1JFSkVDVBACEhkKFVRVUk5fUE9MSUNZX0lOVEVSUlVQVBADQkkKEWRldi5hb3BodWIuYXBpLnYxUAFaMmdpdGh1Yi5jb20vYW9waHViL2FvcGh1Yi9nZW4vZ28vYW9waHViL3YxO2FvcGh1YnYxYgZwcm90bzM", [file_aop_content]);
+  fileDesc("Chphb3BodWIvdjEvZXh0ZW5zaW9ucy5wcm90bxIJYW9waHViLnYxIrwCCgtUdXJuT3B0aW9ucxIlCgZwb2xpY3kYASABKA4yFS5hb3BodWIudjEuVHVyblBvbGljeRISCgpyZWdlbmVyYXRlGAIgASgIEhoKDXN5c3RlbV9wcm9tcHQYAyABKAlIAIgBARIXCgptYXhfdG9rZW5zGAQgASgNSAGIAQESHQoQYXNrX2JlZm9yZV90b29scxgFIAEoCEgCiAEBEhoKDXRvb2xzX2VuYWJsZWQYBiABKAhIA4gBARIhChRtYXhfaGlzdG9yeV9tZXNzYWdlcxgHIAEoDUgEiAEBQhAKDl9zeXN0ZW1fcHJvbXB0Qg0KC19tYXhfdG9rZW5zQhMKEV9hc2tfYmVmb3JlX3Rvb2xzQhAKDl90b29sc19lbmFibGVkQhcKFV9tYXhfaGlzdG9yeV9tZXNzYWdlcyIxCgtDbGllbnRUb29scxIiCgV0b29scxgBIAMoCzITLmFvcC5Ub29sRGVmaW5pdGlvbiI6Cg5Db250ZXh0U3VtbWFyeRIXCg9mb2xkZWRfbWVzc2FnZXMYASABKA0SDwoHdHJpZ2dlchgCIAEoCSp1CgpUdXJuUG9saWN5EhsKF1RVUk5fUE9MSUNZX1VOU1BFQ0lGSUVEEAASFwoTVFVSTl9QT0xJQ1lfRU5RVUVVRRABEhYKElRVUk5fUE9MSUNZX1JFSkVDVBACEhkKFVRVUk5fUE9MSUNZX0lOVEVSUlVQVBADQkkKEWRldi5hb3BodWIuYXBpLnYxUAFaMmdpdGh1Yi5jb20vYW9waHViL2FvcGh1Yi9nZW4vZ28vYW9waHViL3YxO2FvcGh1YnYxYgZwcm90bzM", [file_aop_content]);
 
 /**
  * TurnOptions tunes one turn. Attach it to aop.RunTurnRequest.extensions as
@@ -109,6 +109,41 @@ export type ClientTools = Message<"aophub.v1.ClientTools"> & {
  */
 export const ClientToolsSchema: GenMessage<ClientTools> = /*@__PURE__*/
   messageDesc(file_aophub_v1_extensions, 1);
+
+/**
+ * ContextSummary marks an aop.Message event (role "system", one text part:
+ * the summary) as the session's running context summary: the agent wrote it
+ * when the conversation outgrew its budget or a threshold, or on
+ * SessionService.SummarizeSession / "/summarize". Attach it to
+ * aop.Event.extensions. From this event on, the conversation the model sees is
+ * the summary followed by the messages after the first folded_messages ones
+ * (counted after the previous summary, or from the start or the last /reset).
+ *
+ * @generated from message aophub.v1.ContextSummary
+ */
+export type ContextSummary = Message<"aophub.v1.ContextSummary"> & {
+  /**
+   * How many of the conversation's messages (after the previous summary) the
+   * summary replaces; it also covers the previous summary.
+   *
+   * @generated from field: uint32 folded_messages = 1;
+   */
+  foldedMessages: number;
+
+  /**
+   * Why it was written: "budget", "messages", "characters" or "manual".
+   *
+   * @generated from field: string trigger = 2;
+   */
+  trigger: string;
+};
+
+/**
+ * Describes the message aophub.v1.ContextSummary.
+ * Use `create(ContextSummarySchema)` to create a new message.
+ */
+export const ContextSummarySchema: GenMessage<ContextSummary> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_extensions, 2);
 
 /**
  * TurnPolicy says what a RunTurn does while another turn of the session runs.

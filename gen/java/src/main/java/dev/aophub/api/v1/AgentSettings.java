@@ -206,6 +206,120 @@ private static final long serialVersionUID = 0L;
     return inlineAttachmentBytes_;
   }
 
+  public static final int SUMMARY_AFTER_MESSAGES_FIELD_NUMBER = 7;
+  private int summaryAfterMessages_ = 0;
+  /**
+   * <pre>
+   * Fold the oldest messages into the session's running summary (an
+   * aophub.v1.ContextSummary event) once the conversation since the last
+   * summary holds more than this many messages. Unset means 30; 0 turns this
+   * trigger off. The prompt is always kept under the profile's context_window
+   * minus the reply budget, whatever the thresholds.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+   * @return Whether the summaryAfterMessages field is set.
+   */
+  @java.lang.Override
+  public boolean hasSummaryAfterMessages() {
+    return ((bitField0_ & 0x00000004) != 0);
+  }
+  /**
+   * <pre>
+   * Fold the oldest messages into the session's running summary (an
+   * aophub.v1.ContextSummary event) once the conversation since the last
+   * summary holds more than this many messages. Unset means 30; 0 turns this
+   * trigger off. The prompt is always kept under the profile's context_window
+   * minus the reply budget, whatever the thresholds.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+   * @return The summaryAfterMessages.
+   */
+  @java.lang.Override
+  public int getSummaryAfterMessages() {
+    return summaryAfterMessages_;
+  }
+
+  public static final int SUMMARY_AFTER_CHARACTERS_FIELD_NUMBER = 8;
+  private int summaryAfterCharacters_ = 0;
+  /**
+   * <pre>
+   * The same, once that conversation holds more than this many characters.
+   * Unset means 15000; 0 turns this trigger off.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+   * @return Whether the summaryAfterCharacters field is set.
+   */
+  @java.lang.Override
+  public boolean hasSummaryAfterCharacters() {
+    return ((bitField0_ & 0x00000008) != 0);
+  }
+  /**
+   * <pre>
+   * The same, once that conversation holds more than this many characters.
+   * Unset means 15000; 0 turns this trigger off.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+   * @return The summaryAfterCharacters.
+   */
+  @java.lang.Override
+  public int getSummaryAfterCharacters() {
+    return summaryAfterCharacters_;
+  }
+
+  public static final int MEMORY_ENABLED_FIELD_NUMBER = 9;
+  private boolean memoryEnabled_ = false;
+  /**
+   * <pre>
+   * Long-term memory (memory.jsonl in the data directory, see MemoryService):
+   * offer the model the tools "remember" and "recall" (with the other tools,
+   * so tools_enabled must be on) and put the newest entries into the system
+   * prompt. Off unless set to true: the memory is the agent's, shared by every
+   * user of the node.
+   * </pre>
+   *
+   * <code>bool memory_enabled = 9 [json_name = "memoryEnabled"];</code>
+   * @return The memoryEnabled.
+   */
+  @java.lang.Override
+  public boolean getMemoryEnabled() {
+    return memoryEnabled_;
+  }
+
+  public static final int MEMORY_PROMPT_ENTRIES_FIELD_NUMBER = 10;
+  private int memoryPromptEntries_ = 0;
+  /**
+   * <pre>
+   * Memory entries put into the system prompt (the newest); 0 means 20.
+   * </pre>
+   *
+   * <code>uint32 memory_prompt_entries = 10 [json_name = "memoryPromptEntries"];</code>
+   * @return The memoryPromptEntries.
+   */
+  @java.lang.Override
+  public int getMemoryPromptEntries() {
+    return memoryPromptEntries_;
+  }
+
+  public static final int MEMORY_MAX_ENTRIES_FIELD_NUMBER = 11;
+  private int memoryMaxEntries_ = 0;
+  /**
+   * <pre>
+   * Entries the memory keeps; past it, the oldest are folded into one summary
+   * entry. 0 means 200.
+   * </pre>
+   *
+   * <code>uint32 memory_max_entries = 11 [json_name = "memoryMaxEntries"];</code>
+   * @return The memoryMaxEntries.
+   */
+  @java.lang.Override
+  public int getMemoryMaxEntries() {
+    return memoryMaxEntries_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -238,6 +352,21 @@ private static final long serialVersionUID = 0L;
     if (inlineAttachmentBytes_ != 0) {
       output.writeUInt32(6, inlineAttachmentBytes_);
     }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      output.writeUInt32(7, summaryAfterMessages_);
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      output.writeUInt32(8, summaryAfterCharacters_);
+    }
+    if (memoryEnabled_ != false) {
+      output.writeBool(9, memoryEnabled_);
+    }
+    if (memoryPromptEntries_ != 0) {
+      output.writeUInt32(10, memoryPromptEntries_);
+    }
+    if (memoryMaxEntries_ != 0) {
+      output.writeUInt32(11, memoryMaxEntries_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -264,6 +393,26 @@ private static final long serialVersionUID = 0L;
     if (inlineAttachmentBytes_ != 0) {
       size += com.google.protobuf.CodedOutputStream
         .computeUInt32Size(6, inlineAttachmentBytes_);
+    }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(7, summaryAfterMessages_);
+    }
+    if (((bitField0_ & 0x00000008) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(8, summaryAfterCharacters_);
+    }
+    if (memoryEnabled_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(9, memoryEnabled_);
+    }
+    if (memoryPromptEntries_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(10, memoryPromptEntries_);
+    }
+    if (memoryMaxEntries_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(11, memoryMaxEntries_);
     }
     return size;
   }
@@ -307,6 +456,22 @@ private static final long serialVersionUID = 0L;
         .equals(other.getSystemPrompt())) return false;
     if (getInlineAttachmentBytes()
         != other.getInlineAttachmentBytes()) return false;
+    if (hasSummaryAfterMessages() != other.hasSummaryAfterMessages()) return false;
+    if (hasSummaryAfterMessages()) {
+      if (getSummaryAfterMessages()
+          != other.getSummaryAfterMessages()) return false;
+    }
+    if (hasSummaryAfterCharacters() != other.hasSummaryAfterCharacters()) return false;
+    if (hasSummaryAfterCharacters()) {
+      if (getSummaryAfterCharacters()
+          != other.getSummaryAfterCharacters()) return false;
+    }
+    if (getMemoryEnabled()
+        != other.getMemoryEnabled()) return false;
+    if (getMemoryPromptEntries()
+        != other.getMemoryPromptEntries()) return false;
+    if (getMemoryMaxEntries()
+        != other.getMemoryMaxEntries()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -336,6 +501,21 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getSystemPrompt().hashCode();
     hash = (37 * hash) + INLINE_ATTACHMENT_BYTES_FIELD_NUMBER;
     hash = (53 * hash) + getInlineAttachmentBytes();
+    if (hasSummaryAfterMessages()) {
+      hash = (37 * hash) + SUMMARY_AFTER_MESSAGES_FIELD_NUMBER;
+      hash = (53 * hash) + getSummaryAfterMessages();
+    }
+    if (hasSummaryAfterCharacters()) {
+      hash = (37 * hash) + SUMMARY_AFTER_CHARACTERS_FIELD_NUMBER;
+      hash = (53 * hash) + getSummaryAfterCharacters();
+    }
+    hash = (37 * hash) + MEMORY_ENABLED_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getMemoryEnabled());
+    hash = (37 * hash) + MEMORY_PROMPT_ENTRIES_FIELD_NUMBER;
+    hash = (53 * hash) + getMemoryPromptEntries();
+    hash = (37 * hash) + MEMORY_MAX_ENTRIES_FIELD_NUMBER;
+    hash = (53 * hash) + getMemoryMaxEntries();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -477,6 +657,11 @@ private static final long serialVersionUID = 0L;
       turnTimeoutSeconds_ = 0;
       systemPrompt_ = "";
       inlineAttachmentBytes_ = 0;
+      summaryAfterMessages_ = 0;
+      summaryAfterCharacters_ = 0;
+      memoryEnabled_ = false;
+      memoryPromptEntries_ = 0;
+      memoryMaxEntries_ = 0;
       return this;
     }
 
@@ -531,6 +716,23 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.inlineAttachmentBytes_ = inlineAttachmentBytes_;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.summaryAfterMessages_ = summaryAfterMessages_;
+        to_bitField0_ |= 0x00000004;
+      }
+      if (((from_bitField0_ & 0x00000080) != 0)) {
+        result.summaryAfterCharacters_ = summaryAfterCharacters_;
+        to_bitField0_ |= 0x00000008;
+      }
+      if (((from_bitField0_ & 0x00000100) != 0)) {
+        result.memoryEnabled_ = memoryEnabled_;
+      }
+      if (((from_bitField0_ & 0x00000200) != 0)) {
+        result.memoryPromptEntries_ = memoryPromptEntries_;
+      }
+      if (((from_bitField0_ & 0x00000400) != 0)) {
+        result.memoryMaxEntries_ = memoryMaxEntries_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -565,6 +767,21 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getInlineAttachmentBytes() != 0) {
         setInlineAttachmentBytes(other.getInlineAttachmentBytes());
+      }
+      if (other.hasSummaryAfterMessages()) {
+        setSummaryAfterMessages(other.getSummaryAfterMessages());
+      }
+      if (other.hasSummaryAfterCharacters()) {
+        setSummaryAfterCharacters(other.getSummaryAfterCharacters());
+      }
+      if (other.getMemoryEnabled() != false) {
+        setMemoryEnabled(other.getMemoryEnabled());
+      }
+      if (other.getMemoryPromptEntries() != 0) {
+        setMemoryPromptEntries(other.getMemoryPromptEntries());
+      }
+      if (other.getMemoryMaxEntries() != 0) {
+        setMemoryMaxEntries(other.getMemoryMaxEntries());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -620,6 +837,31 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 48
+            case 56: {
+              summaryAfterMessages_ = input.readUInt32();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 56
+            case 64: {
+              summaryAfterCharacters_ = input.readUInt32();
+              bitField0_ |= 0x00000080;
+              break;
+            } // case 64
+            case 72: {
+              memoryEnabled_ = input.readBool();
+              bitField0_ |= 0x00000100;
+              break;
+            } // case 72
+            case 80: {
+              memoryPromptEntries_ = input.readUInt32();
+              bitField0_ |= 0x00000200;
+              break;
+            } // case 80
+            case 88: {
+              memoryMaxEntries_ = input.readUInt32();
+              bitField0_ |= 0x00000400;
+              break;
+            } // case 88
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -983,6 +1225,285 @@ private static final long serialVersionUID = 0L;
     public Builder clearInlineAttachmentBytes() {
       bitField0_ = (bitField0_ & ~0x00000020);
       inlineAttachmentBytes_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int summaryAfterMessages_ ;
+    /**
+     * <pre>
+     * Fold the oldest messages into the session's running summary (an
+     * aophub.v1.ContextSummary event) once the conversation since the last
+     * summary holds more than this many messages. Unset means 30; 0 turns this
+     * trigger off. The prompt is always kept under the profile's context_window
+     * minus the reply budget, whatever the thresholds.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+     * @return Whether the summaryAfterMessages field is set.
+     */
+    @java.lang.Override
+    public boolean hasSummaryAfterMessages() {
+      return ((bitField0_ & 0x00000040) != 0);
+    }
+    /**
+     * <pre>
+     * Fold the oldest messages into the session's running summary (an
+     * aophub.v1.ContextSummary event) once the conversation since the last
+     * summary holds more than this many messages. Unset means 30; 0 turns this
+     * trigger off. The prompt is always kept under the profile's context_window
+     * minus the reply budget, whatever the thresholds.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+     * @return The summaryAfterMessages.
+     */
+    @java.lang.Override
+    public int getSummaryAfterMessages() {
+      return summaryAfterMessages_;
+    }
+    /**
+     * <pre>
+     * Fold the oldest messages into the session's running summary (an
+     * aophub.v1.ContextSummary event) once the conversation since the last
+     * summary holds more than this many messages. Unset means 30; 0 turns this
+     * trigger off. The prompt is always kept under the profile's context_window
+     * minus the reply budget, whatever the thresholds.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+     * @param value The summaryAfterMessages to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSummaryAfterMessages(int value) {
+
+      summaryAfterMessages_ = value;
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Fold the oldest messages into the session's running summary (an
+     * aophub.v1.ContextSummary event) once the conversation since the last
+     * summary holds more than this many messages. Unset means 30; 0 turns this
+     * trigger off. The prompt is always kept under the profile's context_window
+     * minus the reply budget, whatever the thresholds.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSummaryAfterMessages() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      summaryAfterMessages_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int summaryAfterCharacters_ ;
+    /**
+     * <pre>
+     * The same, once that conversation holds more than this many characters.
+     * Unset means 15000; 0 turns this trigger off.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+     * @return Whether the summaryAfterCharacters field is set.
+     */
+    @java.lang.Override
+    public boolean hasSummaryAfterCharacters() {
+      return ((bitField0_ & 0x00000080) != 0);
+    }
+    /**
+     * <pre>
+     * The same, once that conversation holds more than this many characters.
+     * Unset means 15000; 0 turns this trigger off.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+     * @return The summaryAfterCharacters.
+     */
+    @java.lang.Override
+    public int getSummaryAfterCharacters() {
+      return summaryAfterCharacters_;
+    }
+    /**
+     * <pre>
+     * The same, once that conversation holds more than this many characters.
+     * Unset means 15000; 0 turns this trigger off.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+     * @param value The summaryAfterCharacters to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSummaryAfterCharacters(int value) {
+
+      summaryAfterCharacters_ = value;
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The same, once that conversation holds more than this many characters.
+     * Unset means 15000; 0 turns this trigger off.
+     * </pre>
+     *
+     * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSummaryAfterCharacters() {
+      bitField0_ = (bitField0_ & ~0x00000080);
+      summaryAfterCharacters_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private boolean memoryEnabled_ ;
+    /**
+     * <pre>
+     * Long-term memory (memory.jsonl in the data directory, see MemoryService):
+     * offer the model the tools "remember" and "recall" (with the other tools,
+     * so tools_enabled must be on) and put the newest entries into the system
+     * prompt. Off unless set to true: the memory is the agent's, shared by every
+     * user of the node.
+     * </pre>
+     *
+     * <code>bool memory_enabled = 9 [json_name = "memoryEnabled"];</code>
+     * @return The memoryEnabled.
+     */
+    @java.lang.Override
+    public boolean getMemoryEnabled() {
+      return memoryEnabled_;
+    }
+    /**
+     * <pre>
+     * Long-term memory (memory.jsonl in the data directory, see MemoryService):
+     * offer the model the tools "remember" and "recall" (with the other tools,
+     * so tools_enabled must be on) and put the newest entries into the system
+     * prompt. Off unless set to true: the memory is the agent's, shared by every
+     * user of the node.
+     * </pre>
+     *
+     * <code>bool memory_enabled = 9 [json_name = "memoryEnabled"];</code>
+     * @param value The memoryEnabled to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMemoryEnabled(boolean value) {
+
+      memoryEnabled_ = value;
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Long-term memory (memory.jsonl in the data directory, see MemoryService):
+     * offer the model the tools "remember" and "recall" (with the other tools,
+     * so tools_enabled must be on) and put the newest entries into the system
+     * prompt. Off unless set to true: the memory is the agent's, shared by every
+     * user of the node.
+     * </pre>
+     *
+     * <code>bool memory_enabled = 9 [json_name = "memoryEnabled"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMemoryEnabled() {
+      bitField0_ = (bitField0_ & ~0x00000100);
+      memoryEnabled_ = false;
+      onChanged();
+      return this;
+    }
+
+    private int memoryPromptEntries_ ;
+    /**
+     * <pre>
+     * Memory entries put into the system prompt (the newest); 0 means 20.
+     * </pre>
+     *
+     * <code>uint32 memory_prompt_entries = 10 [json_name = "memoryPromptEntries"];</code>
+     * @return The memoryPromptEntries.
+     */
+    @java.lang.Override
+    public int getMemoryPromptEntries() {
+      return memoryPromptEntries_;
+    }
+    /**
+     * <pre>
+     * Memory entries put into the system prompt (the newest); 0 means 20.
+     * </pre>
+     *
+     * <code>uint32 memory_prompt_entries = 10 [json_name = "memoryPromptEntries"];</code>
+     * @param value The memoryPromptEntries to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMemoryPromptEntries(int value) {
+
+      memoryPromptEntries_ = value;
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Memory entries put into the system prompt (the newest); 0 means 20.
+     * </pre>
+     *
+     * <code>uint32 memory_prompt_entries = 10 [json_name = "memoryPromptEntries"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMemoryPromptEntries() {
+      bitField0_ = (bitField0_ & ~0x00000200);
+      memoryPromptEntries_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int memoryMaxEntries_ ;
+    /**
+     * <pre>
+     * Entries the memory keeps; past it, the oldest are folded into one summary
+     * entry. 0 means 200.
+     * </pre>
+     *
+     * <code>uint32 memory_max_entries = 11 [json_name = "memoryMaxEntries"];</code>
+     * @return The memoryMaxEntries.
+     */
+    @java.lang.Override
+    public int getMemoryMaxEntries() {
+      return memoryMaxEntries_;
+    }
+    /**
+     * <pre>
+     * Entries the memory keeps; past it, the oldest are folded into one summary
+     * entry. 0 means 200.
+     * </pre>
+     *
+     * <code>uint32 memory_max_entries = 11 [json_name = "memoryMaxEntries"];</code>
+     * @param value The memoryMaxEntries to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMemoryMaxEntries(int value) {
+
+      memoryMaxEntries_ = value;
+      bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Entries the memory keeps; past it, the oldest are folded into one summary
+     * entry. 0 means 200.
+     * </pre>
+     *
+     * <code>uint32 memory_max_entries = 11 [json_name = "memoryMaxEntries"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMemoryMaxEntries() {
+      bitField0_ = (bitField0_ & ~0x00000400);
+      memoryMaxEntries_ = 0;
       onChanged();
       return this;
     }

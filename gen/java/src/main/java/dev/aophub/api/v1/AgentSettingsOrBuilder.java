@@ -103,4 +103,87 @@ public interface AgentSettingsOrBuilder extends
    * @return The inlineAttachmentBytes.
    */
   int getInlineAttachmentBytes();
+
+  /**
+   * <pre>
+   * Fold the oldest messages into the session's running summary (an
+   * aophub.v1.ContextSummary event) once the conversation since the last
+   * summary holds more than this many messages. Unset means 30; 0 turns this
+   * trigger off. The prompt is always kept under the profile's context_window
+   * minus the reply budget, whatever the thresholds.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+   * @return Whether the summaryAfterMessages field is set.
+   */
+  boolean hasSummaryAfterMessages();
+  /**
+   * <pre>
+   * Fold the oldest messages into the session's running summary (an
+   * aophub.v1.ContextSummary event) once the conversation since the last
+   * summary holds more than this many messages. Unset means 30; 0 turns this
+   * trigger off. The prompt is always kept under the profile's context_window
+   * minus the reply budget, whatever the thresholds.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_messages = 7 [json_name = "summaryAfterMessages"];</code>
+   * @return The summaryAfterMessages.
+   */
+  int getSummaryAfterMessages();
+
+  /**
+   * <pre>
+   * The same, once that conversation holds more than this many characters.
+   * Unset means 15000; 0 turns this trigger off.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+   * @return Whether the summaryAfterCharacters field is set.
+   */
+  boolean hasSummaryAfterCharacters();
+  /**
+   * <pre>
+   * The same, once that conversation holds more than this many characters.
+   * Unset means 15000; 0 turns this trigger off.
+   * </pre>
+   *
+   * <code>optional uint32 summary_after_characters = 8 [json_name = "summaryAfterCharacters"];</code>
+   * @return The summaryAfterCharacters.
+   */
+  int getSummaryAfterCharacters();
+
+  /**
+   * <pre>
+   * Long-term memory (memory.jsonl in the data directory, see MemoryService):
+   * offer the model the tools "remember" and "recall" (with the other tools,
+   * so tools_enabled must be on) and put the newest entries into the system
+   * prompt. Off unless set to true: the memory is the agent's, shared by every
+   * user of the node.
+   * </pre>
+   *
+   * <code>bool memory_enabled = 9 [json_name = "memoryEnabled"];</code>
+   * @return The memoryEnabled.
+   */
+  boolean getMemoryEnabled();
+
+  /**
+   * <pre>
+   * Memory entries put into the system prompt (the newest); 0 means 20.
+   * </pre>
+   *
+   * <code>uint32 memory_prompt_entries = 10 [json_name = "memoryPromptEntries"];</code>
+   * @return The memoryPromptEntries.
+   */
+  int getMemoryPromptEntries();
+
+  /**
+   * <pre>
+   * Entries the memory keeps; past it, the oldest are folded into one summary
+   * entry. 0 means 200.
+   * </pre>
+   *
+   * <code>uint32 memory_max_entries = 11 [json_name = "memoryMaxEntries"];</code>
+   * @return The memoryMaxEntries.
+   */
+  int getMemoryMaxEntries();
 }

@@ -36,6 +36,11 @@ public final class Extensions extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_aophub_v1_ClientTools_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_ContextSummary_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_ContextSummary_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -58,12 +63,14 @@ public final class Extensions extends com.google.protobuf.GeneratedFile {
       "x_tokensB\023\n\021_ask_before_toolsB\020\n\016_tools_" +
       "enabledB\027\n\025_max_history_messages\"8\n\013Clie" +
       "ntTools\022)\n\005tools\030\001 \003(\0132\023.aop.ToolDefinit" +
-      "ionR\005tools*u\n\nTurnPolicy\022\033\n\027TURN_POLICY_" +
-      "UNSPECIFIED\020\000\022\027\n\023TURN_POLICY_ENQUEUE\020\001\022\026" +
-      "\n\022TURN_POLICY_REJECT\020\002\022\031\n\025TURN_POLICY_IN" +
-      "TERRUPT\020\003BI\n\021dev.aophub.api.v1P\001Z2github" +
-      ".com/aophub/aophub/gen/go/aophub/v1;aoph" +
-      "ubv1b\006proto3"
+      "ionR\005tools\"S\n\016ContextSummary\022\'\n\017folded_m" +
+      "essages\030\001 \001(\rR\016foldedMessages\022\030\n\007trigger" +
+      "\030\002 \001(\tR\007trigger*u\n\nTurnPolicy\022\033\n\027TURN_PO" +
+      "LICY_UNSPECIFIED\020\000\022\027\n\023TURN_POLICY_ENQUEU" +
+      "E\020\001\022\026\n\022TURN_POLICY_REJECT\020\002\022\031\n\025TURN_POLI" +
+      "CY_INTERRUPT\020\003BI\n\021dev.aophub.api.v1P\001Z2g" +
+      "ithub.com/aophub/aophub/gen/go/aophub/v1" +
+      ";aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -82,6 +89,12 @@ public final class Extensions extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ClientTools_descriptor,
         new java.lang.String[] { "Tools", });
+    internal_static_aophub_v1_ContextSummary_descriptor =
+      getDescriptor().getMessageType(2);
+    internal_static_aophub_v1_ContextSummary_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_ContextSummary_descriptor,
+        new java.lang.String[] { "FoldedMessages", "Trigger", });
     descriptor.resolveAllFeaturesImmutable();
     dev.aophub.aop.ContentOuterClass.getDescriptor();
   }

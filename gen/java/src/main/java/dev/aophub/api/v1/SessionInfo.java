@@ -43,6 +43,7 @@ private static final long serialVersionUID = 0L;
     owner_ = "";
     sharedWith_ =
         com.google.protobuf.LazyStringArrayList.emptyList();
+    summary_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -661,6 +662,57 @@ private static final long serialVersionUID = 0L;
     return sharedWith_.getByteString(index);
   }
 
+  public static final int SUMMARY_FIELD_NUMBER = 17;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object summary_ = "";
+  /**
+   * <pre>
+   * The agent's newest running summary of the conversation: the text of the
+   * session's newest event with the aophub.v1.ContextSummary extension among
+   * its last 10,000 events; empty when none. Filled by GetSession only.
+   * </pre>
+   *
+   * <code>string summary = 17 [json_name = "summary"];</code>
+   * @return The summary.
+   */
+  @java.lang.Override
+  public java.lang.String getSummary() {
+    java.lang.Object ref = summary_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      summary_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The agent's newest running summary of the conversation: the text of the
+   * session's newest event with the aophub.v1.ContextSummary extension among
+   * its last 10,000 events; empty when none. Filled by GetSession only.
+   * </pre>
+   *
+   * <code>string summary = 17 [json_name = "summary"];</code>
+   * @return The bytes for summary.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getSummaryBytes() {
+    java.lang.Object ref = summary_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      summary_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -722,6 +774,9 @@ private static final long serialVersionUID = 0L;
     }
     for (int i = 0; i < sharedWith_.size(); i++) {
       com.google.protobuf.GeneratedMessage.writeString(output, 16, sharedWith_.getRaw(i));
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(summary_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 17, summary_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -787,6 +842,9 @@ private static final long serialVersionUID = 0L;
       size += dataSize;
       size += 2 * getSharedWithList().size();
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(summary_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(17, summary_);
+    }
     return size;
   }
   @java.lang.Override
@@ -848,6 +906,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getOwner())) return false;
     if (!getSharedWithList()
         .equals(other.getSharedWithList())) return false;
+    if (!getSummary()
+        .equals(other.getSummary())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -899,6 +959,8 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + SHARED_WITH_FIELD_NUMBER;
       hash = (53 * hash) + getSharedWithList().hashCode();
     }
+    hash = (37 * hash) + SUMMARY_FIELD_NUMBER;
+    hash = (53 * hash) + getSummary().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1066,6 +1128,7 @@ private static final long serialVersionUID = 0L;
       owner_ = "";
       sharedWith_ =
           com.google.protobuf.LazyStringArrayList.emptyList();
+      summary_ = "";
       return this;
     }
 
@@ -1155,6 +1218,9 @@ private static final long serialVersionUID = 0L;
         sharedWith_.makeImmutable();
         result.sharedWith_ = sharedWith_;
       }
+      if (((from_bitField0_ & 0x00010000) != 0)) {
+        result.summary_ = summary_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1239,6 +1305,11 @@ private static final long serialVersionUID = 0L;
           ensureSharedWithIsMutable();
           sharedWith_.addAll(other.sharedWith_);
         }
+        onChanged();
+      }
+      if (!other.getSummary().isEmpty()) {
+        summary_ = other.summary_;
+        bitField0_ |= 0x00010000;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -1349,6 +1420,11 @@ private static final long serialVersionUID = 0L;
               sharedWith_.add(input.readStringRequireUtf8());
               break;
             } // case 130
+            case 138: {
+              summary_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00010000;
+              break;
+            } // case 138
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2817,6 +2893,108 @@ private static final long serialVersionUID = 0L;
       ensureSharedWithIsMutable();
       sharedWith_.add(value);
       bitField0_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object summary_ = "";
+    /**
+     * <pre>
+     * The agent's newest running summary of the conversation: the text of the
+     * session's newest event with the aophub.v1.ContextSummary extension among
+     * its last 10,000 events; empty when none. Filled by GetSession only.
+     * </pre>
+     *
+     * <code>string summary = 17 [json_name = "summary"];</code>
+     * @return The summary.
+     */
+    public java.lang.String getSummary() {
+      java.lang.Object ref = summary_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        summary_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The agent's newest running summary of the conversation: the text of the
+     * session's newest event with the aophub.v1.ContextSummary extension among
+     * its last 10,000 events; empty when none. Filled by GetSession only.
+     * </pre>
+     *
+     * <code>string summary = 17 [json_name = "summary"];</code>
+     * @return The bytes for summary.
+     */
+    public com.google.protobuf.ByteString
+        getSummaryBytes() {
+      java.lang.Object ref = summary_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        summary_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The agent's newest running summary of the conversation: the text of the
+     * session's newest event with the aophub.v1.ContextSummary extension among
+     * its last 10,000 events; empty when none. Filled by GetSession only.
+     * </pre>
+     *
+     * <code>string summary = 17 [json_name = "summary"];</code>
+     * @param value The summary to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSummary(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      summary_ = value;
+      bitField0_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The agent's newest running summary of the conversation: the text of the
+     * session's newest event with the aophub.v1.ContextSummary extension among
+     * its last 10,000 events; empty when none. Filled by GetSession only.
+     * </pre>
+     *
+     * <code>string summary = 17 [json_name = "summary"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSummary() {
+      summary_ = getDefaultInstance().getSummary();
+      bitField0_ = (bitField0_ & ~0x00010000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The agent's newest running summary of the conversation: the text of the
+     * session's newest event with the aophub.v1.ContextSummary extension among
+     * its last 10,000 events; empty when none. Filled by GetSession only.
+     * </pre>
+     *
+     * <code>string summary = 17 [json_name = "summary"];</code>
+     * @param value The bytes for summary to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSummaryBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      summary_ = value;
+      bitField0_ |= 0x00010000;
       onChanged();
       return this;
     }

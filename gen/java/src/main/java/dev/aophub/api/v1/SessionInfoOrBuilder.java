@@ -329,4 +329,28 @@ public interface SessionInfoOrBuilder extends
    */
   com.google.protobuf.ByteString
       getSharedWithBytes(int index);
+
+  /**
+   * <pre>
+   * The agent's newest running summary of the conversation: the text of the
+   * session's newest event with the aophub.v1.ContextSummary extension among
+   * its last 10,000 events; empty when none. Filled by GetSession only.
+   * </pre>
+   *
+   * <code>string summary = 17 [json_name = "summary"];</code>
+   * @return The summary.
+   */
+  java.lang.String getSummary();
+  /**
+   * <pre>
+   * The agent's newest running summary of the conversation: the text of the
+   * session's newest event with the aophub.v1.ContextSummary extension among
+   * its last 10,000 events; empty when none. Filled by GetSession only.
+   * </pre>
+   *
+   * <code>string summary = 17 [json_name = "summary"];</code>
+   * @return The bytes for summary.
+   */
+  com.google.protobuf.ByteString
+      getSummaryBytes();
 }

@@ -131,6 +131,16 @@ public final class SessionProto extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_aophub_v1_UnshareSessionResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_SummarizeSessionRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_SummarizeSessionRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_SummarizeSessionResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_SummarizeSessionResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -142,7 +152,7 @@ public final class SessionProto extends com.google.protobuf.GeneratedFile {
     java.lang.String[] descriptorData = {
       "\n\027aophub/v1/session.proto\022\taophub.v1\032\016ao" +
       "p/chat.proto\032\025aophub/v1/agent.proto\032\037goo" +
-      "gle/protobuf/timestamp.proto\"\323\004\n\013Session" +
+      "gle/protobuf/timestamp.proto\"\355\004\n\013Session" +
       "Info\022\016\n\002id\030\001 \001(\tR\002id\022\027\n\007node_id\030\002 \001(\tR\006n" +
       "odeId\022\024\n\005title\030\003 \001(\tR\005title\022-\n\005state\030\004 \001" +
       "(\0162\027.aophub.v1.SessionStateR\005state\022\032\n\010ar" +
@@ -157,65 +167,70 @@ public final class SessionProto extends com.google.protobuf.GeneratedFile {
       "Interactions\022*\n\021parent_session_id\030\r \001(\tR" +
       "\017parentSessionId\022!\n\014close_reason\030\016 \001(\tR\013" +
       "closeReason\022\024\n\005owner\030\017 \001(\tR\005owner\022\037\n\013sha" +
-      "red_with\030\020 \003(\tR\nsharedWith\"\274\001\n\023ListSessi" +
-      "onsRequest\022\033\n\tpage_size\030\001 \001(\rR\010pageSize\022" +
-      "\035\n\npage_token\030\002 \001(\tR\tpageToken\022%\n\016includ" +
-      "e_closed\030\003 \001(\010R\rincludeClosed\022)\n\020include" +
-      "_archived\030\004 \001(\010R\017includeArchived\022\027\n\007node" +
-      "_id\030\005 \001(\tR\006nodeId\"r\n\024ListSessionsRespons" +
-      "e\0222\n\010sessions\030\001 \003(\0132\026.aophub.v1.SessionI" +
-      "nfoR\010sessions\022&\n\017next_page_token\030\002 \001(\tR\r" +
-      "nextPageToken\"2\n\021GetSessionRequest\022\035\n\nse" +
-      "ssion_id\030\001 \001(\tR\tsessionId\"F\n\022GetSessionR" +
-      "esponse\0220\n\007session\030\001 \001(\0132\026.aophub.v1.Ses" +
-      "sionInfoR\007session\"\247\001\n\024UpdateSessionReque" +
-      "st\022\035\n\nrequest_id\030\001 \001(\tR\trequestId\022\035\n\nses" +
-      "sion_id\030\002 \001(\tR\tsessionId\022\031\n\005title\030\003 \001(\tH" +
-      "\000R\005title\210\001\001\022\037\n\010archived\030\004 \001(\010H\001R\010archive" +
-      "d\210\001\001B\010\n\006_titleB\013\n\t_archived\"\206\001\n\025UpdateSe" +
-      "ssionResponse\0224\n\010accepted\030\001 \001(\0132\026.aophub" +
-      ".v1.SessionInfoH\000R\010accepted\022,\n\010rejected\030" +
-      "\002 \001(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007out" +
-      "come\"S\n\023ResetSessionRequest\022\035\n\nrequest_i" +
-      "d\030\001 \001(\tR\trequestId\022\035\n\nsession_id\030\002 \001(\tR\t" +
-      "sessionId\"\206\001\n\014SessionReset\0227\n\013new_sessio" +
-      "n\030\001 \001(\0132\026.aophub.v1.SessionInfoR\nnewSess" +
-      "ion\022=\n\016closed_session\030\002 \001(\0132\026.aophub.v1." +
-      "SessionInfoR\rclosedSession\"\206\001\n\024ResetSess" +
-      "ionResponse\0225\n\010accepted\030\001 \001(\0132\027.aophub.v" +
-      "1.SessionResetH\000R\010accepted\022,\n\010rejected\030\002" +
-      " \001(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007outc" +
-      "ome\"T\n\024DeleteSessionRequest\022\035\n\nrequest_i" +
-      "d\030\001 \001(\tR\trequestId\022\035\n\nsession_id\030\002 \001(\tR\t" +
-      "sessionId\"V\n\016SessionDeleted\022\035\n\nsession_i" +
-      "d\030\001 \001(\tR\tsessionId\022%\n\016events_deleted\030\002 \001" +
-      "(\004R\reventsDeleted\"\211\001\n\025DeleteSessionRespo" +
-      "nse\0227\n\010accepted\030\001 \001(\0132\031.aophub.v1.Sessio" +
-      "nDeletedH\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016" +
-      ".aop.RejectionH\000R\010rejectedB\t\n\007outcome\"4\n" +
-      "\023ListCommandsRequest\022\035\n\nsession_id\030\001 \001(\t" +
-      "R\tsessionId\"F\n\024ListCommandsResponse\022.\n\010c" +
-      "ommands\030\001 \003(\0132\022.aophub.v1.CommandR\010comma" +
-      "nds\"F\n\021RunCommandRequest\022\035\n\nsession_id\030\001" +
-      " \001(\tR\tsessionId\022\022\n\004line\030\002 \001(\tR\004line\"l\n\022R" +
-      "unCommandResponse\022!\n\014operation_id\030\001 \001(\tR" +
-      "\013operationId\022\035\n\nsession_id\030\002 \001(\tR\tsessio" +
-      "nId\022\024\n\005state\030\003 \001(\tR\005state\"r\n\023ShareSessio" +
+      "red_with\030\020 \003(\tR\nsharedWith\022\030\n\007summary\030\021 " +
+      "\001(\tR\007summary\"\274\001\n\023ListSessionsRequest\022\033\n\t" +
+      "page_size\030\001 \001(\rR\010pageSize\022\035\n\npage_token\030" +
+      "\002 \001(\tR\tpageToken\022%\n\016include_closed\030\003 \001(\010" +
+      "R\rincludeClosed\022)\n\020include_archived\030\004 \001(" +
+      "\010R\017includeArchived\022\027\n\007node_id\030\005 \001(\tR\006nod" +
+      "eId\"r\n\024ListSessionsResponse\0222\n\010sessions\030" +
+      "\001 \003(\0132\026.aophub.v1.SessionInfoR\010sessions\022" +
+      "&\n\017next_page_token\030\002 \001(\tR\rnextPageToken\"" +
+      "2\n\021GetSessionRequest\022\035\n\nsession_id\030\001 \001(\t" +
+      "R\tsessionId\"F\n\022GetSessionResponse\0220\n\007ses" +
+      "sion\030\001 \001(\0132\026.aophub.v1.SessionInfoR\007sess" +
+      "ion\"\247\001\n\024UpdateSessionRequest\022\035\n\nrequest_" +
+      "id\030\001 \001(\tR\trequestId\022\035\n\nsession_id\030\002 \001(\tR" +
+      "\tsessionId\022\031\n\005title\030\003 \001(\tH\000R\005title\210\001\001\022\037\n" +
+      "\010archived\030\004 \001(\010H\001R\010archived\210\001\001B\010\n\006_title" +
+      "B\013\n\t_archived\"\206\001\n\025UpdateSessionResponse\022" +
+      "4\n\010accepted\030\001 \001(\0132\026.aophub.v1.SessionInf" +
+      "oH\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Re" +
+      "jectionH\000R\010rejectedB\t\n\007outcome\"S\n\023ResetS" +
+      "essionRequest\022\035\n\nrequest_id\030\001 \001(\tR\treque" +
+      "stId\022\035\n\nsession_id\030\002 \001(\tR\tsessionId\"\206\001\n\014" +
+      "SessionReset\0227\n\013new_session\030\001 \001(\0132\026.aoph" +
+      "ub.v1.SessionInfoR\nnewSession\022=\n\016closed_" +
+      "session\030\002 \001(\0132\026.aophub.v1.SessionInfoR\rc" +
+      "losedSession\"\206\001\n\024ResetSessionResponse\0225\n" +
+      "\010accepted\030\001 \001(\0132\027.aophub.v1.SessionReset" +
+      "H\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Rej" +
+      "ectionH\000R\010rejectedB\t\n\007outcome\"T\n\024DeleteS" +
+      "essionRequest\022\035\n\nrequest_id\030\001 \001(\tR\treque" +
+      "stId\022\035\n\nsession_id\030\002 \001(\tR\tsessionId\"V\n\016S" +
+      "essionDeleted\022\035\n\nsession_id\030\001 \001(\tR\tsessi" +
+      "onId\022%\n\016events_deleted\030\002 \001(\004R\reventsDele" +
+      "ted\"\211\001\n\025DeleteSessionResponse\0227\n\010accepte" +
+      "d\030\001 \001(\0132\031.aophub.v1.SessionDeletedH\000R\010ac" +
+      "cepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Rejection" +
+      "H\000R\010rejectedB\t\n\007outcome\"4\n\023ListCommandsR" +
+      "equest\022\035\n\nsession_id\030\001 \001(\tR\tsessionId\"F\n" +
+      "\024ListCommandsResponse\022.\n\010commands\030\001 \003(\0132" +
+      "\022.aophub.v1.CommandR\010commands\"F\n\021RunComm" +
+      "andRequest\022\035\n\nsession_id\030\001 \001(\tR\tsessionI" +
+      "d\022\022\n\004line\030\002 \001(\tR\004line\"l\n\022RunCommandRespo" +
+      "nse\022!\n\014operation_id\030\001 \001(\tR\013operationId\022\035" +
+      "\n\nsession_id\030\002 \001(\tR\tsessionId\022\024\n\005state\030\003" +
+      " \001(\tR\005state\"r\n\023ShareSessionRequest\022\035\n\nre" +
+      "quest_id\030\001 \001(\tR\trequestId\022\035\n\nsession_id\030" +
+      "\002 \001(\tR\tsessionId\022\035\n\ntoken_name\030\003 \001(\tR\tto" +
+      "kenName\"\205\001\n\024ShareSessionResponse\0224\n\010acce" +
+      "pted\030\001 \001(\0132\026.aophub.v1.SessionInfoH\000R\010ac" +
+      "cepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Rejection" +
+      "H\000R\010rejectedB\t\n\007outcome\"t\n\025UnshareSessio" +
       "nRequest\022\035\n\nrequest_id\030\001 \001(\tR\trequestId\022" +
       "\035\n\nsession_id\030\002 \001(\tR\tsessionId\022\035\n\ntoken_" +
-      "name\030\003 \001(\tR\ttokenName\"\205\001\n\024ShareSessionRe" +
-      "sponse\0224\n\010accepted\030\001 \001(\0132\026.aophub.v1.Ses" +
-      "sionInfoH\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016" +
-      ".aop.RejectionH\000R\010rejectedB\t\n\007outcome\"t\n" +
-      "\025UnshareSessionRequest\022\035\n\nrequest_id\030\001 \001" +
-      "(\tR\trequestId\022\035\n\nsession_id\030\002 \001(\tR\tsessi" +
-      "onId\022\035\n\ntoken_name\030\003 \001(\tR\ttokenName\"\207\001\n\026" +
-      "UnshareSessionResponse\0224\n\010accepted\030\001 \001(\013" +
-      "2\026.aophub.v1.SessionInfoH\000R\010accepted\022,\n\010" +
-      "rejected\030\002 \001(\0132\016.aop.RejectionH\000R\010reject" +
-      "edB\t\n\007outcome*_\n\014SessionState\022\035\n\031SESSION" +
+      "name\030\003 \001(\tR\ttokenName\"\207\001\n\026UnshareSession" +
+      "Response\0224\n\010accepted\030\001 \001(\0132\026.aophub.v1.S" +
+      "essionInfoH\000R\010accepted\022,\n\010rejected\030\002 \001(\013" +
+      "2\016.aop.RejectionH\000R\010rejectedB\t\n\007outcome\"" +
+      "8\n\027SummarizeSessionRequest\022\035\n\nsession_id" +
+      "\030\001 \001(\tR\tsessionId\"r\n\030SummarizeSessionRes" +
+      "ponse\022!\n\014operation_id\030\001 \001(\tR\013operationId" +
+      "\022\035\n\nsession_id\030\002 \001(\tR\tsessionId\022\024\n\005state" +
+      "\030\003 \001(\tR\005state*_\n\014SessionState\022\035\n\031SESSION" +
       "_STATE_UNSPECIFIED\020\000\022\026\n\022SESSION_STATE_OP" +
-      "EN\020\001\022\030\n\024SESSION_STATE_CLOSED\020\0022\274\006\n\016Sessi" +
+      "EN\020\001\022\030\n\024SESSION_STATE_CLOSED\020\0022\231\007\n\016Sessi" +
       "onService\022T\n\014ListSessions\022\036.aophub.v1.Li" +
       "stSessionsRequest\032\037.aophub.v1.ListSessio" +
       "nsResponse\"\003\220\002\001\022N\n\nGetSession\022\034.aophub.v" +
@@ -236,9 +251,12 @@ public final class SessionProto extends com.google.protobuf.GeneratedFile {
       "1.ShareSessionRequest\032\037.aophub.v1.ShareS" +
       "essionResponse\022U\n\016UnshareSession\022 .aophu" +
       "b.v1.UnshareSessionRequest\032!.aophub.v1.U" +
-      "nshareSessionResponseBW\n\021dev.aophub.api." +
-      "v1B\014SessionProtoP\001Z2github.com/aophub/ao" +
-      "phub/gen/go/aophub/v1;aophubv1b\006proto3"
+      "nshareSessionResponse\022[\n\020SummarizeSessio" +
+      "n\022\".aophub.v1.SummarizeSessionRequest\032#." +
+      "aophub.v1.SummarizeSessionResponseBW\n\021de" +
+      "v.aophub.api.v1B\014SessionProtoP\001Z2github." +
+      "com/aophub/aophub/gen/go/aophub/v1;aophu" +
+      "bv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -252,7 +270,7 @@ public final class SessionProto extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_SessionInfo_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_SessionInfo_descriptor,
-        new java.lang.String[] { "Id", "NodeId", "Title", "State", "Archived", "CreatedAt", "UpdatedAt", "LastCursor", "EventCount", "RunningTurnId", "QueuedTurns", "PendingInteractions", "ParentSessionId", "CloseReason", "Owner", "SharedWith", });
+        new java.lang.String[] { "Id", "NodeId", "Title", "State", "Archived", "CreatedAt", "UpdatedAt", "LastCursor", "EventCount", "RunningTurnId", "QueuedTurns", "PendingInteractions", "ParentSessionId", "CloseReason", "Owner", "SharedWith", "Summary", });
     internal_static_aophub_v1_ListSessionsRequest_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_aophub_v1_ListSessionsRequest_fieldAccessorTable = new
@@ -373,6 +391,18 @@ public final class SessionProto extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_UnshareSessionResponse_descriptor,
         new java.lang.String[] { "Accepted", "Rejected", "Outcome", });
+    internal_static_aophub_v1_SummarizeSessionRequest_descriptor =
+      getDescriptor().getMessageType(21);
+    internal_static_aophub_v1_SummarizeSessionRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_SummarizeSessionRequest_descriptor,
+        new java.lang.String[] { "SessionId", });
+    internal_static_aophub_v1_SummarizeSessionResponse_descriptor =
+      getDescriptor().getMessageType(22);
+    internal_static_aophub_v1_SummarizeSessionResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_SummarizeSessionResponse_descriptor,
+        new java.lang.String[] { "OperationId", "SessionId", "State", });
     descriptor.resolveAllFeaturesImmutable();
     dev.aophub.aop.Chat.getDescriptor();
     dev.aophub.api.v1.AgentOuterClass.getDescriptor();

@@ -330,6 +330,37 @@ public final class SessionServiceGrpc {
     return getUnshareSessionMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.aophub.api.v1.SummarizeSessionRequest,
+      dev.aophub.api.v1.SummarizeSessionResponse> getSummarizeSessionMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "SummarizeSession",
+      requestType = dev.aophub.api.v1.SummarizeSessionRequest.class,
+      responseType = dev.aophub.api.v1.SummarizeSessionResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.aophub.api.v1.SummarizeSessionRequest,
+      dev.aophub.api.v1.SummarizeSessionResponse> getSummarizeSessionMethod() {
+    io.grpc.MethodDescriptor<dev.aophub.api.v1.SummarizeSessionRequest, dev.aophub.api.v1.SummarizeSessionResponse> getSummarizeSessionMethod;
+    if ((getSummarizeSessionMethod = SessionServiceGrpc.getSummarizeSessionMethod) == null) {
+      synchronized (SessionServiceGrpc.class) {
+        if ((getSummarizeSessionMethod = SessionServiceGrpc.getSummarizeSessionMethod) == null) {
+          SessionServiceGrpc.getSummarizeSessionMethod = getSummarizeSessionMethod =
+              io.grpc.MethodDescriptor.<dev.aophub.api.v1.SummarizeSessionRequest, dev.aophub.api.v1.SummarizeSessionResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "SummarizeSession"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.aophub.api.v1.SummarizeSessionRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.aophub.api.v1.SummarizeSessionResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new SessionServiceMethodDescriptorSupplier("SummarizeSession"))
+              .build();
+        }
+      }
+    }
+    return getSummarizeSessionMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -507,6 +538,19 @@ public final class SessionServiceGrpc {
         io.grpc.stub.StreamObserver<dev.aophub.api.v1.UnshareSessionResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getUnshareSessionMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * SummarizeSession asks the session's node to fold the conversation so far
+     * into its running summary now, exactly like the command line "/summarize"
+     * (see RunCommand): the summary arrives as an event of the session (an
+     * aop.Message with the aophub.v1.ContextSummary extension). Not journaled.
+     * </pre>
+     */
+    default void summarizeSession(dev.aophub.api.v1.SummarizeSessionRequest request,
+        io.grpc.stub.StreamObserver<dev.aophub.api.v1.SummarizeSessionResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getSummarizeSessionMethod(), responseObserver);
+    }
   }
 
   /**
@@ -664,6 +708,20 @@ public final class SessionServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getUnshareSessionMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * SummarizeSession asks the session's node to fold the conversation so far
+     * into its running summary now, exactly like the command line "/summarize"
+     * (see RunCommand): the summary arrives as an event of the session (an
+     * aop.Message with the aophub.v1.ContextSummary extension). Not journaled.
+     * </pre>
+     */
+    public void summarizeSession(dev.aophub.api.v1.SummarizeSessionRequest request,
+        io.grpc.stub.StreamObserver<dev.aophub.api.v1.SummarizeSessionResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getSummarizeSessionMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -796,6 +854,19 @@ public final class SessionServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getUnshareSessionMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * SummarizeSession asks the session's node to fold the conversation so far
+     * into its running summary now, exactly like the command line "/summarize"
+     * (see RunCommand): the summary arrives as an event of the session (an
+     * aop.Message with the aophub.v1.ContextSummary extension). Not journaled.
+     * </pre>
+     */
+    public dev.aophub.api.v1.SummarizeSessionResponse summarizeSession(dev.aophub.api.v1.SummarizeSessionRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getSummarizeSessionMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -927,6 +998,19 @@ public final class SessionServiceGrpc {
     public dev.aophub.api.v1.UnshareSessionResponse unshareSession(dev.aophub.api.v1.UnshareSessionRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getUnshareSessionMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * SummarizeSession asks the session's node to fold the conversation so far
+     * into its running summary now, exactly like the command line "/summarize"
+     * (see RunCommand): the summary arrives as an event of the session (an
+     * aop.Message with the aophub.v1.ContextSummary extension). Not journaled.
+     * </pre>
+     */
+    public dev.aophub.api.v1.SummarizeSessionResponse summarizeSession(dev.aophub.api.v1.SummarizeSessionRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getSummarizeSessionMethod(), getCallOptions(), request);
     }
   }
 
@@ -1070,6 +1154,20 @@ public final class SessionServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getUnshareSessionMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * SummarizeSession asks the session's node to fold the conversation so far
+     * into its running summary now, exactly like the command line "/summarize"
+     * (see RunCommand): the summary arrives as an event of the session (an
+     * aop.Message with the aophub.v1.ContextSummary extension). Not journaled.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.aophub.api.v1.SummarizeSessionResponse> summarizeSession(
+        dev.aophub.api.v1.SummarizeSessionRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getSummarizeSessionMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_LIST_SESSIONS = 0;
@@ -1082,6 +1180,7 @@ public final class SessionServiceGrpc {
   private static final int METHODID_LIST_EVENTS = 7;
   private static final int METHODID_SHARE_SESSION = 8;
   private static final int METHODID_UNSHARE_SESSION = 9;
+  private static final int METHODID_SUMMARIZE_SESSION = 10;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1139,6 +1238,10 @@ public final class SessionServiceGrpc {
         case METHODID_UNSHARE_SESSION:
           serviceImpl.unshareSession((dev.aophub.api.v1.UnshareSessionRequest) request,
               (io.grpc.stub.StreamObserver<dev.aophub.api.v1.UnshareSessionResponse>) responseObserver);
+          break;
+        case METHODID_SUMMARIZE_SESSION:
+          serviceImpl.summarizeSession((dev.aophub.api.v1.SummarizeSessionRequest) request,
+              (io.grpc.stub.StreamObserver<dev.aophub.api.v1.SummarizeSessionResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1228,6 +1331,13 @@ public final class SessionServiceGrpc {
               dev.aophub.api.v1.UnshareSessionRequest,
               dev.aophub.api.v1.UnshareSessionResponse>(
                 service, METHODID_UNSHARE_SESSION)))
+        .addMethod(
+          getSummarizeSessionMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.aophub.api.v1.SummarizeSessionRequest,
+              dev.aophub.api.v1.SummarizeSessionResponse>(
+                service, METHODID_SUMMARIZE_SESSION)))
         .build();
   }
 
@@ -1286,6 +1396,7 @@ public final class SessionServiceGrpc {
               .addMethod(getListEventsMethod())
               .addMethod(getShareSessionMethod())
               .addMethod(getUnshareSessionMethod())
+              .addMethod(getSummarizeSessionMethod())
               .build();
         }
       }
