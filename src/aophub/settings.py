@@ -92,6 +92,10 @@ class Settings:
     # (a dead session continuation, AOP-nodes 9.8.5), unless the node is still busy with the session.
     turn_start_timeout: float = 60.0
 
+    # The PostgreSQL database (a postgresql:// URL, already migrated: `aophub migrate`); "" for
+    # the SQLite database in the data directory.
+    database_url: str = ""
+
     @property
     def database(self) -> Path:
         return self.data_dir / DATABASE_FILE

@@ -10,6 +10,7 @@ database by itself (see :func:`check_schema`): ``aophub migrate`` does, when an 
 from __future__ import annotations
 
 import errno
+import socket
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ __all__ = [
     "connect",
     "map_exceptions",
     "migrate",
+    "migrate_database",
     "redact_url",
     "schema_version",
     "validate_url",
@@ -178,7 +180,12 @@ def map_exceptions(action: str) -> Iterator[None]:
         raise StoreError(f"database connection lost: {action}: {exc}", retryable=True) from exc
     except (TimeoutError, ConnectionError, OSError, ssl.SSLError) as exc:
         refused = isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED
-        kind = "cannot reach the database server" if refused or isinstance(exc, TimeoutError) else "network error"
+        if isinstance(exc, socket.gaierror):
+            kind = "cannot resolve the database host"
+        elif refused or isinstance(exc, TimeoutError):
+            kind = "cannot reach the database server"
+        else:
+            kind = "network error"
         raise StoreError(f"{kind}: {action}: {exc or type(exc).__name__}", retryable=True) from exc
 
 
@@ -189,7 +196,10 @@ def validate_url(url: str) -> str:
     left out taken from libpq's defaults and environment (``$PGHOST``, ``$PGPASSWORD``, ``~/.pgpass``),
     and query parameters such as ``?sslmode=require`` or ``?host=/run/postgresql`` (a Unix socket).
     """
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as error:
+        raise ValueError(f"bad database URL: {error}") from None
     if parts.scheme not in URL_SCHEMES:
         shown = f"{parts.scheme}://" if parts.scheme else "no scheme"
         raise ValueError(f"not a PostgreSQL URL ({shown}): expected postgresql://USER:PASSWORD@HOST:PORT/DATABASE")
@@ -245,6 +255,16 @@ async def migrate(connection: asyncpg.Connection) -> tuple[int, int]:
                 await connection.execute(script)
                 await connection.execute("UPDATE aophub_schema SET version = $1", target)
     return before, len(MIGRATIONS)
+
+
+async def migrate_database(url: str, *, timeout: float = 10.0) -> tuple[int, int]:
+    """Connect to ``url`` and apply the missing migrations (see :func:`migrate`); raises StoreError."""
+    db = await connect(url, timeout=timeout)
+    try:
+        return await migrate(db)
+    finally:
+        with map_exceptions("closing the connection"):
+            await db.close(timeout=timeout)
 
 
 async def check_schema(connection: asyncpg.Connection) -> None:
