@@ -313,6 +313,30 @@ async def test_delete_and_recreate_within_one_batch(store: AnyStore) -> None:
     assert (record.last_cursor, record.event_count) == (1, 1)
 
 
+async def test_ops_apply_in_batch_order_whatever_their_kind(store: AnyStore) -> None:
+    """Puts, appends, turns and reservations in one batch act as if run one by one in order."""
+    await store.submit([PutSession(session("s"))])
+    results = await store.submit(
+        [AppendEvent("s", 1, b"a"), PutSession(session("s", title="renamed")), AppendEvent("s", 2, b"b")]
+    )
+    assert results == [1, None, 2]
+    record = await store.get_session("s")
+    assert record is not None
+    assert (record.title, record.last_cursor) == ("renamed", 2)
+
+    with pytest.raises(StoreError) as caught:  # a turn before its session exists
+        await store.submit([PutTurn(turn("new", "t", "queued", 1.0)), PutSession(session("new"))])
+    assert not caught.value.retryable
+    assert await store.get_session("new") is None
+
+    await store.submit([ReserveSeq("r", 50), PutSession(session("r", seq_reserved=3))])  # nothing to reserve yet
+    assert await store.max_seq("r") == 3
+    await store.submit(
+        [PutSession(session("q", seq_reserved=1)), ReserveSeq("q", 40), PutSession(session("q", seq_reserved=2))]
+    )
+    assert await store.max_seq("q") == 40
+
+
 async def test_append_before_its_session_exists_fails(store: AnyStore) -> None:
     """Within a batch, an append that precedes its session's PutSession fails the batch."""
     with pytest.raises(StoreError) as caught:

@@ -92,8 +92,11 @@ def _run(command: list[str]) -> None:
 
 
 @contextlib.contextmanager
-def postgres_cluster(bin_dir: Path) -> Iterator[PostgresCluster]:
-    """Create and start a cluster with ``bin_dir``'s binaries; stop it and delete its files at the end."""
+def postgres_cluster(bin_dir: Path, *, durable: bool = False) -> Iterator[PostgresCluster]:
+    """Create and start a cluster with ``bin_dir``'s binaries; stop it and delete its files at the end.
+
+    ``durable``: keep PostgreSQL's defaults (fsync on), for measurements; tests turn fsync off.
+    """
     directory = Path(tempfile.mkdtemp(prefix="aophub-pg-"))
     try:
         if os.geteuid() == 0:
@@ -124,7 +127,9 @@ def postgres_cluster(bin_dir: Path) -> Iterator[PostgresCluster]:
             )
         )
         port = _free_port()
-        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {directory} -c fsync=off -c full_page_writes=off"
+        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {directory}"
+        if not durable:
+            options += " -c fsync=off -c full_page_writes=off"
         start = [str(bin_dir / "pg_ctl"), "start", "--wait", "--pgdata", str(data), "--log", str(directory / "log")]
         _run(_as_server_user([*start, "-o", options]))
         try:
