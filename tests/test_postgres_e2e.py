@@ -146,3 +146,26 @@ def test_aophub_serve_refuses_a_database_it_cannot_use(tmp_path: Path, postgres:
         assert result.returncode == status, result.stderr
         assert result.stderr.startswith(f"aophub: {message}"), result.stderr
         assert "wrong" not in result.stderr.replace("(wrong user", "")
+
+
+async def test_aophub_token_works_on_the_database_and_a_hub_on_it_accepts_the_token(
+    tmp_path: Path, database: str
+) -> None:
+    """`aophub token create --database URL` stores the token in PostgreSQL; a hub on it then accepts the secret.
+
+    While that hub runs, the offline command is refused (the hub holds the database), as on a data dir.
+    """
+    created = aophub("token", "create", "--name", "phone", "--scope", "app", "--database", database)
+    assert created.returncode == 0, created.stderr
+    secret = created.stdout.strip()
+    listed = aophub("token", "list", env={"AOPHUB_DATABASE_URL": database})
+    assert listed.returncode == 0, listed.stderr
+    assert "phone" in listed.stdout
+    assert secret not in listed.stdout
+    async with checked_hub(tmp_path, database_url=database) as hub:
+        async with await AppSocket.open(hub.app_url, token=secret) as app:
+            session = await app.open_session()
+            assert session.id
+        refused = aophub("token", "list", "--database", database)
+        assert refused.returncode == 1
+        assert "another aophub hub is using the database" in refused.stderr
