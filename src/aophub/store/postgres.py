@@ -10,7 +10,8 @@ so a bad batch fails alone; a group that failed because the connection was lost 
 since its commit may have happened: all of its batches fail with a retryable error, and the next
 group connects again.
 
-Reads use a small pool of connections (``reader_connections``), so they run beside the writes.
+Reads use a small pool of connections (``reader_connections``), so they run beside the writes; a
+read whose connection turns out closed is tried once more on a new one.
 
 A hub does not migrate the database by itself unless asked (``migrate=True``, the default for
 library use and tests): ``aophub serve`` opens with ``migrate=False`` and refuses a database whose
@@ -47,6 +48,7 @@ from aophub.store.postgres_schema import (
     HUB_LOCK,
     check_schema,
     connect,
+    connection_lost,
     map_exceptions,
     migrate,
     redact_url,
@@ -309,6 +311,14 @@ class PostgresStore:
     async def _read(self, sql: str, *params: Any) -> list[Any]:
         if self._readers is None or self._state not in (_State.OPEN, _State.CLOSING):
             raise StoreError(f"store is {self._state.value}", retryable=False)
+        try:
+            with map_exceptions("reading"):
+                return list(await self._readers.fetch(sql, *params))
+        except StoreError as error:
+            if not connection_lost(error):
+                raise
+        # The pool's connection was closed under it (a server restart, an idle timeout): reads
+        # change nothing, so one more try on a new connection is safe.
         with map_exceptions("reading"):
             return list(await self._readers.fetch(sql, *params))
 

@@ -25,6 +25,7 @@ __all__ = [
     "URL_SCHEMES",
     "check_schema",
     "connect",
+    "connection_lost",
     "map_exceptions",
     "migrate",
     "migrate_database",
@@ -187,6 +188,14 @@ def map_exceptions(action: str) -> Iterator[None]:
         else:
             kind = "network error"
         raise StoreError(f"{kind}: {action}: {exc or type(exc).__name__}", retryable=True) from exc
+
+
+def connection_lost(error: StoreError) -> bool:
+    """Whether ``error`` (from :func:`map_exceptions`) came from a connection that was closed or broke."""
+    cause = error.__cause__
+    return isinstance(
+        cause, asyncpg.InterfaceError | asyncpg.PostgresConnectionError | ConnectionError | asyncpg.AdminShutdownError
+    )
 
 
 def validate_url(url: str) -> str:
