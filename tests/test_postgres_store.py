@@ -140,8 +140,8 @@ async def test_one_hub_per_database(postgres: PostgresCluster) -> None:
 
 
 async def test_lost_connections_fail_a_write_retryably_then_reconnect(postgres: PostgresCluster) -> None:
-    """The server drops every connection: reads go on (tried again), the next write fails retryably, the one
-    after works, densely, and still holds the database."""
+    """The server drops every connection: reads go on (tried again), writes go on after at most one retryable
+    failure, densely, and the store still holds the database."""
     url = postgres.create_database()
     name = url.rsplit("/", 1)[1]
     async with PostgresStore(url) as store:
@@ -151,11 +151,16 @@ async def test_lost_connections_fail_a_write_retryably_then_reconnect(postgres: 
             " AND pid <> pg_backend_pid()"
         )
         assert [e.data for e in await store.read_events("s", 0, 10)] == [b"one"]
-        with pytest.raises(StoreError) as caught:
-            await store.submit([AppendEvent("s", 2, b"lost")])
-        assert caught.value.retryable
-        assert await store.submit([AppendEvent("s", 3, b"two")]) == [2]
-        assert [e.data for e in await store.read_events("s", 0, 10)] == [b"one", b"two"]
+        # Whether the writer has seen its connection close yet is up to the event loop: if it has,
+        # it connects again first and the write goes through; if not, the write fails retryably.
+        attempt = store.submit([AppendEvent("s", 2, b"two")])
+        await asyncio.wait([attempt])
+        failure = attempt.exception()
+        assert failure is None or (isinstance(failure, StoreError) and failure.retryable), failure
+        written = attempt.result() if failure is None else await store.submit([AppendEvent("s", 2, b"two")])
+        assert written == [2]
+        assert await store.submit([AppendEvent("s", 3, b"three")]) == [3]
+        assert [e.data for e in await store.read_events("s", 0, 10)] == [b"one", b"two", b"three"]
         with pytest.raises(StoreError, match="another aophub hub is using the database"):
             await PostgresStore(url).open()
 

@@ -8,7 +8,8 @@ them in submission order (see :mod:`aophub.store.postgres_writer` for how cursor
 If a group fails it is rolled back and each of its batches is retried in a transaction of its own,
 so a bad batch fails alone; a group that failed because the connection was lost is not retried,
 since its commit may have happened: all of its batches fail with a retryable error, and the next
-group connects again.
+group connects again. A writer connection known to be closed before a group starts (the server
+ended it while idle) is replaced first, and the group goes through.
 
 Reads use a small pool of connections (``reader_connections``), so they run beside the writes; a
 read whose connection turns out closed is tried once more on a new one.
@@ -291,6 +292,8 @@ class PostgresStore:
 
     async def _transaction(self, group: list[tuple[WriteOp, ...]]) -> list[list[int | None]]:
         """Run ``group`` in one transaction on the writer connection (connecting again if it was lost)."""
+        if self._writer is not None and self._writer.is_closed():
+            self._writer = None  # closed by the server while idle: nothing of this group was sent on it
         if self._writer is None:
             self._writer = await self._connect_writer(first=False)
         db = self._writer
