@@ -16,7 +16,7 @@ import pytest
 from aophub.store.base import AppendArtifact, AppendEvent, PutSession, SessionRecord, StoreError, WriteOp
 from aophub.store.postgres import PostgresStore
 from aophub.store.postgres_schema import MIGRATIONS, map_exceptions, migrate_database, redact_url, validate_url
-from aophub.store.postgres_writer import apply_group
+from aophub.store.postgres_writer import write_group
 from aophub.store.selection import database_url
 
 from .support.postgres import PostgresCluster
@@ -174,8 +174,7 @@ async def _write(url: str, batches: list[list[WriteOp]]) -> list[list[int | None
     try:
         results = []
         for ops in batches:
-            async with db.transaction():
-                results += await apply_group(db, [tuple(ops)])
+            results += await write_group(db, [tuple(ops)])
         return results
     finally:
         await db.close()

@@ -55,7 +55,7 @@ from aophub.store.postgres_schema import (
     redact_url,
     validate_url,
 )
-from aophub.store.postgres_writer import apply_group
+from aophub.store.postgres_writer import write_group
 
 __all__ = ["PostgresStore"]
 
@@ -291,7 +291,7 @@ class PostgresStore:
                 batch.future.set_result(answer)
 
     async def _transaction(self, group: list[tuple[WriteOp, ...]]) -> list[list[int | None]]:
-        """Run ``group`` in one transaction on the writer connection (connecting again if it was lost)."""
+        """Write ``group`` atomically on the writer connection (connecting again if it was lost)."""
         if self._writer is not None and self._writer.is_closed():
             self._writer = None  # closed by the server while idle: nothing of this group was sent on it
         if self._writer is None:
@@ -299,8 +299,7 @@ class PostgresStore:
         db = self._writer
         try:
             with map_exceptions("writing"):
-                async with db.transaction():
-                    results = await apply_group(db, group)
+                results = await write_group(db, group)
         except StoreError:
             if db.is_closed():
                 self._writer = None

@@ -1,9 +1,16 @@
-"""Applying write batches to PostgreSQL: one transaction per group of batches, on one connection.
+"""Writing groups of batches to PostgreSQL: each group atomically, on one connection.
 
-Cursors come from the database, not from memory: a run of consecutive appends adds its count to
-each session's ``last_cursor`` with one ``UPDATE ... RETURNING``, which locks the session rows
-until commit. A second writer appending to the same session waits for that commit and then
-continues from the committed counter, so cursors stay dense and become visible in order however
+The ops of the kinds a hub writes all the time (session and turn upserts, journal entries, seq
+reservations, appends) are buffered and written together by one call of the schema's function
+``aophub_write`` (see :mod:`aophub.store.postgres_schema`): a group made only of those is one
+statement, a transaction by itself, and costs one round trip to the server. Other ops (deleting a
+session, interactions, scans, artifacts, tokens) run as statements of their own, in a transaction
+with the rest.
+
+Cursors come from the database, not from memory: the appends add their count to each session's
+``last_cursor`` with one ``UPDATE ... RETURNING``, which locks the session rows until commit. A
+second writer appending to the same session waits for that commit and then continues from the
+committed counter, so cursors stay dense and become visible in order however
 many writers there are (the replicas to come). The archive's cursor works the same way through the
 ``counters`` row ``artifacts``. Should two writers still lock rows in opposite orders, PostgreSQL
 aborts one transaction as a deadlock, which the store reports as a retryable error.
@@ -30,19 +37,18 @@ from aophub.store.base import (
     PutTurn,
     ReserveSeq,
     SessionRecord,
-    StoreError,
     TurnRecord,
     WriteOp,
 )
 
-__all__ = ["apply_group"]
+__all__ = ["write_group"]
 
 Results = list[list[int | None]]
 
 
 @dataclass(slots=True)
 class _Pending:
-    """Ops buffered to be written together: one statement per kind however many there are.
+    """Ops buffered to be written together, in one ``aophub_write`` call.
 
     Session upserts, turn upserts, journal entries, seq reservations and appends are written when
     an op that must see them comes (see :meth:`must_flush_before`) or at the end of the group:
@@ -85,13 +91,29 @@ class _Pending:
                 return False
         return True
 
+    def take(self) -> _Buffered | None:
+        """Everything buffered (None if nothing), leaving the buffer empty."""
+        if not (self.sessions or self.turns or self.journal or self.reserved or self.appends):
+            return None
+        buffered = _Buffered(
+            list(self.sessions.values()),
+            list(self.turns.values()),
+            list(self.journal.values()),
+            self.reserved,
+            self.appends,
+            sorted(self.put_after_use),
+        )
+        self.sessions, self.turns, self.journal, self.reserved = {}, {}, {}, {}
+        self.appends, self.referenced, self.put_after_use = [], set(), set()
+        return buffered
+
     def must_flush_before(self, op: WriteOp) -> bool:
         """Whether ``op`` must see the buffered ops written first.
 
         Every op of a kind that is not buffered (a DeleteSession counts and deletes what came
         before it), and the first PutSession of a session with a buffered reservation (which must
         do nothing if the session did not exist yet). A PutSession after buffered appends or turns
-        of its session needs no flush: :func:`_flush` checks that the session existed before.
+        of its session needs no flush: ``aophub_write`` checks that the session existed before.
         """
         match op:
             case PutSession(record=record):
@@ -102,155 +124,105 @@ class _Pending:
                 return bool(self.sessions or self.turns or self.journal or self.reserved or self.appends)
 
 
-async def apply_group(db: asyncpg.Connection, group: list[tuple[WriteOp, ...]]) -> Results:
-    """Run every batch of ``group`` in order inside the caller's transaction; one result list per batch.
+@dataclass(frozen=True, slots=True)
+class _Buffered:
+    """What one flush of :class:`_Pending` writes, with one ``aophub_write`` call."""
 
-    Raises asyncpg errors (the caller maps them and rolls back), or a non-retryable StoreError for
-    an append to a session that does not exist.
-    """
-    results: Results = [[None] * len(ops) for ops in group]
+    sessions: list[SessionRecord]
+    turns: list[TurnRecord]
+    journal: list[JournalEntry]
+    reserved: dict[str, int]
+    appends: list[tuple[int, int, AppendEvent]]
+    must_exist: list[str]
+
+
+# One step of a group: buffered writes, or one op of another kind at (batch index, op index).
+_Step = _Buffered | tuple[int, int, WriteOp]
+
+
+def _plan(group: list[tuple[WriteOp, ...]]) -> list[_Step]:
+    """The steps that write ``group``, in order; decided from the ops alone, before any I/O."""
+    steps: list[_Step] = []
     pending = _Pending()
     for batch, ops in enumerate(group):
         for index, op in enumerate(ops):
-            if pending.must_flush_before(op):
-                await _flush(db, pending, results)
+            if pending.must_flush_before(op) and (buffered := pending.take()) is not None:
+                steps.append(buffered)
             if not pending.add(batch, index, op):
+                steps.append((batch, index, op))
+    if (buffered := pending.take()) is not None:
+        steps.append(buffered)
+    return steps
+
+
+async def write_group(db: asyncpg.Connection, group: list[tuple[WriteOp, ...]]) -> Results:
+    """Write every batch of ``group`` atomically, in order; one result list per batch.
+
+    A group of buffered kinds only (the usual case: events, turns, sessions, journal) is one call
+    of ``aophub_write``, a transaction by itself; anything else runs its steps in a transaction.
+    Raises asyncpg errors (the caller maps them); nothing of the group is written then.
+    """
+    results: Results = [[None] * len(ops) for ops in group]
+    steps = _plan(group)
+    if len(steps) == 1 and isinstance(steps[0], _Buffered):
+        await _write(db, steps[0], results)
+        return results
+    async with db.transaction():
+        for step in steps:
+            if isinstance(step, _Buffered):
+                await _write(db, step, results)
+            else:
+                batch, index, op = step
                 results[batch][index] = await _apply(db, op)
-    await _flush(db, pending, results)
     return results
 
 
-async def _flush(db: asyncpg.Connection, pending: _Pending, results: Results) -> None:
-    sessions, turns, journal, reserved = pending.sessions, pending.turns, pending.journal, pending.reserved
-    appends, put_after_use = pending.appends, pending.put_after_use
-    pending.sessions, pending.turns, pending.journal, pending.reserved = {}, {}, {}, {}
-    pending.appends, pending.referenced, pending.put_after_use = [], set(), set()
-    if put_after_use:
-        # In op order an append or turn came before its session's PutSession: it needed the session then.
-        rows = await db.fetch("SELECT id FROM sessions WHERE id = ANY($1::text[])", sorted(put_after_use))
-        missing = put_after_use - {row["id"] for row in rows}
-        if missing:
-            raise StoreError(
-                f"constraint failed: writing: session {min(missing)!r} used before it was put", retryable=False
-            )
-    if sessions:
-        await _put_sessions(db, list(sessions.values()))
-    if turns:
-        await _put_turns(db, list(turns.values()))
-    if journal:
-        await _put_journal(db, list(journal.values()))
-    if reserved:
-        await db.execute(
-            "UPDATE sessions AS s SET seq_reserved = GREATEST(s.seq_reserved, v.upto)"
-            " FROM unnest($1::text[], $2::bigint[]) AS v(id, upto) WHERE s.id = v.id",
-            list(reserved),
-            list(reserved.values()),
-        )
-    if appends:
-        await _append(db, appends, results)
-
-
-async def _put_sessions(db: asyncpg.Connection, records: list[SessionRecord]) -> None:
-    await db.execute(
-        "INSERT INTO sessions (id, node_id, title, state, created_at, updated_at, archived,"
-        " parent_session_id, parent_tool_call_id, close_reason, open_request, seq_reserved)"
-        " SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::float8[],"
-        " $7::bool[], $8::text[], $9::text[], $10::text[], $11::bytea[], $12::bigint[])"
-        " ON CONFLICT (id) DO UPDATE SET node_id = excluded.node_id, title = excluded.title,"
-        " state = excluded.state, created_at = excluded.created_at, updated_at = excluded.updated_at,"
-        " archived = excluded.archived, parent_session_id = excluded.parent_session_id,"
-        " parent_tool_call_id = excluded.parent_tool_call_id, close_reason = excluded.close_reason,"
-        " open_request = excluded.open_request,"
-        " seq_reserved = GREATEST(sessions.seq_reserved, excluded.seq_reserved)",
-        [r.id for r in records],
-        [r.node_id for r in records],
-        [r.title for r in records],
-        [r.state for r in records],
-        [r.created_at for r in records],
-        [r.updated_at for r in records],
-        [r.archived for r in records],
-        [r.parent_session_id for r in records],
-        [r.parent_tool_call_id for r in records],
-        [r.close_reason for r in records],
-        [r.open_request for r in records],
-        [r.seq_reserved for r in records],
+async def _write(db: asyncpg.Connection, buffered: _Buffered, results: Results) -> None:
+    sessions, turns, journal, appends = buffered.sessions, buffered.turns, buffered.journal, buffered.appends
+    events = [op for _, _, op in appends]
+    cursors = await db.fetchval(
+        "SELECT aophub_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,"
+        " $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)",
+        [r.id for r in sessions],
+        [r.node_id for r in sessions],
+        [r.title for r in sessions],
+        [r.state for r in sessions],
+        [r.created_at for r in sessions],
+        [r.updated_at for r in sessions],
+        [r.archived for r in sessions],
+        [r.parent_session_id for r in sessions],
+        [r.parent_tool_call_id for r in sessions],
+        [r.close_reason for r in sessions],
+        [r.open_request for r in sessions],
+        [r.seq_reserved for r in sessions],
+        [t.session_id for t in turns],
+        [t.turn_id for t in turns],
+        [t.state for t in turns],
+        [t.created_at for t in turns],
+        [t.request for t in turns],
+        [t.ended_at for t in turns],
+        [t.stop_reason for t in turns],
+        [e.key for e in journal],
+        [e.method for e in journal],
+        [e.fingerprint for e in journal],
+        [e.response for e in journal],
+        [e.created_at for e in journal],
+        list(buffered.reserved),
+        list(buffered.reserved.values()),
+        [op.session_id for op in events],
+        [op.seq for op in events],
+        [op.event_id for op in events],
+        [op.data for op in events],
+        buffered.must_exist,
     )
-
-
-async def _put_turns(db: asyncpg.Connection, records: list[TurnRecord]) -> None:
-    await db.execute(
-        "INSERT INTO turns (session_id, turn_id, state, created_at, request, ended_at, stop_reason)"
-        " SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::bytea[], $6::float8[],"
-        " $7::text[])"
-        " ON CONFLICT (session_id, turn_id) DO UPDATE SET state = excluded.state,"
-        " created_at = excluded.created_at, request = excluded.request, ended_at = excluded.ended_at,"
-        " stop_reason = excluded.stop_reason",
-        [t.session_id for t in records],
-        [t.turn_id for t in records],
-        [t.state for t in records],
-        [t.created_at for t in records],
-        [t.request for t in records],
-        [t.ended_at for t in records],
-        [t.stop_reason for t in records],
-    )
-
-
-async def _put_journal(db: asyncpg.Connection, entries: list[JournalEntry]) -> None:
-    await db.execute(
-        "INSERT INTO journal (key, method, fingerprint, response, created_at)"
-        " SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bytea[], $5::float8[])"
-        " ON CONFLICT (key) DO NOTHING",
-        [e.key for e in entries],
-        [e.method for e in entries],
-        [e.fingerprint for e in entries],
-        [e.response for e in entries],
-        [e.created_at for e in entries],
-    )
-
-
-async def _append(db: asyncpg.Connection, appends: list[tuple[int, int, AppendEvent]], results: Results) -> None:
-    totals: dict[str, list[int]] = {}  # session id -> [events added, max seq]
-    for _, _, op in appends:
-        entry = totals.setdefault(op.session_id, [0, 0])
-        entry[0] += 1
-        entry[1] = max(entry[1], op.seq)
-    ids = sorted(totals)
-    rows = await db.fetch(
-        "UPDATE sessions AS s SET last_cursor = s.last_cursor + v.added, event_count = s.event_count + v.added,"
-        " max_event_seq = GREATEST(s.max_event_seq, v.max_seq)"
-        " FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v(id, added, max_seq)"
-        " WHERE s.id = v.id RETURNING s.id, s.last_cursor",
-        ids,
-        [totals[i][0] for i in ids],
-        [totals[i][1] for i in ids],
-    )
-    if len(rows) != len(ids):
-        missing = sorted(set(ids) - {row["id"] for row in rows})
-        raise StoreError(f"constraint failed: writing: append to unknown session {missing[0]!r}", retryable=False)
-    # The first cursor of this run in each session; then one each, in op order.
-    following = {row["id"]: int(row["last_cursor"]) - totals[row["id"]][0] + 1 for row in rows}
-    cursors: list[int] = []
-    for batch, index, op in appends:
-        cursor = following[op.session_id]
-        following[op.session_id] = cursor + 1
-        results[batch][index] = cursor
-        cursors.append(cursor)
-    ops = [op for _, _, op in appends]
-    await db.execute(
-        "INSERT INTO events (session_id, cursor, seq, event_id, data)"
-        " SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::bytea[])",
-        [op.session_id for op in ops],
-        cursors,
-        [op.seq for op in ops],
-        [op.event_id for op in ops],
-        [op.data for op in ops],
-    )
+    for (batch, index, _), cursor in zip(appends, cursors or [], strict=True):
+        results[batch][index] = int(cursor)
 
 
 async def _apply(db: asyncpg.Connection, op: WriteOp) -> int | None:
     match op:
         case AppendEvent() | PutSession() | PutTurn() | PutJournal() | ReserveSeq():
-            raise AssertionError(f"{type(op).__name__} is buffered and written by _flush")
+            raise AssertionError(f"{type(op).__name__} is buffered and written by _write")
         case DeleteSession(session_id=session_id):
             deleted = await db.fetchval(
                 "WITH gone AS (DELETE FROM events WHERE session_id = $1 RETURNING 1) SELECT count(*) FROM gone",
