@@ -19,7 +19,7 @@ from aophub.store.postgres_schema import MIGRATIONS, map_exceptions, migrate_dat
 from aophub.store.postgres_writer import write_group
 from aophub.store.selection import database_url
 
-from .support.postgres import PostgresCluster
+from .support.postgres import PostgresCluster, postgres_cluster
 
 
 def session(session_id: str) -> SessionRecord:
@@ -163,6 +163,31 @@ async def test_lost_connections_fail_a_write_retryably_then_reconnect(postgres: 
         assert [e.data for e in await store.read_events("s", 0, 10)] == [b"one", b"two", b"three"]
         with pytest.raises(StoreError, match="another aophub hub is using the database"):
             await PostgresStore(url).open()
+
+
+async def test_a_restarted_server_is_used_again_without_restarting_the_store(postgres: PostgresCluster) -> None:
+    """While the server is down writes fail retryably and reads fail; once it is back both work, densely.
+
+    A second cluster, of this test alone, since it stops its server.
+    """
+    with postgres_cluster(postgres.bin_dir) as cluster:
+        url = cluster.create_database()
+        async with PostgresStore(url, connect_timeout=5) as store:
+            assert await store.submit([PutSession(session("s")), AppendEvent("s", 1, b"one")]) == [None, 1]
+            await asyncio.to_thread(cluster.stop)
+            with pytest.raises(StoreError) as write:
+                await store.submit([AppendEvent("s", 2, b"lost")])
+            assert write.value.retryable
+            with pytest.raises(StoreError) as read:
+                await store.read_events("s", 0, 10)
+            assert read.value.retryable
+            ok, error, _ = await store.health()
+            assert not ok
+            assert error
+            await asyncio.to_thread(cluster.start)
+            assert await store.submit([AppendEvent("s", 3, b"two")]) == [2]
+            assert [e.data for e in await store.read_events("s", 0, 10)] == [b"one", b"two"]
+            assert (await store.health())[0]
 
 
 # -- concurrent writers -----------------------------------------------------------------------

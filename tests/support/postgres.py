@@ -54,7 +54,32 @@ class PostgresCluster:
     bin_dir: Path
     directory: Path
     port: int
+    options: str
     _names: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def start(self) -> None:
+        """Start the server (again), on the same port, and wait until it accepts connections."""
+        data, log = self.directory / "data", self.directory / "log"
+        _run(
+            _as_server_user(
+                [
+                    str(self.bin_dir / "pg_ctl"),
+                    "start",
+                    "--wait",
+                    "--pgdata",
+                    str(data),
+                    "--log",
+                    str(log),
+                    "-o",
+                    self.options,
+                ]
+            )
+        )
+
+    def stop(self) -> None:
+        """Stop the server (fast: open connections are ended) and wait until it is down."""
+        data = self.directory / "data"
+        _run(_as_server_user([str(self.bin_dir / "pg_ctl"), "stop", "--wait", "--mode", "fast", "--pgdata", str(data)]))
 
     def url(self, database: str = "postgres", *, password: str = PASSWORD, user: str = USER) -> str:
         return f"postgresql://{user}:{password}@127.0.0.1:{self.port}/{database}"
@@ -130,11 +155,11 @@ def postgres_cluster(bin_dir: Path, *, durable: bool = False) -> Iterator[Postgr
         options = f"-c listen_addresses=127.0.0.1 -p {port} -k {directory}"
         if not durable:
             options += " -c fsync=off -c full_page_writes=off"
-        start = [str(bin_dir / "pg_ctl"), "start", "--wait", "--pgdata", str(data), "--log", str(directory / "log")]
-        _run(_as_server_user([*start, "-o", options]))
+        cluster = PostgresCluster(bin_dir, directory, port, options)
+        cluster.start()
         try:
-            yield PostgresCluster(bin_dir, directory, port)
+            yield cluster
         finally:
-            _run(_as_server_user([str(bin_dir / "pg_ctl"), "stop", "--wait", "--mode", "fast", "--pgdata", str(data)]))
+            cluster.stop()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
