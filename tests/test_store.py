@@ -41,8 +41,9 @@ from aophub.store import (
     WriteOp,
     sqlite_writer,
 )
-from aophub.store.base import AppendArtifact, DeleteToken, PutToken, TokenRecord
+from aophub.store.base import AppendArtifact, DeleteToken, PutScan, PutToken, ScanRecord, TokenRecord
 from aophub.store.postgres import PostgresStore
+from aophub.store.postgres_schema import MIGRATIONS as POSTGRES_MIGRATIONS
 from aophub.store.sqlite import map_exceptions
 from aophub.store.sqlite_schema import MIGRATIONS
 
@@ -800,7 +801,7 @@ async def test_a_second_token_of_one_name_fails_alone(store: AnyStore) -> None:
 
 
 async def test_sessions_stored_before_owners_existed_belong_to_admin(tmp_path: Path) -> None:
-    """Migrating a schema-4 database gives its sessions and scans the owner "admin" and no shares."""
+    """Migrating a schema-4 SQLite database gives its sessions and scans the owner "admin" and no shares."""
     path = tmp_path / "hub.db"
     with closing(sqlite3.connect(path, isolation_level=None)) as db:
         for version, script in enumerate(MIGRATIONS[:4], start=1):
@@ -812,15 +813,46 @@ async def test_sessions_stored_before_owners_existed_belong_to_admin(tmp_path: P
         )
         db.execute("INSERT INTO scans (id, status, created_at, data) VALUES ('scan-old', 1, 1, x'')")
     async with SQLiteStore(path) as store:
+        await _check_stored_before_owners(store)
+
+
+async def test_postgres_sessions_stored_before_owners_existed_belong_to_admin(postgres: PostgresCluster) -> None:
+    """Migrating a schema-1 PostgreSQL database gives its sessions and scans the owner "admin" and no shares."""
+    url = postgres.create_database()
+    name = url.rsplit("/", 1)[1]
+    postgres.psql(
+        "BEGIN; CREATE TABLE aophub_schema (version INTEGER NOT NULL); INSERT INTO aophub_schema VALUES (1);"
+        f" {POSTGRES_MIGRATIONS[0]};"
+        " INSERT INTO sessions (id, node_id, title, state, created_at, updated_at, archived, parent_session_id,"
+        " parent_tool_call_id, close_reason, open_request, seq_reserved) VALUES"
+        " ('old', 'local', 't', 'open', 1, 1, false, '', '', '', '', 0);"
+        " INSERT INTO scans (id, status, created_at, data) VALUES ('scan-old', 1, 1, ''); COMMIT;",
+        name,
+    )
+    async with PostgresStore(url) as store:
+        await _check_stored_before_owners(store)
+        # The old session is written to as before, and keeps its owner.
+        [cursor] = await store.submit([AppendEvent("old", 1, b"e")])
+        assert cursor == 1
         old = await store.get_session("old")
         assert old is not None
-        assert (old.owner, old.shared_with) == ("admin", ())
-        scan = await store.get_scan("scan-old")
-        assert scan is not None
-        assert scan.owner == "admin"
+        assert (old.owner, old.shared_with, old.last_cursor) == ("admin", (), 1)
 
 
-async def test_lists_by_visibility_keep_own_shared_and_everyones_sessions(store: SQLiteStore) -> None:
+async def _check_stored_before_owners(store: AnyStore) -> None:
+    old = await store.get_session("old")
+    assert old is not None
+    assert (old.owner, old.shared_with) == ("admin", ())
+    assert [record.id for record in await store.list_sessions(limit=10, visible_to="admin")] == ["old"]
+    assert await store.list_sessions(limit=10, visible_to="alice") == []
+    scan = await store.get_scan("scan-old")
+    assert scan is not None
+    assert scan.owner == "admin"
+    assert [record.id for record in await store.list_scans(limit=10, owner="admin")] == ["scan-old"]
+    assert await store.list_scans(limit=10, owner="alice") == []
+
+
+async def test_lists_by_visibility_keep_own_shared_and_everyones_sessions(store: AnyStore) -> None:
     """visible_to keeps a name's own sessions, those shared with it and with "*"; names match whole."""
     rows = {
         "alices": replace(session("alices"), owner="alice"),
@@ -851,3 +883,42 @@ async def test_lists_by_visibility_keep_own_shared_and_everyones_sessions(store:
     assert [a.event_id for a in await store.read_artifacts(0, 10, visible_to="bob")] == ["a2"]
     assert [a.event_id for a in await store.read_artifacts(0, 10)] == ["a1", "a2", "a3"]
     assert not await store.has_artifacts_after(2, visible_to="alice")
+    assert await store.has_artifacts_after(1, visible_to="bob")
+    await store.submit(
+        [PutInteraction(InteractionRecord(f"i-{sid}", sid, "t", 1, b"i")) for sid in ("alices", "shared", "near")]
+    )
+    assert [i.id for i in await store.list_interactions(visible_to="bob")] == ["i-shared"]
+    assert [i.id for i in await store.list_interactions(visible_to="b_b")] == ["i-near"]
+    assert len(await store.list_interactions()) == 3
+
+
+async def test_share_and_unshare_rewrite_the_session_row(store: AnyStore) -> None:
+    """A session put again with other shares (as Share/UnshareSession do) is seen by exactly the new names."""
+    await store.submit([PutSession(replace(session("s"), owner="alice"))])
+    await store.submit([PutSession(replace(session("s"), owner="alice", shared_with=("bob", "carol")))])
+    assert [record.id for record in await store.list_sessions(limit=10, visible_to="bob")] == ["s"]
+    await store.submit([PutSession(replace(session("s"), owner="alice", shared_with=("carol",)))])
+    assert await store.list_sessions(limit=10, visible_to="bob") == []
+    stored = await store.get_session("s")
+    assert stored is not None
+    assert (stored.owner, stored.shared_with) == ("alice", ("carol",))
+
+
+async def test_scans_list_by_owner(store: AnyStore) -> None:
+    """list_scans(owner=...) keeps the scans that name submitted, matched whole."""
+    await store.submit(
+        [
+            PutScan(ScanRecord("s1", 1, 1.0, b"a", owner="alice")),
+            PutScan(ScanRecord("s2", 1, 2.0, b"b", owner="bob")),
+            PutScan(ScanRecord("s3", 2, 3.0, b"c", owner="alice")),
+        ]
+    )
+    # an update keeps the owner it was submitted by
+    await store.submit([PutScan(ScanRecord("s1", 3, 1.0, b"a2", owner="alice"))])
+    assert [scan.id for scan in await store.list_scans(limit=10, owner="alice")] == ["s3", "s1"]
+    assert [scan.id for scan in await store.list_scans(limit=10, owner="bob")] == ["s2"]
+    assert await store.list_scans(limit=10, owner="ali") == []
+    assert [scan.id for scan in await store.list_scans(limit=10)] == ["s3", "s2", "s1"]
+    scan = await store.get_scan("s2")
+    assert scan is not None
+    assert scan.owner == "bob"

@@ -54,6 +54,7 @@ from aophub.store.postgres_schema import (
     migrate,
     redact_url,
     validate_url,
+    visible_sessions,
 )
 from aophub.store.postgres_writer import write_group
 
@@ -61,8 +62,9 @@ __all__ = ["PostgresStore"]
 
 _SESSION_COLUMNS = (
     "id, node_id, title, state, created_at, updated_at, archived, parent_session_id,"
-    " parent_tool_call_id, close_reason, open_request, seq_reserved, last_cursor, event_count"
+    " parent_tool_call_id, close_reason, open_request, seq_reserved, owner, shared_with, last_cursor, event_count"
 )
+_SCAN_COLUMNS = "id, status, created_at, data, owner"
 _TURN_COLUMNS = "session_id, turn_id, state, created_at, request, ended_at, stop_reason"
 _INTERACTION_COLUMNS = "id, session_id, turn_id, state, data, position"
 
@@ -81,7 +83,24 @@ class _Batch:
 
 
 def _session(row: Any) -> SessionRecord:
-    return SessionRecord(*row)
+    return SessionRecord(
+        id=row[0],
+        node_id=row[1],
+        title=row[2],
+        state=row[3],
+        created_at=row[4],
+        updated_at=row[5],
+        archived=row[6],
+        parent_session_id=row[7],
+        parent_tool_call_id=row[8],
+        close_reason=row[9],
+        open_request=row[10],
+        seq_reserved=row[11],
+        owner=row[12],
+        shared_with=tuple(row[13]),
+        last_cursor=row[14],
+        event_count=row[15],
+    )
 
 
 def _turn(row: Any) -> TurnRecord:
@@ -337,8 +356,12 @@ class PostgresStore:
         include_closed: bool = False,
         include_archived: bool = False,
         node_id: str = "",
+        visible_to: str | None = None,
     ) -> list[SessionRecord]:
-        """Sessions ordered by ``(updated_at, id)`` descending, strictly before ``before`` (filters as SQLite's)."""
+        """Sessions ordered by ``(updated_at, id)`` descending, strictly before ``before`` (filters as SQLite's).
+
+        With ``visible_to``, only the sessions that token name sees.
+        """
         if limit <= 0:
             return []
         where: list[str] = []
@@ -353,6 +376,9 @@ class PostgresStore:
         if node_id:
             params.append(node_id)
             where.append(f"node_id = ${len(params)}")
+        if visible_to is not None:
+            params.append(visible_to)
+            where.append(visible_sessions(len(params)))
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         params.append(limit)
         rows = await self._read(
@@ -435,11 +461,18 @@ class PostgresStore:
         return InteractionRecord(*rows[0]) if rows else None
 
     async def list_interactions(
-        self, *, session_id: str = "", states: Sequence[int] | None = None, after: int = 0, limit: int | None = None
+        self,
+        *,
+        session_id: str = "",
+        states: Sequence[int] | None = None,
+        after: int = 0,
+        limit: int | None = None,
+        visible_to: str | None = None,
     ) -> list[InteractionRecord]:
         """Interactions (of one session when ``session_id`` is set, in ``states`` when given), oldest first.
 
-        The position is an identity column taken at insert, which an upsert keeps.
+        The position is an identity column taken at insert, which an upsert keeps. With
+        ``visible_to``, only those of the sessions that token name sees.
         """
         where = ["position > $1"]
         params: list[Any] = [after]
@@ -451,6 +484,9 @@ class PostgresStore:
                 return []
             params.append(list(states))
             where.append(f"state = ANY(${len(params)}::integer[])")
+        if visible_to is not None:
+            params.append(visible_to)
+            where.append(f"session_id IN (SELECT id FROM sessions WHERE {visible_sessions(len(params))})")
         bound = ""
         if limit is not None:
             params.append(max(limit, 0))
@@ -475,13 +511,21 @@ class PostgresStore:
 
     async def get_scan(self, scan_id: str) -> ScanRecord | None:
         """One scan, or ``None``."""
-        rows = await self._read("SELECT id, status, created_at, data FROM scans WHERE id = $1", scan_id)
+        rows = await self._read(f"SELECT {_SCAN_COLUMNS} FROM scans WHERE id = $1", scan_id)
         return ScanRecord(*rows[0]) if rows else None
 
     async def list_scans(
-        self, *, limit: int, before: tuple[float, str] | None = None, statuses: Sequence[int] = ()
+        self,
+        *,
+        limit: int,
+        before: tuple[float, str] | None = None,
+        statuses: Sequence[int] = (),
+        owner: str | None = None,
     ) -> list[ScanRecord]:
-        """Scans newest first by ``(created_at, id)``, strictly before ``before``, in ``statuses`` when given."""
+        """Scans newest first by ``(created_at, id)``, strictly before ``before``, in ``statuses`` when given.
+
+        With ``owner``, only the scans that token name submitted.
+        """
         if limit <= 0:
             return []
         where: list[str] = []
@@ -492,20 +536,31 @@ class PostgresStore:
         if statuses:
             params.append(list(statuses))
             where.append(f"status = ANY(${len(params)}::integer[])")
+        if owner is not None:
+            params.append(owner)
+            where.append(f"owner = ${len(params)}")
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         params.append(limit)
         rows = await self._read(
-            f"SELECT id, status, created_at, data FROM scans {clause}"
-            f" ORDER BY created_at DESC, id DESC LIMIT ${len(params)}",
+            f"SELECT {_SCAN_COLUMNS} FROM scans {clause} ORDER BY created_at DESC, id DESC LIMIT ${len(params)}",
             *params,
         )
         return [ScanRecord(*row) for row in rows]
 
     async def read_artifacts(
-        self, after_cursor: int, limit: int, *, session_id: str = "", max_bytes: int | None = None
+        self,
+        after_cursor: int,
+        limit: int,
+        *,
+        session_id: str = "",
+        max_bytes: int | None = None,
+        visible_to: str | None = None,
     ) -> list[ArtifactRecord]:
-        """Up to ``limit`` archived artifacts after ``after_cursor``, oldest first, within ``max_bytes`` of data."""
-        where, params = self._artifacts_after(after_cursor, session_id)
+        """Up to ``limit`` archived artifacts after ``after_cursor``, oldest first, within ``max_bytes`` of data.
+
+        With ``visible_to``, only those of the sessions that token name sees.
+        """
+        where, params = self._artifacts_after(after_cursor, session_id, visible_to)
         last = await self._last_within("artifacts", where, params, limit, max_bytes)
         if last is None:
             return []
@@ -517,16 +572,23 @@ class PostgresStore:
         )
         return [ArtifactRecord(*row) for row in rows]
 
-    async def has_artifacts_after(self, after_cursor: int, *, session_id: str = "") -> bool:
-        """Whether any artifact (of ``session_id``, when set) follows ``after_cursor``."""
-        where, params = self._artifacts_after(after_cursor, session_id)
+    async def has_artifacts_after(
+        self, after_cursor: int, *, session_id: str = "", visible_to: str | None = None
+    ) -> bool:
+        """Whether any artifact (of ``session_id``, when set; visible as in read_artifacts) follows ``after_cursor``."""
+        where, params = self._artifacts_after(after_cursor, session_id, visible_to)
         return bool(await self._read(f"SELECT 1 FROM artifacts WHERE {where} LIMIT 1", *params))
 
     @staticmethod
-    def _artifacts_after(after_cursor: int, session_id: str) -> tuple[str, list[Any]]:
+    def _artifacts_after(after_cursor: int, session_id: str, visible_to: str | None) -> tuple[str, list[Any]]:
+        where, params = "cursor > $1", list[Any]([after_cursor])
         if session_id:
-            return "cursor > $1 AND session_id = $2", [after_cursor, session_id]
-        return "cursor > $1", [after_cursor]
+            params.append(session_id)
+            where += f" AND session_id = ${len(params)}"
+        if visible_to is not None:
+            params.append(visible_to)
+            where += f" AND session_id IN (SELECT id FROM sessions WHERE {visible_sessions(len(params))})"
+        return where, params
 
     async def list_tokens(self) -> list[TokenRecord]:
         """Every token, ordered by name."""

@@ -32,6 +32,7 @@ __all__ = [
     "redact_url",
     "schema_version",
     "validate_url",
+    "visible_sessions",
 ]
 
 URL_SCHEMES = ("postgresql", "postgres")
@@ -218,6 +219,113 @@ MIGRATIONS = (
     END
     $$;
     """,
+    # Per-session ownership: sessions and scans stored before it belong to the access key's "admin".
+    # A session's shares are a text array (token names and "*" matched whole, see visible_sessions);
+    # aophub_write takes each session's shares joined by "," (token names hold no ",").
+    """
+    ALTER TABLE sessions ADD COLUMN owner TEXT COLLATE "C" NOT NULL DEFAULT 'admin',
+        ADD COLUMN shared_with TEXT[] NOT NULL DEFAULT '{}';
+    CREATE INDEX sessions_by_owner ON sessions (owner, updated_at, id);
+    ALTER TABLE scans ADD COLUMN owner TEXT COLLATE "C" NOT NULL DEFAULT 'admin';
+    CREATE INDEX scans_by_owner ON scans (owner, created_at, id);
+    DROP FUNCTION aophub_write(
+        TEXT[], TEXT[], TEXT[], TEXT[], FLOAT8[], FLOAT8[], BOOLEAN[], TEXT[], TEXT[], TEXT[], BYTEA[], BIGINT[],
+        TEXT[], TEXT[], TEXT[], FLOAT8[], BYTEA[], FLOAT8[], TEXT[],
+        TEXT[], TEXT[], BYTEA[], BYTEA[], FLOAT8[],
+        TEXT[], BIGINT[],
+        TEXT[], BIGINT[], TEXT[], BYTEA[],
+        TEXT[]
+    );
+    CREATE FUNCTION aophub_write(
+        s_id TEXT[], s_node_id TEXT[], s_title TEXT[], s_state TEXT[], s_created_at FLOAT8[],
+        s_updated_at FLOAT8[], s_archived BOOLEAN[], s_parent_session_id TEXT[],
+        s_parent_tool_call_id TEXT[], s_close_reason TEXT[], s_open_request BYTEA[], s_seq_reserved BIGINT[],
+        s_owner TEXT[], s_shared_with TEXT[],
+        t_session_id TEXT[], t_turn_id TEXT[], t_state TEXT[], t_created_at FLOAT8[], t_request BYTEA[],
+        t_ended_at FLOAT8[], t_stop_reason TEXT[],
+        j_key TEXT[], j_method TEXT[], j_fingerprint BYTEA[], j_response BYTEA[], j_created_at FLOAT8[],
+        r_id TEXT[], r_upto BIGINT[],
+        e_session_id TEXT[], e_seq BIGINT[], e_event_id TEXT[], e_data BYTEA[],
+        must_exist TEXT[]
+    ) RETURNS BIGINT[] LANGUAGE plpgsql AS $$
+    DECLARE
+        missing TEXT;
+        cursors BIGINT[];
+    BEGIN
+        SELECT m INTO missing FROM unnest(must_exist) AS m
+            WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = m) ORDER BY m LIMIT 1;
+        IF missing IS NOT NULL THEN
+            RAISE EXCEPTION 'session % used before it was put', quote_literal(missing)
+                USING ERRCODE = 'foreign_key_violation';
+        END IF;
+        IF cardinality(s_id) > 0 THEN
+            INSERT INTO sessions (id, node_id, title, state, created_at, updated_at, archived,
+                    parent_session_id, parent_tool_call_id, close_reason, open_request, seq_reserved, owner,
+                    shared_with)
+                SELECT u.id, u.node_id, u.title, u.state, u.created_at, u.updated_at, u.archived,
+                    u.parent_session_id, u.parent_tool_call_id, u.close_reason, u.open_request, u.seq_reserved,
+                    u.owner, string_to_array(u.shared_with, ',')
+                FROM unnest(s_id, s_node_id, s_title, s_state, s_created_at, s_updated_at, s_archived,
+                    s_parent_session_id, s_parent_tool_call_id, s_close_reason, s_open_request, s_seq_reserved,
+                    s_owner, s_shared_with) AS u(id, node_id, title, state, created_at, updated_at, archived,
+                    parent_session_id, parent_tool_call_id, close_reason, open_request, seq_reserved, owner,
+                    shared_with)
+                ON CONFLICT (id) DO UPDATE SET node_id = excluded.node_id, title = excluded.title,
+                    state = excluded.state, created_at = excluded.created_at, updated_at = excluded.updated_at,
+                    archived = excluded.archived, parent_session_id = excluded.parent_session_id,
+                    parent_tool_call_id = excluded.parent_tool_call_id, close_reason = excluded.close_reason,
+                    open_request = excluded.open_request, owner = excluded.owner,
+                    shared_with = excluded.shared_with,
+                    seq_reserved = GREATEST(sessions.seq_reserved, excluded.seq_reserved);
+        END IF;
+        IF cardinality(t_session_id) > 0 THEN
+            INSERT INTO turns (session_id, turn_id, state, created_at, request, ended_at, stop_reason)
+                SELECT * FROM unnest(t_session_id, t_turn_id, t_state, t_created_at, t_request, t_ended_at,
+                    t_stop_reason)
+                ON CONFLICT (session_id, turn_id) DO UPDATE SET state = excluded.state,
+                    created_at = excluded.created_at, request = excluded.request, ended_at = excluded.ended_at,
+                    stop_reason = excluded.stop_reason;
+        END IF;
+        IF cardinality(j_key) > 0 THEN
+            INSERT INTO journal (key, method, fingerprint, response, created_at)
+                SELECT * FROM unnest(j_key, j_method, j_fingerprint, j_response, j_created_at)
+                ON CONFLICT (key) DO NOTHING;
+        END IF;
+        IF cardinality(r_id) > 0 THEN
+            UPDATE sessions AS s SET seq_reserved = GREATEST(s.seq_reserved, v.upto)
+                FROM unnest(r_id, r_upto) AS v(id, upto) WHERE s.id = v.id;
+        END IF;
+        IF cardinality(e_session_id) > 0 THEN
+            -- each session's counter takes all of its appends at once, under the row's lock
+            WITH ev AS (
+                SELECT u.*, row_number() OVER (PARTITION BY u.sid ORDER BY u.ord) AS rank
+                FROM unnest(e_session_id, e_seq, e_event_id, e_data) WITH ORDINALITY AS u(sid, seq, eid, data, ord)
+            ), totals AS (
+                SELECT sid, count(*) AS added, max(seq) AS max_seq FROM ev GROUP BY sid
+            ), bumped AS (
+                UPDATE sessions AS s SET last_cursor = s.last_cursor + t.added,
+                    event_count = s.event_count + t.added, max_event_seq = GREATEST(s.max_event_seq, t.max_seq)
+                FROM totals AS t WHERE s.id = t.sid
+                RETURNING s.id, s.last_cursor - t.added AS base
+            ), placed AS (
+                SELECT ev.sid, ev.seq, ev.eid, ev.data, ev.ord, b.base + ev.rank AS cursor
+                FROM ev LEFT JOIN bumped AS b ON b.id = ev.sid
+            ), inserted AS (
+                INSERT INTO events (session_id, cursor, seq, event_id, data)
+                SELECT sid, cursor, seq, eid, data FROM placed WHERE cursor IS NOT NULL
+            )
+            SELECT array_agg(cursor ORDER BY ord) INTO cursors FROM placed;
+            SELECT sid INTO missing FROM unnest(e_session_id, cursors) AS c(sid, cursor)
+                WHERE cursor IS NULL ORDER BY sid LIMIT 1;
+            IF missing IS NOT NULL THEN
+                RAISE EXCEPTION 'append to unknown session %', quote_literal(missing)
+                    USING ERRCODE = 'foreign_key_violation';
+            END IF;
+        END IF;
+        RETURN cursors;
+    END
+    $$;
+    """,
 )
 
 # SQLSTATE classes and codes -> (what the operator reads, retryable). Codes win over their class.
@@ -271,6 +379,15 @@ def map_exceptions(action: str) -> Iterator[None]:
         else:
             kind = "network error"
         raise StoreError(f"{kind}: {action}: {exc or type(exc).__name__}", retryable=True) from exc
+
+
+def visible_sessions(parameter: int) -> str:
+    """The sessions a token name sees (its own, those shared with it or with everyone) as an SQL condition.
+
+    The name is query parameter number ``parameter``; it is compared whole with the ``owner`` and
+    each element of ``shared_with`` of the sessions table, never as a pattern.
+    """
+    return f"(owner = ${parameter} OR shared_with && ARRAY[${parameter}, '*']::text[])"
 
 
 def connection_lost(error: StoreError) -> bool:

@@ -180,9 +180,7 @@ async def write_group(db: asyncpg.Connection, group: list[tuple[WriteOp, ...]]) 
 async def _write(db: asyncpg.Connection, buffered: _Buffered, results: Results) -> None:
     sessions, turns, journal, appends = buffered.sessions, buffered.turns, buffered.journal, buffered.appends
     events = [op for _, _, op in appends]
-    cursors = await db.fetchval(
-        "SELECT aophub_write($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,"
-        " $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31)",
+    arguments = (
         [r.id for r in sessions],
         [r.node_id for r in sessions],
         [r.title for r in sessions],
@@ -195,6 +193,8 @@ async def _write(db: asyncpg.Connection, buffered: _Buffered, results: Results) 
         [r.close_reason for r in sessions],
         [r.open_request for r in sessions],
         [r.seq_reserved for r in sessions],
+        [r.owner for r in sessions],
+        [",".join(r.shared_with) for r in sessions],  # token names hold no ","
         [t.session_id for t in turns],
         [t.turn_id for t in turns],
         [t.state for t in turns],
@@ -215,6 +215,8 @@ async def _write(db: asyncpg.Connection, buffered: _Buffered, results: Results) 
         [op.data for op in events],
         buffered.must_exist,
     )
+    placeholders = ", ".join(f"${n}" for n in range(1, len(arguments) + 1))
+    cursors = await db.fetchval(f"SELECT aophub_write({placeholders})", *arguments)
     for (batch, index, _), cursor in zip(appends, cursors or [], strict=True):
         results[batch][index] = int(cursor)
 
@@ -245,12 +247,13 @@ async def _apply(db: asyncpg.Connection, op: WriteOp) -> int | None:
             return None
         case PutScan(record=scan):
             await db.execute(
-                "INSERT INTO scans (id, status, created_at, data) VALUES ($1, $2, $3, $4)"
+                "INSERT INTO scans (id, status, created_at, data, owner) VALUES ($1, $2, $3, $4, $5)"
                 " ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data",
                 scan.id,
                 scan.status,
                 scan.created_at,
                 scan.data,
+                scan.owner,
             )
             return None
         case AppendArtifact(event_id=event_id, session_id=session_id, data=data):
