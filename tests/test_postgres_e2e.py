@@ -1,10 +1,12 @@
 """End-to-end on PostgreSQL: ``aophub migrate``, ``aophub serve --database``, and hub tests on a PostgreSQL store.
 
 A handful of the application endpoint's end-to-end tests (tests/test_application_ws.py: open,
-turns, journal replay, queueing, cancel, close) run here again, unchanged, against a hub whose store
-is a database of the test cluster: the names bound below are those tests, and pytest gives them
-this module's ``hub`` and ``app`` fixtures. The restart tests (kill -9 and SIGTERM mid-turn, watch
-resume) run on PostgreSQL through tests/test_crash_recovery.py's parametrized fixture.
+turns, journal replay, queueing, cancel, close) and of per-session ownership
+(tests/test_session_ownership.py: Bob cannot see Alice's session until she shares it) run here
+again, unchanged, against a hub whose store is a database of the test cluster: the names bound
+below are those tests, and pytest gives them this module's ``hub``, ``app`` and ``world`` fixtures.
+The restart tests (kill -9 and SIGTERM mid-turn, watch resume) run on PostgreSQL through
+tests/test_crash_recovery.py's parametrized fixture.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pytest
 from aophub.store.postgres_schema import MIGRATIONS, migrate_database
 
 from . import test_application_ws as application
+from . import test_session_ownership as ownership
 from .support.lifecycle import checked_hub
 from .support.postgres import PostgresCluster
 from .support.server import ROOT, TOKEN, RunningHub
@@ -50,6 +53,13 @@ async def slow_hub(tmp_path: Path, database: str) -> AsyncIterator[RunningHub]:
 
 
 @pytest.fixture
+async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database: str) -> AsyncIterator[ownership.World]:
+    """Alice's session, artifact and scan, and the tokens of Bob and the others, on a hub on PostgreSQL."""
+    async with ownership.alice_and_bob(tmp_path, monkeypatch, database_url=database) as world:
+        yield world
+
+
+@pytest.fixture
 async def app(hub: RunningHub) -> AsyncIterator[AppSocket]:
     async with await AppSocket.open(hub.app_url) as socket:
         yield socket
@@ -65,6 +75,15 @@ test_close_session_ends_it_once_and_refuses_new_turns = (
 )
 test_node_dropping_mid_turn_ends_it_agent_disconnected = (
     application.test_node_dropping_mid_turn_ends_it_agent_disconnected
+)
+# Per-session ownership, with this module's ``world``: Bob neither sees nor lists Alice's session,
+# artifact, interaction or scan; shared with him he watches and answers; taken back, he is refused.
+test_lists_hold_only_the_callers_own_and_shared_sessions = (
+    ownership.test_lists_hold_only_the_callers_own_and_shared_sessions
+)
+test_sharing_lets_bob_in_and_unsharing_ends_his_watch = ownership.test_sharing_lets_bob_in_and_unsharing_ends_his_watch
+test_another_users_session_is_refused_exactly_as_an_unknown_one_on_every_path = (
+    ownership.test_another_users_session_is_refused_exactly_as_an_unknown_one_on_every_path
 )
 
 
