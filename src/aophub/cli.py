@@ -20,6 +20,7 @@ from aophub.agent.builtin import builtin_agent, builtin_commands
 from aophub.bridges.frame import parse_bridge_option
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
+from aophub.database_commands import add_database_option, add_migrate_parser, check_database, run_migrate_command
 from aophub.logs import LOG_FORMATS, logging_config
 from aophub.node.client import NodeRefused, serve_agent
 from aophub.settings import (
@@ -30,6 +31,8 @@ from aophub.settings import (
     DEFAULT_OUTBOUND_STALL_SECONDS,
     Settings,
 )
+from aophub.store.postgres_schema import redact_url
+from aophub.store.selection import database_url
 from aophub.token_commands import add_token_parser, run_token_command
 from aophub.transport.app import create_app
 from aophub.transport.connection_limits import FD_RESERVE
@@ -75,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_token_options(
         serve, "access key (default: $AOPHUB_TOKEN, else the key stored in the data dir, else a new one)"
     )
+    add_database_option(serve)
     serve.add_argument(
         "--max-frame-bytes",
         type=int,
@@ -160,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_log_format(node)
     add_token_parser(commands)
+    add_migrate_parser(commands)
     return parser
 
 
@@ -527,6 +532,14 @@ def serve(args: argparse.Namespace) -> int:
     if args.session_idle_minutes < 0:
         print("aophub: --session-idle-minutes must not be negative", file=sys.stderr)
         return 2
+    try:
+        url = database_url(args.database, os.environ)
+    except ValueError as error:
+        print(f"aophub: {error}", file=sys.stderr)
+        return 2
+    if url and (problem := check_database(url)) is not None:
+        print(f"aophub: cannot use the database: {problem}", file=sys.stderr)
+        return 1
     settings = Settings(
         access_key=key.value,
         data_dir=args.data_dir,
@@ -542,6 +555,7 @@ def serve(args: argparse.Namespace) -> int:
         outbound_stall_seconds=args.outbound_stall_seconds,
         max_watches_per_connection=args.max_watches,
         llm_push_nodes=tuple(args.llm_push_node),
+        database_url=url,
     )
     settings = with_network_options(settings, args)
     settings = with_node_turn_options(settings, args)
@@ -560,6 +574,8 @@ def serve(args: argparse.Namespace) -> int:
         origins = {"flag": "--token", "token-file": f"--token-file {args.token_file}", "env": "$AOPHUB_TOKEN"}
         shown = f"  access key: from {origins[key.source]}"
     banner = [shown, f"  data:       {args.data_dir.resolve()}"]
+    if url:
+        banner.append(f"  database:   {redact_url(url)}")
     logging.config.dictConfig(logging_config(args.log_level, args.log_format))
     try:
         app = create_app(settings)
@@ -644,4 +660,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return node(args)
     if args.command == "token":
         return run_token_command(args)
+    if args.command == "migrate":
+        return run_migrate_command(args)
     return 2
