@@ -41,7 +41,19 @@ from aophub.store import (
     WriteOp,
     sqlite_writer,
 )
-from aophub.store.base import AppendArtifact, DeleteToken, PutScan, PutToken, ScanRecord, TokenRecord
+from aophub.store.base import (
+    AppendArtifact,
+    BridgeBinding,
+    BridgeRequest,
+    DeleteToken,
+    PruneBridgeRequests,
+    PutBridgeBinding,
+    PutBridgeRequest,
+    PutScan,
+    PutToken,
+    ScanRecord,
+    TokenRecord,
+)
 from aophub.store.postgres import PostgresStore
 from aophub.store.postgres_schema import MIGRATIONS as POSTGRES_MIGRATIONS
 from aophub.store.sqlite import map_exceptions
@@ -922,3 +934,67 @@ async def test_scans_list_by_owner(store: AnyStore) -> None:
     scan = await store.get_scan("s2")
     assert scan is not None
     assert scan.owner == "bob"
+
+
+# -- dialect bridges: bindings and the request log ------------------------------------
+
+
+async def test_bindings_and_the_request_log_compare_and_set_and_go_with_their_session(store: AnyStore) -> None:
+    """Writes happen only over the expected generation / (attempts, turns); DeleteSession takes them along."""
+    binding = BridgeBinding("agent-cli", "admin", "local/s", "S1", "local", 1, 10.0)
+    assert await store.submit([PutBridgeBinding(binding, 0)]) == [1]
+    assert await store.submit([PutBridgeBinding(binding, 0)]) == [0]  # a racing first write loses
+    moved = BridgeBinding("agent-cli", "admin", "local/s", "S2", "local", 2, 11.0)
+    assert await store.submit([PutBridgeBinding(moved, 3)]) == [0]
+    assert await store.submit([PutBridgeBinding(moved, 1)]) == [1]
+    assert await store.get_bridge_binding("agent-cli", "admin", "local/s") == moved
+    assert await store.get_bridge_binding("agent-cli", "admin", "local/other") is None
+    entry = BridgeRequest("k", "turn", 1, 1, "S2", "r-1", ("t1",), "4", 12.0)
+    assert await store.submit([PutBridgeRequest(entry, None)]) == [1]
+    assert await store.submit([PutBridgeRequest(entry, None)]) == [0]
+    grown = BridgeRequest("k", "turn", 1, 1, "S2", "r-1", ("t1", "t2"), "4", entry.created_at)
+    assert await store.submit([PutBridgeRequest(grown, (1, 1, ("t9",)))]) == [0]
+    assert await store.submit([PutBridgeRequest(grown, (2, 1, ("t1",)))]) == [0]
+    assert await store.submit([PutBridgeRequest(grown, (1, 1, ("t1",)))]) == [1]
+    assert await store.get_bridge_request("k") == grown
+    retried = BridgeRequest("k", "turn", 2, 3, "S2", "r-1", ("t1", "t2", "t3"), "7", entry.created_at)
+    assert await store.submit([PutBridgeRequest(retried, (1, 1, ("t1", "t2")))]) == [1]
+    assert await store.get_bridge_request("k") == retried
+    await store.submit([DeleteSession("S2")])
+    assert await store.get_bridge_binding("agent-cli", "admin", "local/s") is None
+    assert await store.get_bridge_request("k") is None
+    assert await store.submit([PutBridgeRequest(entry, None)]) == [1]
+    assert await store.submit([PruneBridgeRequests(entry.created_at + 1)]) == [1]
+    assert await store.get_bridge_request("k") is None
+
+
+async def test_deleting_a_session_keeps_the_bridge_rows_of_others(store: AnyStore) -> None:
+    """The cascade of DeleteSession is the deleted session's bindings and log entries only, in one group."""
+    await store.submit([PutSession(session("S1")), PutSession(session("S2"))])
+    one = BridgeBinding("agent-cli", "admin", "local/a", "S1", "local", 1, 1.0)
+    two = BridgeBinding("agent-cli", "admin", "local/b", "S2", "local", 1, 1.0)
+    first = BridgeRequest("k1", "turn", 1, 1, "S1", "r-1", (), "", 1.0)
+    second = BridgeRequest("k2", "command", 1, 1, "S2", "r-2", ("t",), "0", 1.0)
+    written = await store.submit(
+        [
+            AppendEvent("S1", 1, b"e"),
+            PutBridgeBinding(one, 0),
+            PutBridgeBinding(two, 0),
+            PutBridgeRequest(first, None),
+            PutBridgeRequest(second, None),
+        ]
+    )
+    assert written == [1, 1, 1, 1, 1]
+    assert await store.submit([DeleteSession("S1")]) == [1]
+    assert await store.get_bridge_binding("agent-cli", "admin", "local/a") is None
+    assert await store.get_bridge_request("k1") is None
+    assert await store.get_bridge_binding("agent-cli", "admin", "local/b") == two
+    assert await store.get_bridge_request("k2") == second
+
+
+async def test_pruning_the_request_log_removes_only_older_entries(store: AnyStore) -> None:
+    entries = [BridgeRequest(f"k{n}", "turn", 1, 1, "S", f"r-{n}", (), "", float(n)) for n in range(1, 5)]
+    await store.submit([PutBridgeRequest(entry, None) for entry in entries])
+    assert await store.submit([PruneBridgeRequests(3.0)]) == [2]
+    assert await store.submit([PruneBridgeRequests(3.0)]) == [0]
+    assert [await store.get_bridge_request(entry.key) for entry in entries] == [None, None, *entries[2:]]

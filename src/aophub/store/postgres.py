@@ -35,6 +35,8 @@ import asyncpg
 
 from aophub.store.base import (
     ArtifactRecord,
+    BridgeBinding,
+    BridgeRequest,
     InteractionRecord,
     JournalEntry,
     ScanRecord,
@@ -621,3 +623,39 @@ class PostgresStore:
         except StoreError as exc:
             return False, str(exc), 0
         return True, "", int(rows[0][0])
+
+    async def get_bridge_binding(self, dialect: str, principal: str, scope: str) -> BridgeBinding | None:
+        """The binding of a dialect conversation (bridges.md 1.4), or ``None``."""
+        rows = await self._read(
+            "SELECT session_id, node_id, generation, updated_at FROM bridge_bindings"
+            " WHERE dialect = $1 AND principal = $2 AND scope = $3",
+            dialect,
+            principal,
+            scope,
+        )
+        if not rows:
+            return None
+        session_id, node_id, generation, updated_at = rows[0]
+        return BridgeBinding(dialect, principal, scope, session_id, node_id, int(generation), float(updated_at))
+
+    async def get_bridge_request(self, key: str) -> BridgeRequest | None:
+        """A bridge request-log entry (bridges.md 2.2.3), or ``None``."""
+        rows = await self._read(
+            "SELECT kind, attempt, continue_attempt, session_id, request_id, turns, start_cursor, created_at"
+            " FROM bridge_requests WHERE key = $1",
+            key,
+        )
+        if not rows:
+            return None
+        kind, attempt, continue_attempt, session_id, request_id, turns, start_cursor, created_at = rows[0]
+        return BridgeRequest(
+            key,
+            kind,
+            int(attempt),
+            int(continue_attempt),
+            session_id,
+            request_id,
+            tuple(turns),
+            start_cursor,
+            float(created_at),
+        )

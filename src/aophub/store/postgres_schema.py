@@ -326,6 +326,34 @@ MIGRATIONS = (
     END
     $$;
     """,
+    # Dialect bridges (bridges.md 1.4, 2.2.3): bindings and the request log, as SQLite's migration 6.
+    # A log entry's turns are a text array (compared whole by the writes' compare-and-set).
+    """
+    CREATE TABLE bridge_bindings (
+        dialect TEXT COLLATE "C" NOT NULL,
+        principal TEXT COLLATE "C" NOT NULL,
+        scope TEXT COLLATE "C" NOT NULL,
+        session_id TEXT COLLATE "C" NOT NULL,
+        node_id TEXT COLLATE "C" NOT NULL,
+        generation BIGINT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (dialect, principal, scope)
+    );
+    CREATE INDEX bridge_bindings_by_session ON bridge_bindings (session_id);
+    CREATE TABLE bridge_requests (
+        key TEXT COLLATE "C" PRIMARY KEY,
+        kind TEXT COLLATE "C" NOT NULL,
+        attempt BIGINT NOT NULL,
+        continue_attempt BIGINT NOT NULL,
+        session_id TEXT COLLATE "C" NOT NULL,
+        request_id TEXT COLLATE "C" NOT NULL,
+        turns TEXT[] COLLATE "C" NOT NULL,
+        start_cursor TEXT COLLATE "C" NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX bridge_requests_by_session ON bridge_requests (session_id);
+    CREATE INDEX bridge_requests_by_creation ON bridge_requests (created_at);
+    """,
 )
 
 # SQLSTATE classes and codes -> (what the operator reads, retryable). Codes win over their class.

@@ -4,8 +4,8 @@ The ops of the kinds a hub writes all the time (session and turn upserts, journa
 reservations, appends) are buffered and written together by one call of the schema's function
 ``aophub_write`` (see :mod:`aophub.store.postgres_schema`): a group made only of those is one
 statement, a transaction by itself, and costs one round trip to the server. Other ops (deleting a
-session, interactions, scans, artifacts, tokens) run as statements of their own, in a transaction
-with the rest.
+session, interactions, scans, artifacts, tokens, bridge bindings and the request log) run as
+statements of their own, in a transaction with the rest.
 
 Cursors come from the database, not from memory: the appends add their count to each session's
 ``last_cursor`` with one ``UPDATE ... RETURNING``, which locks the session rows until commit. A
@@ -29,6 +29,9 @@ from aophub.store.base import (
     DeleteSession,
     DeleteToken,
     JournalEntry,
+    PruneBridgeRequests,
+    PutBridgeBinding,
+    PutBridgeRequest,
     PutInteraction,
     PutJournal,
     PutScan,
@@ -233,6 +236,8 @@ async def _apply(db: asyncpg.Connection, op: WriteOp) -> int | None:
             await db.execute("DELETE FROM turns WHERE session_id = $1", session_id)
             await db.execute("DELETE FROM interactions WHERE session_id = $1", session_id)
             await db.execute("DELETE FROM sessions WHERE id = $1", session_id)
+            await db.execute("DELETE FROM bridge_bindings WHERE session_id = $1", session_id)
+            await db.execute("DELETE FROM bridge_requests WHERE session_id = $1", session_id)
             return int(deleted)
         case PutInteraction(record=i):
             await db.execute(
@@ -273,10 +278,74 @@ async def _apply(db: asyncpg.Connection, op: WriteOp) -> int | None:
             )
             return None
         case DeleteToken(token_id=token_id):
-            status = await db.execute("DELETE FROM tokens WHERE id = $1", token_id)
-            return int(status.split()[-1])
+            return _rowcount(await db.execute("DELETE FROM tokens WHERE id = $1", token_id))
+        case PutBridgeBinding() | PutBridgeRequest() | PruneBridgeRequests():
+            return await _bridge(db, op)
         case _:
             assert_never(op)
+
+
+def _rowcount(status: str) -> int:
+    """The rows a statement touched, from its command tag (``DELETE 3``, ``INSERT 0 1``, ``UPDATE 0``)."""
+    return int(status.rsplit(maxsplit=1)[-1])
+
+
+async def _bridge(db: asyncpg.Connection, op: PutBridgeBinding | PutBridgeRequest | PruneBridgeRequests) -> int:
+    """A bridge write (bridges.md 8.1): compare-and-set of a binding or request-log entry, or the sweep.
+
+    The same semantics as SQLite's: an insert where ``expect`` says there is none (a conflicting
+    key writes nothing), else an update only over the expected generation or (attempts, turns); the
+    result is 1 when written, 0 when another writer got there first.
+    """
+    if isinstance(op, PruneBridgeRequests):
+        return _rowcount(await db.execute("DELETE FROM bridge_requests WHERE created_at < $1", op.before))
+    if isinstance(op, PutBridgeBinding):
+        b = op.record
+        values = (b.session_id, b.node_id, b.generation, b.updated_at, b.dialect, b.principal, b.scope)
+        if op.expect == 0:
+            status = await db.execute(
+                "INSERT INTO bridge_bindings (session_id, node_id, generation, updated_at, dialect, principal, scope)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+                *values,
+            )
+        else:
+            status = await db.execute(
+                "UPDATE bridge_bindings SET session_id = $1, node_id = $2, generation = $3, updated_at = $4"
+                " WHERE dialect = $5 AND principal = $6 AND scope = $7 AND generation = $8",
+                *values,
+                op.expect,
+            )
+        return _rowcount(status)
+    r = op.record
+    if op.expect is None:
+        status = await db.execute(
+            "INSERT INTO bridge_requests (key, kind, attempt, continue_attempt, session_id, request_id, turns,"
+            " start_cursor, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
+            r.key,
+            r.kind,
+            r.attempt,
+            r.continue_attempt,
+            r.session_id,
+            r.request_id,
+            list(r.turns),
+            r.start_cursor,
+            r.created_at,
+        )
+        return _rowcount(status)
+    attempt, continue_attempt, chain = op.expect
+    status = await db.execute(
+        "UPDATE bridge_requests SET attempt = $1, continue_attempt = $2, turns = $3, start_cursor = $4"
+        " WHERE key = $5 AND attempt = $6 AND continue_attempt = $7 AND turns = $8::text[]",
+        r.attempt,
+        r.continue_attempt,
+        list(r.turns),
+        r.start_cursor,
+        r.key,
+        attempt,
+        continue_attempt,
+        list(chain),
+    )
+    return _rowcount(status)
 
 
 async def _archive(db: asyncpg.Connection, event_id: str, session_id: str, data: bytes) -> int | None:
