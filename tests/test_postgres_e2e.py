@@ -6,7 +6,9 @@ turns, journal replay, queueing, cancel, close) and of per-session ownership
 again, unchanged, against a hub whose store is a database of the test cluster: the names bound
 below are those tests, and pytest gives them this module's ``hub``, ``app`` and ``world`` fixtures.
 The restart tests (kill -9 and SIGTERM mid-turn, watch resume) run on PostgreSQL through
-tests/test_crash_recovery.py's parametrized fixture.
+tests/test_crash_recovery.py's parametrized fixture. The Agent CLI bridge's conformance scenarios
+(tests/test_bridge_acli_e2e.py) replay here over WebSockets, their bindings and request log in
+the database.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from aophub.store.postgres_schema import MIGRATIONS, migrate_database
 
 from . import test_application_ws as application
 from . import test_session_ownership as ownership
+from .support.bridge_replay import Scenario, load_scenarios, replay
 from .support.lifecycle import checked_hub
 from .support.postgres import PostgresCluster
 from .support.server import ROOT, TOKEN, RunningHub
@@ -107,6 +110,13 @@ async def test_the_hub_keeps_its_state_in_the_database(tmp_path: Path, database:
         assert after[: len(events)] == events
         assert kinds(after)[len(events) :] == ["session_ended"]  # the first hub's teardown closed it
         assert kinds(events, receipt.turn_id).count("turn_ended") == 1
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("scenario", load_scenarios("acli-"), ids=lambda scenario: scenario.id)
+async def test_bridge_scenario(tmp_path: Path, database: str, scenario: Scenario) -> None:
+    """A dialect bridge on a PostgreSQL-backed hub: bindings, the request log and retries as on SQLite."""
+    await replay(tmp_path, scenario, "websocket", database_url=database)
 
 
 # -- the command line -------------------------------------------------------------------------
