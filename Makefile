@@ -39,9 +39,10 @@ $(RUNTIME_STAMP): pyproject.toml clients/python/pyproject.toml
 	$(BIN)/pip install --progress-bar on -e ./clients/python -e .
 	touch $@
 
-install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tools (and bubblewrap, tmux)
+install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tools (and bubblewrap, tmux, PostgreSQL)
 	bash tools/bubblewrap.sh
 	bash tools/tmux.sh
+	bash tools/postgresql.sh
 	bash tools/go.sh install
 	bash tools/ts.sh install
 	bash tools/web.sh install

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -16,16 +17,11 @@ from aophub.bridges.frame import BridgeListener, parse_bridge_option, redact_que
 from aophub.bridges.routes import RootMounts
 from aophub.config import ConfigStore, validate
 from aophub.settings import Settings
-from aophub.store.base import (
-    BridgeBinding,
-    BridgeRequest,
-    DeleteSession,
-    PruneBridgeRequests,
-    PutBridgeBinding,
-    PutBridgeRequest,
-)
+from aophub.store.base import BridgeRequest, PutBridgeRequest
+from aophub.store.postgres import PostgresStore
 from aophub.store.sqlite import SQLiteStore
 
+from .support.postgres import PostgresCluster
 from .support.server import TOKEN, running_hub
 
 
@@ -83,34 +79,6 @@ def test_query_tokens_are_redacted() -> None:
 
 
 @pytest.mark.timeout(30)
-async def test_bindings_and_the_request_log_compare_and_set_and_go_with_their_session(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "hub.db")
-    await store.open()
-    try:
-        binding = BridgeBinding("agent-cli", "admin", "local/s", "S1", "local", 1, time.time())
-        assert await store.submit([PutBridgeBinding(binding, 0)]) == [1]
-        assert await store.submit([PutBridgeBinding(binding, 0)]) == [0]  # a racing first write loses
-        moved = BridgeBinding("agent-cli", "admin", "local/s", "S2", "local", 2, time.time())
-        assert await store.submit([PutBridgeBinding(moved, 3)]) == [0]
-        assert await store.submit([PutBridgeBinding(moved, 1)]) == [1]
-        assert await store.get_bridge_binding("agent-cli", "admin", "local/s") == moved
-        entry = BridgeRequest("k", "turn", 1, 1, "S2", "r-1", ("t1",), "4", time.time())
-        assert await store.submit([PutBridgeRequest(entry, None)]) == [1]
-        assert await store.submit([PutBridgeRequest(entry, None)]) == [0]
-        grown = BridgeRequest("k", "turn", 1, 1, "S2", "r-1", ("t1", "t2"), "4", entry.created_at)
-        assert await store.submit([PutBridgeRequest(grown, (1, 1, ("t9",)))]) == [0]
-        assert await store.submit([PutBridgeRequest(grown, (1, 1, ("t1",)))]) == [1]
-        assert await store.get_bridge_request("k") == grown
-        await store.submit([DeleteSession("S2")])
-        assert await store.get_bridge_binding("agent-cli", "admin", "local/s") is None
-        assert await store.get_bridge_request("k") is None
-        await store.submit([PutBridgeRequest(entry, None)])
-        assert await store.submit([PruneBridgeRequests(time.time() + 1)]) == [1]
-    finally:
-        await store.close()
-
-
-@pytest.mark.timeout(30)
 async def test_the_agent_cli_root_mount_takes_websocket_upgrades_on_slash(tmp_path: Path) -> None:
     """``--bridge agent-cli=<the hub's address>``: an upgrade on ``/`` reaches the bridge (1.1)."""
     async with running_hub(tmp_path, bridges=("agent-cli",), bridge_roots=(("agent-cli", "127.0.0.1", 0),)) as hub:
@@ -152,24 +120,31 @@ async def test_root_mounts_route_by_the_port_a_connection_arrived_on(
     assert seen == [routed]
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[SQLiteStore | PostgresStore]:
+    """A new store of each backend (PostgreSQL: a database of its own in the test cluster)."""
+    if request.param == "sqlite":
+        opened: SQLiteStore | PostgresStore = SQLiteStore(tmp_path / "hub.db")
+    else:
+        cluster: PostgresCluster = request.getfixturevalue("postgres")
+        opened = PostgresStore(cluster.create_database())
+    async with opened:
+        yield opened
+
+
 @pytest.mark.timeout(30)
-async def test_the_request_log_keeps_seven_days_and_is_swept_at_most_hourly(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "hub.db")
-    await store.open()
-    try:
-        now = time.time()
-        old = BridgeRequest("old", "turn", 1, 1, "S", "r-1", (), "", now - 8 * 86400)
-        recent = BridgeRequest("recent", "turn", 1, 1, "S", "r-2", (), "", now - 6 * 86400)
-        await store.submit([PutBridgeRequest(old, None), PutBridgeRequest(recent, None)])
-        state = AgentCliState()
-        await state.sweep(store, now)
-        assert await store.get_bridge_request("old") is None
-        assert await store.get_bridge_request("recent") == recent
-        await store.submit([PutBridgeRequest(old, None)])
-        await state.sweep(store, now + 60)  # within the hour: no second sweep
-        assert await store.get_bridge_request("old") == old
-    finally:
-        await store.close()
+async def test_the_request_log_keeps_seven_days_and_is_swept_at_most_hourly(store: SQLiteStore | PostgresStore) -> None:
+    now = time.time()
+    old = BridgeRequest("old", "turn", 1, 1, "S", "r-1", (), "", now - 8 * 86400)
+    recent = BridgeRequest("recent", "turn", 1, 1, "S", "r-2", (), "", now - 6 * 86400)
+    await store.submit([PutBridgeRequest(old, None), PutBridgeRequest(recent, None)])
+    state = AgentCliState()
+    await state.sweep(store, now)
+    assert await store.get_bridge_request("old") is None
+    assert await store.get_bridge_request("recent") == recent
+    await store.submit([PutBridgeRequest(old, None)])
+    await state.sweep(store, now + 60)  # within the hour: no second sweep
+    assert await store.get_bridge_request("old") == old
 
 
 @pytest.mark.timeout(30)

@@ -15,7 +15,9 @@ import pytest
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aophub.protocol.codec import pack
+from aophub.store.postgres_schema import migrate_database
 
+from .support.postgres import PostgresCluster
 from .support.server import HubProcess
 from .support.wire import AppSocket, text_input
 
@@ -24,10 +26,16 @@ SLOW_ECHO = ("--echo-delay", "0.5")
 LONG_TEXT = " ".join(f"word{index}" for index in range(40))
 
 
-@pytest.fixture
-def hub(tmp_path: Path) -> Iterator[HubProcess]:
-    """A hub process whose echo streams slowly; killed at the end if still running."""
-    with HubProcess(tmp_path / "data", *SLOW_ECHO) as process:
+@pytest.fixture(params=["sqlite", "postgres"])
+def hub(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[HubProcess]:
+    """A hub process whose echo streams slowly, on SQLite or on PostgreSQL; killed at the end if still running."""
+    database: tuple[str, ...] = ()
+    if request.param == "postgres":
+        cluster: PostgresCluster = request.getfixturevalue("postgres")
+        url = cluster.create_database()
+        asyncio.run(migrate_database(url))
+        database = ("--database", url)
+    with HubProcess(tmp_path / "data", *SLOW_ECHO, *database) as process:
         yield process
 
 

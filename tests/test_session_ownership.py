@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,11 +107,23 @@ async def create_token(hub: RunningHub, name: str, scope: str) -> str:
 
 @pytest.fixture
 async def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[World]:
+    async with alice_and_bob(tmp_path, monkeypatch) as world:
+        yield world
+
+
+@asynccontextmanager
+async def alice_and_bob(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, database_url: str = ""
+) -> AsyncIterator[World]:
+    """The :class:`World` on a hub whose store is SQLite in ``tmp_path``, or PostgreSQL at ``database_url``."""
     for name in LLM_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     async with fake_openai(api_key="sk-test") as fake:
         configure(tmp_path, fake)
-        async with checked_hub(tmp_path) as hub, httpx.AsyncClient(base_url=hub.http) as http:
+        async with (
+            checked_hub(tmp_path, database_url=database_url) as hub,
+            httpx.AsyncClient(base_url=hub.http) as http,
+        ):
             secrets = {
                 "alice": await create_token(hub, "alice", "app"),
                 "bob": await create_token(hub, "bob", "app"),

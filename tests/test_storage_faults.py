@@ -41,6 +41,13 @@ READ_ONLY = "database is read-only: writing {path}: attempt to write a readonly 
 TIMEOUT = 10.0
 
 
+def sqlite_store(hub: RunningHub) -> SQLiteStore:
+    """The hub's store, which these tests need to be SQLite (its page cap, its file)."""
+    store = hub.runtime.store
+    assert isinstance(store, SQLiteStore)
+    return store
+
+
 class Faults:
     """The store's ``submit``, made to fail like a read-only database file while ``failing`` is set."""
 
@@ -113,7 +120,7 @@ async def app(hub: RunningHub) -> AsyncIterator[AppSocket]:
 
 async def test_full_disk_refuses_writes_clearly_and_recovers(hub: RunningHub, app: AppSocket) -> None:
     """Database capped at its size: writes needing space get UNAVAILABLE "disk full"; reads work; retries pass later."""
-    store = hub.runtime.store
+    store = sqlite_store(hub)
     session = await app.open_session()
     watch = await app.watch(session.id)
     done = await run(app, session.id, "before the disk fills")
@@ -141,7 +148,7 @@ async def test_read_only_database_refuses_writes_and_the_running_turn_still_ends
     hub: RunningHub, app: AppSocket, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Writes fail mid-turn: requests get UNAVAILABLE "read-only"; the turn ends exactly once after recovery."""
-    faults = Faults(hub.runtime.store, monkeypatch)
+    faults = Faults(sqlite_store(hub), monkeypatch)
     session = await app.open_session()
     watch = await app.watch(session.id)
     turn = await run(app, session.id, LONG)
@@ -175,7 +182,7 @@ async def test_remote_node_is_not_dropped_for_the_hubs_storage_failure(
     hub: RunningHub, app: AppSocket, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A node's events cannot be stored: its turn ends store_failed and the node is told; it stays connected."""
-    faults = Faults(hub.runtime.store, monkeypatch)
+    faults = Faults(sqlite_store(hub), monkeypatch)
     async with await RawNode.connect(hub.node_url, "remote") as node:
         handle = hub.runtime.hub.nodes.get("remote")
         session = await app.open_session("remote")
@@ -206,7 +213,7 @@ async def test_remote_node_is_not_dropped_for_the_hubs_storage_failure(
 
 async def test_full_disk_mid_turn_ends_the_turn_store_failed_and_recovers(hub: RunningHub, app: AppSocket) -> None:
     """A node's answer does not fit on the full disk: its turn ends store_failed exactly once; later turns work."""
-    store = hub.runtime.store
+    store = sqlite_store(hub)
     async with await RawNode.connect(hub.node_url, "remote") as node:
         session = await app.open_session("remote")
         watch = await app.watch(session.id)

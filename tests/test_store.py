@@ -1,4 +1,9 @@
-"""The store contract (aophub.store.base), checked against SQLiteStore."""
+"""The store contract (aophub.store.base), checked against SQLiteStore and PostgresStore.
+
+The ``store`` and ``opener`` fixtures run each contract test on both backends (PostgreSQL: a
+database of its own in the test cluster, see tests/support/postgres.py); tests of what only one
+backend has (SQLite's page cap, file format and writer cache) use ``sqlite_store`` or SQLiteStore.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,10 @@ import errno
 import itertools
 import sqlite3
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import closing
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +41,29 @@ from aophub.store import (
     WriteOp,
     sqlite_writer,
 )
-from aophub.store.base import AppendArtifact, DeleteToken, PutToken, TokenRecord
+from aophub.store.base import (
+    AppendArtifact,
+    BridgeBinding,
+    BridgeRequest,
+    DeleteToken,
+    PruneBridgeRequests,
+    PutBridgeBinding,
+    PutBridgeRequest,
+    PutScan,
+    PutToken,
+    ScanRecord,
+    TokenRecord,
+)
+from aophub.store.postgres import PostgresStore
+from aophub.store.postgres_schema import MIGRATIONS as POSTGRES_MIGRATIONS
 from aophub.store.sqlite import map_exceptions
 from aophub.store.sqlite_schema import MIGRATIONS
+
+from .support.postgres import PostgresCluster
+
+AnyStore = SQLiteStore | PostgresStore
+# Makes a store (not opened) at one location, each call a new object on the same data.
+Opener = Callable[..., AnyStore]
 
 
 def session(
@@ -76,8 +102,28 @@ def integrity(path: Path) -> str:
         return str(db.execute("PRAGMA integrity_check").fetchone()[0])
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], Opener]:
+    """Makes openers of new, empty locations of one backend: a file for SQLite, a database for PostgreSQL."""
+    if request.param == "sqlite":
+        return lambda: partial(SQLiteStore, Path(tempfile.mkdtemp(dir=tmp_path)) / "data" / "hub.db")
+    cluster: PostgresCluster = request.getfixturevalue("postgres")
+    return lambda: partial(PostgresStore, cluster.create_database())
+
+
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+def opener(fresh: Callable[[], Opener]) -> Opener:
+    return fresh()
+
+
+@pytest.fixture
+async def store(opener: Opener) -> AsyncIterator[AnyStore]:
+    async with opener() as store:
+        yield store
+
+
+@pytest.fixture
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
     async with SQLiteStore(tmp_path / "hub.db") as store:
         yield store
 
@@ -85,7 +131,7 @@ async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
 # -- cursors and group commit ---------------------------------------------------
 
 
-async def test_cursors_are_dense_per_session_in_submission_order(store: SQLiteStore) -> None:
+async def test_cursors_are_dense_per_session_in_submission_order(store: AnyStore) -> None:
     """500 concurrent single-event submits over 5 sessions get cursors 1..100 per session, in order."""
     sessions = [f"s{i}" for i in range(5)]
     await store.submit([PutSession(session(s)) for s in sessions])
@@ -99,7 +145,7 @@ async def test_cursors_are_dense_per_session_in_submission_order(store: SQLiteSt
         assert [e.data for e in events] == [op.data for op in ops if op.session_id == s]
 
 
-async def test_batch_results_follow_its_ops(store: SQLiteStore) -> None:
+async def test_batch_results_follow_its_ops(store: AnyStore) -> None:
     """A batch's appends get consecutive cursors per session; other ops return None."""
     results = await store.submit(
         [
@@ -115,7 +161,7 @@ async def test_batch_results_follow_its_ops(store: SQLiteStore) -> None:
     assert results == [None, None, 1, 1, 2, None, 3]
 
 
-async def test_group_commit_groups_concurrent_submits(store: SQLiteStore) -> None:
+async def test_group_commit_groups_concurrent_submits(store: AnyStore) -> None:
     """200 concurrent single-op submits commit in far fewer than 200 transactions."""
     await store.submit([PutSession(session("s"))])
     commits, batches = store.commits, store.batches
@@ -125,9 +171,9 @@ async def test_group_commit_groups_concurrent_submits(store: SQLiteStore) -> Non
     assert store.commits - commits <= 20
 
 
-async def test_group_size_is_capped_by_max_group_ops(tmp_path: Path) -> None:
+async def test_group_size_is_capped_by_max_group_ops(opener: Opener) -> None:
     """With max_group_ops=10, 100 concurrent single-op submits need at least 10 commits."""
-    async with SQLiteStore(tmp_path / "hub.db", max_group_ops=10) as store:
+    async with opener(max_group_ops=10) as store:
         await store.submit([PutSession(session("s"))])
         commits = store.commits
         results = await asyncio.gather(*(store.submit([AppendEvent("s", i, b"")]) for i in range(100)))
@@ -135,7 +181,7 @@ async def test_group_size_is_capped_by_max_group_ops(tmp_path: Path) -> None:
         assert store.commits - commits >= 10
 
 
-async def test_bad_batch_fails_alone_within_a_group(store: SQLiteStore) -> None:
+async def test_bad_batch_fails_alone_within_a_group(store: AnyStore) -> None:
     """An append to an unknown session fails its batch only; its group neighbours commit densely."""
     await store.submit([PutSession(session("s"))])
     outcomes = await asyncio.gather(
@@ -152,7 +198,7 @@ async def test_bad_batch_fails_alone_within_a_group(store: SQLiteStore) -> None:
     assert [e.data for e in await store.read_events("s", 0, 10)] == [b"one", b"two"]
 
 
-async def test_failed_batch_consumes_no_cursor(store: SQLiteStore) -> None:
+async def test_failed_batch_consumes_no_cursor(store: AnyStore) -> None:
     """After a failed batch, the next append gets the next dense cursor."""
     assert await store.submit([PutSession(session("s")), AppendEvent("s", 1, b"one")]) == [None, 1]
     with pytest.raises(StoreError):
@@ -164,8 +210,9 @@ async def test_failed_batch_consumes_no_cursor(store: SQLiteStore) -> None:
     assert (record.last_cursor, record.event_count) == (2, 2)
 
 
-async def test_batch_is_atomic_when_the_disk_fills(store: SQLiteStore) -> None:
+async def test_batch_is_atomic_when_the_disk_fills(sqlite_store: SQLiteStore) -> None:
     """A batch whose last op does not fit leaves none of its ops behind."""
+    store = sqlite_store
     await store.submit([PutSession(session("s")), AppendEvent("s", 1, b"early")])
     await store.set_max_page_count(1)  # frozen at the current size
     with pytest.raises(StoreError):
@@ -211,10 +258,9 @@ async def test_disk_full_is_retryable_and_recoverable(tmp_path: Path) -> None:
 # -- what each op does -----------------------------------------------------------
 
 
-async def test_state_survives_close_and_reopen(tmp_path: Path) -> None:
+async def test_state_survives_close_and_reopen(opener: Opener) -> None:
     """Sessions, events, turns, journal and seq_reserved persist, and cursors continue densely."""
-    path = tmp_path / "data" / "hub.db"
-    async with SQLiteStore(path) as store:
+    async with opener() as store:
         await store.submit(
             [
                 PutSession(session("s", seq_reserved=5)),
@@ -227,7 +273,7 @@ async def test_state_survives_close_and_reopen(tmp_path: Path) -> None:
             ]
         )
 
-    async with SQLiteStore(path) as store:
+    async with opener() as store:
         expected = replace(session("s"), seq_reserved=9, last_cursor=3, event_count=3)
         assert await store.get_session("s") == expected
         assert [e.data for e in await store.read_events("s", 0, 10)] == [b"e1", b"e2", b"e3"]
@@ -235,10 +281,11 @@ async def test_state_survives_close_and_reopen(tmp_path: Path) -> None:
         assert await store.get_journal("k") == journal("k", b"first")
         assert await store.max_seq("s") == 9
         assert await store.submit([AppendEvent("s", 10, b"e4")]) == [4]
-    assert integrity(path) == "ok"
+    if isinstance(store, SQLiteStore):
+        assert integrity(store.path) == "ok"
 
 
-async def test_delete_session_cascades_and_counts(store: SQLiteStore) -> None:
+async def test_delete_session_cascades_and_counts(store: AnyStore) -> None:
     """DeleteSession removes the session, its events and turns, returns the count, and leaves others alone."""
     await store.submit(
         [
@@ -261,7 +308,7 @@ async def test_delete_session_cascades_and_counts(store: SQLiteStore) -> None:
     assert await store.submit([PutSession(session("s")), AppendEvent("s", 1, b"again")]) == [None, 1]
 
 
-async def test_delete_and_recreate_within_one_batch(store: SQLiteStore) -> None:
+async def test_delete_and_recreate_within_one_batch(store: AnyStore) -> None:
     """Ops in a batch apply in order: a session re-created after its deletion starts at cursor 1."""
     results = await store.submit(
         [
@@ -280,7 +327,31 @@ async def test_delete_and_recreate_within_one_batch(store: SQLiteStore) -> None:
     assert (record.last_cursor, record.event_count) == (1, 1)
 
 
-async def test_append_before_its_session_exists_fails(store: SQLiteStore) -> None:
+async def test_ops_apply_in_batch_order_whatever_their_kind(store: AnyStore) -> None:
+    """Puts, appends, turns and reservations in one batch act as if run one by one in order."""
+    await store.submit([PutSession(session("s"))])
+    results = await store.submit(
+        [AppendEvent("s", 1, b"a"), PutSession(session("s", title="renamed")), AppendEvent("s", 2, b"b")]
+    )
+    assert results == [1, None, 2]
+    record = await store.get_session("s")
+    assert record is not None
+    assert (record.title, record.last_cursor) == ("renamed", 2)
+
+    with pytest.raises(StoreError) as caught:  # a turn before its session exists
+        await store.submit([PutTurn(turn("new", "t", "queued", 1.0)), PutSession(session("new"))])
+    assert not caught.value.retryable
+    assert await store.get_session("new") is None
+
+    await store.submit([ReserveSeq("r", 50), PutSession(session("r", seq_reserved=3))])  # nothing to reserve yet
+    assert await store.max_seq("r") == 3
+    await store.submit(
+        [PutSession(session("q", seq_reserved=1)), ReserveSeq("q", 40), PutSession(session("q", seq_reserved=2))]
+    )
+    assert await store.max_seq("q") == 40
+
+
+async def test_append_before_its_session_exists_fails(store: AnyStore) -> None:
     """Within a batch, an append that precedes its session's PutSession fails the batch."""
     with pytest.raises(StoreError) as caught:
         await store.submit([AppendEvent("s", 1, b""), PutSession(session("s"))])
@@ -288,7 +359,7 @@ async def test_append_before_its_session_exists_fails(store: SQLiteStore) -> Non
     assert await store.get_session("s") is None
 
 
-async def test_journal_keeps_the_first_entry(store: SQLiteStore) -> None:
+async def test_journal_keeps_the_first_entry(store: AnyStore) -> None:
     """A second PutJournal with the same key leaves the first entry in place."""
     await store.submit([PutJournal(journal("k", b"first"))])
     await store.submit([PutJournal(journal("k", b"second"))])
@@ -296,7 +367,7 @@ async def test_journal_keeps_the_first_entry(store: SQLiteStore) -> None:
     assert await store.get_journal("missing") is None
 
 
-async def test_put_session_replaces_fields_but_keeps_highest_seq_reserved(store: SQLiteStore) -> None:
+async def test_put_session_replaces_fields_but_keeps_highest_seq_reserved(store: AnyStore) -> None:
     """Re-putting a session replaces its fields, keeps seq_reserved at its maximum and keeps the event counters."""
     await store.submit([PutSession(session("s", seq_reserved=10)), AppendEvent("s", 1, b""), AppendEvent("s", 2, b"")])
     await store.submit([PutSession(session("s", seq_reserved=3, title="renamed", state="closed"))])
@@ -306,7 +377,7 @@ async def test_put_session_replaces_fields_but_keeps_highest_seq_reserved(store:
     assert (record.last_cursor, record.event_count) == (2, 2)
 
 
-async def test_reserve_seq_and_max_seq(store: SQLiteStore) -> None:
+async def test_reserve_seq_and_max_seq(store: AnyStore) -> None:
     """max_seq is the larger of the highest event seq and seq_reserved; ReserveSeq never lowers it."""
     assert await store.submit([ReserveSeq("ghost", 5)]) == [None]
     assert await store.get_session("ghost") is None
@@ -326,7 +397,7 @@ async def test_reserve_seq_and_max_seq(store: SQLiteStore) -> None:
 # -- reads ---------------------------------------------------------------------
 
 
-async def test_list_sessions_orders_pages_and_filters(store: SQLiteStore) -> None:
+async def test_list_sessions_orders_pages_and_filters(store: AnyStore) -> None:
     """list_sessions sorts by (updated_at, id) descending, pages strictly before `before`, and filters."""
     await store.submit(
         [
@@ -357,7 +428,7 @@ async def test_list_sessions_orders_pages_and_filters(store: SQLiteStore) -> Non
     assert await ids(limit=0) == []
 
 
-async def test_read_events_pages_by_cursor(store: SQLiteStore) -> None:
+async def test_read_events_pages_by_cursor(store: AnyStore) -> None:
     """read_events returns up to `limit` events after a cursor, oldest first."""
     await store.submit([PutSession(session("s")), *(AppendEvent("s", 100 + i, bytes([i])) for i in range(10))])
     pages = [await store.read_events("s", after, 4) for after in (0, 4, 8, 10)]
@@ -367,7 +438,7 @@ async def test_read_events_pages_by_cursor(store: SQLiteStore) -> None:
     assert await store.read_events("unknown", 0, 4) == []
 
 
-async def test_list_interactions_pages_by_position_across_sessions(store: SQLiteStore) -> None:
+async def test_list_interactions_pages_by_position_across_sessions(store: AnyStore) -> None:
     """list_interactions: oldest first across sessions, after a position, at most `limit`; an update keeps its place."""
 
     def interaction(interaction_id: str, session_id: str, state: int) -> PutInteraction:
@@ -390,7 +461,7 @@ async def test_list_interactions_pages_by_position_across_sessions(store: SQLite
     assert await ids(limit=0) == []
 
 
-async def test_read_events_stops_at_the_byte_budget(store: SQLiteStore) -> None:
+async def test_read_events_stops_at_the_byte_budget(store: AnyStore) -> None:
     """With max_bytes a page holds the events that fit the budget, at least one; the next page continues."""
     sizes = [3, 3, 3, 10, 1, 1]
     await store.submit([PutSession(session("s")), *(AppendEvent("s", i + 1, b"x" * n) for i, n in enumerate(sizes))])
@@ -405,7 +476,7 @@ async def test_read_events_stops_at_the_byte_budget(store: SQLiteStore) -> None:
     assert [e.seq for e in await store.read_events("s", 4, 100, max_bytes=7)] == [5, 6]
 
 
-async def test_read_artifacts_stops_at_the_byte_budget(store: SQLiteStore) -> None:
+async def test_read_artifacts_stops_at_the_byte_budget(store: AnyStore) -> None:
     """Artifact reads keep to the byte budget too (at least one), by session or across the archive."""
     ops = [AppendArtifact(f"e{i}", "s" if i % 2 else "t", b"x" * n) for i, n in enumerate([4, 4, 4, 4, 9, 1])]
     await store.submit(ops)
@@ -420,7 +491,7 @@ async def test_read_artifacts_stops_at_the_byte_budget(store: SQLiteStore) -> No
     assert not await store.has_artifacts_after(5, session_id="t")
 
 
-async def test_list_turns_by_state_in_session_then_creation_order(store: SQLiteStore) -> None:
+async def test_list_turns_by_state_in_session_then_creation_order(store: AnyStore) -> None:
     """list_turns keeps only the given states, ordered by session then creation; PutTurn upserts; get_turn finds one."""
     await store.submit(
         [
@@ -444,12 +515,13 @@ async def test_list_turns_by_state_in_session_then_creation_order(store: SQLiteS
     assert await store.get_turn("nowhere", "t1") is None
 
 
-async def test_health_reports_ok_and_size(store: SQLiteStore) -> None:
-    """health() answers ok with the file size from page_count * page_size."""
+async def test_health_reports_ok_and_size(store: AnyStore) -> None:
+    """health() answers ok with the database's size (SQLite: page_count * page_size)."""
     ok, error, size = await store.health()
     assert (ok, error) == (True, "")
     assert size > 0
-    assert size % 4096 == 0
+    if isinstance(store, SQLiteStore):
+        assert size % 4096 == 0
 
 
 # -- lifecycle -------------------------------------------------------------------
@@ -495,10 +567,9 @@ async def test_garbage_file_is_reported_as_corrupt(tmp_path: Path) -> None:
     assert not caught.value.retryable
 
 
-async def test_close_flushes_pending_submits(tmp_path: Path) -> None:
+async def test_close_flushes_pending_submits(opener: Opener) -> None:
     """close() commits every batch submitted before it, then later submits are refused."""
-    path = tmp_path / "hub.db"
-    async with SQLiteStore(path) as store:
+    async with opener() as store:
         await store.submit([PutSession(session("s"))])
         submits = [store.submit([AppendEvent("s", i, b"")]) for i in range(50)]
         closer = asyncio.create_task(store.close())  # runs after the submits have queued their batches
@@ -507,13 +578,13 @@ async def test_close_flushes_pending_submits(tmp_path: Path) -> None:
         with pytest.raises(StoreError, match="closed"):
             await store.submit([AppendEvent("s", 0, b"")])
 
-    async with SQLiteStore(path) as store:
+    async with opener() as store:
         assert len(await store.read_events("s", 0, 100)) == 50
 
 
-async def test_closed_store_refuses_calls(tmp_path: Path) -> None:
+async def test_closed_store_refuses_calls(opener: Opener) -> None:
     """After close(), submit and reads raise a non-retryable StoreError and health reports not ok."""
-    async with SQLiteStore(tmp_path / "hub.db") as store:
+    async with opener() as store:
         pass
     await store.close()  # idempotent
     with pytest.raises(StoreError, match="closed") as caught:
@@ -526,17 +597,19 @@ async def test_closed_store_refuses_calls(tmp_path: Path) -> None:
     assert "closed" in error
 
 
-async def test_unopened_store_refuses_submit(tmp_path: Path) -> None:
+async def test_unopened_store_refuses_submit(opener: Opener) -> None:
     """submit before open() raises a non-retryable StoreError."""
     with pytest.raises(StoreError, match="new") as caught:
-        await SQLiteStore(tmp_path / "hub.db").submit([])
+        await opener().submit([])
     assert not caught.value.retryable
 
 
-def test_sqlite_store_satisfies_the_store_protocol(tmp_path: Path) -> None:
-    """SQLiteStore type-checks as a Store (mypy checks this assignment) and reprs its state."""
+def test_both_stores_satisfy_the_store_protocol(tmp_path: Path) -> None:
+    """SQLiteStore and PostgresStore type-check as a Store (mypy checks the assignments) and repr their state."""
     store: Store = SQLiteStore(tmp_path / "hub.db")
     assert repr(store).endswith("new commits=0 batches=0 pending=0>")
+    store = PostgresStore("postgresql://hub:secret@db.example/hub")
+    assert repr(store) == "<PostgresStore 'postgresql://hub:***@db.example/hub' new commits=0 batches=0 pending=0>"
 
 
 def test_bad_constructor_arguments() -> None:
@@ -622,7 +695,7 @@ def _expected(model: dict[str, list[int]], batch: list[WriteOp]) -> list[int | N
 
 
 async def _run_round(
-    store: SQLiteStore, model: dict[str, list[int]], specs: list[list[tuple[str, str]]], seqs: Iterator[int]
+    store: AnyStore, model: dict[str, list[int]], specs: list[list[tuple[str, str]]], seqs: Iterator[int]
 ) -> None:
     batches: list[list[WriteOp]] = []
     for spec in specs:
@@ -645,7 +718,7 @@ async def _run_round(
             assert outcome == expected
 
 
-async def _check_model(store: SQLiteStore, model: dict[str, list[int]]) -> None:
+async def _check_model(store: AnyStore, model: dict[str, list[int]]) -> None:
     for s in SESSIONS:
         record = await store.get_session(s)
         events = await store.read_events(s, 0, 1000)
@@ -660,18 +733,18 @@ async def _check_model(store: SQLiteStore, model: dict[str, list[int]]) -> None:
         assert await store.max_seq(s) == max(model[s], default=0)
 
 
-async def _run_plan(path: Path, plan: Plan) -> None:
+async def _run_plan(opener: Opener, plan: Plan) -> None:
     # NORMAL: the property is about ordering and atomicity, not fsync; it keeps the examples fast.
     model: dict[str, list[int]] = {}
     seqs = itertools.count(1)
-    store = SQLiteStore(path, synchronous="NORMAL")
+    store = opener(synchronous="NORMAL")
     await store.open()
     try:
         for specs, reopen in plan:
             await _run_round(store, model, specs, seqs)
             if reopen:
                 await store.close()
-                store = SQLiteStore(path, synchronous="NORMAL")
+                store = opener(synchronous="NORMAL")
                 await store.open()
             await _check_model(store, model)
     finally:
@@ -680,16 +753,16 @@ async def _run_plan(path: Path, plan: Plan) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=_plan)
-def test_random_appends_and_deletes_match_a_model(tmp_path: Path, plan: Plan) -> None:
+def test_random_appends_and_deletes_match_a_model(fresh: Callable[[], Opener], plan: Plan) -> None:
     """Random concurrent batches of puts, appends and deletes, with reopens, match an in-memory model."""
-    directory = Path(tempfile.mkdtemp(dir=tmp_path))
-    asyncio.run(_run_plan(directory / "hub.db", plan), debug=True)
+    asyncio.run(_run_plan(fresh(), plan), debug=True)
 
 
 async def test_cursors_stay_dense_when_the_writer_forgets_sessions(
-    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+    sqlite_store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The writer remembers few sessions' last cursors (and none of closed ones); the rest are read back."""
+    """The SQLite writer remembers few sessions' last cursors (and none of closed ones); the rest are read back."""
+    store = sqlite_store
     monkeypatch.setattr(sqlite_writer, "CURSOR_CACHE_SIZE", 2)
     await store.submit([PutSession(session(name)) for name in ("a", "b", "c")])
     for name in ("a", "b", "c", "a"):
@@ -717,7 +790,7 @@ def token_record(token_id: str, name: str) -> TokenRecord:
     )
 
 
-async def test_tokens_are_stored_listed_by_name_and_deleted(store: SQLiteStore) -> None:
+async def test_tokens_are_stored_listed_by_name_and_deleted(store: AnyStore) -> None:
     """PutToken stores every field; list_tokens orders by name; DeleteToken reports the rows it deleted."""
     await store.submit(
         [PutToken(token_record("bbbbbbbbbbbb", "zeta")), PutToken(token_record("aaaaaaaaaaaa", "alpha"))]
@@ -727,7 +800,7 @@ async def test_tokens_are_stored_listed_by_name_and_deleted(store: SQLiteStore) 
     assert [record.name for record in await store.list_tokens()] == ["zeta"]
 
 
-async def test_a_second_token_of_one_name_fails_alone(store: SQLiteStore) -> None:
+async def test_a_second_token_of_one_name_fails_alone(store: AnyStore) -> None:
     """Token names are unique in the store: the batch fails (not retryable) and changes nothing."""
     await store.submit([PutToken(token_record("aaaaaaaaaaaa", "phone"))])
     with pytest.raises(StoreError) as failed:
@@ -740,7 +813,7 @@ async def test_a_second_token_of_one_name_fails_alone(store: SQLiteStore) -> Non
 
 
 async def test_sessions_stored_before_owners_existed_belong_to_admin(tmp_path: Path) -> None:
-    """Migrating a schema-4 database gives its sessions and scans the owner "admin" and no shares."""
+    """Migrating a schema-4 SQLite database gives its sessions and scans the owner "admin" and no shares."""
     path = tmp_path / "hub.db"
     with closing(sqlite3.connect(path, isolation_level=None)) as db:
         for version, script in enumerate(MIGRATIONS[:4], start=1):
@@ -752,15 +825,46 @@ async def test_sessions_stored_before_owners_existed_belong_to_admin(tmp_path: P
         )
         db.execute("INSERT INTO scans (id, status, created_at, data) VALUES ('scan-old', 1, 1, x'')")
     async with SQLiteStore(path) as store:
+        await _check_stored_before_owners(store)
+
+
+async def test_postgres_sessions_stored_before_owners_existed_belong_to_admin(postgres: PostgresCluster) -> None:
+    """Migrating a schema-1 PostgreSQL database gives its sessions and scans the owner "admin" and no shares."""
+    url = postgres.create_database()
+    name = url.rsplit("/", 1)[1]
+    postgres.psql(
+        "BEGIN; CREATE TABLE aophub_schema (version INTEGER NOT NULL); INSERT INTO aophub_schema VALUES (1);"
+        f" {POSTGRES_MIGRATIONS[0]};"
+        " INSERT INTO sessions (id, node_id, title, state, created_at, updated_at, archived, parent_session_id,"
+        " parent_tool_call_id, close_reason, open_request, seq_reserved) VALUES"
+        " ('old', 'local', 't', 'open', 1, 1, false, '', '', '', '', 0);"
+        " INSERT INTO scans (id, status, created_at, data) VALUES ('scan-old', 1, 1, ''); COMMIT;",
+        name,
+    )
+    async with PostgresStore(url) as store:
+        await _check_stored_before_owners(store)
+        # The old session is written to as before, and keeps its owner.
+        [cursor] = await store.submit([AppendEvent("old", 1, b"e")])
+        assert cursor == 1
         old = await store.get_session("old")
         assert old is not None
-        assert (old.owner, old.shared_with) == ("admin", ())
-        scan = await store.get_scan("scan-old")
-        assert scan is not None
-        assert scan.owner == "admin"
+        assert (old.owner, old.shared_with, old.last_cursor) == ("admin", (), 1)
 
 
-async def test_lists_by_visibility_keep_own_shared_and_everyones_sessions(store: SQLiteStore) -> None:
+async def _check_stored_before_owners(store: AnyStore) -> None:
+    old = await store.get_session("old")
+    assert old is not None
+    assert (old.owner, old.shared_with) == ("admin", ())
+    assert [record.id for record in await store.list_sessions(limit=10, visible_to="admin")] == ["old"]
+    assert await store.list_sessions(limit=10, visible_to="alice") == []
+    scan = await store.get_scan("scan-old")
+    assert scan is not None
+    assert scan.owner == "admin"
+    assert [record.id for record in await store.list_scans(limit=10, owner="admin")] == ["scan-old"]
+    assert await store.list_scans(limit=10, owner="alice") == []
+
+
+async def test_lists_by_visibility_keep_own_shared_and_everyones_sessions(store: AnyStore) -> None:
     """visible_to keeps a name's own sessions, those shared with it and with "*"; names match whole."""
     rows = {
         "alices": replace(session("alices"), owner="alice"),
@@ -791,3 +895,106 @@ async def test_lists_by_visibility_keep_own_shared_and_everyones_sessions(store:
     assert [a.event_id for a in await store.read_artifacts(0, 10, visible_to="bob")] == ["a2"]
     assert [a.event_id for a in await store.read_artifacts(0, 10)] == ["a1", "a2", "a3"]
     assert not await store.has_artifacts_after(2, visible_to="alice")
+    assert await store.has_artifacts_after(1, visible_to="bob")
+    await store.submit(
+        [PutInteraction(InteractionRecord(f"i-{sid}", sid, "t", 1, b"i")) for sid in ("alices", "shared", "near")]
+    )
+    assert [i.id for i in await store.list_interactions(visible_to="bob")] == ["i-shared"]
+    assert [i.id for i in await store.list_interactions(visible_to="b_b")] == ["i-near"]
+    assert len(await store.list_interactions()) == 3
+
+
+async def test_share_and_unshare_rewrite_the_session_row(store: AnyStore) -> None:
+    """A session put again with other shares (as Share/UnshareSession do) is seen by exactly the new names."""
+    await store.submit([PutSession(replace(session("s"), owner="alice"))])
+    await store.submit([PutSession(replace(session("s"), owner="alice", shared_with=("bob", "carol")))])
+    assert [record.id for record in await store.list_sessions(limit=10, visible_to="bob")] == ["s"]
+    await store.submit([PutSession(replace(session("s"), owner="alice", shared_with=("carol",)))])
+    assert await store.list_sessions(limit=10, visible_to="bob") == []
+    stored = await store.get_session("s")
+    assert stored is not None
+    assert (stored.owner, stored.shared_with) == ("alice", ("carol",))
+
+
+async def test_scans_list_by_owner(store: AnyStore) -> None:
+    """list_scans(owner=...) keeps the scans that name submitted, matched whole."""
+    await store.submit(
+        [
+            PutScan(ScanRecord("s1", 1, 1.0, b"a", owner="alice")),
+            PutScan(ScanRecord("s2", 1, 2.0, b"b", owner="bob")),
+            PutScan(ScanRecord("s3", 2, 3.0, b"c", owner="alice")),
+        ]
+    )
+    # an update keeps the owner it was submitted by
+    await store.submit([PutScan(ScanRecord("s1", 3, 1.0, b"a2", owner="alice"))])
+    assert [scan.id for scan in await store.list_scans(limit=10, owner="alice")] == ["s3", "s1"]
+    assert [scan.id for scan in await store.list_scans(limit=10, owner="bob")] == ["s2"]
+    assert await store.list_scans(limit=10, owner="ali") == []
+    assert [scan.id for scan in await store.list_scans(limit=10)] == ["s3", "s2", "s1"]
+    scan = await store.get_scan("s2")
+    assert scan is not None
+    assert scan.owner == "bob"
+
+
+# -- dialect bridges: bindings and the request log ------------------------------------
+
+
+async def test_bindings_and_the_request_log_compare_and_set_and_go_with_their_session(store: AnyStore) -> None:
+    """Writes happen only over the expected generation / (attempts, turns); DeleteSession takes them along."""
+    binding = BridgeBinding("agent-cli", "admin", "local/s", "S1", "local", 1, 10.0)
+    assert await store.submit([PutBridgeBinding(binding, 0)]) == [1]
+    assert await store.submit([PutBridgeBinding(binding, 0)]) == [0]  # a racing first write loses
+    moved = BridgeBinding("agent-cli", "admin", "local/s", "S2", "local", 2, 11.0)
+    assert await store.submit([PutBridgeBinding(moved, 3)]) == [0]
+    assert await store.submit([PutBridgeBinding(moved, 1)]) == [1]
+    assert await store.get_bridge_binding("agent-cli", "admin", "local/s") == moved
+    assert await store.get_bridge_binding("agent-cli", "admin", "local/other") is None
+    entry = BridgeRequest("k", "turn", 1, 1, "S2", "r-1", ("t1",), "4", 12.0)
+    assert await store.submit([PutBridgeRequest(entry, None)]) == [1]
+    assert await store.submit([PutBridgeRequest(entry, None)]) == [0]
+    grown = BridgeRequest("k", "turn", 1, 1, "S2", "r-1", ("t1", "t2"), "4", entry.created_at)
+    assert await store.submit([PutBridgeRequest(grown, (1, 1, ("t9",)))]) == [0]
+    assert await store.submit([PutBridgeRequest(grown, (2, 1, ("t1",)))]) == [0]
+    assert await store.submit([PutBridgeRequest(grown, (1, 1, ("t1",)))]) == [1]
+    assert await store.get_bridge_request("k") == grown
+    retried = BridgeRequest("k", "turn", 2, 3, "S2", "r-1", ("t1", "t2", "t3"), "7", entry.created_at)
+    assert await store.submit([PutBridgeRequest(retried, (1, 1, ("t1", "t2")))]) == [1]
+    assert await store.get_bridge_request("k") == retried
+    await store.submit([DeleteSession("S2")])
+    assert await store.get_bridge_binding("agent-cli", "admin", "local/s") is None
+    assert await store.get_bridge_request("k") is None
+    assert await store.submit([PutBridgeRequest(entry, None)]) == [1]
+    assert await store.submit([PruneBridgeRequests(entry.created_at + 1)]) == [1]
+    assert await store.get_bridge_request("k") is None
+
+
+async def test_deleting_a_session_keeps_the_bridge_rows_of_others(store: AnyStore) -> None:
+    """The cascade of DeleteSession is the deleted session's bindings and log entries only, in one group."""
+    await store.submit([PutSession(session("S1")), PutSession(session("S2"))])
+    one = BridgeBinding("agent-cli", "admin", "local/a", "S1", "local", 1, 1.0)
+    two = BridgeBinding("agent-cli", "admin", "local/b", "S2", "local", 1, 1.0)
+    first = BridgeRequest("k1", "turn", 1, 1, "S1", "r-1", (), "", 1.0)
+    second = BridgeRequest("k2", "command", 1, 1, "S2", "r-2", ("t",), "0", 1.0)
+    written = await store.submit(
+        [
+            AppendEvent("S1", 1, b"e"),
+            PutBridgeBinding(one, 0),
+            PutBridgeBinding(two, 0),
+            PutBridgeRequest(first, None),
+            PutBridgeRequest(second, None),
+        ]
+    )
+    assert written == [1, 1, 1, 1, 1]
+    assert await store.submit([DeleteSession("S1")]) == [1]
+    assert await store.get_bridge_binding("agent-cli", "admin", "local/a") is None
+    assert await store.get_bridge_request("k1") is None
+    assert await store.get_bridge_binding("agent-cli", "admin", "local/b") == two
+    assert await store.get_bridge_request("k2") == second
+
+
+async def test_pruning_the_request_log_removes_only_older_entries(store: AnyStore) -> None:
+    entries = [BridgeRequest(f"k{n}", "turn", 1, 1, "S", f"r-{n}", (), "", float(n)) for n in range(1, 5)]
+    await store.submit([PutBridgeRequest(entry, None) for entry in entries])
+    assert await store.submit([PruneBridgeRequests(3.0)]) == [2]
+    assert await store.submit([PruneBridgeRequests(3.0)]) == [0]
+    assert [await store.get_bridge_request(entry.key) for entry in entries] == [None, None, *entries[2:]]

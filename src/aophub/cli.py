@@ -21,6 +21,7 @@ from aophub.bridges.frame import parse_bridge_option
 from aophub.chat import add_chat_parser, run_chat
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
+from aophub.database_commands import add_database_option, add_migrate_parser, check_database, run_migrate_command
 from aophub.logs import LOG_FORMATS, logging_config
 from aophub.node.client import NodeRefused, serve_agent
 from aophub.settings import (
@@ -31,6 +32,8 @@ from aophub.settings import (
     DEFAULT_OUTBOUND_STALL_SECONDS,
     Settings,
 )
+from aophub.store.postgres_schema import redact_url
+from aophub.store.selection import database_url
 from aophub.token_commands import add_token_parser, run_token_command
 from aophub.transport.app import create_app
 from aophub.transport.connection_limits import FD_RESERVE
@@ -76,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_token_options(
         serve, "access key (default: $AOPHUB_TOKEN, else the key stored in the data dir, else a new one)"
     )
+    add_database_option(serve)
     serve.add_argument(
         "--max-frame-bytes",
         type=int,
@@ -162,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_log_format(node)
     add_token_parser(commands)
     add_chat_parser(commands)  # aophub chat: the terminal client (src/aophub/chat/)
+    add_migrate_parser(commands)
     return parser
 
 
@@ -529,6 +534,14 @@ def serve(args: argparse.Namespace) -> int:
     if args.session_idle_minutes < 0:
         print("aophub: --session-idle-minutes must not be negative", file=sys.stderr)
         return 2
+    try:
+        url = database_url(args.database, os.environ)
+    except ValueError as error:
+        print(f"aophub: {error}", file=sys.stderr)
+        return 2
+    if url and (problem := check_database(url)) is not None:
+        print(f"aophub: cannot use the database: {problem}", file=sys.stderr)
+        return 1
     settings = Settings(
         access_key=key.value,
         data_dir=args.data_dir,
@@ -544,6 +557,7 @@ def serve(args: argparse.Namespace) -> int:
         outbound_stall_seconds=args.outbound_stall_seconds,
         max_watches_per_connection=args.max_watches,
         llm_push_nodes=tuple(args.llm_push_node),
+        database_url=url,
     )
     settings = with_network_options(settings, args)
     settings = with_node_turn_options(settings, args)
@@ -562,6 +576,8 @@ def serve(args: argparse.Namespace) -> int:
         origins = {"flag": "--token", "token-file": f"--token-file {args.token_file}", "env": "$AOPHUB_TOKEN"}
         shown = f"  access key: from {origins[key.source]}"
     banner = [shown, f"  data:       {args.data_dir.resolve()}"]
+    if url:
+        banner.append(f"  database:   {redact_url(url)}")
     logging.config.dictConfig(logging_config(args.log_level, args.log_format))
     try:
         app = create_app(settings)
@@ -649,4 +665,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_token_command(args)
     if args.command == "chat":
         return run_chat(args)
+    if args.command == "migrate":
+        return run_migrate_command(args)
     return 2

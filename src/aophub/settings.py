@@ -111,6 +111,10 @@ class Settings:
     workspace_call_timeout: float = 600.0
     workspace_output_bytes: int = 4 * 1024 * 1024
 
+    # The PostgreSQL database (a postgresql:// URL, already migrated: `aophub migrate`); "" for
+    # the SQLite database in the data directory.
+    database_url: str = ""
+
     @property
     def database(self) -> Path:
         return self.data_dir / DATABASE_FILE

@@ -2,7 +2,9 @@
 
 Without ``--server`` the command works on ``--data-dir`` directly, and only while no hub runs on
 it (it takes the data directory's lock, see :mod:`aophub.data_lock`): a running hub keeps its
-tokens in memory and would not see the change. With ``--server URL`` it calls the running hub's
+tokens in memory and would not see the change. With ``--database URL`` (or
+``$AOPHUB_DATABASE_URL``) it works on that PostgreSQL database instead, again only while no hub
+uses it (the store's lock on the database refuses it otherwise). With ``--server URL`` it calls the running hub's
 ``aophub.v1.TokenService`` with an admin credential (``--token``, ``--token-file``,
 ``$AOPHUB_TOKEN``, else the access key stored in ``--data-dir``).
 
@@ -28,10 +30,13 @@ from aophub.access.admin import TokenAdmin
 from aophub.access.authenticator import ACCESS_KEY_ENV, ACCESS_KEY_FILE, read_token_file
 from aophub.access.scopes import AVAILABLE_SCOPES
 from aophub.data_lock import DataDirInUse, lock_data_dir
+from aophub.database_commands import add_database_option
 from aophub.protocol.errors import HubError
 from aophub.rpc.tokens import token_view
 from aophub.settings import DATABASE_FILE
-from aophub.store.base import StoreError
+from aophub.store.base import Store, StoreError
+from aophub.store.postgres import PostgresStore
+from aophub.store.selection import database_url
 from aophub.store.sqlite import SQLiteStore
 from aophub.v1 import token_connect, token_pb2
 
@@ -76,6 +81,7 @@ def add_token_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
             "--data-dir", type=Path, default=Path(".aophub"), help="the hub's data directory (default ./.aophub)"
         )
         action.add_argument("--server", help="a running hub's base URL, e.g. http://127.0.0.1:8080")
+        add_database_option(action)
         key = action.add_mutually_exclusive_group()
         key.add_argument("--token", help="with --server: an admin credential (prefer $AOPHUB_TOKEN or --token-file)")
         key.add_argument("--token-file", type=Path, metavar="PATH", help="with --server: read the credential here")
@@ -96,6 +102,9 @@ def run_token_command(args: argparse.Namespace) -> int:
 
 
 def _on_data_dir(args: argparse.Namespace) -> int:
+    url = database_url(args.database, os.environ)
+    if url:
+        return asyncio.run(_offline(args, PostgresStore(url, migrate=False, reader_connections=1)))
     data_dir: Path = args.data_dir
     if args.token_action != "create" and not (data_dir / DATABASE_FILE).is_file():
         print(f"aophub token: no hub database in {data_dir} (use --data-dir)", file=sys.stderr)
@@ -112,13 +121,14 @@ def _on_data_dir(args: argparse.Namespace) -> int:
         )
         return 1
     try:
-        return asyncio.run(_offline(args, data_dir / DATABASE_FILE))
+        return asyncio.run(_offline(args, SQLiteStore(data_dir / DATABASE_FILE)))
     finally:
         lock.release()
 
 
-async def _offline(args: argparse.Namespace, database: Path) -> int:
-    async with SQLiteStore(database) as store:
+async def _offline(args: argparse.Namespace, store: Store) -> int:
+    await store.open()
+    try:
         tokens = TokenAdmin(store)
         await tokens.load()
         now = time.time()
@@ -131,6 +141,8 @@ async def _offline(args: argparse.Namespace, database: Path) -> int:
         else:
             record = await tokens.revoke(args.name)
             print(f"revoked token {record.name}", file=sys.stderr)
+    finally:
+        await store.close()
     return 0
 
 

@@ -400,9 +400,12 @@ async def scenario_hub(
             yield hub, fake
 
 
-async def replay(data_dir: Path, scenario: Scenario, transport: str = "websocket") -> None:
-    """Run every step of ``scenario`` against a fresh hub, over real WebSockets or ``"direct"`` (no socket)."""
-    async with scenario_hub(data_dir, scenario) as (hub, fake):
+async def replay(data_dir: Path, scenario: Scenario, transport: str = "websocket", **overrides: Any) -> None:
+    """Run every step of ``scenario`` against a fresh hub, over real WebSockets or ``"direct"`` (no socket).
+
+    ``overrides`` replace :class:`Settings` fields of the hub (e.g. ``database_url``).
+    """
+    async with scenario_hub(data_dir, scenario, **overrides) as (hub, fake):
         run = Replay(hub, fake, transport)
         try:
             for index, step in enumerate(scenario.steps):

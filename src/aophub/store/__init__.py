@@ -1,4 +1,4 @@
-"""Durable state of the hub: the store interface and its SQLite implementation."""
+"""Durable state of the hub: the store interface, its SQLite implementation (the default) and its PostgreSQL one."""
 
 from aophub.store.base import (
     AppendEvent,
@@ -17,6 +17,7 @@ from aophub.store.base import (
     TurnRecord,
     WriteOp,
 )
+from aophub.store.postgres import PostgresStore
 from aophub.store.sqlite import SQLiteStore
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "DeleteSession",
     "InteractionRecord",
     "JournalEntry",
+    "PostgresStore",
     "PutInteraction",
     "PutJournal",
     "PutSession",

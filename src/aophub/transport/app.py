@@ -45,7 +45,8 @@ from aophub.rpc.scans import ScanServiceImpl, ScanWatches
 from aophub.rpc.sessions import SessionServiceImpl
 from aophub.rpc.tokens import TokenServiceImpl
 from aophub.settings import Settings
-from aophub.store.sqlite import SQLiteStore
+from aophub.store.base import Store
+from aophub.store.selection import store_for
 from aophub.transport.application_ws import PerConnectionBounds, serve_application
 from aophub.transport.auth import auth_routes
 from aophub.transport.console import console_routes
@@ -74,7 +75,7 @@ class Runtime:
     """What the lifespan opened, for the routes to use."""
 
     hub: Hub
-    store: SQLiteStore
+    store: Store
     local_node: LocalNode
     config: ConfigStore
     scans: Scans
@@ -145,7 +146,7 @@ def create_app(settings: Settings) -> Starlette:
     namespaces = with_workspace_namespaces(namespaces)
     # Built here without I/O (the config file aside, so a bad one fails at once); opened in the lifespan.
     config = ConfigStore(settings.data_dir)
-    store = SQLiteStore(settings.database, synchronous=settings.durability)
+    store = store_for(settings.database_url, settings.database, synchronous=settings.durability)
     # The named tokens: read from the store in the lifespan; their open connections, to close on revocation.
     tokens = TokenAdmin(store)
     authenticator = _authenticator(settings, tokens)

@@ -1,0 +1,524 @@
+"""The PostgreSQL schema, its versioned migrations, database URLs, and the one place asyncpg errors become
+:class:`StoreError`.
+
+The schema version lives in the one-row table ``aophub_schema``. ``MIGRATIONS[n]`` takes it from
+version n to n + 1; :func:`migrate` applies the missing ones in one transaction under an advisory
+lock, so two processes migrating at once apply each migration once. A hub does not migrate a shared
+database by itself (see :func:`check_schema`): ``aophub migrate`` does, when an operator says so.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+import ssl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+from aophub.store.base import StoreError
+
+__all__ = [
+    "MIGRATIONS",
+    "URL_SCHEMES",
+    "check_schema",
+    "connect",
+    "connection_lost",
+    "map_exceptions",
+    "migrate",
+    "migrate_database",
+    "redact_url",
+    "schema_version",
+    "validate_url",
+    "visible_sessions",
+]
+
+URL_SCHEMES = ("postgresql", "postgres")
+
+# Advisory lock keys (pg_advisory_lock's bigint space; "aophub" in ASCII, then a purpose number).
+MIGRATION_LOCK = 0x6170686F_00000001
+HUB_LOCK = 0x6170686F_00000002
+
+# Text compares byte by byte (COLLATE "C"), as in SQLite, whatever the database's locale: the
+# orders the store promises (sessions, turns, tokens) are then the same on both.
+MIGRATIONS = (
+    """
+    CREATE TABLE sessions (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        node_id TEXT COLLATE "C" NOT NULL,
+        title TEXT COLLATE "C" NOT NULL,
+        state TEXT COLLATE "C" NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        archived BOOLEAN NOT NULL,
+        parent_session_id TEXT COLLATE "C" NOT NULL,
+        parent_tool_call_id TEXT COLLATE "C" NOT NULL,
+        close_reason TEXT COLLATE "C" NOT NULL,
+        open_request BYTEA NOT NULL,
+        seq_reserved BIGINT NOT NULL,
+        -- the session's cursor counter: appends take the next cursors from it under the row's
+        -- lock, in the transaction that inserts the events, so cursors are dense and commit in
+        -- order even with several writers
+        last_cursor BIGINT NOT NULL DEFAULT 0,
+        event_count BIGINT NOT NULL DEFAULT 0,
+        max_event_seq BIGINT NOT NULL DEFAULT 0
+    );
+    CREATE INDEX sessions_by_update ON sessions (updated_at, id);
+    CREATE TABLE events (
+        session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions (id),
+        cursor BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        event_id TEXT COLLATE "C" NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (session_id, cursor)
+    );
+    CREATE TABLE turns (
+        session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions (id),
+        turn_id TEXT COLLATE "C" NOT NULL,
+        state TEXT COLLATE "C" NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        request BYTEA NOT NULL,
+        ended_at DOUBLE PRECISION NOT NULL,
+        stop_reason TEXT COLLATE "C" NOT NULL,
+        PRIMARY KEY (session_id, turn_id)
+    );
+    CREATE INDEX turns_by_state ON turns (state, session_id, created_at);
+    CREATE TABLE journal (
+        key TEXT COLLATE "C" PRIMARY KEY,
+        method TEXT COLLATE "C" NOT NULL,
+        fingerprint BYTEA NOT NULL,
+        response BYTEA NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE interactions (
+        position BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+        id TEXT COLLATE "C" PRIMARY KEY,
+        session_id TEXT COLLATE "C" NOT NULL REFERENCES sessions (id),
+        turn_id TEXT COLLATE "C" NOT NULL,
+        state INTEGER NOT NULL,
+        data BYTEA NOT NULL
+    );
+    CREATE INDEX interactions_by_session ON interactions (session_id, state);
+    CREATE INDEX interactions_by_state ON interactions (state);
+    CREATE TABLE scans (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        status INTEGER NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        data BYTEA NOT NULL
+    );
+    CREATE INDEX scans_by_creation ON scans (created_at, id);
+    CREATE INDEX scans_by_status ON scans (status);
+    -- the archive's cursor comes from a counter row, not a sequence: a sequence value is taken
+    -- before commit, so with two writers cursor 11 could become visible before 10 and a reader
+    -- paging past 11 would never see 10; the row lock makes archive cursors commit in order
+    CREATE TABLE counters (
+        name TEXT COLLATE "C" PRIMARY KEY,
+        value BIGINT NOT NULL
+    );
+    INSERT INTO counters (name, value) VALUES ('artifacts', 0);
+    CREATE TABLE artifacts (
+        cursor BIGINT PRIMARY KEY,
+        event_id TEXT COLLATE "C" NOT NULL UNIQUE,
+        session_id TEXT COLLATE "C" NOT NULL,
+        data BYTEA NOT NULL
+    );
+    CREATE INDEX artifacts_by_session ON artifacts (session_id, cursor);
+    CREATE TABLE tokens (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        name TEXT COLLATE "C" NOT NULL UNIQUE,
+        scopes TEXT[] NOT NULL,
+        node_id TEXT COLLATE "C" NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        expires_at DOUBLE PRECISION,
+        salt BYTEA NOT NULL,
+        digest BYTEA NOT NULL
+    );
+    -- One group of buffered writes in one call (see aophub.store.postgres_writer): a single
+    -- statement is a transaction by itself, so a group costs one round trip, not one per kind of
+    -- write plus BEGIN and COMMIT. Returns the appends' cursors in op order.
+    CREATE FUNCTION aophub_write(
+        s_id TEXT[], s_node_id TEXT[], s_title TEXT[], s_state TEXT[], s_created_at FLOAT8[],
+        s_updated_at FLOAT8[], s_archived BOOLEAN[], s_parent_session_id TEXT[],
+        s_parent_tool_call_id TEXT[], s_close_reason TEXT[], s_open_request BYTEA[], s_seq_reserved BIGINT[],
+        t_session_id TEXT[], t_turn_id TEXT[], t_state TEXT[], t_created_at FLOAT8[], t_request BYTEA[],
+        t_ended_at FLOAT8[], t_stop_reason TEXT[],
+        j_key TEXT[], j_method TEXT[], j_fingerprint BYTEA[], j_response BYTEA[], j_created_at FLOAT8[],
+        r_id TEXT[], r_upto BIGINT[],
+        e_session_id TEXT[], e_seq BIGINT[], e_event_id TEXT[], e_data BYTEA[],
+        must_exist TEXT[]
+    ) RETURNS BIGINT[] LANGUAGE plpgsql AS $$
+    DECLARE
+        missing TEXT;
+        cursors BIGINT[];
+    BEGIN
+        SELECT m INTO missing FROM unnest(must_exist) AS m
+            WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = m) ORDER BY m LIMIT 1;
+        IF missing IS NOT NULL THEN
+            RAISE EXCEPTION 'session % used before it was put', quote_literal(missing)
+                USING ERRCODE = 'foreign_key_violation';
+        END IF;
+        IF cardinality(s_id) > 0 THEN
+            INSERT INTO sessions (id, node_id, title, state, created_at, updated_at, archived,
+                    parent_session_id, parent_tool_call_id, close_reason, open_request, seq_reserved)
+                SELECT * FROM unnest(s_id, s_node_id, s_title, s_state, s_created_at, s_updated_at, s_archived,
+                    s_parent_session_id, s_parent_tool_call_id, s_close_reason, s_open_request, s_seq_reserved)
+                ON CONFLICT (id) DO UPDATE SET node_id = excluded.node_id, title = excluded.title,
+                    state = excluded.state, created_at = excluded.created_at, updated_at = excluded.updated_at,
+                    archived = excluded.archived, parent_session_id = excluded.parent_session_id,
+                    parent_tool_call_id = excluded.parent_tool_call_id, close_reason = excluded.close_reason,
+                    open_request = excluded.open_request,
+                    seq_reserved = GREATEST(sessions.seq_reserved, excluded.seq_reserved);
+        END IF;
+        IF cardinality(t_session_id) > 0 THEN
+            INSERT INTO turns (session_id, turn_id, state, created_at, request, ended_at, stop_reason)
+                SELECT * FROM unnest(t_session_id, t_turn_id, t_state, t_created_at, t_request, t_ended_at,
+                    t_stop_reason)
+                ON CONFLICT (session_id, turn_id) DO UPDATE SET state = excluded.state,
+                    created_at = excluded.created_at, request = excluded.request, ended_at = excluded.ended_at,
+                    stop_reason = excluded.stop_reason;
+        END IF;
+        IF cardinality(j_key) > 0 THEN
+            INSERT INTO journal (key, method, fingerprint, response, created_at)
+                SELECT * FROM unnest(j_key, j_method, j_fingerprint, j_response, j_created_at)
+                ON CONFLICT (key) DO NOTHING;
+        END IF;
+        IF cardinality(r_id) > 0 THEN
+            UPDATE sessions AS s SET seq_reserved = GREATEST(s.seq_reserved, v.upto)
+                FROM unnest(r_id, r_upto) AS v(id, upto) WHERE s.id = v.id;
+        END IF;
+        IF cardinality(e_session_id) > 0 THEN
+            -- each session's counter takes all of its appends at once, under the row's lock
+            WITH ev AS (
+                SELECT u.*, row_number() OVER (PARTITION BY u.sid ORDER BY u.ord) AS rank
+                FROM unnest(e_session_id, e_seq, e_event_id, e_data) WITH ORDINALITY AS u(sid, seq, eid, data, ord)
+            ), totals AS (
+                SELECT sid, count(*) AS added, max(seq) AS max_seq FROM ev GROUP BY sid
+            ), bumped AS (
+                UPDATE sessions AS s SET last_cursor = s.last_cursor + t.added,
+                    event_count = s.event_count + t.added, max_event_seq = GREATEST(s.max_event_seq, t.max_seq)
+                FROM totals AS t WHERE s.id = t.sid
+                RETURNING s.id, s.last_cursor - t.added AS base
+            ), placed AS (
+                SELECT ev.sid, ev.seq, ev.eid, ev.data, ev.ord, b.base + ev.rank AS cursor
+                FROM ev LEFT JOIN bumped AS b ON b.id = ev.sid
+            ), inserted AS (
+                INSERT INTO events (session_id, cursor, seq, event_id, data)
+                SELECT sid, cursor, seq, eid, data FROM placed WHERE cursor IS NOT NULL
+            )
+            SELECT array_agg(cursor ORDER BY ord) INTO cursors FROM placed;
+            SELECT sid INTO missing FROM unnest(e_session_id, cursors) AS c(sid, cursor)
+                WHERE cursor IS NULL ORDER BY sid LIMIT 1;
+            IF missing IS NOT NULL THEN
+                RAISE EXCEPTION 'append to unknown session %', quote_literal(missing)
+                    USING ERRCODE = 'foreign_key_violation';
+            END IF;
+        END IF;
+        RETURN cursors;
+    END
+    $$;
+    """,
+    # Per-session ownership: sessions and scans stored before it belong to the access key's "admin".
+    # A session's shares are a text array (token names and "*" matched whole, see visible_sessions);
+    # aophub_write takes each session's shares joined by "," (token names hold no ",").
+    """
+    ALTER TABLE sessions ADD COLUMN owner TEXT COLLATE "C" NOT NULL DEFAULT 'admin',
+        ADD COLUMN shared_with TEXT[] NOT NULL DEFAULT '{}';
+    CREATE INDEX sessions_by_owner ON sessions (owner, updated_at, id);
+    ALTER TABLE scans ADD COLUMN owner TEXT COLLATE "C" NOT NULL DEFAULT 'admin';
+    CREATE INDEX scans_by_owner ON scans (owner, created_at, id);
+    DROP FUNCTION aophub_write(
+        TEXT[], TEXT[], TEXT[], TEXT[], FLOAT8[], FLOAT8[], BOOLEAN[], TEXT[], TEXT[], TEXT[], BYTEA[], BIGINT[],
+        TEXT[], TEXT[], TEXT[], FLOAT8[], BYTEA[], FLOAT8[], TEXT[],
+        TEXT[], TEXT[], BYTEA[], BYTEA[], FLOAT8[],
+        TEXT[], BIGINT[],
+        TEXT[], BIGINT[], TEXT[], BYTEA[],
+        TEXT[]
+    );
+    CREATE FUNCTION aophub_write(
+        s_id TEXT[], s_node_id TEXT[], s_title TEXT[], s_state TEXT[], s_created_at FLOAT8[],
+        s_updated_at FLOAT8[], s_archived BOOLEAN[], s_parent_session_id TEXT[],
+        s_parent_tool_call_id TEXT[], s_close_reason TEXT[], s_open_request BYTEA[], s_seq_reserved BIGINT[],
+        s_owner TEXT[], s_shared_with TEXT[],
+        t_session_id TEXT[], t_turn_id TEXT[], t_state TEXT[], t_created_at FLOAT8[], t_request BYTEA[],
+        t_ended_at FLOAT8[], t_stop_reason TEXT[],
+        j_key TEXT[], j_method TEXT[], j_fingerprint BYTEA[], j_response BYTEA[], j_created_at FLOAT8[],
+        r_id TEXT[], r_upto BIGINT[],
+        e_session_id TEXT[], e_seq BIGINT[], e_event_id TEXT[], e_data BYTEA[],
+        must_exist TEXT[]
+    ) RETURNS BIGINT[] LANGUAGE plpgsql AS $$
+    DECLARE
+        missing TEXT;
+        cursors BIGINT[];
+    BEGIN
+        SELECT m INTO missing FROM unnest(must_exist) AS m
+            WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = m) ORDER BY m LIMIT 1;
+        IF missing IS NOT NULL THEN
+            RAISE EXCEPTION 'session % used before it was put', quote_literal(missing)
+                USING ERRCODE = 'foreign_key_violation';
+        END IF;
+        IF cardinality(s_id) > 0 THEN
+            INSERT INTO sessions (id, node_id, title, state, created_at, updated_at, archived,
+                    parent_session_id, parent_tool_call_id, close_reason, open_request, seq_reserved, owner,
+                    shared_with)
+                SELECT u.id, u.node_id, u.title, u.state, u.created_at, u.updated_at, u.archived,
+                    u.parent_session_id, u.parent_tool_call_id, u.close_reason, u.open_request, u.seq_reserved,
+                    u.owner, string_to_array(u.shared_with, ',')
+                FROM unnest(s_id, s_node_id, s_title, s_state, s_created_at, s_updated_at, s_archived,
+                    s_parent_session_id, s_parent_tool_call_id, s_close_reason, s_open_request, s_seq_reserved,
+                    s_owner, s_shared_with) AS u(id, node_id, title, state, created_at, updated_at, archived,
+                    parent_session_id, parent_tool_call_id, close_reason, open_request, seq_reserved, owner,
+                    shared_with)
+                ON CONFLICT (id) DO UPDATE SET node_id = excluded.node_id, title = excluded.title,
+                    state = excluded.state, created_at = excluded.created_at, updated_at = excluded.updated_at,
+                    archived = excluded.archived, parent_session_id = excluded.parent_session_id,
+                    parent_tool_call_id = excluded.parent_tool_call_id, close_reason = excluded.close_reason,
+                    open_request = excluded.open_request, owner = excluded.owner,
+                    shared_with = excluded.shared_with,
+                    seq_reserved = GREATEST(sessions.seq_reserved, excluded.seq_reserved);
+        END IF;
+        IF cardinality(t_session_id) > 0 THEN
+            INSERT INTO turns (session_id, turn_id, state, created_at, request, ended_at, stop_reason)
+                SELECT * FROM unnest(t_session_id, t_turn_id, t_state, t_created_at, t_request, t_ended_at,
+                    t_stop_reason)
+                ON CONFLICT (session_id, turn_id) DO UPDATE SET state = excluded.state,
+                    created_at = excluded.created_at, request = excluded.request, ended_at = excluded.ended_at,
+                    stop_reason = excluded.stop_reason;
+        END IF;
+        IF cardinality(j_key) > 0 THEN
+            INSERT INTO journal (key, method, fingerprint, response, created_at)
+                SELECT * FROM unnest(j_key, j_method, j_fingerprint, j_response, j_created_at)
+                ON CONFLICT (key) DO NOTHING;
+        END IF;
+        IF cardinality(r_id) > 0 THEN
+            UPDATE sessions AS s SET seq_reserved = GREATEST(s.seq_reserved, v.upto)
+                FROM unnest(r_id, r_upto) AS v(id, upto) WHERE s.id = v.id;
+        END IF;
+        IF cardinality(e_session_id) > 0 THEN
+            -- each session's counter takes all of its appends at once, under the row's lock
+            WITH ev AS (
+                SELECT u.*, row_number() OVER (PARTITION BY u.sid ORDER BY u.ord) AS rank
+                FROM unnest(e_session_id, e_seq, e_event_id, e_data) WITH ORDINALITY AS u(sid, seq, eid, data, ord)
+            ), totals AS (
+                SELECT sid, count(*) AS added, max(seq) AS max_seq FROM ev GROUP BY sid
+            ), bumped AS (
+                UPDATE sessions AS s SET last_cursor = s.last_cursor + t.added,
+                    event_count = s.event_count + t.added, max_event_seq = GREATEST(s.max_event_seq, t.max_seq)
+                FROM totals AS t WHERE s.id = t.sid
+                RETURNING s.id, s.last_cursor - t.added AS base
+            ), placed AS (
+                SELECT ev.sid, ev.seq, ev.eid, ev.data, ev.ord, b.base + ev.rank AS cursor
+                FROM ev LEFT JOIN bumped AS b ON b.id = ev.sid
+            ), inserted AS (
+                INSERT INTO events (session_id, cursor, seq, event_id, data)
+                SELECT sid, cursor, seq, eid, data FROM placed WHERE cursor IS NOT NULL
+            )
+            SELECT array_agg(cursor ORDER BY ord) INTO cursors FROM placed;
+            SELECT sid INTO missing FROM unnest(e_session_id, cursors) AS c(sid, cursor)
+                WHERE cursor IS NULL ORDER BY sid LIMIT 1;
+            IF missing IS NOT NULL THEN
+                RAISE EXCEPTION 'append to unknown session %', quote_literal(missing)
+                    USING ERRCODE = 'foreign_key_violation';
+            END IF;
+        END IF;
+        RETURN cursors;
+    END
+    $$;
+    """,
+    # Dialect bridges (bridges.md 1.4, 2.2.3): bindings and the request log, as SQLite's migration 6.
+    # A log entry's turns are a text array (compared whole by the writes' compare-and-set).
+    """
+    CREATE TABLE bridge_bindings (
+        dialect TEXT COLLATE "C" NOT NULL,
+        principal TEXT COLLATE "C" NOT NULL,
+        scope TEXT COLLATE "C" NOT NULL,
+        session_id TEXT COLLATE "C" NOT NULL,
+        node_id TEXT COLLATE "C" NOT NULL,
+        generation BIGINT NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (dialect, principal, scope)
+    );
+    CREATE INDEX bridge_bindings_by_session ON bridge_bindings (session_id);
+    CREATE TABLE bridge_requests (
+        key TEXT COLLATE "C" PRIMARY KEY,
+        kind TEXT COLLATE "C" NOT NULL,
+        attempt BIGINT NOT NULL,
+        continue_attempt BIGINT NOT NULL,
+        session_id TEXT COLLATE "C" NOT NULL,
+        request_id TEXT COLLATE "C" NOT NULL,
+        turns TEXT[] COLLATE "C" NOT NULL,
+        start_cursor TEXT COLLATE "C" NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX bridge_requests_by_session ON bridge_requests (session_id);
+    CREATE INDEX bridge_requests_by_creation ON bridge_requests (created_at);
+    """,
+)
+
+# SQLSTATE classes and codes -> (what the operator reads, retryable). Codes win over their class.
+_SQLSTATES: dict[str, tuple[str, bool]] = {
+    "23": ("constraint failed", False),
+    "53100": ("disk full", True),
+    "53": ("out of resources", True),
+    "40001": ("conflicting writes", True),
+    "40P01": ("conflicting writes", True),
+    "08": ("database connection lost", True),
+    "57P01": ("database server is shutting down", True),
+    "57P02": ("database server is shutting down", True),
+    "57P03": ("database server is starting up", True),
+    "58": ("I/O error", True),
+    "XX001": ("database is corrupt", False),
+    "XX002": ("database is corrupt", False),
+    "28P01": ("access denied (wrong user or password)", False),
+    "28": ("access denied", False),
+    "3D000": ("database does not exist", False),
+    "25006": ("database is read-only", True),
+}
+
+
+def _kind(sqlstate: str) -> tuple[str, bool]:
+    return _SQLSTATES.get(sqlstate) or _SQLSTATES.get(sqlstate[:2]) or ("database error", False)
+
+
+@contextmanager
+def map_exceptions(action: str) -> Iterator[None]:
+    """Turn asyncpg and OS errors raised inside the block into :class:`StoreError`.
+
+    ``action`` says what was being done ("writing", "connecting to postgresql://db.example/hub")
+    and goes into the message after a kind such as "database connection lost". A lost connection,
+    a server that is down, a full disk or conflicting writers are retryable; a violated constraint,
+    refused credentials or a missing database are not.
+    """
+    try:
+        yield
+    except asyncpg.PostgresError as exc:
+        kind, retryable = _kind(str(exc.sqlstate or ""))
+        raise StoreError(f"{kind}: {action}: {exc}", retryable=retryable) from exc
+    except (asyncpg.InterfaceError, asyncpg.exceptions.InternalClientError) as exc:
+        # A closed or broken connection ("connection is closed", "cannot perform operation").
+        raise StoreError(f"database connection lost: {action}: {exc}", retryable=True) from exc
+    except (TimeoutError, ConnectionError, OSError, ssl.SSLError) as exc:
+        refused = isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED
+        if isinstance(exc, socket.gaierror):
+            kind = "cannot resolve the database host"
+        elif refused or isinstance(exc, TimeoutError):
+            kind = "cannot reach the database server"
+        else:
+            kind = "network error"
+        raise StoreError(f"{kind}: {action}: {exc or type(exc).__name__}", retryable=True) from exc
+
+
+def visible_sessions(parameter: int) -> str:
+    """The sessions a token name sees (its own, those shared with it or with everyone) as an SQL condition.
+
+    The name is query parameter number ``parameter``; it is compared whole with the ``owner`` and
+    each element of ``shared_with`` of the sessions table, never as a pattern.
+    """
+    return f"(owner = ${parameter} OR shared_with && ARRAY[${parameter}, '*']::text[])"
+
+
+def connection_lost(error: StoreError) -> bool:
+    """Whether ``error`` (from :func:`map_exceptions`) came from a connection that was closed or broke."""
+    cause = error.__cause__
+    return isinstance(
+        cause, asyncpg.InterfaceError | asyncpg.PostgresConnectionError | ConnectionError | asyncpg.AdminShutdownError
+    )
+
+
+def validate_url(url: str) -> str:
+    """``url`` if it is a PostgreSQL URL this hub can use, else ValueError saying what is wrong.
+
+    Forms: ``postgresql://USER:PASSWORD@HOST:PORT/DATABASE`` (``postgres://`` too), with any part
+    left out taken from libpq's defaults and environment (``$PGHOST``, ``$PGPASSWORD``, ``~/.pgpass``),
+    and query parameters such as ``?sslmode=require`` or ``?host=/run/postgresql`` (a Unix socket).
+    """
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as error:
+        raise ValueError(f"bad database URL: {error}") from None
+    if parts.scheme not in URL_SCHEMES:
+        shown = f"{parts.scheme}://" if parts.scheme else "no scheme"
+        raise ValueError(f"not a PostgreSQL URL ({shown}): expected postgresql://USER:PASSWORD@HOST:PORT/DATABASE")
+    try:
+        parts.port  # noqa: B018 - parsing it checks it
+    except ValueError:
+        raise ValueError(f"bad port in the database URL {redact_url(url)!r}") from None
+    return url.strip()
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password, if any, replaced by ``***`` (for logs and messages)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+
+
+async def connect(url: str, *, timeout: float, synchronous_commit: bool = True) -> asyncpg.Connection:
+    """One connection to ``url``; raises :class:`StoreError` saying why not (unreachable, refused, missing)."""
+    settings = {"application_name": "aophub"}
+    if not synchronous_commit:
+        settings["synchronous_commit"] = "off"
+    with map_exceptions(f"connecting to {redact_url(url)}"):
+        return await asyncpg.connect(url, timeout=timeout, server_settings=settings)
+
+
+async def schema_version(connection: asyncpg.Connection) -> int:
+    """The database's schema version: 0 for a database aophub never migrated."""
+    with map_exceptions("reading the schema version"):
+        exists = await connection.fetchval("SELECT to_regclass('aophub_schema') IS NOT NULL")
+        if not exists:
+            return 0
+        return int(await connection.fetchval("SELECT version FROM aophub_schema"))
+
+
+async def migrate(connection: asyncpg.Connection) -> tuple[int, int]:
+    """Apply the missing migrations in one transaction; ``(version before, version after)``.
+
+    Refuses (non-retryable StoreError) a database of a newer schema than this aophub knows.
+    """
+    with map_exceptions("migrating the schema"):
+        async with connection.transaction():
+            await connection.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+            before = await schema_version(connection)
+            _refuse_newer(before)
+            if before == 0:
+                await connection.execute("CREATE TABLE aophub_schema (version INTEGER NOT NULL)")
+                await connection.execute("INSERT INTO aophub_schema (version) VALUES (0)")
+            for target, script in enumerate(MIGRATIONS[before:], start=before + 1):
+                await connection.execute(script)
+                await connection.execute("UPDATE aophub_schema SET version = $1", target)
+    return before, len(MIGRATIONS)
+
+
+async def migrate_database(url: str, *, timeout: float = 10.0) -> tuple[int, int]:
+    """Connect to ``url`` and apply the missing migrations (see :func:`migrate`); raises StoreError."""
+    db = await connect(url, timeout=timeout)
+    try:
+        return await migrate(db)
+    finally:
+        with map_exceptions("closing the connection"):
+            await db.close(timeout=timeout)
+
+
+async def check_schema(connection: asyncpg.Connection) -> None:
+    """Raise a non-retryable StoreError unless the schema is exactly the one this aophub knows."""
+    version = await schema_version(connection)
+    _refuse_newer(version)
+    if version < len(MIGRATIONS):
+        raise StoreError(
+            f"the database has schema version {version}, this aophub needs {len(MIGRATIONS)}:"
+            " run `aophub migrate --database URL` first",
+            retryable=False,
+        )
+
+
+def _refuse_newer(version: int) -> None:
+    if version > len(MIGRATIONS):
+        raise StoreError(
+            f"the database has schema version {version}, newer than this aophub knows ({len(MIGRATIONS)})",
+            retryable=False,
+        )
