@@ -194,17 +194,21 @@ class Terminal:
         self.cols, self.rows = cols, rows
         await self._send(resize=pty_pb2.Resize(stream_id=self.stream_id, cols=cols, rows=rows))
 
-    async def detach(self, *, timeout: float | None = 30.0) -> None:
-        """Unbind; the session keeps running. The iteration in progress ends after the output before it."""
+    async def detach(self) -> None:
+        """Unbind; the session keeps running. The iteration in progress ends after the output before it.
+
+        Nothing is waited for: the hub drops the binding as it forwards the ``detach``, so the
+        node's ``detached`` reaches no one (8.4.7).
+        """
         if not self._wanted:
             return
         self._wanted = self._attaching = False
+        self._client._close_stream(self.stream_id, self)
         try:
-            await self._until("detached", timeout, detach=pty_pb2.Detach(stream_id=self.stream_id))
-        except (HubClientError, ConnectionError, TimeoutError) as error:
-            log.info("terminal %s: detach not confirmed (%s); unbound here", self.stream_id, error)
+            await self._send(detach=pty_pb2.Detach(stream_id=self.stream_id))
+        except (HubClientError, ConnectionError) as error:
+            log.info("terminal %s: detach not sent (%s); unbound here", self.stream_id, error)
         finally:
-            self._client._close_stream(self.stream_id, self)
             self._push(_DETACHED)
 
     async def kill(self) -> None:
@@ -284,8 +288,8 @@ class Terminal:
             self._resolve("sessions", message)
             self._rebind_on(message.sessions)
         elif case == "detached":
-            if not self._resolve("detached", message) and self._wanted:
-                self._rebind()  # the node went, or an overrun: bind again for a fresh replay
+            if self._wanted:  # the node went, or an overrun: bind again for a fresh replay
+                self._rebind()
         elif case == "closed":
             self.session.CopyFrom(message.closed.session)
             self.closed = True
