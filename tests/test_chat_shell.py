@@ -85,14 +85,24 @@ async def test_shell_detaches_on_ctrl_bracket_and_reattaches_with_the_missed_out
         await terminal.wait_for(PROMPT)
         terminal.type_line("/shell")
         await terminal.wait_for(rf"^tick-{TICKS}$")  # made while detached: from the node's scrollback
-        terminal.send("C-c")  # to the remote shell (raw mode): ends the still-running sleep
-        terminal.type_line("exit 7")
-        await terminal.wait_for(r"the terminal ended \(completed, exit code 7\)")
         screen = terminal.screen()
         for i in range(1, TICKS + 1):
             assert len(re.findall(rf"^tick-{i}$", screen, re.MULTILINE)) == 1, f"tick-{i}:\n{screen}"
         assert len(re.findall(r"^mark-42$", screen, re.MULTILINE)) == 1
         assert screen.count("detaches]") == 2
+
+        terminal.send("C-c")  # to the remote shell (raw mode): ends the sleep
+        terminal.type_line("top -d 0.3")
+        await terminal.wait_for(r"load average")
+        terminal.send("C-]")
+        await terminal.wait_for(r"detached: the terminal keeps running")
+        terminal.type_line("/shell")
+        await terminal.wait_for(r"Ctrl-\] detaches\]")
+        terminal.send("q")  # top is still running: it takes the q and ends (the shell would say "q: not found")
+        terminal.type_line("echo top-ended-$?")
+        await terminal.wait_for(r"^top-ended-0$")
+        terminal.type_line("exit 7")
+        await terminal.wait_for(r"the terminal ended \(completed, exit code 7\)")
         await terminal.wait_for(PROMPT)
         terminal.type_line("/quit")
         assert await terminal.wait_for_exit() == 0

@@ -46,11 +46,11 @@ class Shell:
         else:
             await self.terminal.attach(cols=cols, rows=rows)
         terminal = self.terminal
-        out = sys.stdout.buffer
-        out.write(f"\r\n[terminal {terminal.session.id} on {self.node_id} · Ctrl-] detaches]\r\n".encode())
-        out.flush()
         detached = asyncio.Event()
         with _raw(sys.stdin), _keys(terminal, detached), _resizes(terminal):
+            banner = f"\r\n[terminal {terminal.session.id} on {self.node_id} · Ctrl-] detaches]\r\n"
+            sys.stdout.buffer.write(banner.encode())  # once keys go to the terminal
+            sys.stdout.buffer.flush()
             output = asyncio.create_task(_copy_output(terminal))
             waiting = asyncio.create_task(detached.wait())
             await asyncio.wait({output, waiting}, return_when=asyncio.FIRST_COMPLETED)
@@ -82,7 +82,7 @@ def _raw(stream: object) -> Iterator[None]:
         return
     descriptor = stream.fileno()
     saved = termios.tcgetattr(descriptor)
-    tty.setraw(descriptor)
+    tty.setraw(descriptor, termios.TCSANOW)  # keys typed ahead are kept, not flushed
     try:
         yield
     finally:
