@@ -19,7 +19,7 @@ import termios
 import tty
 from collections.abc import Iterator
 
-from aophub.client import HubClient, Terminal
+from aophub.client import HubClient, HubClientError, Terminal
 
 __all__ = ["DETACH_KEY", "Shell"]
 
@@ -44,7 +44,11 @@ class Shell:
         if self.terminal is None or self.terminal.closed:
             self.terminal = await self.hub.open_terminal(self.node_id, cols=cols, rows=rows)
         else:
-            await self.terminal.attach(cols=cols, rows=rows)
+            try:
+                await self.terminal.attach(cols=cols, rows=rows)
+            except HubClientError:
+                self.terminal = None  # gone (e.g. the node restarted): the next /shell opens a new one
+                raise
         terminal = self.terminal
         detached = asyncio.Event()
         with _raw(sys.stdin), _keys(terminal, detached), _resizes(terminal):
@@ -58,6 +62,10 @@ class Shell:
                 await terminal.detach()
                 await output  # what came before the detach, then the end of the attachment
             waiting.cancel()
+        failure = output.exception()
+        if failure is not None:  # the connection failed for good
+            self.terminal = None
+            raise failure
         if terminal.closed:
             session = terminal.session
             self.terminal = None
