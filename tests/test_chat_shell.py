@@ -99,6 +99,7 @@ async def test_shell_detaches_on_ctrl_bracket_and_reattaches_with_the_missed_out
         terminal.type_line("/shell")
         await terminal.wait_for(r"Ctrl-\] detaches\]")
         terminal.send("q")  # top is still running: it takes the q and ends (the shell would say "q: not found")
+        await terminal.wait_for(r"\$\n\Z")  # the shell's prompt again (top flushes keys typed ahead as it ends)
         terminal.type_line("echo top-ended-$?")
         await terminal.wait_for(r"^top-ended-0$")
         terminal.type_line("exit 7")
