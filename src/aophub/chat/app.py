@@ -20,6 +20,7 @@ import sys
 import termios
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
@@ -30,7 +31,8 @@ from websockets.exceptions import WebSocketException
 from aophub.chat.management import Management, ManagementError
 from aophub.chat.questions import CLIENT_TOOLS, Question, answer_of, question_of
 from aophub.chat.screen import Screen
-from aophub.chat.transcript import Transcript
+from aophub.chat.shell import Shell
+from aophub.chat.transcript import Shown, Transcript
 from aophub.client import HubClient, HubClientError, Watcher, WatchItem
 
 __all__ = ["LOCAL_VERBS", "Chat", "ChatOptions"]
@@ -42,6 +44,8 @@ LOCAL_VERBS = {
     "/close": "close the session for good and leave (CloseSession)",
     "/archive": "archive the session: hidden from listings, still open (UpdateSession)",
     "/reasoning": "show the last reasoning in full",
+    "/upload": "/upload PATH: upload a file into the session's workspace (the agent is told on its next turn)",
+    "/shell": "a terminal on the session's node; Ctrl-] detaches, /shell again attaches (no output lost)",
     "/quit": "leave; the session stays open (also /exit, Ctrl-D)",
 }
 HISTORY_PAGE = 500
@@ -86,6 +90,9 @@ class Chat:
         self._quiet: contextlib.ExitStack | None = None
         self._closed_here = False
         self._ticker: asyncio.Task[None] | None = None
+        self._node_id = options.node_id
+        self._shell: Shell | None = None
+        self._held: list[Shown] | None = None  # what the watch showed while a terminal had the screen
 
     def __repr__(self) -> str:
         return f"<Chat session={self.session_id or '-'} foreground={self._foreground or '-'}>"
@@ -144,9 +151,11 @@ class Chat:
         if not self.session_id:
             session = await hub.open_session(self.options.node_id, title=self.options.title, extensions=[CLIENT_TOOLS])
             self.session_id = session.id
+            self._node_id = session.node_id or self._node_id
             self.screen.note(f"session {session.id} on node {session.node_id} · /help lists the commands")
             return True
         info = await self._management.get_session(self.session_id)
+        self._node_id = info.node_id or self._node_id
         title = f" “{info.title}”" if info.title else ""
         self.screen.note(f"session {info.id}{title} on node {info.node_id}")
         await self._print_history(hub)
@@ -177,7 +186,10 @@ class Chat:
         try:
             async for item in watcher:
                 for shown in self.transcript.feed(item):
-                    self.screen.show(shown)
+                    if self._held is not None:
+                        self._held.append(shown)
+                    else:
+                        self.screen.show(shown)
                 self._changed.set()
         except (HubClientError, ConnectionError) as error:
             self._failure = error
@@ -301,7 +313,8 @@ class Chat:
             return
         try:
             if text.startswith("/") and text.split()[0].lower() in LOCAL_VERBS | {"/exit": ""}:
-                await self._local(hub, text.split()[0].lower())
+                verb, _, argument = text.partition(" ")
+                await self._local(hub, verb.lower(), argument.strip())
             elif text.startswith(("/", "!")):
                 assert self._management is not None
                 self.transcript.expect_echo(text)
@@ -315,7 +328,7 @@ class Chat:
         except (HubClientError, ManagementError) as error:
             self.screen.note(f"refused: {error}", "bold red")
 
-    async def _local(self, hub: HubClient, verb: str) -> None:
+    async def _local(self, hub: HubClient, verb: str, argument: str = "") -> None:
         assert self._management is not None
         if verb == "/help":
             self.screen.commands(await self._management.list_commands(self.session_id), LOCAL_VERBS)
@@ -335,8 +348,38 @@ class Chat:
             self.screen.note("archived: hidden from session listings, still open")
         elif verb == "/reasoning":
             self.screen.reasoning()
+        elif verb == "/upload":
+            await self._upload(hub, argument)
+        elif verb == "/shell":
+            await self._attach_shell(hub)
         else:
             raise _Leave
+
+    async def _upload(self, hub: HubClient, argument: str) -> None:
+        if not argument:
+            self.screen.note("usage: /upload PATH", "yellow")
+            return
+        path = await asyncio.to_thread(_existing_file, argument)
+        if path is None:
+            self.screen.note(f"no file {argument}", "yellow")
+            return
+        uploaded = await hub.upload(self.session_id, path)
+        self.screen.note(f"uploaded {path.name} ({uploaded.size} bytes); the agent sees it on its next turn")
+
+    async def _attach_shell(self, hub: HubClient) -> None:
+        """Give the tty to the session's terminal until Ctrl-]; what the watch showed meanwhile comes after."""
+        if self._shell is None:
+            self._shell = Shell(hub, self._node_id)
+        self._held = []
+        try:
+            outcome = await self._shell.attach()
+        finally:
+            held, self._held = self._held, None
+            sys.stdout.write("\r\n")
+            sys.stdout.flush()
+            for shown in held:
+                self.screen.show(shown)
+        self.screen.note(outcome)
 
     # -- Ctrl-C ---------------------------------------------------------------------------------
 
@@ -370,6 +413,11 @@ def _prompt_keys(*, clear_first: bool) -> KeyBindings:
             event.app.exit(exception=_CtrlC, style="class:aborting")
 
     return keys
+
+
+def _existing_file(argument: str) -> Path | None:
+    path = Path(argument).expanduser()
+    return path if path.is_file() else None
 
 
 def _retry_hint(question: Question) -> str:

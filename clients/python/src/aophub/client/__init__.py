@@ -18,16 +18,22 @@ from aophub.client.messages import (
     text_of,
     user_text,
 )
+from aophub.client.terminal import Terminal, TerminalOutput
 from aophub.client.watch import Watcher, WatchItem
+from aophub.client.workspace import ExecOutput, ExecRun
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
     "DEFAULT_REQUEST_TIMEOUT",
     "Code",
+    "ExecOutput",
+    "ExecRun",
     "HubClient",
     "HubClientError",
     "HubUnavailableError",
     "Management",
+    "Terminal",
+    "TerminalOutput",
     "WatchItem",
     "Watcher",
     "application_url",

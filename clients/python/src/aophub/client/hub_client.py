@@ -34,11 +34,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import os
 import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
@@ -47,7 +50,10 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.frames import CloseCode
 
 from aop import chat_pb2, envelope_pb2, protocol_pb2
-from aophub.v1 import interaction_pb2, session_pb2
+from aop.exec import protocol_pb2 as exec_pb2
+from aop.file import protocol_pb2 as file_pb2
+from aop.pty import protocol_pb2 as pty_pb2
+from aophub.v1 import interaction_pb2, session_pb2, workspace_pb2
 
 from .errors import Code, HubClientError, HubUnavailableError
 from .management import Management
@@ -60,7 +66,9 @@ from .messages import (
     pack,
     user_text,
 )
+from .terminal import Terminal
 from .watch import Watcher, WatchItem, _Watch
+from .workspace import ExecRun, workspace_call
 
 __all__ = [
     "DEFAULT_REQUEST_TIMEOUT",
@@ -94,12 +102,25 @@ class _Call:
     generation: int = 0  # the connection it was last sent on (0: none yet)
 
 
+class _Stream(Protocol):
+    """Something that takes every frame with one ``reply_to`` (an exec's output, a terminal's stream)."""
+
+    def deliver(self, envelope: envelope_pb2.Envelope) -> None: ...
+
+    def interrupted(self, error: BaseException, *, for_good: bool) -> None:
+        """The connection was lost (``for_good``: the client is closed or refused)."""
+
+    async def reconnected(self) -> None:
+        """A new connection is up: bind again what the old one had bound."""
+
+
 @dataclass
 class _State:
     """What the connection loop shares with requests and watches."""
 
     pending: dict[str, _Call] = field(default_factory=dict)
     watches: dict[str, _Watch] = field(default_factory=dict)  # by the envelope id of the current subscription
+    streams: dict[str, _Stream] = field(default_factory=dict)  # by the reply_to they take
 
 
 class HubClient:
@@ -242,6 +263,11 @@ class HubClient:
         watches, self._state.watches = self._state.watches, {}
         for watch in watches.values():
             watch.end(error)
+        self._interrupt_streams(error, for_good=for_good)
+
+    def _interrupt_streams(self, error: BaseException, *, for_good: bool) -> None:
+        for stream in list(self._state.streams.values()):
+            stream.interrupted(error, for_good=for_good)
 
     async def _read_forever(self) -> None:
         delay = self.reconnect_min
@@ -256,6 +282,7 @@ class HubClient:
             except ConnectionClosed as closed:
                 self._fail_oversized(closed)
             self._connected.clear()
+            self._interrupt_streams(HubUnavailableError("the connection to the hub was lost"), for_good=False)
             if heard:
                 delay = self.reconnect_min
             if self._closed or not self._reconnect:
@@ -307,6 +334,8 @@ class HubClient:
         for watch_id, watch in list(self._state.watches.items()):
             if watch.generation != self._generation:
                 await self._write(self._resubscribe(watch_id, watch))
+        for stream in list(self._state.streams.values()):
+            await stream.reconnected()
 
     async def _write(self, frame: bytes) -> None:
         """Send one frame; a failure is left to the reader, which reconnects and resends."""
@@ -323,6 +352,10 @@ class HubClient:
         except DecodeError:
             log.warning("ignored a frame from the hub that is not an aop.Envelope")
             return
+        stream = self._state.streams.get(envelope.reply_to)
+        if stream is not None:
+            stream.deliver(envelope)
+            return
         watch = self._state.watches.get(envelope.reply_to)
         if watch is not None:
             self._deliver(envelope, watch)
@@ -330,6 +363,30 @@ class HubClient:
         call = self._state.pending.pop(envelope.reply_to, None)
         if call is not None and not call.future.done():
             call.future.set_result(envelope.payload)
+
+    # -- streams --------------------------------------------------------------------------------
+
+    async def _send(self, payload: any_pb2.Any, envelope_id: str = "") -> str:
+        """Send one frame that expects no single answer (a stream's message); its envelope id.
+
+        Sent only on a live connection (a stream binds again by itself after a reconnect).
+        """
+        if self._failed is not None:
+            raise self._failed
+        envelope_id = envelope_id or new_id()
+        await self._write(self._frame(envelope_id, payload))
+        return envelope_id
+
+    def _open_stream(self, reply_to: str, stream: _Stream) -> None:
+        if self._failed is not None:
+            raise self._failed
+        if reply_to in self._state.streams:
+            raise ValueError(f"a stream with id {reply_to!r} is already open on this client")
+        self._state.streams[reply_to] = stream
+
+    def _close_stream(self, reply_to: str, stream: _Stream) -> None:
+        if self._state.streams.get(reply_to) is stream:
+            del self._state.streams[reply_to]
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -536,6 +593,173 @@ class HubClient:
         assert isinstance(interaction, interaction_pb2.Interaction)
         return interaction
 
+    # -- the remote workspace: uploads, files, commands, terminals ------------------------------
+
+    async def upload(
+        self,
+        session_id: str,
+        file: str | os.PathLike[str] | bytes,
+        filename: str = "",
+        media_type: str = "",
+        *,
+        timeout: float | None = _DEFAULT,
+    ) -> file_pb2.Result:
+        """Upload a file (a path, or its bytes with ``filename``) into the session's workspace.
+
+        The session's node stores it under ``uploads/<session_id>/`` (the result's ``path``), the
+        session gets a notice event, and the agent is told on its next turn. Every failure is
+        ``FILE_UPLOAD_FAILED`` (the hub's message says why; ``retryable`` when the node was slow).
+        """
+        if isinstance(file, bytes):
+            if not filename:
+                raise ValueError("name the uploaded bytes: filename=")
+            data = file
+        else:
+            path = Path(file)
+            data = await asyncio.to_thread(path.read_bytes)
+            filename = filename or path.name
+        request = file_pb2.UploadRequest(session_id=session_id, filename=filename, media_type=media_type, data=data)
+        answer = await self.call(pack(file_pb2.ProtocolMessage(upload_request=request)), timeout=timeout)
+        return _unpack(answer, file_pb2.ProtocolMessage()).result
+
+    async def _file_call(
+        self, message: file_pb2.ProtocolMessage, session_id: str, node_id: str, timeout: float | None
+    ) -> file_pb2.Result:
+        timeout = self.request_timeout if timeout is _DEFAULT else timeout
+        call = workspace_call(session_id=session_id, node_id=node_id, timeout_seconds=_seconds(timeout))
+        call.file.CopyFrom(message)
+        answer = await self.call(pack(workspace_pb2.WorkspaceProtocolMessage(call=call)), timeout=timeout)
+        return _unpack(answer, workspace_pb2.WorkspaceProtocolMessage()).file.result
+
+    async def read_file(
+        self,
+        path: str,
+        *,
+        session_id: str = "",
+        node_id: str = "",
+        offset: int = 0,
+        limit: int = 0,
+        timeout: float | None = _DEFAULT,
+    ) -> file_pb2.Result:
+        """Read a file of the workspace (of the session's node, or of ``node_id``); paths are relative to it.
+
+        ``limit`` 0 reads the whole file; ``limit`` > 0 reads at most that much (the node caps a
+        chunk at 1 MiB) from ``offset``: the result's ``eof`` says when the end was reached (loop
+        with ``offset = result.offset + len(result.data)``). Failures are ``FILE_OPERATION_FAILED``.
+        """
+        request = file_pb2.ReadRequest(path=path, offset=offset, limit=limit)
+        return await self._file_call(file_pb2.ProtocolMessage(read_request=request), session_id, node_id, timeout)
+
+    async def write_file(
+        self, path: str, data: bytes, *, session_id: str = "", node_id: str = "", timeout: float | None = _DEFAULT
+    ) -> file_pb2.Result:
+        """Replace (or create, with its directories) a file of the workspace, atomically."""
+        request = file_pb2.WriteRequest(path=path, data=data)
+        return await self._file_call(file_pb2.ProtocolMessage(write_request=request), session_id, node_id, timeout)
+
+    async def list_dir(
+        self, path: str = "", *, session_id: str = "", node_id: str = "", timeout: float | None = _DEFAULT
+    ) -> list[file_pb2.Entry]:
+        """The entries of a directory of the workspace ("" = its root), sorted by name."""
+        request = file_pb2.ListRequest(path=path)
+        result = await self._file_call(file_pb2.ProtocolMessage(list_request=request), session_id, node_id, timeout)
+        return list(result.entries)
+
+    async def mkdir(
+        self, path: str, *, session_id: str = "", node_id: str = "", timeout: float | None = _DEFAULT
+    ) -> file_pb2.Result:
+        """Make a directory of the workspace, with its parents."""
+        request = file_pb2.MkdirRequest(path=path)
+        return await self._file_call(file_pb2.ProtocolMessage(mkdir_request=request), session_id, node_id, timeout)
+
+    async def exec(
+        self,
+        command: str,
+        *,
+        session_id: str = "",
+        node_id: str = "",
+        cwd: str = "",
+        env: dict[str, str] | None = None,
+        timeout_seconds: int = 0,
+    ) -> ExecRun:
+        """Run ``command`` (a shell command line) on the session's node or on ``node_id``.
+
+        Returns at once: iterate the :class:`ExecRun` for its output, then read its ``result``
+        (or ``await run.collect()``); ``await run.cancel()`` stops it. ``timeout_seconds`` bounds
+        the command (0: the node's and the hub's bounds). The node runs it in its exec sandbox,
+        and only when it allows remote commands (``EXEC_FAILED`` otherwise).
+        """
+        call = workspace_call(session_id=session_id, node_id=node_id, timeout_seconds=timeout_seconds)
+        request = exec_pb2.Request(command=command, cwd=cwd, timeout_seconds=timeout_seconds, env=env or {})
+        call.exec.CopyFrom(exec_pb2.ProtocolMessage(request=request))
+        call_id = new_id()
+        run = ExecRun(self, call_id)
+        self._open_stream(call_id, run)
+        try:
+            await self._send(pack(workspace_pb2.WorkspaceProtocolMessage(call=call)), call_id)
+        except BaseException:
+            self._close_stream(call_id, run)
+            raise
+        if not self._connected.is_set():
+            run.interrupted(HubUnavailableError("not connected to the hub: the command was not sent"), for_good=False)
+        return run
+
+    async def open_terminal(
+        self,
+        node_id: str,
+        *,
+        command: str = "",
+        name: str = "",
+        cols: int = 0,
+        rows: int = 0,
+        singleton: bool = False,
+        timeout: float | None = _DEFAULT,
+    ) -> Terminal:
+        """Open a terminal on ``node_id``: a shell (or ``command``) in a new pseudo-terminal, from its first byte.
+
+        ``singleton`` reuses a running session of the same kind (and ``name`` if one has it)
+        and replays its recent output. The node must allow terminals (``error`` otherwise).
+        """
+        terminal = Terminal(self, node_id)
+        timeout = self.request_timeout if timeout is _DEFAULT else timeout
+        await terminal.open(command=command, name=name, cols=cols, rows=rows, singleton=singleton, timeout=timeout)
+        return terminal
+
+    async def attach_terminal(
+        self,
+        node_id: str,
+        session_id: str,
+        *,
+        offset: int | None = None,
+        cols: int = 0,
+        rows: int = 0,
+        timeout: float | None = _DEFAULT,
+    ) -> Terminal:
+        """Attach to a running (or ended) terminal session of ``node_id``, by id or name.
+
+        With ``offset`` (a terminal's :attr:`~Terminal.offset` saved earlier), output resumes
+        there: nothing before it is delivered again; without it, the node's replay of recent
+        output comes first.
+        """
+        terminal = Terminal(self, node_id, offset=offset)
+        timeout = self.request_timeout if timeout is _DEFAULT else timeout
+        await terminal.attach(session_id, cols=cols, rows=rows, timeout=timeout)
+        return terminal
+
+    async def list_terminals(self, node_id: str, *, timeout: float | None = _DEFAULT) -> list[pty_pb2.Session]:
+        """The terminal sessions of ``node_id``, ended ones included, oldest first."""
+        terminal = Terminal(self, node_id)
+        timeout = self.request_timeout if timeout is _DEFAULT else timeout
+        self._open_stream(terminal.stream_id, terminal)
+        try:
+            answer = await terminal._until(
+                "sessions", timeout, list=pty_pb2.List(stream_id=terminal.stream_id, node_id=node_id)
+            )
+            await terminal._send(detach=pty_pb2.Detach(stream_id=terminal.stream_id))
+        finally:
+            self._close_stream(terminal.stream_id, terminal)
+        return list(answer.sessions.sessions)
+
     # -- watches --------------------------------------------------------------------------------
 
     def watch(self, session_id: str, after_cursor: str = "") -> Watcher:
@@ -618,6 +842,11 @@ class HubClient:
                 await self._write(self._resubscribe(subscription, watch))
 
         watch.retry = asyncio.get_running_loop().create_task(retry())
+
+
+def _seconds(timeout: float | None) -> int:
+    """A call's ``timeout_seconds`` from the client's wait (0: the hub's own bound)."""
+    return 0 if timeout is None else max(1, math.ceil(timeout))
 
 
 def _unpack(answer: any_pb2.Any, message: M) -> M:
