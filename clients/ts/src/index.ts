@@ -42,6 +42,7 @@ export {
   type WebSocketFactory,
   type WebSocketLike,
 } from "./socket.js";
+export { type OpenInit, Terminal, type TerminalMessage, type TerminalOptions } from "./terminal.js";
 export { type Delivery, Watch } from "./watch.js";
 
 export type { Event } from "./gen/aop/event_pb.js";
