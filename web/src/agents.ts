@@ -6,7 +6,7 @@ import type { Agent } from "@aophub/client/gen/aophub/v1/agent_pb.js";
 import { errorText, h, replace } from "./dom.js";
 import type { Context } from "./main.js";
 
-function row(agent: Agent): HTMLElement {
+function row(agent: Agent, terminals: boolean): HTMLElement {
   const stats = agent.stats;
   const state = !agent.online ? "offline" : agent.busy ? "busy" : "idle";
   return h(
@@ -27,6 +27,9 @@ function row(agent: Agent): HTMLElement {
       agent.status?.configError ? h("dt", {}, "error") : null,
       agent.status?.configError ? h("dd", { class: "error" }, agent.status.configError) : null,
     ),
+    terminals && agent.online
+      ? h("a", { href: `#/terminal/${encodeURIComponent(agent.nodeId)}`, class: "terminal-link" }, "Terminal")
+      : null,
   );
 }
 
@@ -39,7 +42,7 @@ export function agentsView(context: Context): () => void {
     context.link.client.management.agents
       .listAgents({ includeOffline: true })
       .then(({ agents }) => {
-        if (!stopped) replace(list, agents.length ? agents.map(row) : h("li", { class: "empty" }, "No agent has connected."));
+        if (!stopped) replace(list, agents.length ? agents.map((agent) => row(agent, context.can.terminal)) : h("li", { class: "empty" }, "No agent has connected."));
       })
       .catch((err: unknown) => context.status(`Cannot list agents: ${errorText(err)}`, "error"));
   void load();

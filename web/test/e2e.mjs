@@ -7,6 +7,10 @@
 //   node web/test/e2e.mjs approval   approve a tool call of the fake provider from one
 //                                    browser context while a second one watches (first
 //                                    answer wins, the other view updates)
+//   node web/test/e2e.mjs files      a session's files: browse, download, upload
+//   node web/test/e2e.mjs terminal   a shell on the built-in node (terminals on): a command,
+//                                    a reload that re-attaches (earlier output once), a
+//                                    dropped connection, kill, the phone viewport
 //
 // Environment: HUB_URL (http://127.0.0.1:PORT), HUB_TOKEN, SCREENSHOTS (a folder),
 // CHROMIUM (default /usr/bin/chromium). Every page must log no console error.
@@ -460,7 +464,90 @@ async function files(browser) {
   assert.deepEqual(errors, [], "no console errors");
 }
 
-const scenarios = { echo, approval, files };
+/** The terminal's screen as text: xterm.js's rows, one line each (its DOM renderer). */
+async function screenText(page) {
+  const rows = await page.locator("#terminal .xterm-rows > div").allTextContents();
+  return rows.map((row) => row.replaceAll("\u00a0", " ").trimEnd()).join("\n");
+}
+
+/** Waits until the screen shows text (a string) and returns the screen. */
+async function waitForScreen(page, text) {
+  await page.waitForFunction(
+    (wanted) =>
+      Array.from(document.querySelectorAll("#terminal .xterm-rows > div"), (row) => row.textContent.replaceAll("\u00a0", " "))
+        .join("\n")
+        .includes(wanted),
+    text,
+  );
+  return screenText(page);
+}
+
+function count(haystack, needle) {
+  return haystack.split(needle).length - 1;
+}
+
+// A shell on the built-in node: xterm.js loads only now, a command's output shows; after a reload
+// the page attaches to the same shell and shows its earlier output once, then new output.
+async function terminal(browser) {
+  const errors = [];
+  const { context, page } = await newPage(browser, DESKTOP, errors);
+  const scripts = [];
+  page.on("request", (request) => request.resourceType() === "script" && scripts.push(new URL(request.url()).pathname));
+  await login(page);
+  await page.waitForSelector("#link-state[data-state='online']");
+  assert.ok(!scripts.some((path) => path.includes("terminal_screen")), `xterm.js is not in the first load: ${scripts}`);
+  await page.click("#nav-agents");
+  await page.locator("[data-node='local'] .terminal-link").click();
+  await page.waitForURL(/#\/terminal\/local$/);
+  await page.waitForSelector("#terminal[data-session]:not([data-session=''])");
+  assert.ok(scripts.some((path) => path.includes("terminal_screen")), "xterm.js loads when the terminal opens");
+  const sessionId = await page.getAttribute("#terminal", "data-session");
+  await page.click("#terminal");
+  await page.keyboard.type("echo one-$((40+2))\n");
+  assert.equal(count(await waitForScreen(page, "one-42"), "one-42"), 1);
+  await shot(page, "terminal-desktop");
+
+  const sockets = [];
+  await page.routeWebSocket(/\/api\/aop\/application\/ws$/, (ws) => {
+    ws.connectToServer();
+    sockets.push(ws);
+  });
+  await page.reload();
+  await page.waitForSelector(`#terminal[data-session='${sessionId}']`);
+  let text = await waitForScreen(page, "one-42");
+  assert.equal(count(text, "one-42"), 1, `the earlier output once after the reload:\n${text}`);
+  assert.equal(count(text, "echo one-$((40+2))"), 1, `the earlier command once:\n${text}`);
+  await page.click("#terminal");
+  await page.keyboard.type("echo two-$((50+5))\n");
+  text = await waitForScreen(page, "two-55");
+  assert.equal(count(text, "one-42"), 1, `still once:\n${text}`);
+  assert.equal(count(text, "two-55"), 1, text);
+
+  // The connection drops and comes back: the page re-attaches and adds only what is new.
+  await sockets.at(-1).close({ code: 4000, reason: "cut by the test" });
+  await page.waitForSelector("#link-state:not([data-state='online'])");
+  await page.waitForSelector("#link-state[data-state='online']");
+  assert.ok(sockets.length >= 2, "the client reconnected");
+  await page.click("#terminal");
+  await page.keyboard.type("echo three-$((60+6))\n");
+  text = await waitForScreen(page, "three-66");
+  assert.deepEqual([count(text, "one-42"), count(text, "two-55"), count(text, "three-66")], [1, 1, 1], text);
+
+  await page.click("#terminal-kill");
+  await page.locator("#terminal-state", { hasText: "The shell ended" }).waitFor();
+  await context.close();
+
+  const phone = await newPage(browser, PHONE, errors);
+  await login(phone.page);
+  await phone.page.waitForSelector("#link-state[data-state='online']");
+  await phone.page.goto(`${HUB}/#/terminal/local`);
+  await phone.page.waitForSelector("#terminal[data-session]:not([data-session=''])");
+  await shot(phone.page, "terminal-phone");
+  await phone.context.close();
+  assert.deepEqual(errors, [], "no console errors");
+}
+
+const scenarios = { echo, approval, files, terminal };
 const name = process.argv[2];
 assert.ok(name in scenarios, `usage: node e2e.mjs ${Object.keys(scenarios).join("|")}`);
 const browser = await chromium.launch({
