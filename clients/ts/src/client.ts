@@ -95,6 +95,18 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
+/** A running subscription of an extension namespace; see {@link Client.subscribe}. */
+export interface Subscription {
+  /** Stops it: the hub gets cancel_operation{target_id: its envelope id}. */
+  end(): void;
+}
+
+interface Subscribed {
+  request: () => Any;
+  onMessage: (payload: Any, cursor: string) => void;
+  gen: number; // the connection its request was last sent on (0: not sent)
+}
+
 /** A request waiting for its answer. */
 interface Call {
   frame: Uint8Array;
@@ -178,6 +190,7 @@ export class Client {
   private readonly pending = new Map<string, Call>();
   private readonly watches = new Map<string, Watch>(); // by the envelope id of the current subscription
   private readonly terminals = new Map<string, Terminal>(); // by their current stream id
+  private readonly subscriptions = new Map<string, Subscribed>(); // by the envelope id of their current request
   private failed: Error | null = null; // for good: closed, or a refused key
   private wake: (() => void) | null = null; // ends a reconnect wait at close
   private dialCount = 0;
@@ -331,6 +344,40 @@ export class Client {
     const frame = this.resubscribe("", watch);
     if (this.socket !== null) this.send(this.socket, frame);
     return watch;
+  }
+
+  /**
+   * Subscribes with a request of an extension namespace that the hub answers
+   * with many messages (reply_to = the request's envelope id), such as
+   * aophub.v1.ScanProtocolMessage's watch_scan_request: each answer goes to
+   * onMessage with its delivery_cursor ("" when it has none). After a
+   * reconnect, request() is called again and its answer sent under a new id:
+   * build it from what onMessage has seen (e.g. after_cursor = the last
+   * cursor) to resume without repeats.
+   */
+  subscribe(request: () => Any, onMessage: (payload: Any, cursor: string) => void): Subscription {
+    if (this.failed !== null) throw this.failed;
+    const sub: Subscribed = { request, onMessage, gen: 0 };
+    const id = newId();
+    this.subscriptions.set(id, sub);
+    if (this.socket !== null) {
+      sub.gen = this.gen;
+      this.send(this.socket, this.frame(id, request()));
+    } // else: resume() sends it on the next connection
+    return {
+      end: () => {
+        for (const [current, registered] of this.subscriptions) {
+          if (registered !== sub) continue;
+          this.subscriptions.delete(current);
+          if (this.socket === null || sub.gen !== this.gen) return;
+          const cancel = create(ProtocolMessageSchema, {
+            message: { case: "cancelOperation", value: { targetId: current, reason: "subscription ended" } },
+          });
+          this.send(this.socket, this.frame(newId(), anyPack(ProtocolMessageSchema, cancel)));
+          return;
+        }
+      },
+    };
   }
 
   /**
@@ -620,6 +667,14 @@ export class Client {
       if (w.gen !== this.gen) this.send(socket, this.resubscribe(id, w));
     }
     for (const t of [...this.terminals.values()]) t.resume();
+    for (const [id, sub] of [...this.subscriptions]) {
+      if (sub.gen === this.gen) continue;
+      this.subscriptions.delete(id);
+      const fresh = newId();
+      this.subscriptions.set(fresh, sub);
+      sub.gen = this.gen;
+      this.send(socket, this.frame(fresh, sub.request()));
+    }
     for (const call of this.pending.values()) {
       if (call.gen !== this.gen) {
         call.gen = this.gen;
@@ -708,6 +763,11 @@ export class Client {
     const w = this.watches.get(envelope.replyTo);
     if (w !== undefined) {
       this.deliver(w, envelope.replyTo, envelope.deliveryCursor, envelope.payload);
+      return;
+    }
+    const sub = this.subscriptions.get(envelope.replyTo);
+    if (sub !== undefined && envelope.payload !== undefined) {
+      sub.onMessage(envelope.payload, envelope.deliveryCursor);
       return;
     }
     const call = this.pending.get(envelope.replyTo);

@@ -25,6 +25,7 @@ export {
   newId,
   type CallOptions,
   type ClientOptions,
+  type Subscription,
   DEFAULT_MAX_FRAME_BYTES,
   DEFAULT_PING_INTERVAL_MS,
   DEFAULT_RECONNECT_MAX_MS,
