@@ -257,17 +257,26 @@ async function echo(browser) {
   assert.match(await page.locator("[data-node='local']").textContent(), /echo/);
   await shot(page, "agents-desktop");
 
-  // Keyboard: the login-free shell is reachable by Tab, with a skip link first.
+  // Keyboard: the login-free shell is reachable by Tab, with a skip link first (on a fresh load:
+  // the agents page has links of its own, after which Tab would go on from the last focus).
+  await page.reload();
+  await page.locator("[data-node='local']").waitFor();
   await page.keyboard.press("Tab");
   assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Skip to content");
 
-  // A scan: submitted, watched to its end, its report read.
+  // A scan: submitted, watched live to its end (a watch on the WebSocket, no re-reads of
+  // GetScan), its report read.
+  const scanReads = [];
+  const countScanReads = (request) => request.url().endsWith("/ScanService/GetScan") && scanReads.push(request.url());
+  page.on("request", countScanReads);
   await page.goto(`${HUB}/#/scans`);
   await page.fill("#scan-target", "web/src");
   await page.click("#submit-scan");
   await page.waitForURL(/#\/scan\//);
   await page.locator("#scan-state[data-status='completed']").waitFor();
   await page.locator("#scan-report", { hasText: "echo: Review the code at web/src" }).waitFor();
+  page.off("request", countScanReads);
+  assert.deepEqual(scanReads, [], "the scan's progress comes from its watch");
   await shot(page, "scan-desktop");
   await page.goto(`${HUB}/#/scans`);
   await page.locator("#scan-list [data-scan]", { hasText: "web/src" }).waitFor();
