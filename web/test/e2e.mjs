@@ -267,7 +267,7 @@ async function echo(browser) {
   // A scan: submitted, watched live to its end (a watch on the WebSocket, no re-reads of
   // GetScan), its report read.
   const scanReads = [];
-  const countScanReads = (request) => request.url().endsWith("/ScanService/GetScan") && scanReads.push(request.url());
+  const countScanReads = (request) => request.url().endsWith("/aophub.v1.ScanService/GetScan") && scanReads.push(request.url());
   page.on("request", countScanReads);
   await page.goto(`${HUB}/#/scans`);
   await page.fill("#scan-target", "web/src");
@@ -506,7 +506,17 @@ async function terminal(browser) {
   await page.waitForSelector("#link-state[data-state='online']");
   assert.ok(!scripts.some((path) => path.includes("terminal_screen")), `xterm.js is not in the first load: ${scripts}`);
   await page.click("#nav-agents");
-  await page.locator("[data-node='local'] .terminal-link").click();
+  // The list refreshes every two seconds; a focused Terminal link keeps its focus across a refresh.
+  await page.locator("[data-node='local'] .terminal-link").focus();
+  let refreshes = 0;
+  let refreshed = () => {};
+  page.on("response", (response) => {
+    if (response.url().endsWith("/aophub.v1.AgentService/ListAgents")) (refreshes++, refreshed());
+  });
+  // Two refreshes: the first one's rows are in place two seconds before the second arrives.
+  for (const until = refreshes + 2; refreshes < until; ) await new Promise((resolve) => (refreshed = resolve));
+  assert.equal(await page.evaluate(() => document.activeElement?.className), "terminal-link");
+  await page.keyboard.press("Enter");
   await page.waitForURL(/#\/terminal\/local$/);
   await page.waitForSelector("#terminal[data-session]:not([data-session=''])");
   assert.ok(scripts.some((path) => path.includes("terminal_screen")), "xterm.js loads when the terminal opens");
