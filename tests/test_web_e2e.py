@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from aop.file import protocol_pb2 as file_pb2
+from aophub.agent.isolation import Isolation
 
 from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
 from .support.interactions import agent_hub
@@ -172,3 +173,14 @@ async def test_console_browses_downloads_and_uploads_a_sessions_files(tmp_path: 
             with contextlib.suppress(asyncio.CancelledError):
                 await server
     assert (root / "src" / "uploaded.txt").read_text() == "from the browser\n"
+
+
+@pytest.mark.skipif(not Isolation().probe().usable, reason="bubblewrap cannot make a sandbox here")
+async def test_console_terminal_survives_a_reload_and_a_dropped_connection(tmp_path: Path) -> None:
+    """A shell on the built-in node (sandbox.terminals on), opened from the agents page: xterm.js
+    loads only then; a command's output shows; after a reload the page re-attaches to the same
+    shell and shows the earlier output once, then new output; after the connection drops and
+    returns nothing is doubled; the shell is ended; the phone viewport."""
+    (tmp_path / "config.yaml").write_text("sandbox:\n  terminals: true\n")
+    async with running_hub(tmp_path) as hub:
+        await run_scenario(hub, "terminal")

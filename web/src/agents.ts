@@ -1,12 +1,13 @@
 // The agents: online and recently seen nodes with their status, model and stats,
-// refreshed every two seconds while the page is shown.
+// refreshed every two seconds while the page is shown (the hub has no live agent
+// feed), and a Terminal link for each online node when the token may open one.
 
 import type { Agent } from "@aophub/client/gen/aophub/v1/agent_pb.js";
 
 import { errorText, h, replace } from "./dom.js";
 import type { Context } from "./main.js";
 
-function row(agent: Agent): HTMLElement {
+function row(agent: Agent, terminals: boolean): HTMLElement {
   const stats = agent.stats;
   const state = !agent.online ? "offline" : agent.busy ? "busy" : "idle";
   return h(
@@ -27,6 +28,9 @@ function row(agent: Agent): HTMLElement {
       agent.status?.configError ? h("dt", {}, "error") : null,
       agent.status?.configError ? h("dd", { class: "error" }, agent.status.configError) : null,
     ),
+    terminals && agent.online
+      ? h("a", { href: `#/terminal/${encodeURIComponent(agent.nodeId)}`, class: "terminal-link" }, "Terminal")
+      : null,
   );
 }
 
@@ -35,11 +39,17 @@ export function agentsView(context: Context): () => void {
   const list = h("ul", { class: "agents", id: "agent-list", "aria-label": "Agents" });
   replace(context.main, h("section", { class: "page" }, h("h1", {}, "Agents"), list));
   let stopped = false;
+  let last = "";
   const load = () =>
     context.link.client.management.agents
       .listAgents({ includeOffline: true })
       .then(({ agents }) => {
-        if (!stopped) replace(list, agents.length ? agents.map(row) : h("li", { class: "empty" }, "No agent has connected."));
+        if (stopped) return;
+        const rows = agents.length ? agents.map((agent) => row(agent, context.can.terminal)) : [h("li", { class: "empty" }, "No agent has connected.")];
+        // Unchanged rows stay as they are, so a focused Terminal link keeps its focus.
+        const shown = rows.map((r) => r.outerHTML).join("");
+        if (shown !== last) replace(list, rows);
+        last = shown;
       })
       .catch((err: unknown) => context.status(`Cannot list agents: ${errorText(err)}`, "error"));
   void load();

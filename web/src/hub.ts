@@ -21,12 +21,14 @@ export interface Abilities {
   admin: boolean;
   /** Browse and change a session's workspace files on its node (the `workspace` add-on, or admin). */
   workspace: boolean;
+  /** Open terminals on nodes (the `terminal` add-on, or admin). */
+  terminal: boolean;
 }
 
 export function abilities(identity: Identity): Abilities {
   const scopes = new Set(identity.scopes ?? []);
   const admin = scopes.has("admin");
-  return { write: scopes.has("app") || admin, admin, workspace: admin || scopes.has("workspace") };
+  return { write: scopes.has("app") || admin, admin, workspace: admin || scopes.has("workspace"), terminal: admin || scopes.has("terminal") };
 }
 
 /** The hub's JSON error message, or the HTTP status. */

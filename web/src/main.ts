@@ -9,6 +9,7 @@ import { filesView } from "./files.js";
 import { scanView, scansView } from "./scans.js";
 import { sessionsView } from "./sessions.js";
 import { settingsView } from "./settings.js";
+import { terminalView } from "./terminal.js";
 
 /** What a view gets; it returns a function that stops it (watches, timers). */
 export interface Context {
@@ -142,9 +143,11 @@ async function start(identity: Identity): Promise<void> {
           ? scanView
           : section === "files" && argument && can.workspace
             ? filesView
-            : (views[section] ?? sessionsView);
+            : section === "terminal" && argument && can.terminal
+              ? terminalView
+              : (views[section] ?? sessionsView);
     for (const a of nav.querySelectorAll("a")) {
-      const current = a.getAttribute("href") === `#/${section === "scan" ? "scans" : section === "s" ? "sessions" : section}`;
+      const current = a.getAttribute("href") === `#/${section === "scan" ? "scans" : section === "s" ? "sessions" : section === "terminal" ? "agents" : section}`;
       a.toggleAttribute("aria-current", current);
     }
     replace(main);

@@ -1,11 +1,14 @@
-// Scans: submit one (target, mode, agent), watch its progress while it runs
-// (re-read every second), and read its markdown report.
+// Scans: submit one (target, mode, agent), watch its progress live (an
+// aophub.v1.ScanProtocolMessage watch on the application WebSocket: a snapshot,
+// then an update at each change of status or progress), and read its markdown report.
 
-import { type Scan, ScanStatus } from "@aophub/client/gen/aophub/v1/scan_pb.js";
+import { type Scan, ScanProtocolMessageSchema, ScanStatus } from "@aophub/client/gen/aophub/v1/scan_pb.js";
+import { ProtocolMessageSchema } from "@aophub/client/gen/aop/protocol_pb.js";
 
 import { errorText, h, replace } from "./dom.js";
 import type { Context } from "./main.js";
 import { markdown } from "./markdown.js";
+import { anyPack, anyUnpack, create } from "./protobuf.js";
 
 const DEFAULT_MODES = ["review", "summary"];
 
@@ -150,32 +153,56 @@ export function scanView(context: Context, scanId: string): () => void {
     ),
   );
   let stopped = false;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const poll = async () => {
-    try {
-      const { scan } = await scans.getScan({ scanId });
-      if (stopped || !scan) return;
-      heading.textContent = `${scan.mode}: ${scan.target}`;
-      state.dataset.status = statusName(scan.status);
-      state.textContent = `${statusName(scan.status)}${progress(scan) ? ` · ${progress(scan)}` : ""}${scan.error?.message ? ` · ${scan.error.message}` : ""}`;
-      cancel.hidden = !running(scan);
-      if (scan.sessionId) {
-        session.hidden = false;
-        session.setAttribute("href", `#/s/${encodeURIComponent(scan.sessionId)}`);
-      }
-      if (scan.reportReady) {
-        const { markdown: text } = await scans.getScanReport({ scanId });
-        replace(report, markdown(text));
-        report.hidden = false;
-      }
-      if (running(scan) || (!scan.reportReady && scan.status === ScanStatus.COMPLETED)) timer = setTimeout(() => void poll(), 1000);
-    } catch (err) {
-      context.status(`Cannot read the scan: ${errorText(err)}`, "error");
+  let reportShown = false;
+  const show = (scan: Scan) => {
+    heading.textContent = `${scan.mode}: ${scan.target}`;
+    state.dataset.status = statusName(scan.status);
+    state.textContent = `${statusName(scan.status)}${progress(scan) ? ` · ${progress(scan)}` : ""}${scan.error?.message ? ` · ${scan.error.message}` : ""}`;
+    cancel.hidden = !running(scan);
+    if (scan.sessionId) {
+      session.hidden = false;
+      session.setAttribute("href", `#/s/${encodeURIComponent(scan.sessionId)}`);
+    }
+    if (scan.reportReady && !reportShown) {
+      reportShown = true;
+      scans
+        .getScanReport({ scanId })
+        .then(({ markdown: text }) => {
+          if (stopped) return;
+          replace(report, markdown(text));
+          report.hidden = false;
+        })
+        .catch((err: unknown) => {
+          reportShown = false;
+          context.status(`Cannot read the report: ${errorText(err)}`, "error");
+        });
     }
   };
-  void poll();
+  // The watch outlives reconnects: it resumes after the last event cursor seen, and its snapshot
+  // brings the scan's state up to date.
+  let cursor = "";
+  const watch = context.link.client.subscribe(
+    () =>
+      anyPack(
+        ScanProtocolMessageSchema,
+        create(ScanProtocolMessageSchema, { message: { case: "watchScanRequest", value: { scanId, afterCursor: cursor } } }),
+      ),
+    (payload, delivered) => {
+      if (stopped) return;
+      if (delivered) cursor = delivered;
+      const m = anyUnpack(payload, ScanProtocolMessageSchema)?.message;
+      if (m?.case === "snapshot" || m?.case === "update") {
+        if (m.value.scan) show(m.value.scan);
+      } else if (m?.case === "rejected") {
+        context.status(`Cannot watch the scan: ${m.value.message || m.value.code}`, "error");
+      } else if (m === undefined) {
+        const failure = anyUnpack(payload, ProtocolMessageSchema)?.message;
+        if (failure?.case === "protocolError") context.status(`Cannot watch the scan: ${failure.value.message}`, "error");
+      }
+    },
+  );
   return () => {
     stopped = true;
-    clearTimeout(timer);
+    watch.end();
   };
 }

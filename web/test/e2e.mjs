@@ -7,6 +7,10 @@
 //   node web/test/e2e.mjs approval   approve a tool call of the fake provider from one
 //                                    browser context while a second one watches (first
 //                                    answer wins, the other view updates)
+//   node web/test/e2e.mjs files      a session's files: browse, download, upload
+//   node web/test/e2e.mjs terminal   a shell on the built-in node (terminals on): a command,
+//                                    a reload that re-attaches (earlier output once), a
+//                                    dropped connection, kill, the phone viewport
 //
 // Environment: HUB_URL (http://127.0.0.1:PORT), HUB_TOKEN, SCREENSHOTS (a folder),
 // CHROMIUM (default /usr/bin/chromium). Every page must log no console error.
@@ -253,17 +257,26 @@ async function echo(browser) {
   assert.match(await page.locator("[data-node='local']").textContent(), /echo/);
   await shot(page, "agents-desktop");
 
-  // Keyboard: the login-free shell is reachable by Tab, with a skip link first.
+  // Keyboard: the login-free shell is reachable by Tab, with a skip link first (on a fresh load:
+  // the agents page has links of its own, after which Tab would go on from the last focus).
+  await page.reload();
+  await page.locator("[data-node='local']").waitFor();
   await page.keyboard.press("Tab");
   assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Skip to content");
 
-  // A scan: submitted, watched to its end, its report read.
+  // A scan: submitted, watched live to its end (a watch on the WebSocket, no re-reads of
+  // GetScan), its report read.
+  const scanReads = [];
+  const countScanReads = (request) => request.url().endsWith("/aophub.v1.ScanService/GetScan") && scanReads.push(request.url());
+  page.on("request", countScanReads);
   await page.goto(`${HUB}/#/scans`);
   await page.fill("#scan-target", "web/src");
   await page.click("#submit-scan");
   await page.waitForURL(/#\/scan\//);
   await page.locator("#scan-state[data-status='completed']").waitFor();
   await page.locator("#scan-report", { hasText: "echo: Review the code at web/src" }).waitFor();
+  page.off("request", countScanReads);
+  assert.deepEqual(scanReads, [], "the scan's progress comes from its watch");
   await shot(page, "scan-desktop");
   await page.goto(`${HUB}/#/scans`);
   await page.locator("#scan-list [data-scan]", { hasText: "web/src" }).waitFor();
@@ -460,7 +473,100 @@ async function files(browser) {
   assert.deepEqual(errors, [], "no console errors");
 }
 
-const scenarios = { echo, approval, files };
+/** The terminal's screen as text: xterm.js's rows, one line each (its DOM renderer). */
+async function screenText(page) {
+  const rows = await page.locator("#terminal .xterm-rows > div").allTextContents();
+  return rows.map((row) => row.replaceAll("\u00a0", " ").trimEnd()).join("\n");
+}
+
+/** Waits until the screen shows text (a string) and returns the screen. */
+async function waitForScreen(page, text) {
+  await page.waitForFunction(
+    (wanted) =>
+      Array.from(document.querySelectorAll("#terminal .xterm-rows > div"), (row) => row.textContent.replaceAll("\u00a0", " "))
+        .join("\n")
+        .includes(wanted),
+    text,
+  );
+  return screenText(page);
+}
+
+function count(haystack, needle) {
+  return haystack.split(needle).length - 1;
+}
+
+// A shell on the built-in node: xterm.js loads only now, a command's output shows; after a reload
+// the page attaches to the same shell and shows its earlier output once, then new output.
+async function terminal(browser) {
+  const errors = [];
+  const { context, page } = await newPage(browser, DESKTOP, errors);
+  const scripts = [];
+  page.on("request", (request) => request.resourceType() === "script" && scripts.push(new URL(request.url()).pathname));
+  await login(page);
+  await page.waitForSelector("#link-state[data-state='online']");
+  assert.ok(!scripts.some((path) => path.includes("terminal_screen")), `xterm.js is not in the first load: ${scripts}`);
+  await page.click("#nav-agents");
+  // The list refreshes every two seconds; a focused Terminal link keeps its focus across a refresh.
+  await page.locator("[data-node='local'] .terminal-link").focus();
+  let refreshes = 0;
+  let refreshed = () => {};
+  page.on("response", (response) => {
+    if (response.url().endsWith("/aophub.v1.AgentService/ListAgents")) (refreshes++, refreshed());
+  });
+  // Two refreshes: the first one's rows are in place two seconds before the second arrives.
+  for (const until = refreshes + 2; refreshes < until; ) await new Promise((resolve) => (refreshed = resolve));
+  assert.equal(await page.evaluate(() => document.activeElement?.className), "terminal-link");
+  await page.keyboard.press("Enter");
+  await page.waitForURL(/#\/terminal\/local$/);
+  await page.waitForSelector("#terminal[data-session]:not([data-session=''])");
+  assert.ok(scripts.some((path) => path.includes("terminal_screen")), "xterm.js loads when the terminal opens");
+  const sessionId = await page.getAttribute("#terminal", "data-session");
+  await page.click("#terminal");
+  await page.keyboard.type("echo one-$((40+2))\n");
+  assert.equal(count(await waitForScreen(page, "one-42"), "one-42"), 1);
+  await shot(page, "terminal-desktop");
+
+  const sockets = [];
+  await page.routeWebSocket(/\/api\/aop\/application\/ws$/, (ws) => {
+    ws.connectToServer();
+    sockets.push(ws);
+  });
+  await page.reload();
+  await page.waitForSelector(`#terminal[data-session='${sessionId}']`);
+  let text = await waitForScreen(page, "one-42");
+  assert.equal(count(text, "one-42"), 1, `the earlier output once after the reload:\n${text}`);
+  assert.equal(count(text, "echo one-$((40+2))"), 1, `the earlier command once:\n${text}`);
+  await page.click("#terminal");
+  await page.keyboard.type("echo two-$((50+5))\n");
+  text = await waitForScreen(page, "two-55");
+  assert.equal(count(text, "one-42"), 1, `still once:\n${text}`);
+  assert.equal(count(text, "two-55"), 1, text);
+
+  // The connection drops and comes back: the page re-attaches and adds only what is new.
+  await sockets.at(-1).close({ code: 4000, reason: "cut by the test" });
+  await page.waitForSelector("#link-state:not([data-state='online'])");
+  await page.waitForSelector("#link-state[data-state='online']");
+  assert.ok(sockets.length >= 2, "the client reconnected");
+  await page.click("#terminal");
+  await page.keyboard.type("echo three-$((60+6))\n");
+  text = await waitForScreen(page, "three-66");
+  assert.deepEqual([count(text, "one-42"), count(text, "two-55"), count(text, "three-66")], [1, 1, 1], text);
+
+  await page.click("#terminal-kill");
+  await page.locator("#terminal-state", { hasText: "The shell ended" }).waitFor();
+  await context.close();
+
+  const phone = await newPage(browser, PHONE, errors);
+  await login(phone.page);
+  await phone.page.waitForSelector("#link-state[data-state='online']");
+  await phone.page.goto(`${HUB}/#/terminal/local`);
+  await phone.page.waitForSelector("#terminal[data-session]:not([data-session=''])");
+  await shot(phone.page, "terminal-phone");
+  await phone.context.close();
+  assert.deepEqual(errors, [], "no console errors");
+}
+
+const scenarios = { echo, approval, files, terminal };
 const name = process.argv[2];
 assert.ok(name in scenarios, `usage: node e2e.mjs ${Object.keys(scenarios).join("|")}`);
 const browser = await chromium.launch({

@@ -18,6 +18,11 @@ import {
   type TurnReceipt,
 } from "./gen/aop/chat_pb.js";
 import { EnvelopeSchema } from "./gen/aop/envelope_pb.js";
+import {
+  ErrorSchema as PtyErrorSchema,
+  type ProtocolMessage as PtyMessage,
+  ProtocolMessageSchema as PtySchema,
+} from "./gen/aop/pty/protocol_pb.js";
 import { type ProtocolMessage, ProtocolMessageSchema } from "./gen/aop/protocol_pb.js";
 import {
   type AnswerInteractionRequestSchema,
@@ -26,6 +31,7 @@ import {
 } from "./gen/aophub/v1/interaction_pb.js";
 import { type Management, createManagement } from "./management.js";
 import { browserWebSocket, isNode, nodeWebSocket, type WebSocketFactory, type WebSocketLike } from "./socket.js";
+import { Terminal, type TerminalLink, type TerminalMessage, type TerminalOptions } from "./terminal.js";
 import { type Delivery, Watch } from "./watch.js";
 
 /** The hub's default --max-frame-bytes (16 MiB). */
@@ -40,6 +46,7 @@ export const DEFAULT_PING_INTERVAL_MS = 30_000;
 
 const APPLICATION_PATH = "/api/aop/application/ws";
 const CORE_TYPE_URL = `type.googleapis.com/${ProtocolMessageSchema.typeName}`;
+const PTY_TYPE_URL = `type.googleapis.com/${PtySchema.typeName}`;
 /** What `ws` reports when the hub sends a frame over maxPayload. */
 const WS_TOO_BIG = "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH";
 
@@ -86,6 +93,18 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Bounds this request instead of ClientOptions.requestTimeoutMs; 0: no bound. */
   timeoutMs?: number;
+}
+
+/** A running subscription of an extension namespace; see {@link Client.subscribe}. */
+export interface Subscription {
+  /** Stops it: the hub gets cancel_operation{target_id: its envelope id}. */
+  end(): void;
+}
+
+interface Subscribed {
+  request: () => Any;
+  onMessage: (payload: Any, cursor: string) => void;
+  gen: number; // the connection its request was last sent on (0: not sent)
 }
 
 /** A request waiting for its answer. */
@@ -170,6 +189,8 @@ export class Client {
   private delayMs: number;
   private readonly pending = new Map<string, Call>();
   private readonly watches = new Map<string, Watch>(); // by the envelope id of the current subscription
+  private readonly terminals = new Map<string, Terminal>(); // by their current stream id
+  private readonly subscriptions = new Map<string, Subscribed>(); // by the envelope id of their current request
   private failed: Error | null = null; // for good: closed, or a refused key
   private wake: (() => void) | null = null; // ends a reconnect wait at close
   private dialCount = 0;
@@ -323,6 +344,93 @@ export class Client {
     const frame = this.resubscribe("", watch);
     if (this.socket !== null) this.send(this.socket, frame);
     return watch;
+  }
+
+  /**
+   * Subscribes with a request of an extension namespace that the hub answers
+   * with many messages (reply_to = the request's envelope id), such as
+   * aophub.v1.ScanProtocolMessage's watch_scan_request: each answer goes to
+   * onMessage with its delivery_cursor ("" when it has none). After a
+   * reconnect, request() is called again and its answer sent under a new id:
+   * build it from what onMessage has seen (e.g. after_cursor = the last
+   * cursor) to resume without repeats.
+   */
+  subscribe(request: () => Any, onMessage: (payload: Any, cursor: string) => void): Subscription {
+    if (this.failed !== null) throw this.failed;
+    const sub: Subscribed = { request, onMessage, gen: 0 };
+    const id = newId();
+    this.subscriptions.set(id, sub);
+    if (this.socket !== null) {
+      sub.gen = this.gen;
+      this.send(this.socket, this.frame(id, request()));
+    } // else: resume() sends it on the next connection
+    return {
+      end: () => {
+        for (const [current, registered] of this.subscriptions) {
+          if (registered !== sub) continue;
+          this.subscriptions.delete(current);
+          if (this.socket === null || sub.gen !== this.gen) return;
+          const cancel = create(ProtocolMessageSchema, {
+            message: { case: "cancelOperation", value: { targetId: current, reason: "subscription ended" } },
+          });
+          this.send(this.socket, this.frame(newId(), anyPack(ProtocolMessageSchema, cancel)));
+          return;
+        }
+      },
+    };
+  }
+
+  /**
+   * A terminal stream (aop.pty) on options.nodeId: open or attach a PTY
+   * session with it; every message of the stream (the hub's envelopes with
+   * reply_to = its stream id) goes to options.onMessage. It needs the token's
+   * `terminal` scope and a node that serves terminals. See {@link Terminal}.
+   */
+  terminal(options: TerminalOptions): Terminal {
+    if (this.failed !== null) throw this.failed;
+    return new Terminal(options.nodeId, this.terminalLink, options.onMessage);
+  }
+
+  private readonly terminalLink: TerminalLink = {
+    sendPty: (envelopeId: string, message: PtyMessage): boolean => {
+      const socket = this.socket;
+      if (socket === null) return false;
+      this.send(socket, this.frame(envelopeId, anyPack(PtySchema, message)));
+      return true;
+    },
+    cancel: (streamId: string): void => {
+      if (this.socket === null) return;
+      const cancel = create(ProtocolMessageSchema, {
+        message: { case: "cancelOperation", value: { targetId: streamId, reason: "terminal ended" } },
+      });
+      this.send(this.socket, this.frame(newId(), anyPack(ProtocolMessageSchema, cancel)));
+    },
+    rekey: (terminal: Terminal, oldStreamId: string): string => {
+      this.terminals.delete(oldStreamId);
+      const id = newId();
+      this.terminals.set(id, terminal);
+      return id;
+    },
+    forget: (terminal: Terminal): void => {
+      if (this.terminals.get(terminal.streamId) === terminal) this.terminals.delete(terminal.streamId);
+    },
+    gen: (): number => (this.socket === null ? 0 : this.gen),
+  };
+
+  /** Routes a frame answering a terminal's stream (reply_to = the stream id, or one of its envelope ids "<stream id>/<n>"). */
+  private deliverPty(terminal: Terminal, payload: Any | undefined): void {
+    let message: TerminalMessage | undefined;
+    if (payload?.typeUrl === PTY_TYPE_URL) {
+      const m = anyUnpack(payload, PtySchema)?.message;
+      if (m !== undefined && m.case !== undefined) message = m;
+    } else if (payload?.typeUrl === CORE_TYPE_URL) {
+      const m = anyUnpack(payload, ProtocolMessageSchema)?.message;
+      if (m?.case === "protocolError") {
+        const text = `${m.value.code}: ${m.value.message}`;
+        message = { case: "error", value: create(PtyErrorSchema, { streamId: terminal.streamId, message: text }) };
+      }
+    }
+    if (message !== undefined) terminal.receive(message);
   }
 
   private async core(
@@ -558,6 +666,15 @@ export class Client {
     for (const [id, w] of [...this.watches]) {
       if (w.gen !== this.gen) this.send(socket, this.resubscribe(id, w));
     }
+    for (const t of [...this.terminals.values()]) t.resume();
+    for (const [id, sub] of [...this.subscriptions]) {
+      if (sub.gen === this.gen) continue;
+      this.subscriptions.delete(id);
+      const fresh = newId();
+      this.subscriptions.set(fresh, sub);
+      sub.gen = this.gen;
+      this.send(socket, this.frame(fresh, sub.request()));
+    }
     for (const call of this.pending.values()) {
       if (call.gen !== this.gen) {
         call.gen = this.gen;
@@ -648,8 +765,18 @@ export class Client {
       this.deliver(w, envelope.replyTo, envelope.deliveryCursor, envelope.payload);
       return;
     }
+    const sub = this.subscriptions.get(envelope.replyTo);
+    if (sub !== undefined && envelope.payload !== undefined) {
+      sub.onMessage(envelope.payload, envelope.deliveryCursor);
+      return;
+    }
     const call = this.pending.get(envelope.replyTo);
-    if (call !== undefined && envelope.payload !== undefined) call.resolve(envelope.payload);
+    if (call !== undefined && envelope.payload !== undefined) {
+      call.resolve(envelope.payload);
+      return;
+    }
+    const terminal = this.terminals.get(envelope.replyTo) ?? this.terminals.get(envelope.replyTo.split("/")[0] ?? "");
+    if (terminal !== undefined) this.deliverPty(terminal, envelope.payload);
   }
 
   /** Sends one frame; a failure is left to the close handler, which reconnects and resends. */

@@ -25,6 +25,7 @@ export {
   newId,
   type CallOptions,
   type ClientOptions,
+  type Subscription,
   DEFAULT_MAX_FRAME_BYTES,
   DEFAULT_PING_INTERVAL_MS,
   DEFAULT_RECONNECT_MAX_MS,
@@ -42,6 +43,7 @@ export {
   type WebSocketFactory,
   type WebSocketLike,
 } from "./socket.js";
+export { type OpenInit, Terminal, type TerminalMessage, type TerminalOptions } from "./terminal.js";
 export { type Delivery, Watch } from "./watch.js";
 
 export type { Event } from "./gen/aop/event_pb.js";

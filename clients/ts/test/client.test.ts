@@ -3,50 +3,17 @@
 // over the client's limit).
 
 import assert from "node:assert/strict";
-import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { anyPack, anyUnpack } from "@bufbuild/protobuf/wkt";
-import { WebSocketServer, type WebSocket } from "ws";
 
 import { ClientClosedError, Code, connect, endpoints, errorCode, type Client } from "../src/index.js";
 import { type Envelope, EnvelopeSchema } from "../src/gen/aop/envelope_pb.js";
 import { ProtocolMessageSchema } from "../src/gen/aop/protocol_pb.js";
+import { fakeHub } from "./support/fake_hub.js";
 
 const STEP = { timeout: 30_000 };
-
-/** A fake hub: hands each application connection to serve with its index, and records what it receives. */
-async function fakeHub(
-  serve: (socket: WebSocket, index: number, read: () => Promise<Envelope>) => void,
-  options: { autoPong?: boolean } = {},
-) {
-  const server = new WebSocketServer({ host: "127.0.0.1", port: 0, ...options });
-  await new Promise((resolve) => server.once("listening", resolve));
-  const received: Envelope[] = [];
-  let connections = 0;
-  server.on("connection", (socket) => {
-    const inbox: Envelope[] = [];
-    let wake: (() => void) | null = null;
-    socket.on("message", (data: Buffer) => {
-      const envelope = fromBinary(EnvelopeSchema, new Uint8Array(data));
-      received.push(envelope);
-      inbox.push(envelope);
-      wake?.();
-    });
-    const read = async (): Promise<Envelope> => {
-      while (inbox.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-      return inbox.shift()!;
-    };
-    serve(socket, connections++, read);
-  });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const close = () => {
-    for (const socket of server.clients) socket.terminate();
-    server.close();
-  };
-  return { url, received, close };
-}
 
 /** An open_session_response accepting session "s1", in reply to request. */
 function accept(request: Envelope, padding = ""): Uint8Array {
