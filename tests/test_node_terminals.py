@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
 import uvloop
 
 from aop.pty import protocol_pb2 as pty_pb2
-from aophub.node.terminals import Terminals, TerminalSettings, plain_launch
+from aophub.node.terminals import Terminals, TerminalSettings, plain_launch, signal_groups
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -103,3 +104,15 @@ async def test_a_running_terminal_ends_shutdown_when_the_node_closes(tmp_path: P
     await terminals.close()
     closed = await recorder.until("closed")
     assert (closed.closed.session.state, closed.closed.session.kill_cause) == ("killed", "shutdown")
+
+
+def test_a_terminal_no_shell_has_adopted_yet_signals_only_its_leader() -> None:
+    """A pty without a session answers tcgetpgrp with 0; killing its terminal must not signal group 0 (the
+    hub's own process group: a SIGHUP there stopped the whole test run once)."""
+    master, slave = os.openpty()
+    try:
+        assert os.tcgetpgrp(master) == 0  # the case itself: no foreground group yet
+        assert signal_groups(12345, master) == {12345}
+    finally:
+        os.close(master)
+        os.close(slave)

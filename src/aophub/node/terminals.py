@@ -52,6 +52,7 @@ __all__ = [
     "Terminals",
     "plain_launch",
     "sandboxed_launch",
+    "signal_groups",
 ]
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,21 @@ class Launched:
 
     process: asyncio.subprocess.Process
     cleanup: Callable[[], None] = lambda: None
+
+
+def signal_groups(leader: int, master: int) -> set[int]:
+    """The process groups a terminal's kill signals: its leader's, and the terminal's foreground job.
+
+    A terminal no session has adopted yet (its shell is still starting) has no foreground group:
+    ``tcgetpgrp`` then answers 0, and ``killpg(0, ...)`` would signal the hub's own process group.
+    Only a real group other than the hub's is added.
+    """
+    groups = {leader}
+    with contextlib.suppress(OSError):
+        foreground = os.tcgetpgrp(master)
+        if foreground > 0 and foreground != os.getpgrp():
+            groups.add(foreground)
+    return groups
 
 
 # Start ``argv`` with the pseudo-terminal ``tty`` as its controlling terminal and standard streams.
@@ -361,9 +377,7 @@ class _Session:
             return
         self.kill_cause = cause
         self._touch()
-        groups = {self.process.pid}
-        with contextlib.suppress(OSError):
-            groups.add(os.tcgetpgrp(self.master))
+        groups = signal_groups(self.process.pid, self.master)
         for group in groups:
             for signum in (signal.SIGHUP, signal.SIGCONT, signal.SIGTERM):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
