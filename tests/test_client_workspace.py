@@ -20,6 +20,7 @@ from aophub.agent.isolation import Isolation
 from aophub.client import Code, HubClient, HubClientError, Terminal, TerminalOutput, pack
 
 from .support.cut_proxy import cut_proxy
+from .support.processes import wait_for_fifo
 from .support.server import TOKEN, RunningHub, running_hub
 
 pytestmark = [
@@ -217,6 +218,31 @@ async def test_a_gap_past_the_replay_is_reported_not_hidden(client: HubClient) -
     assert first.missed > 0
     assert first.offset == 10 + first.missed
     await resumed.kill()
+
+
+async def test_a_reader_that_falls_behind_pauses_the_terminal_and_then_gets_everything(tmp_path: Path) -> None:
+    """Unread output is bounded: past ``buffer_bytes`` the terminal detaches; reading attaches again from the offset.
+
+    What the session printed meanwhile comes back from the node's replay, here as large as its
+    scrollback; past the replay the gap is reported (see the next test).
+    """
+    lines = 200_000  # about 1.4 MB through the pty: within the replay
+    (tmp_path / "config.yaml").write_text(ENABLED + "  terminal_replay_bytes: 2097152\n")
+    async with running_hub(tmp_path) as hub, await HubClient.connect(hub.http, TOKEN) as client:
+        root = workspace(hub)
+        os.mkfifo(root / "done")
+        terminal = await client.open_terminal(
+            "local", command=f"seq 1 {lines}; echo finished > done; sleep 60", buffer_bytes=64 * 1024
+        )
+        await wait_for_fifo(root / "done")  # all output written while this program read nothing
+        assert terminal.paused
+        held = terminal.buffered
+        seen = bytearray()
+        await read_until(terminal, f"{lines}\r\n".encode(), seen)
+        await terminal.kill()
+    print(f"\n{len(seen)} bytes of output, {held} held unread at most while paused (bound 65536)")
+    assert held < 512 * 1024  # the bound plus what was in flight when the terminal paused
+    assert bytes(seen) == b"".join(f"{i}\r\n".encode() for i in range(1, lines + 1))
 
 
 async def test_a_terminal_refused_by_the_node_raises(tmp_path: Path) -> None:

@@ -36,7 +36,6 @@ import contextlib
 import logging
 import math
 import os
-import random
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +54,7 @@ from aop.file import protocol_pb2 as file_pb2
 from aop.pty import protocol_pb2 as pty_pb2
 from aophub.v1 import interaction_pb2, session_pb2, workspace_pb2
 
+from .backoff import jitter
 from .errors import Code, HubClientError, HubUnavailableError
 from .management import Management
 from .messages import (
@@ -66,7 +66,7 @@ from .messages import (
     pack,
     user_text,
 )
-from .terminal import Terminal
+from .terminal import BUFFER_BYTES, Terminal
 from .watch import Watcher, WatchItem, _Watch
 from .workspace import ExecRun, workspace_call
 
@@ -86,11 +86,6 @@ RECONNECT_MAX = 10.0
 # HTTP status of a refused WebSocket upgrade -> HubClientError code.
 _UPGRADE_REFUSALS = {401: Code.UNAUTHENTICATED, 403: Code.PERMISSION_DENIED}
 _DEFAULT: Any = object()  # "the client's request_timeout" (None means no bound)
-
-
-def jitter(delay: float) -> float:
-    """A wait between half and all of ``delay``, so that clients cut off together do not return together."""
-    return delay / 2 + random.random() * delay / 2
 
 
 @dataclass
@@ -713,14 +708,16 @@ class HubClient:
         cols: int = 0,
         rows: int = 0,
         singleton: bool = False,
+        buffer_bytes: int = BUFFER_BYTES,
         timeout: float | None = _DEFAULT,
     ) -> Terminal:
         """Open a terminal on ``node_id``: a shell (or ``command``) in a new pseudo-terminal, from its first byte.
 
         ``singleton`` reuses a running session of the same kind (and ``name`` if one has it)
         and replays its recent output. The node must allow terminals (``error`` otherwise).
+        ``buffer_bytes`` bounds the output held for a reader that falls behind (see :class:`Terminal`).
         """
-        terminal = Terminal(self, node_id)
+        terminal = Terminal(self, node_id, buffer_bytes=buffer_bytes)
         timeout = self.request_timeout if timeout is _DEFAULT else timeout
         await terminal.open(command=command, name=name, cols=cols, rows=rows, singleton=singleton, timeout=timeout)
         return terminal
@@ -733,6 +730,7 @@ class HubClient:
         offset: int | None = None,
         cols: int = 0,
         rows: int = 0,
+        buffer_bytes: int = BUFFER_BYTES,
         timeout: float | None = _DEFAULT,
     ) -> Terminal:
         """Attach to a running (or ended) terminal session of ``node_id``, by id or name.
@@ -741,7 +739,7 @@ class HubClient:
         there: nothing before it is delivered again; without it, the node's replay of recent
         output comes first.
         """
-        terminal = Terminal(self, node_id, offset=offset)
+        terminal = Terminal(self, node_id, offset=offset, buffer_bytes=buffer_bytes)
         timeout = self.request_timeout if timeout is _DEFAULT else timeout
         await terminal.attach(session_id, cols=cols, rows=rows, timeout=timeout)
         return terminal

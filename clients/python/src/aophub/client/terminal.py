@@ -12,6 +12,11 @@ byte it expects and drops what it already delivered: across detaches and reconne
 comes whole, without repeats. Output older than the node's scrollback is gone; a chunk after such
 a gap says how many bytes were missed. Nodes that always send offset 0 (the reference) cannot be
 resumed; their replay comes again as it is.
+
+Output received and not yet read is bounded (``buffer_bytes``): past it the terminal detaches
+while the session keeps running, and once the reader has taken what is buffered it attaches again
+from its offset, so a program that stops reading holds at most the bound (plus what was in flight)
+and loses nothing the node's scrollback still has.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from google.protobuf.message import DecodeError
 from aop import envelope_pb2
 from aop.pty import protocol_pb2 as pty_pb2
 
+from .backoff import Backoff
 from .errors import Code, HubClientError
 from .messages import new_id, pack
 from .workspace import protocol_error_of
@@ -36,13 +42,15 @@ from .workspace import protocol_error_of
 if TYPE_CHECKING:
     from .hub_client import HubClient
 
-__all__ = ["OVERRUN", "Terminal", "TerminalOutput"]
+__all__ = ["BUFFER_BYTES", "OVERRUN", "Terminal", "TerminalOutput"]
 
 log = logging.getLogger(__name__)
 
 PTY_TYPE_URL = "type.googleapis.com/" + pty_pb2.ProtocolMessage.DESCRIPTOR.full_name
 # The hub's error text when a stream's output outran its reader; a re-attach follows (8.4.12).
 OVERRUN = "output overrun"
+# Output a terminal keeps for its reader before it pauses (detaches) until the reader catches up.
+BUFFER_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,17 @@ class Terminal:
     ``attach_terminal(..., offset=)`` from another program to resume there.
     """
 
-    def __init__(self, client: HubClient, node_id: str, *, stream_id: str = "", offset: int | None = None) -> None:
+    def __init__(
+        self,
+        client: HubClient,
+        node_id: str,
+        *,
+        stream_id: str = "",
+        offset: int | None = None,
+        buffer_bytes: int = BUFFER_BYTES,
+    ) -> None:
+        if buffer_bytes <= 0:
+            raise ValueError(f"buffer_bytes must be positive, not {buffer_bytes}")
         self._client = client
         self.node_id = node_id
         self.stream_id = stream_id or new_id()
@@ -83,9 +101,15 @@ class Terminal:
         self.error = ""  # the last error the node or the hub reported on the stream
         self._wanted = False  # bound or binding: rebind after a loss
         self._attaching = False  # an attach is on its way to the node
+        # Binding again while the node is away (it answers `detached` at once) waits longer each time.
+        self._rebinding: asyncio.Task[None] | None = None
+        self._rebind_backoff = Backoff(client.reconnect_min, client.reconnect_max)
         self._numbered = True  # the node numbers its output by offset (aophub nodes; not the reference)
         self._attachment_bytes = 0  # output received since the last opened/attached
         self._items: deque[TerminalOutput | _Ended] = deque()
+        self.buffer_bytes = buffer_bytes
+        self.buffered = 0  # bytes of output received and not yet read
+        self.paused = False  # detached because the reader fell behind; attaches again once it has read
         self._ready = asyncio.Event()
         self._waiting: dict[str, asyncio.Future[pty_pb2.ProtocolMessage]] = {}
         self._failed: BaseException | None = None
@@ -202,7 +226,8 @@ class Terminal:
         """
         if not self._wanted:
             return
-        self._wanted = self._attaching = False
+        self._wanted = self._attaching = self.paused = False
+        self._stop_rebinding()
         self._client._close_stream(self.stream_id, self)
         try:
             await self._send(detach=pty_pb2.Detach(stream_id=self.stream_id))
@@ -226,6 +251,9 @@ class Terminal:
                 item = self._items.popleft()
                 if isinstance(item, _Ended):
                     return
+                self.buffered -= len(item.data)
+                if self.paused and not self._items:
+                    self._resume()
                 yield item
             if self._failed is not None:
                 raise self._failed
@@ -258,6 +286,25 @@ class Terminal:
         self.offset = offset + len(data)
         if data or missed:
             self._push(TerminalOutput(offset, data, missed))
+            self.buffered += len(data)
+            if self.buffered > self.buffer_bytes:
+                self._pause()
+
+    def _pause(self) -> None:
+        """The reader is behind: unbind (the session runs on) until it has read what is buffered."""
+        if self.paused or not self._wanted or self.closed:
+            return
+        self.paused = True
+        self._stop_rebinding()
+        request = pty_pb2.Detach(stream_id=self.stream_id)
+        task = asyncio.get_running_loop().create_task(self._send(detach=request))
+        task.add_done_callback(_log_failure)
+
+    def _resume(self) -> None:
+        self.paused = False
+        if self._wanted and not self.closed:
+            self._rebind_backoff.reset()
+            self._rebind()
 
     # -- from the client's reader (never waits) -------------------------------------------------
 
@@ -281,6 +328,7 @@ class Terminal:
             self._take(message.output)
         elif case in ("opened", "attached"):
             self._attaching = False
+            self._rebind_backoff.reset()
             self._attachment_bytes = 0
             self.session.CopyFrom(getattr(message, case).session)
             self._resolve(case, message)
@@ -288,12 +336,13 @@ class Terminal:
             self._resolve("sessions", message)
             self._rebind_on(message.sessions)
         elif case == "detached":
-            if self._wanted:  # the node went, or an overrun: bind again for a fresh replay
+            if self._wanted and not self.paused:  # the node went, or an overrun: bind again for a fresh replay
                 self._rebind()
         elif case == "closed":
             self.session.CopyFrom(message.closed.session)
             self.closed = True
             self._wanted = False
+            self._stop_rebinding()
             self._client._close_stream(self.stream_id, self)
             for future in set(self._waiting.values()):
                 if not future.done():
@@ -321,16 +370,32 @@ class Terminal:
             log.info("terminal %s: %s", self.stream_id, error.message)
 
     def _rebind(self) -> None:
-        """Bind the stream again: ``list`` (the node's answer then triggers the ``attach``)."""
+        """Bind the stream again: ``list`` (the node's answer then triggers the ``attach``).
+
+        One try at a time, the first at once; while the node stays away (each ``list`` gets
+        ``detached`` and ``PTY_FORWARD_FAILED``, 8.4.4) the tries back off like reconnects do.
+        """
         self._attaching = False
-        request = pty_pb2.List(stream_id=self.stream_id, node_id=self.node_id)
-        task = asyncio.get_running_loop().create_task(self._send(list=request))
-        task.add_done_callback(_log_failure)
+        if self._rebinding is not None and not self._rebinding.done():
+            return
+        self._rebinding = asyncio.get_running_loop().create_task(self._rebind_after(self._rebind_backoff.next()))
+        self._rebinding.add_done_callback(_log_failure)
+
+    def _stop_rebinding(self) -> None:
+        if self._rebinding is not None:
+            self._rebinding.cancel()
+            self._rebinding = None
+
+    async def _rebind_after(self, delay: float) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+        if self._wanted and not self.closed:
+            await self._send(list=pty_pb2.List(stream_id=self.stream_id, node_id=self.node_id))
 
     def _rebind_on(self, sessions: pty_pb2.Sessions) -> None:
         """A ``sessions`` answer while this terminal wants its session and is not bound: attach."""
         explicit = "sessions" in self._waiting or "attached" in self._waiting  # attach() is doing it
-        if not self._wanted or self._attaching or explicit or not self.session.id:
+        if not self._wanted or self.paused or self._attaching or explicit or not self.session.id:
             return
         if not any(session.id == self.session.id for session in sessions.sessions):
             return
@@ -341,6 +406,7 @@ class Terminal:
     def interrupted(self, error: BaseException, *, for_good: bool) -> None:
         self._attaching = False
         if for_good:
+            self._stop_rebinding()
             self._failed = error
             for future in set(self._waiting.values()):
                 if not future.done():
@@ -349,7 +415,7 @@ class Terminal:
 
     async def reconnected(self) -> None:
         """The hub dropped this connection's bindings with it: bind again, resuming at :attr:`offset`."""
-        if self._wanted and not self.closed and self.session.id:
+        if self._wanted and not self.paused and not self.closed and self.session.id:
             with contextlib.suppress(ConnectionError):
                 await self._send(list=pty_pb2.List(stream_id=self.stream_id, node_id=self.node_id))
 
