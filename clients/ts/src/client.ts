@@ -415,6 +415,8 @@ export class Client {
       if (this.terminals.get(terminal.streamId) === terminal) this.terminals.delete(terminal.streamId);
     },
     gen: (): number => (this.socket === null ? 0 : this.gen),
+    retryDelay: (attempt: number): number =>
+      jitter(Math.min(this.reconnectMinMs * 2 ** Math.min(attempt, 30), this.reconnectMaxMs)),
   };
 
   /** Routes a frame answering a terminal's stream (reply_to = the stream id, or one of its envelope ids "<stream id>/<n>"). */

@@ -40,6 +40,8 @@ export interface TerminalLink {
   forget(terminal: Terminal): void;
   /** The current connection (0: none). */
   gen(): number;
+  /** The wait (ms) before the terminal's next try to bind again: attempt 0 waits least, then doubling (the client's reconnect backoff). */
+  retryDelay(attempt: number): number;
 }
 
 type Request = Exclude<PtyMessage["message"], { case: undefined }>;
@@ -57,8 +59,11 @@ type Request = Exclude<PtyMessage["message"], { case: undefined }>;
  * It outlives disconnects: on a new connection it binds a fresh stream id and
  * attaches again to its session (a snapshot of the session's recent output
  * follows, then live output), and when the hub reports the node gone and back
- * (detached, then sessions) it attaches again too. Input sent while there is
- * no connection is dropped.
+ * (detached, then sessions) it attaches again too. When the node is away as
+ * it binds (the hub answers PTY_FORWARD_FAILED, e.g. after a hub restart that
+ * the client noticed before the node), it tries again with the client's
+ * reconnect backoff until the node is back. Input sent while there is no
+ * connection is dropped.
  */
 export class Terminal {
   /** The stream id on the current connection (it changes after a reconnect). */
@@ -74,6 +79,8 @@ export class Terminal {
   private intent: { case: "open"; init: OpenInit } | { case: "attach" } | null = null;
   private lost = false; // a detached we did not ask for: attach again at the next sessions
   private done = false;
+  private retries = 0; // binding tries refused since the last opened/attached
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
 
   /** @internal use Client.terminal */
   constructor(
@@ -136,6 +143,8 @@ export class Terminal {
   /** Stops the terminal for good: detaches (the session keeps running) and releases the stream on the hub. */
   end(): void {
     if (this.done) return;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
     if (this.gen !== 0) {
       this.detach();
       this.link.cancel(this.streamId);
@@ -155,10 +164,14 @@ export class Terminal {
         this.sessionId = message.value.session?.id ?? this.sessionId;
         this.intent = { case: "attach" };
         this.lost = false;
+        this.retries = 0;
         break;
       case "closed":
         this.ended = true;
         this.intent = null;
+        break;
+      case "error":
+        if (message.value.message.startsWith("PTY_FORWARD_FAILED") && this.intent !== null) this.retryLater();
         break;
       case "detached":
         if (this.intent !== null) this.lost = true;
@@ -172,6 +185,24 @@ export class Terminal {
         break;
     }
     this.listener(message, this);
+  }
+
+  /**
+   * The node could not be reached (8.4.4: the hub dropped a new binding; a
+   * bound stream stays bound): bind again after a backoff, then attach (or
+   * open) once the node answers.
+   */
+  private retryLater(): void {
+    if (this.retryTimer !== null || this.done) return;
+    this.lost = true;
+    const delay = this.link.retryDelay(this.retries++);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      if (this.done || this.ended || this.intent === null || this.link.gen() === 0) return;
+      this.gen = 0;
+      if (this.intent.case === "open") this.sendOpen(this.intent.init);
+      else this.list();
+    }, delay);
   }
 
   /** @internal a new connection: the old stream is gone on the hub; bind a new one and attach again. */

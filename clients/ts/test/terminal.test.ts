@@ -229,3 +229,57 @@ test("a terminal re-attaches after its node comes back, and end releases the str
     hub.close();
   }
 });
+
+// The client came back before the node did (a hub restart): the binding list
+// gets detached and PTY_FORWARD_FAILED, and the hub drops the binding (8.4.4),
+// so no sessions will follow by themselves. The terminal binds again after a
+// backoff until the node answers, then attaches to its session.
+test("a terminal whose node is away as it binds tries again with backoff, then attaches", STEP, async () => {
+  const box = inbox();
+  const tries: number[] = [];
+  const hub = await fakeHub(
+    box.script(async (socket: WebSocket, _index: number, read: () => Promise<Envelope>) => {
+    const refuse = (envelopeId: string) => {
+      const refusal = create(ProtocolMessageSchema, {
+        message: { case: "protocolError", value: { code: "PTY_FORWARD_FAILED", message: "node n1 is not connected" } },
+      });
+      socket.send(toBinary(EnvelopeSchema, create(EnvelopeSchema, { replyTo: envelopeId, payload: anyPack(ProtocolMessageSchema, refusal) })));
+    };
+    let streamId = "";
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const list = await read();
+      const m = pty(list);
+      assert.equal(m.case, "list", `try ${attempt} binds with list`);
+      streamId = m.value.streamId;
+      tries.push(Date.now());
+      socket.send(relay(streamId, { case: "detached", value: { $typeName: "aop.pty.Detached", streamId } }));
+      refuse(list.id);
+      if (attempt === 0) assert.equal(pty(await read()).case, "attach"); // sent behind the first list; unbound, dropped
+    }
+    const list = pty(await read());
+    assert.equal(list.case, "list");
+    socket.send(relay(streamId, { case: "sessions", value: { $typeName: "aop.pty.Sessions", streamId, sessions: [session("p4")] } }));
+    const attach = pty(await read());
+    assert.equal(attach.case, "attach");
+    assert.equal(attach.value.sessionId, "p4");
+    socket.send(relay(streamId, { case: "attached", value: { $typeName: "aop.pty.Attached", streamId, session: session("p4") } }));
+    }),
+  );
+  const client = await connect(hub.url, "key", { reconnectMinMs: 40, reconnectMaxMs: 400 });
+  try {
+    const terminal = client.terminal({ nodeId: "n1", onMessage: box.listener });
+    terminal.attach("p4");
+    for (;;) {
+      const message = await box.next();
+      if (message.case === "attached") break;
+      assert.ok(["detached", "error", "sessions"].includes(message.case), message.case);
+    }
+    await box.done();
+    const waits = tries.slice(1).map((at, index) => at - tries[index]!);
+    assert.ok(waits[0]! >= 20, `the first retry waited ${waits[0]} ms (at least half of 40)`);
+    assert.ok(waits[1]! >= 40, `the second retry waited ${waits[1]} ms (at least half of 80)`);
+  } finally {
+    client.close();
+    hub.close();
+  }
+});
