@@ -17,6 +17,7 @@ from aop import content_pb2, event_pb2
 from aophub.access.authenticator import ACCESS_KEY_FILE
 from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES
 from aophub.agent.audit import AuditLog
+from aophub.agent.commands import command_search_path
 from aophub.agent.echo import EchoAgent
 from aophub.agent.history import RESET_COMMAND, Conversations, history_from_events
 from aophub.agent.isolation import Isolation, SandboxState
@@ -25,6 +26,14 @@ from aophub.agent.memory import DEFAULT_MAX_ENTRIES, DEFAULT_PROMPT_ENTRIES, MEM
 from aophub.agent.memory_tools import MEMORY_TOOLS, memory_definitions, run_memory_tool
 from aophub.agent.provider import ChatMessage, ProviderError
 from aophub.agent.sandbox import ExecPolicy, Workspace
+from aophub.agent.skills import (
+    BUILTIN_DIR,
+    BUILTIN_PREFIX,
+    SKILLS_STATE_FILE,
+    SkillCatalog,
+    SkillNotFound,
+    listing,
+)
 from aophub.agent.summaries import summary_event_parts
 from aophub.agent.tokens import ENCODINGS_DIR
 from aophub.agent.tools import ToolBox
@@ -69,7 +78,7 @@ HISTORY_PAGE_BYTES = 4 * 1024 * 1024  # one store read loads at most this much (
 
 def hub_files(config: ConfigStore) -> tuple[Path, ...]:
     """The files of the data directory the file tools must never open: configuration, key, database, audit log,
-    memory (the model reaches it only through remember and recall)."""
+    memory (the model reaches it only through remember and recall), the skills' state."""
     data_dir = config.data_dir
     database = data_dir / DATABASE_FILE
     sqlite_files = [database.with_name(database.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
@@ -82,6 +91,8 @@ def hub_files(config: ConfigStore) -> tuple[Path, ...]:
         data_dir / AUDIT_LOG,
         memory,
         memory.with_name(memory.name + ".tmp"),
+        data_dir / SKILLS_STATE_FILE,
+        data_dir / (SKILLS_STATE_FILE + ".tmp"),
     )
 
 
@@ -120,7 +131,8 @@ class ConfiguredTools:
         if self._tools is None or settings != self._settings:
             workspace = Workspace(self._config.workspace(), protected=hub_files(self._config))
             policy = ExecPolicy.from_settings(settings)
-            self._tools = ToolBox(workspace, policy, self._audit)
+            read_only = {BUILTIN_PREFIX: Workspace(BUILTIN_DIR)} if BUILTIN_DIR.is_dir() else {}
+            self._tools = ToolBox(workspace, policy, self._audit, read_only=read_only)
             self._settings = settings
             warn_about_sandbox(policy.isolation)
         return self._tools
@@ -209,6 +221,11 @@ def builtin_agent(
     memory = Memory(config.data_dir / MEMORY_FILE)
     tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG), memory)
     tools.current()  # a workspace that cannot be made fails at start
+    skills = SkillCatalog(
+        tools.workspace,
+        config.data_dir / SKILLS_STATE_FILE,
+        command_path=lambda: command_search_path(tools.current().policy.isolation),
+    )
 
     async def load_history(session_id: str, turn_id: str) -> list[ChatMessage]:
         assert store is not None
@@ -229,11 +246,13 @@ def builtin_agent(
         workspace=tools.workspace,
         encodings_dir=config.data_dir / ENCODINGS_DIR,
         memory=memory,
+        skills=skills,
     )
 
 
 def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
-    """The built-in agent's slash commands: ``/reset`` (a fresh context), ``/summarize``, ``/memory`` and ``/status``.
+    """The built-in agent's slash commands: ``/reset`` (a fresh context), ``/summarize``, ``/memory``, ``/skills``
+    and ``/status``.
 
     ``/summarize`` folds the conversation so far into the session's running summary (also
     ``SessionService.SummarizeSession``); its output, the summary, carries
@@ -271,6 +290,23 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
             return CommandOutput("nothing matches" if call.args else "the memory is empty")
         return CommandOutput(prompt_section(entries), "preformatted")
 
+    async def skills(call: CommandCall) -> CommandOutput:
+        if agent.skills is None:
+            raise CommandFailed("this agent has no skills")
+        catalog, words = agent.skills, call.args.split()
+        if not words:
+            found = await asyncio.to_thread(catalog.list)
+            return CommandOutput(listing(found, prompt_on=agent.agent_settings().skills_enabled), "preformatted")
+        if len(words) != 2 or words[0] not in ("enable", "disable"):
+            raise CommandFailed("usage: /skills, /skills enable NAME or /skills disable NAME")
+        action, name = words
+        try:
+            skill = await asyncio.to_thread(catalog.enable if action == "enable" else catalog.disable, name)
+        except SkillNotFound as missing:
+            raise CommandFailed(str(missing)) from None
+        note = f" (unavailable: {skill.problem})" if skill.problem else ""
+        return CommandOutput(f"skill {skill.name} {action}d{note}")
+
     async def status(call: CommandCall) -> CommandOutput:
         current = agent.status()
         lines = [f"provider: {current.provider or '-'}", f"model: {current.model or '-'}"]
@@ -287,6 +323,12 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
         memory,
         usage="[words]",
         description="Show the long-term memory's newest entries, or those holding every word",
+    )
+    commands.add(
+        "/skills",
+        skills,
+        usage="[enable|disable NAME]",
+        description="List the skills (and why any is unavailable), or enable or disable one",
     )
     commands.add("/status", status, description="Show the agent's model and its configuration problems")
     return commands
