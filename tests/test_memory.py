@@ -32,9 +32,9 @@ def memory(tmp_path: Path) -> Memory:
 
 
 def test_entries_are_dated_tagged_and_survive_a_new_instance(memory: Memory, tmp_path: Path) -> None:
-    """An entry keeps its date, session and source in a 0600 file another Memory reads back."""
-    entry = memory.add("The deploy target is staging.", session_id="ses_1")
-    assert (entry.date, entry.session_id, entry.source) == ("2025-12-02", "ses_1", "model")
+    """An entry keeps its date, session, source and client in a 0600 file another Memory reads back."""
+    entry = memory.add("The deploy target is staging.", session_id="ses_1", client="alice")
+    assert (entry.date, entry.session_id, entry.source, entry.client) == ("2025-12-02", "ses_1", "model", "alice")
     again = Memory(tmp_path / MEMORY_FILE).entries()
     assert again == [entry]
     assert stat.S_IMODE((tmp_path / MEMORY_FILE).stat().st_mode) == 0o600

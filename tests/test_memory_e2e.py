@@ -114,3 +114,23 @@ async def test_memory_service_manages_entries_for_admins_only(tmp_path: Path, fa
         async with memory_connect.MemoryServiceClient(hub.http, interceptors=[BearerKey(secret)]) as memory:
             await connect_error(memory.list_memory(memory_pb2.ListMemoryRequest()), Code.PERMISSION_DENIED)
     assert "hunter2" not in (tmp_path / "memory.jsonl").read_text()
+
+
+async def test_a_remembered_entry_is_tagged_with_the_client_whose_session_it_came_from(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """remember in alice's session: the entry names the session and alice (the client); AddMemory names its caller."""
+    configure(tmp_path, fake)
+    fake.script(tool_calls(("call_r", "remember", f'{{"text": "{FACT}"}}')), answer("Noted."))
+    async with checked_hub(tmp_path) as hub:
+        secret = await create_app_token(hub)
+        async with await AppSocket.open(hub.app_url, token=secret) as alice:
+            session_id = await finished_turn(alice, "Remember that my favourite colour is teal.")
+        async with memory_connect.MemoryServiceClient(hub.http, interceptors=[BearerKey(TOKEN)]) as memory:
+            added = await memory.add_memory(memory_pb2.AddMemoryRequest(request_id="add-1", text="The VPN is down."))
+            entries = (await memory.list_memory(memory_pb2.ListMemoryRequest())).entries
+    assert [(e.text, e.session_id, e.source, e.client) for e in entries] == [
+        ("The VPN is down.", "", "admin", "admin"),
+        (FACT, session_id, "model", "alice"),
+    ]
+    assert added.accepted.client == "admin"

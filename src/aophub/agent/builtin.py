@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aop import content_pb2, event_pb2
@@ -113,12 +113,20 @@ def warn_about_sandbox(isolation: Isolation) -> None:
 class ConfiguredTools:
     """The built-in tools under the sandbox settings in effect now: the tool box is rebuilt when they
     change (UpdateConfig or a hand edit of the file), so a change applies from the next tool call.
-    With ``memory`` and ``agent.memory_enabled``, also ``remember`` and ``recall``."""
+    With ``memory`` and ``agent.memory_enabled``, also ``remember`` and ``recall``; ``session_client`` gives
+    the token name of a session's owner, which tags what ``remember`` stores."""
 
-    def __init__(self, config: ConfigStore, audit: AuditLog, memory: Memory | None = None) -> None:
+    def __init__(
+        self,
+        config: ConfigStore,
+        audit: AuditLog,
+        memory: Memory | None = None,
+        session_client: Callable[[str], Awaitable[str]] | None = None,
+    ) -> None:
         self._config = config
         self._audit = audit
         self._memory = memory
+        self._session_client = session_client
         self._settings: config_pb2.SandboxSettings | None = None
         self._tools: ToolBox | None = None
 
@@ -154,8 +162,9 @@ class ConfiguredTools:
         text, is_error = "canceled: the turn ended", True
         max_entries = self._config.agent_settings().memory_max_entries or DEFAULT_MAX_ENTRIES
         try:
+            client = await self._session_client(session_id) if self._session_client is not None else ""
             text, is_error = await run_memory_tool(
-                memory, name, arguments, session_id=session_id, max_entries=max_entries
+                memory, name, arguments, session_id=session_id, client=client, max_entries=max_entries
             )
         finally:
             duration_ms = int((time.monotonic() - started) * 1000)
@@ -219,7 +228,12 @@ def builtin_agent(
     tiktoken encodings found in ``<data dir>/tokenizers`` (see :mod:`aophub.agent.tokens`).
     """
     memory = Memory(config.data_dir / MEMORY_FILE)
-    tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG), memory)
+
+    async def session_client(session_id: str) -> str:
+        record = await store.get_session(session_id) if store is not None else None
+        return record.owner if record is not None else ""
+
+    tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG), memory, session_client)
     tools.current()  # a workspace that cannot be made fails at start
     skills = SkillCatalog(
         tools.workspace,

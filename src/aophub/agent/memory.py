@@ -1,8 +1,9 @@
 """The built-in agent's long-term memory: dated entries in one JSON-lines file of the data directory.
 
 Each entry has an id, its text (secrets redacted, :mod:`aophub.agent.redaction`), when it was
-written, the session it came from and its source ("model" for the ``remember`` tool, else the
-token name of the MemoryService caller). The file (``memory.jsonl``, mode 0600) is rewritten
+written, the session it came from, its source ("model" for the ``remember`` tool, else the
+token name of the MemoryService caller) and its client (the token name of the session's owner, or
+of the MemoryService caller; empty where the node cannot know it). The file (``memory.jsonl``, mode 0600) is rewritten
 atomically on each change, so a crash leaves the old or the new memory, never half of one.
 
 The memory keeps at most ``max_entries`` entries (given with each addition, as the settings may
@@ -50,8 +51,8 @@ class MemoryRefused(Exception):
 
 @dataclass(frozen=True)
 class MemoryEntry:
-    """One remembered item: its text (redacted), when it was written, its session and source; ``summary`` marks
-    the entry the oldest ones were folded into."""
+    """One remembered item: its text (redacted), when it was written, its session, source and client;
+    ``summary`` marks the entry the oldest ones were folded into."""
 
     id: str
     text: str
@@ -59,6 +60,7 @@ class MemoryEntry:
     session_id: str = ""
     source: str = MODEL_SOURCE
     summary: bool = False
+    client: str = ""
 
     @property
     def date(self) -> str:
@@ -108,10 +110,16 @@ class Memory:
             return self._read()
 
     def add(
-        self, text: str, *, session_id: str = "", source: str = MODEL_SOURCE, max_entries: int = DEFAULT_MAX_ENTRIES
+        self,
+        text: str,
+        *,
+        session_id: str = "",
+        source: str = MODEL_SOURCE,
+        client: str = "",
+        max_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> MemoryEntry:
         """Store ``text`` (redacted) as the newest entry; fold the oldest past ``max_entries``. Raises MemoryRefused."""
-        entry = MemoryEntry(new_id("mem"), _checked(text), self._clock(), session_id, source)
+        entry = MemoryEntry(new_id("mem"), _checked(text), self._clock(), session_id, source, client=client)
         with self._lock:
             self._write(_bounded([*self._read(), entry], max(2, max_entries)))
         return entry
