@@ -59,6 +59,7 @@ from aophub.agent.context import (
 )
 from aophub.agent.echo import EchoAgent
 from aophub.agent.memory import DEFAULT_PROMPT_ENTRIES, Memory, prompt_section
+from aophub.agent.memory import DEFAULT_PROMPT_TOKENS as DEFAULT_MEMORY_PROMPT_TOKENS
 from aophub.agent.openai import OpenAIProvider
 from aophub.agent.provider import (
     AssistantToolCall,
@@ -328,7 +329,9 @@ class BuiltinAgent:
         remembered = ""
         if self.memory is not None and settings.memory_enabled:
             count = settings.memory_prompt_entries or DEFAULT_PROMPT_ENTRIES
-            remembered = prompt_section(await asyncio.to_thread(self.memory.latest, count))
+            bound = settings.memory_prompt_tokens or DEFAULT_MEMORY_PROMPT_TOKENS
+            entries = await asyncio.to_thread(self.memory.latest, count)
+            remembered = prompt_section(entries, max_tokens=bound, count=self.counter(profile.model).count)
         skills = ""
         if self.skills is not None and settings.skills_enabled:
             max_tokens = settings.skills_prompt_tokens or DEFAULT_PROMPT_TOKENS

@@ -320,6 +320,22 @@ private static final long serialVersionUID = 0L;
     return memoryMaxEntries_;
   }
 
+  public static final int MEMORY_PROMPT_TOKENS_FIELD_NUMBER = 22;
+  private int memoryPromptTokens_ = 0;
+  /**
+   * <pre>
+   * Most tokens the memory takes in the system prompt: the newest entries
+   * that fit (the rest stay reachable through recall). 0 means 2000.
+   * </pre>
+   *
+   * <code>uint32 memory_prompt_tokens = 22 [json_name = "memoryPromptTokens"];</code>
+   * @return The memoryPromptTokens.
+   */
+  @java.lang.Override
+  public int getMemoryPromptTokens() {
+    return memoryPromptTokens_;
+  }
+
   public static final int SKILLS_ENABLED_FIELD_NUMBER = 20;
   private boolean skillsEnabled_ = false;
   /**
@@ -408,6 +424,9 @@ private static final long serialVersionUID = 0L;
     if (skillsPromptTokens_ != 0) {
       output.writeUInt32(21, skillsPromptTokens_);
     }
+    if (memoryPromptTokens_ != 0) {
+      output.writeUInt32(22, memoryPromptTokens_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -462,6 +481,10 @@ private static final long serialVersionUID = 0L;
     if (skillsPromptTokens_ != 0) {
       size += com.google.protobuf.CodedOutputStream
         .computeUInt32Size(21, skillsPromptTokens_);
+    }
+    if (memoryPromptTokens_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(22, memoryPromptTokens_);
     }
     return size;
   }
@@ -521,6 +544,8 @@ private static final long serialVersionUID = 0L;
         != other.getMemoryPromptEntries()) return false;
     if (getMemoryMaxEntries()
         != other.getMemoryMaxEntries()) return false;
+    if (getMemoryPromptTokens()
+        != other.getMemoryPromptTokens()) return false;
     if (getSkillsEnabled()
         != other.getSkillsEnabled()) return false;
     if (getSkillsPromptTokens()
@@ -569,6 +594,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getMemoryPromptEntries();
     hash = (37 * hash) + MEMORY_MAX_ENTRIES_FIELD_NUMBER;
     hash = (53 * hash) + getMemoryMaxEntries();
+    hash = (37 * hash) + MEMORY_PROMPT_TOKENS_FIELD_NUMBER;
+    hash = (53 * hash) + getMemoryPromptTokens();
     hash = (37 * hash) + SKILLS_ENABLED_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
         getSkillsEnabled());
@@ -720,6 +747,7 @@ private static final long serialVersionUID = 0L;
       memoryEnabled_ = false;
       memoryPromptEntries_ = 0;
       memoryMaxEntries_ = 0;
+      memoryPromptTokens_ = 0;
       skillsEnabled_ = false;
       skillsPromptTokens_ = 0;
       return this;
@@ -794,9 +822,12 @@ private static final long serialVersionUID = 0L;
         result.memoryMaxEntries_ = memoryMaxEntries_;
       }
       if (((from_bitField0_ & 0x00000800) != 0)) {
-        result.skillsEnabled_ = skillsEnabled_;
+        result.memoryPromptTokens_ = memoryPromptTokens_;
       }
       if (((from_bitField0_ & 0x00001000) != 0)) {
+        result.skillsEnabled_ = skillsEnabled_;
+      }
+      if (((from_bitField0_ & 0x00002000) != 0)) {
         result.skillsPromptTokens_ = skillsPromptTokens_;
       }
       result.bitField0_ |= to_bitField0_;
@@ -848,6 +879,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getMemoryMaxEntries() != 0) {
         setMemoryMaxEntries(other.getMemoryMaxEntries());
+      }
+      if (other.getMemoryPromptTokens() != 0) {
+        setMemoryPromptTokens(other.getMemoryPromptTokens());
       }
       if (other.getSkillsEnabled() != false) {
         setSkillsEnabled(other.getSkillsEnabled());
@@ -936,14 +970,19 @@ private static final long serialVersionUID = 0L;
             } // case 88
             case 160: {
               skillsEnabled_ = input.readBool();
-              bitField0_ |= 0x00000800;
+              bitField0_ |= 0x00001000;
               break;
             } // case 160
             case 168: {
               skillsPromptTokens_ = input.readUInt32();
-              bitField0_ |= 0x00001000;
+              bitField0_ |= 0x00002000;
               break;
             } // case 168
+            case 176: {
+              memoryPromptTokens_ = input.readUInt32();
+              bitField0_ |= 0x00000800;
+              break;
+            } // case 176
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1590,6 +1629,53 @@ private static final long serialVersionUID = 0L;
       return this;
     }
 
+    private int memoryPromptTokens_ ;
+    /**
+     * <pre>
+     * Most tokens the memory takes in the system prompt: the newest entries
+     * that fit (the rest stay reachable through recall). 0 means 2000.
+     * </pre>
+     *
+     * <code>uint32 memory_prompt_tokens = 22 [json_name = "memoryPromptTokens"];</code>
+     * @return The memoryPromptTokens.
+     */
+    @java.lang.Override
+    public int getMemoryPromptTokens() {
+      return memoryPromptTokens_;
+    }
+    /**
+     * <pre>
+     * Most tokens the memory takes in the system prompt: the newest entries
+     * that fit (the rest stay reachable through recall). 0 means 2000.
+     * </pre>
+     *
+     * <code>uint32 memory_prompt_tokens = 22 [json_name = "memoryPromptTokens"];</code>
+     * @param value The memoryPromptTokens to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMemoryPromptTokens(int value) {
+
+      memoryPromptTokens_ = value;
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Most tokens the memory takes in the system prompt: the newest entries
+     * that fit (the rest stay reachable through recall). 0 means 2000.
+     * </pre>
+     *
+     * <code>uint32 memory_prompt_tokens = 22 [json_name = "memoryPromptTokens"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMemoryPromptTokens() {
+      bitField0_ = (bitField0_ & ~0x00000800);
+      memoryPromptTokens_ = 0;
+      onChanged();
+      return this;
+    }
+
     private boolean skillsEnabled_ ;
     /**
      * <pre>
@@ -1623,7 +1709,7 @@ private static final long serialVersionUID = 0L;
     public Builder setSkillsEnabled(boolean value) {
 
       skillsEnabled_ = value;
-      bitField0_ |= 0x00000800;
+      bitField0_ |= 0x00001000;
       onChanged();
       return this;
     }
@@ -1640,7 +1726,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearSkillsEnabled() {
-      bitField0_ = (bitField0_ & ~0x00000800);
+      bitField0_ = (bitField0_ & ~0x00001000);
       skillsEnabled_ = false;
       onChanged();
       return this;
@@ -1673,7 +1759,7 @@ private static final long serialVersionUID = 0L;
     public Builder setSkillsPromptTokens(int value) {
 
       skillsPromptTokens_ = value;
-      bitField0_ |= 0x00001000;
+      bitField0_ |= 0x00002000;
       onChanged();
       return this;
     }
@@ -1687,7 +1773,7 @@ private static final long serialVersionUID = 0L;
      * @return This builder for chaining.
      */
     public Builder clearSkillsPromptTokens() {
-      bitField0_ = (bitField0_ & ~0x00001000);
+      bitField0_ = (bitField0_ & ~0x00002000);
       skillsPromptTokens_ = 0;
       onChanged();
       return this;

@@ -189,6 +189,17 @@ public interface AgentSettingsOrBuilder extends
 
   /**
    * <pre>
+   * Most tokens the memory takes in the system prompt: the newest entries
+   * that fit (the rest stay reachable through recall). 0 means 2000.
+   * </pre>
+   *
+   * <code>uint32 memory_prompt_tokens = 22 [json_name = "memoryPromptTokens"];</code>
+   * @return The memoryPromptTokens.
+   */
+  int getMemoryPromptTokens();
+
+  /**
+   * <pre>
    * Skills (folders with a SKILL.md in &lt;workspace&gt;/skills/ and built into the
    * hub, see SkillService): put the one-line summaries of the enabled,
    * available skills into the system prompt (with the tools: the model reads
