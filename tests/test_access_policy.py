@@ -128,13 +128,13 @@ def test_every_application_case_is_in_the_table_and_nothing_else() -> None:
 
 
 def test_token_service_and_config_service_are_admin_only() -> None:
-    """Tokens, configuration and the agent's memory (shared by every user of the node) are the admin plane:
-    no other scope reaches them."""
+    """Tokens, configuration and the agent's memory and skills (shared by every user of the node) are the admin
+    plane: no other scope reaches them."""
     admin_only = [path for path, need in RPC_METHODS.items() if need is Scope.ADMIN]
     assert sorted(admin_only) == [
         path
         for path in schema_methods()
-        if path.split("/")[0].endswith(("ConfigService", "TokenService", "MemoryService"))
+        if path.split("/")[0].endswith(("ConfigService", "TokenService", "MemoryService", "SkillService"))
     ]
 
 

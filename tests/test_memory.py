@@ -12,6 +12,7 @@ from aophub.agent.builtin import builtin_agent, builtin_commands
 from aophub.agent.memory import MEMORY_FILE, Memory, MemoryRefused, prompt_section
 from aophub.agent.memory_tools import memory_definitions, run_memory_tool
 from aophub.agent.redaction import REDACTED
+from aophub.agent.tokens import EstimatedTokens
 from aophub.config import ConfigStore
 
 DAY = 86_400.0
@@ -32,9 +33,9 @@ def memory(tmp_path: Path) -> Memory:
 
 
 def test_entries_are_dated_tagged_and_survive_a_new_instance(memory: Memory, tmp_path: Path) -> None:
-    """An entry keeps its date, session and source in a 0600 file another Memory reads back."""
-    entry = memory.add("The deploy target is staging.", session_id="ses_1")
-    assert (entry.date, entry.session_id, entry.source) == ("2025-12-02", "ses_1", "model")
+    """An entry keeps its date, session, source and client in a 0600 file another Memory reads back."""
+    entry = memory.add("The deploy target is staging.", session_id="ses_1", client="alice")
+    assert (entry.date, entry.session_id, entry.source, entry.client) == ("2025-12-02", "ses_1", "model", "alice")
     again = Memory(tmp_path / MEMORY_FILE).entries()
     assert again == [entry]
     assert stat.S_IMODE((tmp_path / MEMORY_FILE).stat().st_mode) == 0o600
@@ -91,6 +92,21 @@ def test_the_prompt_section_lists_the_newest_entries_after_the_summary(memory: M
     assert "older entries, summarized:\n2025-12-02: fact 0" in section
     assert section.endswith("- 2025-12-05: fact 3\n- 2025-12-06: fact 4")
     assert prompt_section([]) == ""
+
+
+def test_the_prompt_section_keeps_the_newest_entries_within_its_token_bound(memory: Memory) -> None:
+    """Twenty entries of 4000 characters do not fit 2000 tokens: the newest that fit are kept, the rest counted."""
+    for number in range(20):
+        memory.add(f"fact {number:02} " + "x" * 3990)
+    count = EstimatedTokens().count
+    unbounded = prompt_section(memory.latest(20))
+    assert count(unbounded) > 26_000
+    section = prompt_section(memory.latest(20), max_tokens=2000, count=count)
+    assert count(section) <= 2000
+    assert "fact 19" in section
+    assert "fact 18" not in section
+    assert "- (19 older entries left out: recall searches them)" in section
+    assert prompt_section(memory.latest(20), max_tokens=10, count=count) == ""
 
 
 async def test_the_remember_and_recall_tools(memory: Memory) -> None:

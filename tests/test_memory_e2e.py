@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from connectrpc.code import Code
 
+from aophub.agent.memory import MEMORY_FILE, Memory
 from aophub.agent.redaction import REDACTED
 from aophub.config import ConfigStore, default_config
 from aophub.v1 import config_pb2, memory_connect, memory_pb2, token_connect, token_pb2
@@ -114,3 +115,42 @@ async def test_memory_service_manages_entries_for_admins_only(tmp_path: Path, fa
         async with memory_connect.MemoryServiceClient(hub.http, interceptors=[BearerKey(secret)]) as memory:
             await connect_error(memory.list_memory(memory_pb2.ListMemoryRequest()), Code.PERMISSION_DENIED)
     assert "hunter2" not in (tmp_path / "memory.jsonl").read_text()
+
+
+async def test_a_remembered_entry_is_tagged_with_the_client_whose_session_it_came_from(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """remember in alice's session: the entry names the session and alice (the client); AddMemory names its caller."""
+    configure(tmp_path, fake)
+    fake.script(tool_calls(("call_r", "remember", f'{{"text": "{FACT}"}}')), answer("Noted."))
+    async with checked_hub(tmp_path) as hub:
+        secret = await create_app_token(hub)
+        async with await AppSocket.open(hub.app_url, token=secret) as alice:
+            session_id = await finished_turn(alice, "Remember that my favourite colour is teal.")
+        async with memory_connect.MemoryServiceClient(hub.http, interceptors=[BearerKey(TOKEN)]) as memory:
+            added = await memory.add_memory(memory_pb2.AddMemoryRequest(request_id="add-1", text="The VPN is down."))
+            entries = (await memory.list_memory(memory_pb2.ListMemoryRequest())).entries
+    assert [(e.text, e.session_id, e.source, e.client) for e in entries] == [
+        ("The VPN is down.", "", "admin", "admin"),
+        (FACT, session_id, "model", "alice"),
+    ]
+    assert added.accepted.client == "admin"
+
+
+async def test_the_memory_in_the_prompt_stays_within_memory_prompt_tokens(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Five 1000-character entries and a 600-token bound: the prompt holds the newest that fit, the rest counted."""
+    configure(tmp_path, fake)
+    store = ConfigStore(tmp_path, environ={})
+    config = store.config
+    config.agent.memory_prompt_tokens = 600
+    store.save(config)
+    memory = Memory(tmp_path / MEMORY_FILE)
+    for number in range(5):
+        memory.add(f"fact {number} " + "y" * 1000)
+    fake.script(answer("Hello."))
+    async with checked_hub(tmp_path) as hub, await AppSocket.open(hub.app_url) as app:
+        await finished_turn(app, "Hi")
+    system = fake.chat_requests[-1].messages[0]["content"]
+    assert "fact 4" in system
+    assert "fact 2" not in system
+    assert "older entries left out: recall searches them" in system

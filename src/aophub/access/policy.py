@@ -68,6 +68,11 @@ RPC_METHODS: Final[dict[str, Scope]] = {
     "aophub.v1.MemoryService/EditMemory": ADMIN,
     "aophub.v1.MemoryService/DeleteMemory": ADMIN,
     "aophub.v1.MemoryService/SearchMemory": ADMIN,
+    # Node-wide agent state, like the memory and the configuration.
+    "aophub.v1.SkillService/ListSkills": ADMIN,
+    "aophub.v1.SkillService/GetSkill": ADMIN,
+    "aophub.v1.SkillService/EnableSkill": ADMIN,
+    "aophub.v1.SkillService/DisableSkill": ADMIN,
     "aophub.v1.TokenService/ListTokens": ADMIN,
     "aophub.v1.TokenService/RevokeToken": ADMIN,
 }

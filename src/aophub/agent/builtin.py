@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aop import content_pb2, event_pb2
 from aophub.access.authenticator import ACCESS_KEY_FILE
 from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES
 from aophub.agent.audit import AuditLog
+from aophub.agent.commands import command_search_path
 from aophub.agent.echo import EchoAgent
 from aophub.agent.history import RESET_COMMAND, Conversations, history_from_events
 from aophub.agent.isolation import Isolation, SandboxState
@@ -25,6 +26,14 @@ from aophub.agent.memory import DEFAULT_MAX_ENTRIES, DEFAULT_PROMPT_ENTRIES, MEM
 from aophub.agent.memory_tools import MEMORY_TOOLS, memory_definitions, run_memory_tool
 from aophub.agent.provider import ChatMessage, ProviderError
 from aophub.agent.sandbox import ExecPolicy, Workspace
+from aophub.agent.skills import (
+    BUILTIN_DIR,
+    BUILTIN_PREFIX,
+    SKILLS_STATE_FILE,
+    SkillCatalog,
+    SkillNotFound,
+    listing,
+)
 from aophub.agent.summaries import summary_event_parts
 from aophub.agent.tokens import ENCODINGS_DIR
 from aophub.agent.tools import ToolBox
@@ -69,7 +78,7 @@ HISTORY_PAGE_BYTES = 4 * 1024 * 1024  # one store read loads at most this much (
 
 def hub_files(config: ConfigStore) -> tuple[Path, ...]:
     """The files of the data directory the file tools must never open: configuration, key, database, audit log,
-    memory (the model reaches it only through remember and recall)."""
+    memory (the model reaches it only through remember and recall), the skills' state."""
     data_dir = config.data_dir
     database = data_dir / DATABASE_FILE
     sqlite_files = [database.with_name(database.name + suffix) for suffix in ("-wal", "-shm", "-journal")]
@@ -82,6 +91,8 @@ def hub_files(config: ConfigStore) -> tuple[Path, ...]:
         data_dir / AUDIT_LOG,
         memory,
         memory.with_name(memory.name + ".tmp"),
+        data_dir / SKILLS_STATE_FILE,
+        data_dir / (SKILLS_STATE_FILE + ".tmp"),
     )
 
 
@@ -102,12 +113,20 @@ def warn_about_sandbox(isolation: Isolation) -> None:
 class ConfiguredTools:
     """The built-in tools under the sandbox settings in effect now: the tool box is rebuilt when they
     change (UpdateConfig or a hand edit of the file), so a change applies from the next tool call.
-    With ``memory`` and ``agent.memory_enabled``, also ``remember`` and ``recall``."""
+    With ``memory`` and ``agent.memory_enabled``, also ``remember`` and ``recall``; ``session_client`` gives
+    the token name of a session's owner, which tags what ``remember`` stores."""
 
-    def __init__(self, config: ConfigStore, audit: AuditLog, memory: Memory | None = None) -> None:
+    def __init__(
+        self,
+        config: ConfigStore,
+        audit: AuditLog,
+        memory: Memory | None = None,
+        session_client: Callable[[str], Awaitable[str]] | None = None,
+    ) -> None:
         self._config = config
         self._audit = audit
         self._memory = memory
+        self._session_client = session_client
         self._settings: config_pb2.SandboxSettings | None = None
         self._tools: ToolBox | None = None
 
@@ -120,7 +139,8 @@ class ConfiguredTools:
         if self._tools is None or settings != self._settings:
             workspace = Workspace(self._config.workspace(), protected=hub_files(self._config))
             policy = ExecPolicy.from_settings(settings)
-            self._tools = ToolBox(workspace, policy, self._audit)
+            read_only = {BUILTIN_PREFIX: Workspace(BUILTIN_DIR)} if BUILTIN_DIR.is_dir() else {}
+            self._tools = ToolBox(workspace, policy, self._audit, read_only=read_only)
             self._settings = settings
             warn_about_sandbox(policy.isolation)
         return self._tools
@@ -142,8 +162,9 @@ class ConfiguredTools:
         text, is_error = "canceled: the turn ended", True
         max_entries = self._config.agent_settings().memory_max_entries or DEFAULT_MAX_ENTRIES
         try:
+            client = await self._session_client(session_id) if self._session_client is not None else ""
             text, is_error = await run_memory_tool(
-                memory, name, arguments, session_id=session_id, max_entries=max_entries
+                memory, name, arguments, session_id=session_id, client=client, max_entries=max_entries
             )
         finally:
             duration_ms = int((time.monotonic() - started) * 1000)
@@ -207,8 +228,18 @@ def builtin_agent(
     tiktoken encodings found in ``<data dir>/tokenizers`` (see :mod:`aophub.agent.tokens`).
     """
     memory = Memory(config.data_dir / MEMORY_FILE)
-    tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG), memory)
+
+    async def session_client(session_id: str) -> str:
+        record = await store.get_session(session_id) if store is not None else None
+        return record.owner if record is not None else ""
+
+    tools = ConfiguredTools(config, AuditLog(config.data_dir / AUDIT_LOG), memory, session_client)
     tools.current()  # a workspace that cannot be made fails at start
+    skills = SkillCatalog(
+        tools.workspace,
+        config.data_dir / SKILLS_STATE_FILE,
+        command_path=lambda: command_search_path(tools.current().policy.isolation),
+    )
 
     async def load_history(session_id: str, turn_id: str) -> list[ChatMessage]:
         assert store is not None
@@ -229,11 +260,13 @@ def builtin_agent(
         workspace=tools.workspace,
         encodings_dir=config.data_dir / ENCODINGS_DIR,
         memory=memory,
+        skills=skills,
     )
 
 
 def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
-    """The built-in agent's slash commands: ``/reset`` (a fresh context), ``/summarize``, ``/memory`` and ``/status``.
+    """The built-in agent's slash commands: ``/reset`` (a fresh context), ``/summarize``, ``/memory``, ``/skills``
+    and ``/status``.
 
     ``/summarize`` folds the conversation so far into the session's running summary (also
     ``SessionService.SummarizeSession``); its output, the summary, carries
@@ -271,6 +304,23 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
             return CommandOutput("nothing matches" if call.args else "the memory is empty")
         return CommandOutput(prompt_section(entries), "preformatted")
 
+    async def skills(call: CommandCall) -> CommandOutput:
+        if agent.skills is None:
+            raise CommandFailed("this agent has no skills")
+        catalog, words = agent.skills, call.args.split()
+        if not words:
+            found = await asyncio.to_thread(catalog.list)
+            return CommandOutput(listing(found, prompt_on=agent.agent_settings().skills_enabled), "preformatted")
+        if len(words) != 2 or words[0] not in ("enable", "disable"):
+            raise CommandFailed("usage: /skills, /skills enable NAME or /skills disable NAME")
+        action, name = words
+        try:
+            skill = await asyncio.to_thread(catalog.enable if action == "enable" else catalog.disable, name)
+        except SkillNotFound as missing:
+            raise CommandFailed(str(missing)) from None
+        note = f" (unavailable: {skill.problem})" if skill.problem else ""
+        return CommandOutput(f"skill {skill.name} {action}d{note}")
+
     async def status(call: CommandCall) -> CommandOutput:
         current = agent.status()
         lines = [f"provider: {current.provider or '-'}", f"model: {current.model or '-'}"]
@@ -287,6 +337,12 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
         memory,
         usage="[words]",
         description="Show the long-term memory's newest entries, or those holding every word",
+    )
+    commands.add(
+        "/skills",
+        skills,
+        usage="[enable|disable NAME]",
+        description="List the skills (and why any is unavailable), or enable or disable one",
     )
     commands.add("/status", status, description="Show the agent's model and its configuration problems")
     return commands

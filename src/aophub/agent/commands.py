@@ -29,7 +29,15 @@ from aophub.agent import reaper
 from aophub.agent.isolation import Isolation, Probe, ProcessCgroup, sandbox_argv
 from aophub.agent.sandbox import ExecPolicy, SandboxError, Workspace
 
-__all__ = ["ExecResult", "OutputSink", "StreamedExit", "run_command", "scrubbed_environment", "stream_command"]
+__all__ = [
+    "ExecResult",
+    "OutputSink",
+    "StreamedExit",
+    "command_search_path",
+    "run_command",
+    "scrubbed_environment",
+    "stream_command",
+]
 
 # Variables added to a command's environment (they win over the scrubbed ones).
 Env = Mapping[str, str] | None
@@ -93,6 +101,11 @@ _SUPERVISOR_GRACE = 5.0
 _READ_SIZE = 65536
 # PATH inside the sandbox, where only the system directories exist.
 _SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def command_search_path(isolation: Isolation) -> str:
+    """The PATH exec commands get under ``isolation``: the system directories in the sandbox, else the hub's."""
+    return _SANDBOX_PATH if isolation.probe().usable else os.environ.get("PATH") or os.defpath
 
 
 def _kill_group(pgid: int) -> None:

@@ -59,6 +59,7 @@ from aophub.agent.context import (
 )
 from aophub.agent.echo import EchoAgent
 from aophub.agent.memory import DEFAULT_PROMPT_ENTRIES, Memory, prompt_section
+from aophub.agent.memory import DEFAULT_PROMPT_TOKENS as DEFAULT_MEMORY_PROMPT_TOKENS
 from aophub.agent.openai import OpenAIProvider
 from aophub.agent.provider import (
     AssistantToolCall,
@@ -73,6 +74,7 @@ from aophub.agent.provider import (
     Usage,
 )
 from aophub.agent.sandbox import Workspace
+from aophub.agent.skills import DEFAULT_PROMPT_TOKENS, SkillCatalog
 from aophub.agent.summaries import summary_event_parts, write_summary
 from aophub.agent.tokens import TokenCounter, counter_for, request_tokens
 from aophub.ids import new_id
@@ -233,6 +235,7 @@ class BuiltinAgent:
         workspace: Workspace | Callable[[], Workspace] | None = None,
         encodings_dir: Path | None = None,
         memory: Memory | None = None,
+        skills: SkillCatalog | None = None,
     ) -> None:
         self._profile = profile
         self._settings = settings
@@ -248,11 +251,17 @@ class BuiltinAgent:
         self._counters: dict[str, TokenCounter] = {}
         # The long-term memory whose newest entries go into the system prompt (agent.memory_enabled).
         self.memory = memory
+        # The skills whose summaries go into the system prompt (agent.skills_enabled, with the tools).
+        self.skills = skills
 
     def __repr__(self) -> str:
         profile = self._profile()
         model = "echo" if profile is None else f"{profile.id}:{profile.model}"
         return f"<BuiltinAgent model={model} sessions={len(self.history)}>"
+
+    def agent_settings(self) -> config_pb2.AgentSettings:
+        """The agent settings in effect now."""
+        return self._settings()
 
     def status(self) -> protocol_pb2.AgentStatus:
         profile = self._profile()
@@ -320,7 +329,14 @@ class BuiltinAgent:
         remembered = ""
         if self.memory is not None and settings.memory_enabled:
             count = settings.memory_prompt_entries or DEFAULT_PROMPT_ENTRIES
-            remembered = prompt_section(await asyncio.to_thread(self.memory.latest, count))
+            bound = settings.memory_prompt_tokens or DEFAULT_MEMORY_PROMPT_TOKENS
+            entries = await asyncio.to_thread(self.memory.latest, count)
+            remembered = prompt_section(entries, max_tokens=bound, count=self.counter(profile.model).count)
+        skills = ""
+        if self.skills is not None and settings.skills_enabled:
+            max_tokens = settings.skills_prompt_tokens or DEFAULT_PROMPT_TOKENS
+            count_tokens = self.counter(profile.model).count
+            skills = await asyncio.to_thread(self.skills.prompt_section, max_tokens, count_tokens)
         run = _TurnRun(
             turn,
             profile,
@@ -330,6 +346,7 @@ class BuiltinAgent:
             workspace=workspace,
             counter=self.counter(profile.model),
             remembered=remembered,
+            skills=skills,
         )
         await run.prepare()
         provider = self._provider_factory(profile)
@@ -367,6 +384,7 @@ class _TurnRun:
         workspace: Workspace | None = None,
         counter: TokenCounter,
         remembered: str = "",
+        skills: str = "",
     ) -> None:
         self.turn = turn
         self.workspace = workspace
@@ -399,6 +417,8 @@ class _TurnRun:
         self.max_history = options.max_history_messages
         if tools is not None and tools_enabled:
             self.agent_tools = {definition.name: definition for definition in tools.definitions()}
+        if skills and "read_file" in self.agent_tools:  # a skill is followed after reading its file
+            self.system_prompt += "\n\n" + skills
         self.client_tools: dict[str, content_pb2.ToolDefinition] = {}
         if turn.can_ask:
             for definition in client_tools(turn.session):

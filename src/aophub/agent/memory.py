@@ -1,14 +1,16 @@
 """The built-in agent's long-term memory: dated entries in one JSON-lines file of the data directory.
 
 Each entry has an id, its text (secrets redacted, :mod:`aophub.agent.redaction`), when it was
-written, the session it came from and its source ("model" for the ``remember`` tool, else the
-token name of the MemoryService caller). The file (``memory.jsonl``, mode 0600) is rewritten
+written, the session it came from, its source ("model" for the ``remember`` tool, else the
+token name of the MemoryService caller) and its client (the token name of the session's owner, or
+of the MemoryService caller; empty where the node cannot know it). The file (``memory.jsonl``, mode 0600) is rewritten
 atomically on each change, so a crash leaves the old or the new memory, never half of one.
 
 The memory keeps at most ``max_entries`` entries (given with each addition, as the settings may
 change): past it, the oldest are folded into one
 *summary* entry (their dates and texts, clipped to :data:`SUMMARY_CHARACTERS`), which stays the
-oldest. The newest entries go into the system prompt (:func:`prompt_section`).
+oldest. The newest entries go into the system prompt (:func:`prompt_section`), at most
+``memory_prompt_entries`` of them within ``memory_prompt_tokens``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from aophub.ids import new_id
 __all__ = [
     "DEFAULT_MAX_ENTRIES",
     "DEFAULT_PROMPT_ENTRIES",
+    "DEFAULT_PROMPT_TOKENS",
     "MAX_ENTRY_CHARACTERS",
     "MEMORY_FILE",
     "Memory",
@@ -39,6 +42,7 @@ __all__ = [
 MEMORY_FILE = "memory.jsonl"
 DEFAULT_MAX_ENTRIES = 200
 DEFAULT_PROMPT_ENTRIES = 20
+DEFAULT_PROMPT_TOKENS = 2000
 MAX_ENTRY_CHARACTERS = 4096
 SUMMARY_CHARACTERS = 8192
 MODEL_SOURCE = "model"
@@ -50,8 +54,8 @@ class MemoryRefused(Exception):
 
 @dataclass(frozen=True)
 class MemoryEntry:
-    """One remembered item: its text (redacted), when it was written, its session and source; ``summary`` marks
-    the entry the oldest ones were folded into."""
+    """One remembered item: its text (redacted), when it was written, its session, source and client;
+    ``summary`` marks the entry the oldest ones were folded into."""
 
     id: str
     text: str
@@ -59,6 +63,7 @@ class MemoryEntry:
     session_id: str = ""
     source: str = MODEL_SOURCE
     summary: bool = False
+    client: str = ""
 
     @property
     def date(self) -> str:
@@ -108,10 +113,16 @@ class Memory:
             return self._read()
 
     def add(
-        self, text: str, *, session_id: str = "", source: str = MODEL_SOURCE, max_entries: int = DEFAULT_MAX_ENTRIES
+        self,
+        text: str,
+        *,
+        session_id: str = "",
+        source: str = MODEL_SOURCE,
+        client: str = "",
+        max_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> MemoryEntry:
         """Store ``text`` (redacted) as the newest entry; fold the oldest past ``max_entries``. Raises MemoryRefused."""
-        entry = MemoryEntry(new_id("mem"), _checked(text), self._clock(), session_id, source)
+        entry = MemoryEntry(new_id("mem"), _checked(text), self._clock(), session_id, source, client=client)
         with self._lock:
             self._write(_bounded([*self._read(), entry], max(2, max_entries)))
         return entry
@@ -182,17 +193,41 @@ def _bounded(entries: list[MemoryEntry], max_entries: int) -> list[MemoryEntry]:
     return [merged, *rest[len(folded) :]]
 
 
-def prompt_section(entries: list[MemoryEntry]) -> str:
-    """The system prompt's memory section for ``entries`` ("" when there are none)."""
+def prompt_section(
+    entries: list[MemoryEntry], *, max_tokens: int = 0, count: Callable[[str], int] | None = None
+) -> str:
+    """The system prompt's memory section for ``entries`` ("" when there are none).
+
+    With ``max_tokens`` and ``count``, the section stays within ``max_tokens``: the newest entries
+    that fit are kept (the summary entry last of all), the others are only counted ("" when not even
+    the newest fits)."""
     if not entries:
         return ""
-    lines = [
+    header = (
         "Long-term memory (what you were asked to remember, oldest first; "
         "use the tools remember and recall to add and search):"
+    )
+    lines = [
+        f"- older entries, summarized:\n{entry.text}" if entry.summary else f"- {entry.date}: {entry.text}"
+        for entry in entries
     ]
-    for entry in entries:
-        if entry.summary:
-            lines.append(f"- older entries, summarized:\n{entry.text}")
-        else:
-            lines.append(f"- {entry.date}: {entry.text}")
-    return "\n".join(lines)
+    if not max_tokens or count is None:
+        return "\n".join([header, *lines])
+    newest_first = [index for index in reversed(range(len(entries))) if not entries[index].summary]
+    summaries = [index for index, entry in enumerate(entries) if entry.summary]
+    used = count(header) + count(_left_out(len(entries))) + 1
+    kept: set[int] = set()
+    for index in newest_first + summaries:
+        cost = count(lines[index]) + 1
+        if used + cost > max_tokens:
+            break
+        kept.add(index)
+        used += cost
+    if not kept:
+        return ""
+    left = sum(1 for index in newest_first if index not in kept)
+    return "\n".join([header, *(lines[index] for index in sorted(kept)), *([_left_out(left)] if left else [])])
+
+
+def _left_out(number: int) -> str:
+    return f"- ({number} older entries left out: recall searches them)"

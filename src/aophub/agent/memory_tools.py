@@ -63,13 +63,22 @@ def _argument(arguments: bytes, name: str) -> str:
 
 
 async def run_memory_tool(
-    memory: Memory, name: str, arguments: bytes, *, session_id: str, max_entries: int = DEFAULT_MAX_ENTRIES
+    memory: Memory,
+    name: str,
+    arguments: bytes,
+    *,
+    session_id: str,
+    client: str = "",
+    max_entries: int = DEFAULT_MAX_ENTRIES,
 ) -> tuple[str, bool]:
-    """Run ``remember`` or ``recall``: the text for the model and whether it is an error."""
+    """Run ``remember`` or ``recall``: the text for the model and whether it is an error. ``client`` tags what
+    ``remember`` stores (the token name of the session's owner)."""
     try:
         if name == "remember":
             text = _argument(arguments, "text")
-            entry = await asyncio.to_thread(memory.add, text, session_id=session_id, max_entries=max_entries)
+            entry = await asyncio.to_thread(
+                memory.add, text, session_id=session_id, client=client, max_entries=max_entries
+            )
             return f"remembered ({entry.date}): {entry.text}", False
         if name == "recall":
             query = _argument(arguments, "query")

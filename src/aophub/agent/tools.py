@@ -10,6 +10,9 @@ Paths are relative to the workspace and go through ``Workspace.resolve``;
 files are opened and replaced through the workspace, which follows no symlink
 that appeared meanwhile and refuses files with more than one hard link and the
 hub's own files (configuration, access key, database, audit log).
+``read_file`` also reads the ``read_only`` folders, by a path starting with their
+prefix (``builtin:skills/...``: the built-in skills, :mod:`aophub.agent.skills`),
+confined to each folder the same way.
 File contents are UTF-8 text. ``read_file`` windows are in lines (``offset``
 is the 1-based first line, ``limit`` the number of lines); files over
 ``max_read_bytes`` are refused rather than cut, and the message says how to
@@ -155,8 +158,11 @@ class ToolBox:
         max_edit_bytes: int = DEFAULT_MAX_EDIT_BYTES,
         max_list_entries: int = DEFAULT_MAX_LIST_ENTRIES,
         clock: Callable[[], float] = time.monotonic,
+        read_only: Mapping[str, Workspace] | None = None,
     ) -> None:
         self.workspace = workspace
+        # Path prefix -> a folder read_file also reads (paths after the prefix), e.g. the built-in skills.
+        self.read_only = dict(read_only or {})
         self.policy = policy
         self.audit = audit
         self.enabled = enabled
@@ -341,7 +347,12 @@ class ToolBox:
         )
 
     def _read_file_sync(self, path: str, offset: int, limit: int | None) -> str:
-        text = self._load_text(self.workspace.resolve(path, must_exist=True), path, self.max_read_bytes, "read_file")
+        workspace, relative = self.workspace, path
+        for prefix, folder in self.read_only.items():
+            if path.startswith(prefix):
+                workspace, relative = folder, path.removeprefix(prefix)
+        target = workspace.resolve(relative, must_exist=True)
+        text = self._load_text(target, path, self.max_read_bytes, "read_file", workspace)
         lines = _split_newlines(text)
         if not lines:
             return "[empty file]"
@@ -421,8 +432,8 @@ class ToolBox:
             )
         return f"exit code: {result.exit_code}\n{result.output}"
 
-    def _load_text(self, target: Path, path: str, cap: int, tool: str) -> str:
-        fd, info = self.workspace.open_file(target)
+    def _load_text(self, target: Path, path: str, cap: int, tool: str, workspace: Workspace | None = None) -> str:
+        fd, info = (workspace or self.workspace).open_file(target)
         try:
             if stat.S_ISDIR(info.st_mode):
                 raise _ToolFailure(f"{path!r} is a directory; use list_dir")

@@ -31,6 +31,7 @@ def _entry(entry: MemoryEntry) -> memory_pb2.MemoryEntry:
         session_id=entry.session_id,
         source=entry.source,
         summary=entry.summary,
+        client=entry.client,
     )
 
 
@@ -63,7 +64,7 @@ class MemoryServiceImpl:
         bound = self._settings().memory_max_entries or DEFAULT_MAX_ENTRIES
 
         async def execute(claim: object) -> memory_pb2.AddMemoryResponse:
-            add = functools.partial(self.memory.add, request.text, source=who.name, max_entries=bound)
+            add = functools.partial(self.memory.add, request.text, source=who.name, client=who.name, max_entries=bound)
             return memory_pb2.AddMemoryResponse(accepted=await _run(add))
 
         return await self.hub.journaled(

@@ -22,6 +22,7 @@ from aophub.access.live import close_expired
 from aophub.access.throttle import AuthThrottle
 from aophub.agent.audit import AuditLog
 from aophub.agent.builtin import AUDIT_LOG, builtin_agent, builtin_commands, builtin_workspace
+from aophub.agent.loop import BuiltinAgent
 from aophub.bridges.routes import RootMounts, bridge_routes
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
@@ -43,6 +44,7 @@ from aophub.rpc.memory import MemoryServiceImpl
 from aophub.rpc.mount import AppFactory, connect_routes
 from aophub.rpc.scans import ScanServiceImpl, ScanWatches
 from aophub.rpc.sessions import SessionServiceImpl
+from aophub.rpc.skills import SkillServiceImpl
 from aophub.rpc.tokens import TokenServiceImpl
 from aophub.settings import Settings
 from aophub.store.base import Store
@@ -61,6 +63,7 @@ from aophub.v1 import (
     scan_connect,
     scan_pb2,
     session_connect,
+    skill_connect,
     system_connect,
     token_connect,
 )
@@ -136,6 +139,18 @@ def _authenticator(settings: Settings, tokens: TokenAdmin) -> Authenticator:
         allowed_origins=settings.allowed_origins,
         throttle=AuthThrottle(max_failures=settings.max_auth_failures, window=60.0),
     )
+
+
+def _agent_services(hub: Hub, agent: BuiltinAgent, config: ConfigStore) -> list[tuple[AppFactory, object]]:
+    """The services over the built-in agent's own state: its memory and its skills."""
+    services: list[tuple[AppFactory, object]] = []
+    if agent.memory is not None:
+        memory_service = MemoryServiceImpl(hub, agent.memory, config.agent_settings)
+        services.append((memory_connect.MemoryServiceASGIApplication, memory_service))
+    if agent.skills is not None:
+        skill_service = SkillServiceImpl(hub, agent.skills, config.agent_settings)
+        services.append((skill_connect.SkillServiceASGIApplication, skill_service))
+    return services
 
 
 def create_app(settings: Settings) -> Starlette:
@@ -239,9 +254,7 @@ def create_app(settings: Settings) -> Starlette:
         (scan_connect.ScanServiceASGIApplication, ScanServiceImpl(scans)),
         (token_connect.TokenServiceASGIApplication, TokenServiceImpl(tokens)),
     ]
-    if agent.memory is not None:
-        memory_service = MemoryServiceImpl(hub, agent.memory, config.agent_settings)
-        services.append((memory_connect.MemoryServiceASGIApplication, memory_service))
+    services += _agent_services(hub, agent, config)
     routes = [
         Route("/health", health, methods=["GET"]),
         *auth_routes(authenticator, secure_cookies=settings.secure_cookies),

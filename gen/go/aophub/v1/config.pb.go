@@ -371,8 +371,20 @@ type AgentSettings struct {
 	// Entries the memory keeps; past it, the oldest are folded into one summary
 	// entry. 0 means 200.
 	MemoryMaxEntries uint32 `protobuf:"varint,11,opt,name=memory_max_entries,json=memoryMaxEntries,proto3" json:"memory_max_entries,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Most tokens the memory takes in the system prompt: the newest entries
+	// that fit (the rest stay reachable through recall). 0 means 2000.
+	MemoryPromptTokens uint32 `protobuf:"varint,22,opt,name=memory_prompt_tokens,json=memoryPromptTokens,proto3" json:"memory_prompt_tokens,omitempty"`
+	// Skills (folders with a SKILL.md in <workspace>/skills/ and built into the
+	// hub, see SkillService): put the one-line summaries of the enabled,
+	// available skills into the system prompt (with the tools: the model reads
+	// a skill's file with read_file). Off unless set to true: workspace files
+	// then reach every session's prompt.
+	SkillsEnabled bool `protobuf:"varint,20,opt,name=skills_enabled,json=skillsEnabled,proto3" json:"skills_enabled,omitempty"`
+	// Most tokens the skills' summaries take in the system prompt; skills past
+	// it are only counted. 0 means 1000.
+	SkillsPromptTokens uint32 `protobuf:"varint,21,opt,name=skills_prompt_tokens,json=skillsPromptTokens,proto3" json:"skills_prompt_tokens,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *AgentSettings) Reset() {
@@ -478,6 +490,27 @@ func (x *AgentSettings) GetMemoryPromptEntries() uint32 {
 func (x *AgentSettings) GetMemoryMaxEntries() uint32 {
 	if x != nil {
 		return x.MemoryMaxEntries
+	}
+	return 0
+}
+
+func (x *AgentSettings) GetMemoryPromptTokens() uint32 {
+	if x != nil {
+		return x.MemoryPromptTokens
+	}
+	return 0
+}
+
+func (x *AgentSettings) GetSkillsEnabled() bool {
+	if x != nil {
+		return x.SkillsEnabled
+	}
+	return false
+}
+
+func (x *AgentSettings) GetSkillsPromptTokens() uint32 {
+	if x != nil {
+		return x.SkillsPromptTokens
 	}
 	return 0
 }
@@ -2104,7 +2137,7 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\x0econtext_window\x18\b \x01(\rR\rcontextWindow\x12'\n" +
 	"\x0ftimeout_seconds\x18\t \x01(\rR\x0etimeoutSeconds\x12\x16\n" +
 	"\x06images\x18\n" +
-	" \x01(\bR\x06images\"\xf6\x04\n" +
+	" \x01(\bR\x06images\"\x81\x06\n" +
 	"\rAgentSettings\x12(\n" +
 	"\rtools_enabled\x18\x01 \x01(\bH\x00R\ftoolsEnabled\x88\x01\x01\x12-\n" +
 	"\x10ask_before_tools\x18\x02 \x01(\bH\x01R\x0easkBeforeTools\x88\x01\x01\x12\x1b\n" +
@@ -2117,7 +2150,10 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\x0ememory_enabled\x18\t \x01(\bR\rmemoryEnabled\x122\n" +
 	"\x15memory_prompt_entries\x18\n" +
 	" \x01(\rR\x13memoryPromptEntries\x12,\n" +
-	"\x12memory_max_entries\x18\v \x01(\rR\x10memoryMaxEntriesB\x10\n" +
+	"\x12memory_max_entries\x18\v \x01(\rR\x10memoryMaxEntries\x120\n" +
+	"\x14memory_prompt_tokens\x18\x16 \x01(\rR\x12memoryPromptTokens\x12%\n" +
+	"\x0eskills_enabled\x18\x14 \x01(\bR\rskillsEnabled\x120\n" +
+	"\x14skills_prompt_tokens\x18\x15 \x01(\rR\x12skillsPromptTokensB\x10\n" +
 	"\x0e_tools_enabledB\x13\n" +
 	"\x11_ask_before_toolsB\x19\n" +
 	"\x17_summary_after_messagesB\x1b\n" +

@@ -41,7 +41,10 @@ type MemoryEntry struct {
 	Source string `protobuf:"bytes,5,opt,name=source,proto3" json:"source,omitempty"`
 	// True for the entry that summarizes the oldest entries folded away when
 	// the memory reached its size bound.
-	Summary       bool `protobuf:"varint,6,opt,name=summary,proto3" json:"summary,omitempty"`
+	Summary bool `protobuf:"varint,6,opt,name=summary,proto3" json:"summary,omitempty"`
+	// The client it came from: the token name of the session's owner (for the
+	// remember tool) or of the MemoryService caller.
+	Client        string `protobuf:"bytes,7,opt,name=client,proto3" json:"client,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -116,6 +119,13 @@ func (x *MemoryEntry) GetSummary() bool {
 		return x.Summary
 	}
 	return false
+}
+
+func (x *MemoryEntry) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
 }
 
 // ListMemoryRequest asks for every entry.
@@ -741,7 +751,7 @@ var File_aophub_v1_memory_proto protoreflect.FileDescriptor
 
 const file_aophub_v1_memory_proto_rawDesc = "" +
 	"\n" +
-	"\x16aophub/v1/memory.proto\x12\taophub.v1\x1a\x0eaop/chat.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbd\x01\n" +
+	"\x16aophub/v1/memory.proto\x12\taophub.v1\x1a\x0eaop/chat.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd5\x01\n" +
 	"\vMemoryEntry\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x129\n" +
@@ -750,7 +760,8 @@ const file_aophub_v1_memory_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x04 \x01(\tR\tsessionId\x12\x16\n" +
 	"\x06source\x18\x05 \x01(\tR\x06source\x12\x18\n" +
-	"\asummary\x18\x06 \x01(\bR\asummary\"\x13\n" +
+	"\asummary\x18\x06 \x01(\bR\asummary\x12\x16\n" +
+	"\x06client\x18\a \x01(\tR\x06client\"\x13\n" +
 	"\x11ListMemoryRequest\"F\n" +
 	"\x12ListMemoryResponse\x120\n" +
 	"\aentries\x18\x01 \x03(\v2\x16.aophub.v1.MemoryEntryR\aentries\"E\n" +

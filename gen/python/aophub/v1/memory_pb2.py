@@ -26,7 +26,7 @@ from aop import chat_pb2 as aop_dot_chat__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x61ophub/v1/memory.proto\x12\taophub.v1\x1a\x0e\x61op/chat.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbd\x01\n\x0bMemoryEntry\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\x12\x39\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1d\n\nsession_id\x18\x04 \x01(\tR\tsessionId\x12\x16\n\x06source\x18\x05 \x01(\tR\x06source\x12\x18\n\x07summary\x18\x06 \x01(\x08R\x07summary\"\x13\n\x11ListMemoryRequest\"F\n\x12ListMemoryResponse\x12\x30\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x16.aophub.v1.MemoryEntryR\x07\x65ntries\"E\n\x10\x41\x64\x64MemoryRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\"\x82\x01\n\x11\x41\x64\x64MemoryResponse\x12\x34\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x16.aophub.v1.MemoryEntryH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"V\n\x11\x45\x64itMemoryRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x0e\n\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n\x04text\x18\x03 \x01(\tR\x04text\"\x83\x01\n\x12\x45\x64itMemoryResponse\x12\x34\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x16.aophub.v1.MemoryEntryH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"D\n\x13\x44\x65leteMemoryRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x0e\n\x02id\x18\x02 \x01(\tR\x02id\"\x85\x01\n\x14\x44\x65leteMemoryResponse\x12\x34\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x16.aophub.v1.MemoryEntryH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"A\n\x13SearchMemoryRequest\x12\x14\n\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n\x05limit\x18\x02 \x01(\rR\x05limit\"H\n\x14SearchMemoryResponse\x12\x30\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x16.aophub.v1.MemoryEntryR\x07\x65ntries2\x99\x03\n\rMemoryService\x12N\n\nListMemory\x12\x1c.aophub.v1.ListMemoryRequest\x1a\x1d.aophub.v1.ListMemoryResponse\"\x03\x90\x02\x01\x12\x46\n\tAddMemory\x12\x1b.aophub.v1.AddMemoryRequest\x1a\x1c.aophub.v1.AddMemoryResponse\x12I\n\nEditMemory\x12\x1c.aophub.v1.EditMemoryRequest\x1a\x1d.aophub.v1.EditMemoryResponse\x12O\n\x0c\x44\x65leteMemory\x12\x1e.aophub.v1.DeleteMemoryRequest\x1a\x1f.aophub.v1.DeleteMemoryResponse\x12T\n\x0cSearchMemory\x12\x1e.aophub.v1.SearchMemoryRequest\x1a\x1f.aophub.v1.SearchMemoryResponse\"\x03\x90\x02\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x61ophub/v1/memory.proto\x12\taophub.v1\x1a\x0e\x61op/chat.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd5\x01\n\x0bMemoryEntry\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\x12\x39\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1d\n\nsession_id\x18\x04 \x01(\tR\tsessionId\x12\x16\n\x06source\x18\x05 \x01(\tR\x06source\x12\x18\n\x07summary\x18\x06 \x01(\x08R\x07summary\x12\x16\n\x06\x63lient\x18\x07 \x01(\tR\x06\x63lient\"\x13\n\x11ListMemoryRequest\"F\n\x12ListMemoryResponse\x12\x30\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x16.aophub.v1.MemoryEntryR\x07\x65ntries\"E\n\x10\x41\x64\x64MemoryRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x12\n\x04text\x18\x02 \x01(\tR\x04text\"\x82\x01\n\x11\x41\x64\x64MemoryResponse\x12\x34\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x16.aophub.v1.MemoryEntryH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"V\n\x11\x45\x64itMemoryRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x0e\n\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n\x04text\x18\x03 \x01(\tR\x04text\"\x83\x01\n\x12\x45\x64itMemoryResponse\x12\x34\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x16.aophub.v1.MemoryEntryH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"D\n\x13\x44\x65leteMemoryRequest\x12\x1d\n\nrequest_id\x18\x01 \x01(\tR\trequestId\x12\x0e\n\x02id\x18\x02 \x01(\tR\x02id\"\x85\x01\n\x14\x44\x65leteMemoryResponse\x12\x34\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x0b\x32\x16.aophub.v1.MemoryEntryH\x00R\x08\x61\x63\x63\x65pted\x12,\n\x08rejected\x18\x02 \x01(\x0b\x32\x0e.aop.RejectionH\x00R\x08rejectedB\t\n\x07outcome\"A\n\x13SearchMemoryRequest\x12\x14\n\x05query\x18\x01 \x01(\tR\x05query\x12\x14\n\x05limit\x18\x02 \x01(\rR\x05limit\"H\n\x14SearchMemoryResponse\x12\x30\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x16.aophub.v1.MemoryEntryR\x07\x65ntries2\x99\x03\n\rMemoryService\x12N\n\nListMemory\x12\x1c.aophub.v1.ListMemoryRequest\x1a\x1d.aophub.v1.ListMemoryResponse\"\x03\x90\x02\x01\x12\x46\n\tAddMemory\x12\x1b.aophub.v1.AddMemoryRequest\x1a\x1c.aophub.v1.AddMemoryResponse\x12I\n\nEditMemory\x12\x1c.aophub.v1.EditMemoryRequest\x1a\x1d.aophub.v1.EditMemoryResponse\x12O\n\x0c\x44\x65leteMemory\x12\x1e.aophub.v1.DeleteMemoryRequest\x1a\x1f.aophub.v1.DeleteMemoryResponse\x12T\n\x0cSearchMemory\x12\x1e.aophub.v1.SearchMemoryRequest\x1a\x1f.aophub.v1.SearchMemoryResponse\"\x03\x90\x02\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,27 +39,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MEMORYSERVICE'].methods_by_name['SearchMemory']._loaded_options = None
   _globals['_MEMORYSERVICE'].methods_by_name['SearchMemory']._serialized_options = b'\220\002\001'
   _globals['_MEMORYENTRY']._serialized_start=87
-  _globals['_MEMORYENTRY']._serialized_end=276
-  _globals['_LISTMEMORYREQUEST']._serialized_start=278
-  _globals['_LISTMEMORYREQUEST']._serialized_end=297
-  _globals['_LISTMEMORYRESPONSE']._serialized_start=299
-  _globals['_LISTMEMORYRESPONSE']._serialized_end=369
-  _globals['_ADDMEMORYREQUEST']._serialized_start=371
-  _globals['_ADDMEMORYREQUEST']._serialized_end=440
-  _globals['_ADDMEMORYRESPONSE']._serialized_start=443
-  _globals['_ADDMEMORYRESPONSE']._serialized_end=573
-  _globals['_EDITMEMORYREQUEST']._serialized_start=575
-  _globals['_EDITMEMORYREQUEST']._serialized_end=661
-  _globals['_EDITMEMORYRESPONSE']._serialized_start=664
-  _globals['_EDITMEMORYRESPONSE']._serialized_end=795
-  _globals['_DELETEMEMORYREQUEST']._serialized_start=797
-  _globals['_DELETEMEMORYREQUEST']._serialized_end=865
-  _globals['_DELETEMEMORYRESPONSE']._serialized_start=868
-  _globals['_DELETEMEMORYRESPONSE']._serialized_end=1001
-  _globals['_SEARCHMEMORYREQUEST']._serialized_start=1003
-  _globals['_SEARCHMEMORYREQUEST']._serialized_end=1068
-  _globals['_SEARCHMEMORYRESPONSE']._serialized_start=1070
-  _globals['_SEARCHMEMORYRESPONSE']._serialized_end=1142
-  _globals['_MEMORYSERVICE']._serialized_start=1145
-  _globals['_MEMORYSERVICE']._serialized_end=1554
+  _globals['_MEMORYENTRY']._serialized_end=300
+  _globals['_LISTMEMORYREQUEST']._serialized_start=302
+  _globals['_LISTMEMORYREQUEST']._serialized_end=321
+  _globals['_LISTMEMORYRESPONSE']._serialized_start=323
+  _globals['_LISTMEMORYRESPONSE']._serialized_end=393
+  _globals['_ADDMEMORYREQUEST']._serialized_start=395
+  _globals['_ADDMEMORYREQUEST']._serialized_end=464
+  _globals['_ADDMEMORYRESPONSE']._serialized_start=467
+  _globals['_ADDMEMORYRESPONSE']._serialized_end=597
+  _globals['_EDITMEMORYREQUEST']._serialized_start=599
+  _globals['_EDITMEMORYREQUEST']._serialized_end=685
+  _globals['_EDITMEMORYRESPONSE']._serialized_start=688
+  _globals['_EDITMEMORYRESPONSE']._serialized_end=819
+  _globals['_DELETEMEMORYREQUEST']._serialized_start=821
+  _globals['_DELETEMEMORYREQUEST']._serialized_end=889
+  _globals['_DELETEMEMORYRESPONSE']._serialized_start=892
+  _globals['_DELETEMEMORYRESPONSE']._serialized_end=1025
+  _globals['_SEARCHMEMORYREQUEST']._serialized_start=1027
+  _globals['_SEARCHMEMORYREQUEST']._serialized_end=1092
+  _globals['_SEARCHMEMORYRESPONSE']._serialized_start=1094
+  _globals['_SEARCHMEMORYRESPONSE']._serialized_end=1166
+  _globals['_MEMORYSERVICE']._serialized_start=1169
+  _globals['_MEMORYSERVICE']._serialized_end=1578
 # @@protoc_insertion_point(module_scope)

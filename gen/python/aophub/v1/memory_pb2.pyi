@@ -11,20 +11,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class MemoryEntry(_message.Message):
-    __slots__ = ("id", "text", "created_at", "session_id", "source", "summary")
+    __slots__ = ("id", "text", "created_at", "session_id", "source", "summary", "client")
     ID_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
     id: str
     text: str
     created_at: _timestamp_pb2.Timestamp
     session_id: str
     source: str
     summary: bool
-    def __init__(self, id: _Optional[str] = ..., text: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., session_id: _Optional[str] = ..., source: _Optional[str] = ..., summary: _Optional[bool] = ...) -> None: ...
+    client: str
+    def __init__(self, id: _Optional[str] = ..., text: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., session_id: _Optional[str] = ..., source: _Optional[str] = ..., summary: _Optional[bool] = ..., client: _Optional[str] = ...) -> None: ...
 
 class ListMemoryRequest(_message.Message):
     __slots__ = ()

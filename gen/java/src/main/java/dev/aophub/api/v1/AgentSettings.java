@@ -320,6 +320,57 @@ private static final long serialVersionUID = 0L;
     return memoryMaxEntries_;
   }
 
+  public static final int MEMORY_PROMPT_TOKENS_FIELD_NUMBER = 22;
+  private int memoryPromptTokens_ = 0;
+  /**
+   * <pre>
+   * Most tokens the memory takes in the system prompt: the newest entries
+   * that fit (the rest stay reachable through recall). 0 means 2000.
+   * </pre>
+   *
+   * <code>uint32 memory_prompt_tokens = 22 [json_name = "memoryPromptTokens"];</code>
+   * @return The memoryPromptTokens.
+   */
+  @java.lang.Override
+  public int getMemoryPromptTokens() {
+    return memoryPromptTokens_;
+  }
+
+  public static final int SKILLS_ENABLED_FIELD_NUMBER = 20;
+  private boolean skillsEnabled_ = false;
+  /**
+   * <pre>
+   * Skills (folders with a SKILL.md in &lt;workspace&gt;/skills/ and built into the
+   * hub, see SkillService): put the one-line summaries of the enabled,
+   * available skills into the system prompt (with the tools: the model reads
+   * a skill's file with read_file). Off unless set to true: workspace files
+   * then reach every session's prompt.
+   * </pre>
+   *
+   * <code>bool skills_enabled = 20 [json_name = "skillsEnabled"];</code>
+   * @return The skillsEnabled.
+   */
+  @java.lang.Override
+  public boolean getSkillsEnabled() {
+    return skillsEnabled_;
+  }
+
+  public static final int SKILLS_PROMPT_TOKENS_FIELD_NUMBER = 21;
+  private int skillsPromptTokens_ = 0;
+  /**
+   * <pre>
+   * Most tokens the skills' summaries take in the system prompt; skills past
+   * it are only counted. 0 means 1000.
+   * </pre>
+   *
+   * <code>uint32 skills_prompt_tokens = 21 [json_name = "skillsPromptTokens"];</code>
+   * @return The skillsPromptTokens.
+   */
+  @java.lang.Override
+  public int getSkillsPromptTokens() {
+    return skillsPromptTokens_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -367,6 +418,15 @@ private static final long serialVersionUID = 0L;
     if (memoryMaxEntries_ != 0) {
       output.writeUInt32(11, memoryMaxEntries_);
     }
+    if (skillsEnabled_ != false) {
+      output.writeBool(20, skillsEnabled_);
+    }
+    if (skillsPromptTokens_ != 0) {
+      output.writeUInt32(21, skillsPromptTokens_);
+    }
+    if (memoryPromptTokens_ != 0) {
+      output.writeUInt32(22, memoryPromptTokens_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -413,6 +473,18 @@ private static final long serialVersionUID = 0L;
     if (memoryMaxEntries_ != 0) {
       size += com.google.protobuf.CodedOutputStream
         .computeUInt32Size(11, memoryMaxEntries_);
+    }
+    if (skillsEnabled_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(20, skillsEnabled_);
+    }
+    if (skillsPromptTokens_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(21, skillsPromptTokens_);
+    }
+    if (memoryPromptTokens_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(22, memoryPromptTokens_);
     }
     return size;
   }
@@ -472,6 +544,12 @@ private static final long serialVersionUID = 0L;
         != other.getMemoryPromptEntries()) return false;
     if (getMemoryMaxEntries()
         != other.getMemoryMaxEntries()) return false;
+    if (getMemoryPromptTokens()
+        != other.getMemoryPromptTokens()) return false;
+    if (getSkillsEnabled()
+        != other.getSkillsEnabled()) return false;
+    if (getSkillsPromptTokens()
+        != other.getSkillsPromptTokens()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -516,6 +594,13 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getMemoryPromptEntries();
     hash = (37 * hash) + MEMORY_MAX_ENTRIES_FIELD_NUMBER;
     hash = (53 * hash) + getMemoryMaxEntries();
+    hash = (37 * hash) + MEMORY_PROMPT_TOKENS_FIELD_NUMBER;
+    hash = (53 * hash) + getMemoryPromptTokens();
+    hash = (37 * hash) + SKILLS_ENABLED_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getSkillsEnabled());
+    hash = (37 * hash) + SKILLS_PROMPT_TOKENS_FIELD_NUMBER;
+    hash = (53 * hash) + getSkillsPromptTokens();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -662,6 +747,9 @@ private static final long serialVersionUID = 0L;
       memoryEnabled_ = false;
       memoryPromptEntries_ = 0;
       memoryMaxEntries_ = 0;
+      memoryPromptTokens_ = 0;
+      skillsEnabled_ = false;
+      skillsPromptTokens_ = 0;
       return this;
     }
 
@@ -733,6 +821,15 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000400) != 0)) {
         result.memoryMaxEntries_ = memoryMaxEntries_;
       }
+      if (((from_bitField0_ & 0x00000800) != 0)) {
+        result.memoryPromptTokens_ = memoryPromptTokens_;
+      }
+      if (((from_bitField0_ & 0x00001000) != 0)) {
+        result.skillsEnabled_ = skillsEnabled_;
+      }
+      if (((from_bitField0_ & 0x00002000) != 0)) {
+        result.skillsPromptTokens_ = skillsPromptTokens_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -782,6 +879,15 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getMemoryMaxEntries() != 0) {
         setMemoryMaxEntries(other.getMemoryMaxEntries());
+      }
+      if (other.getMemoryPromptTokens() != 0) {
+        setMemoryPromptTokens(other.getMemoryPromptTokens());
+      }
+      if (other.getSkillsEnabled() != false) {
+        setSkillsEnabled(other.getSkillsEnabled());
+      }
+      if (other.getSkillsPromptTokens() != 0) {
+        setSkillsPromptTokens(other.getSkillsPromptTokens());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -862,6 +968,21 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000400;
               break;
             } // case 88
+            case 160: {
+              skillsEnabled_ = input.readBool();
+              bitField0_ |= 0x00001000;
+              break;
+            } // case 160
+            case 168: {
+              skillsPromptTokens_ = input.readUInt32();
+              bitField0_ |= 0x00002000;
+              break;
+            } // case 168
+            case 176: {
+              memoryPromptTokens_ = input.readUInt32();
+              bitField0_ |= 0x00000800;
+              break;
+            } // case 176
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1504,6 +1625,156 @@ private static final long serialVersionUID = 0L;
     public Builder clearMemoryMaxEntries() {
       bitField0_ = (bitField0_ & ~0x00000400);
       memoryMaxEntries_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int memoryPromptTokens_ ;
+    /**
+     * <pre>
+     * Most tokens the memory takes in the system prompt: the newest entries
+     * that fit (the rest stay reachable through recall). 0 means 2000.
+     * </pre>
+     *
+     * <code>uint32 memory_prompt_tokens = 22 [json_name = "memoryPromptTokens"];</code>
+     * @return The memoryPromptTokens.
+     */
+    @java.lang.Override
+    public int getMemoryPromptTokens() {
+      return memoryPromptTokens_;
+    }
+    /**
+     * <pre>
+     * Most tokens the memory takes in the system prompt: the newest entries
+     * that fit (the rest stay reachable through recall). 0 means 2000.
+     * </pre>
+     *
+     * <code>uint32 memory_prompt_tokens = 22 [json_name = "memoryPromptTokens"];</code>
+     * @param value The memoryPromptTokens to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMemoryPromptTokens(int value) {
+
+      memoryPromptTokens_ = value;
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Most tokens the memory takes in the system prompt: the newest entries
+     * that fit (the rest stay reachable through recall). 0 means 2000.
+     * </pre>
+     *
+     * <code>uint32 memory_prompt_tokens = 22 [json_name = "memoryPromptTokens"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMemoryPromptTokens() {
+      bitField0_ = (bitField0_ & ~0x00000800);
+      memoryPromptTokens_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private boolean skillsEnabled_ ;
+    /**
+     * <pre>
+     * Skills (folders with a SKILL.md in &lt;workspace&gt;/skills/ and built into the
+     * hub, see SkillService): put the one-line summaries of the enabled,
+     * available skills into the system prompt (with the tools: the model reads
+     * a skill's file with read_file). Off unless set to true: workspace files
+     * then reach every session's prompt.
+     * </pre>
+     *
+     * <code>bool skills_enabled = 20 [json_name = "skillsEnabled"];</code>
+     * @return The skillsEnabled.
+     */
+    @java.lang.Override
+    public boolean getSkillsEnabled() {
+      return skillsEnabled_;
+    }
+    /**
+     * <pre>
+     * Skills (folders with a SKILL.md in &lt;workspace&gt;/skills/ and built into the
+     * hub, see SkillService): put the one-line summaries of the enabled,
+     * available skills into the system prompt (with the tools: the model reads
+     * a skill's file with read_file). Off unless set to true: workspace files
+     * then reach every session's prompt.
+     * </pre>
+     *
+     * <code>bool skills_enabled = 20 [json_name = "skillsEnabled"];</code>
+     * @param value The skillsEnabled to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSkillsEnabled(boolean value) {
+
+      skillsEnabled_ = value;
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Skills (folders with a SKILL.md in &lt;workspace&gt;/skills/ and built into the
+     * hub, see SkillService): put the one-line summaries of the enabled,
+     * available skills into the system prompt (with the tools: the model reads
+     * a skill's file with read_file). Off unless set to true: workspace files
+     * then reach every session's prompt.
+     * </pre>
+     *
+     * <code>bool skills_enabled = 20 [json_name = "skillsEnabled"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSkillsEnabled() {
+      bitField0_ = (bitField0_ & ~0x00001000);
+      skillsEnabled_ = false;
+      onChanged();
+      return this;
+    }
+
+    private int skillsPromptTokens_ ;
+    /**
+     * <pre>
+     * Most tokens the skills' summaries take in the system prompt; skills past
+     * it are only counted. 0 means 1000.
+     * </pre>
+     *
+     * <code>uint32 skills_prompt_tokens = 21 [json_name = "skillsPromptTokens"];</code>
+     * @return The skillsPromptTokens.
+     */
+    @java.lang.Override
+    public int getSkillsPromptTokens() {
+      return skillsPromptTokens_;
+    }
+    /**
+     * <pre>
+     * Most tokens the skills' summaries take in the system prompt; skills past
+     * it are only counted. 0 means 1000.
+     * </pre>
+     *
+     * <code>uint32 skills_prompt_tokens = 21 [json_name = "skillsPromptTokens"];</code>
+     * @param value The skillsPromptTokens to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSkillsPromptTokens(int value) {
+
+      skillsPromptTokens_ = value;
+      bitField0_ |= 0x00002000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Most tokens the skills' summaries take in the system prompt; skills past
+     * it are only counted. 0 means 1000.
+     * </pre>
+     *
+     * <code>uint32 skills_prompt_tokens = 21 [json_name = "skillsPromptTokens"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSkillsPromptTokens() {
+      bitField0_ = (bitField0_ & ~0x00002000);
+      skillsPromptTokens_ = 0;
       onChanged();
       return this;
     }

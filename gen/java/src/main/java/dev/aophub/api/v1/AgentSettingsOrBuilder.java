@@ -186,4 +186,40 @@ public interface AgentSettingsOrBuilder extends
    * @return The memoryMaxEntries.
    */
   int getMemoryMaxEntries();
+
+  /**
+   * <pre>
+   * Most tokens the memory takes in the system prompt: the newest entries
+   * that fit (the rest stay reachable through recall). 0 means 2000.
+   * </pre>
+   *
+   * <code>uint32 memory_prompt_tokens = 22 [json_name = "memoryPromptTokens"];</code>
+   * @return The memoryPromptTokens.
+   */
+  int getMemoryPromptTokens();
+
+  /**
+   * <pre>
+   * Skills (folders with a SKILL.md in &lt;workspace&gt;/skills/ and built into the
+   * hub, see SkillService): put the one-line summaries of the enabled,
+   * available skills into the system prompt (with the tools: the model reads
+   * a skill's file with read_file). Off unless set to true: workspace files
+   * then reach every session's prompt.
+   * </pre>
+   *
+   * <code>bool skills_enabled = 20 [json_name = "skillsEnabled"];</code>
+   * @return The skillsEnabled.
+   */
+  boolean getSkillsEnabled();
+
+  /**
+   * <pre>
+   * Most tokens the skills' summaries take in the system prompt; skills past
+   * it are only counted. 0 means 1000.
+   * </pre>
+   *
+   * <code>uint32 skills_prompt_tokens = 21 [json_name = "skillsPromptTokens"];</code>
+   * @return The skillsPromptTokens.
+   */
+  int getSkillsPromptTokens();
 }

@@ -92,45 +92,46 @@ public final class Memory extends com.google.protobuf.GeneratedFile {
     java.lang.String[] descriptorData = {
       "\n\026aophub/v1/memory.proto\022\taophub.v1\032\016aop" +
       "/chat.proto\032\037google/protobuf/timestamp.p" +
-      "roto\"\275\001\n\013MemoryEntry\022\016\n\002id\030\001 \001(\tR\002id\022\022\n\004" +
+      "roto\"\325\001\n\013MemoryEntry\022\016\n\002id\030\001 \001(\tR\002id\022\022\n\004" +
       "text\030\002 \001(\tR\004text\0229\n\ncreated_at\030\003 \001(\0132\032.g" +
       "oogle.protobuf.TimestampR\tcreatedAt\022\035\n\ns" +
       "ession_id\030\004 \001(\tR\tsessionId\022\026\n\006source\030\005 \001" +
-      "(\tR\006source\022\030\n\007summary\030\006 \001(\010R\007summary\"\023\n\021" +
-      "ListMemoryRequest\"F\n\022ListMemoryResponse\022" +
-      "0\n\007entries\030\001 \003(\0132\026.aophub.v1.MemoryEntry" +
-      "R\007entries\"E\n\020AddMemoryRequest\022\035\n\nrequest" +
-      "_id\030\001 \001(\tR\trequestId\022\022\n\004text\030\002 \001(\tR\004text" +
-      "\"\202\001\n\021AddMemoryResponse\0224\n\010accepted\030\001 \001(\013" +
-      "2\026.aophub.v1.MemoryEntryH\000R\010accepted\022,\n\010" +
-      "rejected\030\002 \001(\0132\016.aop.RejectionH\000R\010reject" +
-      "edB\t\n\007outcome\"V\n\021EditMemoryRequest\022\035\n\nre" +
-      "quest_id\030\001 \001(\tR\trequestId\022\016\n\002id\030\002 \001(\tR\002i" +
-      "d\022\022\n\004text\030\003 \001(\tR\004text\"\203\001\n\022EditMemoryResp" +
-      "onse\0224\n\010accepted\030\001 \001(\0132\026.aophub.v1.Memor" +
-      "yEntryH\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016.a" +
-      "op.RejectionH\000R\010rejectedB\t\n\007outcome\"D\n\023D" +
-      "eleteMemoryRequest\022\035\n\nrequest_id\030\001 \001(\tR\t" +
-      "requestId\022\016\n\002id\030\002 \001(\tR\002id\"\205\001\n\024DeleteMemo" +
-      "ryResponse\0224\n\010accepted\030\001 \001(\0132\026.aophub.v1" +
-      ".MemoryEntryH\000R\010accepted\022,\n\010rejected\030\002 \001" +
-      "(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007outcom" +
-      "e\"A\n\023SearchMemoryRequest\022\024\n\005query\030\001 \001(\tR" +
-      "\005query\022\024\n\005limit\030\002 \001(\rR\005limit\"H\n\024SearchMe" +
-      "moryResponse\0220\n\007entries\030\001 \003(\0132\026.aophub.v" +
-      "1.MemoryEntryR\007entries2\231\003\n\rMemoryService" +
-      "\022N\n\nListMemory\022\034.aophub.v1.ListMemoryReq" +
-      "uest\032\035.aophub.v1.ListMemoryResponse\"\003\220\002\001" +
-      "\022F\n\tAddMemory\022\033.aophub.v1.AddMemoryReque" +
-      "st\032\034.aophub.v1.AddMemoryResponse\022I\n\nEdit" +
-      "Memory\022\034.aophub.v1.EditMemoryRequest\032\035.a" +
-      "ophub.v1.EditMemoryResponse\022O\n\014DeleteMem" +
-      "ory\022\036.aophub.v1.DeleteMemoryRequest\032\037.ao" +
-      "phub.v1.DeleteMemoryResponse\022T\n\014SearchMe" +
-      "mory\022\036.aophub.v1.SearchMemoryRequest\032\037.a" +
-      "ophub.v1.SearchMemoryResponse\"\003\220\002\001BI\n\021de" +
-      "v.aophub.api.v1P\001Z2github.com/aophub/aop" +
-      "hub/gen/go/aophub/v1;aophubv1b\006proto3"
+      "(\tR\006source\022\030\n\007summary\030\006 \001(\010R\007summary\022\026\n\006" +
+      "client\030\007 \001(\tR\006client\"\023\n\021ListMemoryReques" +
+      "t\"F\n\022ListMemoryResponse\0220\n\007entries\030\001 \003(\013" +
+      "2\026.aophub.v1.MemoryEntryR\007entries\"E\n\020Add" +
+      "MemoryRequest\022\035\n\nrequest_id\030\001 \001(\tR\treque" +
+      "stId\022\022\n\004text\030\002 \001(\tR\004text\"\202\001\n\021AddMemoryRe" +
+      "sponse\0224\n\010accepted\030\001 \001(\0132\026.aophub.v1.Mem" +
+      "oryEntryH\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016" +
+      ".aop.RejectionH\000R\010rejectedB\t\n\007outcome\"V\n" +
+      "\021EditMemoryRequest\022\035\n\nrequest_id\030\001 \001(\tR\t" +
+      "requestId\022\016\n\002id\030\002 \001(\tR\002id\022\022\n\004text\030\003 \001(\tR" +
+      "\004text\"\203\001\n\022EditMemoryResponse\0224\n\010accepted" +
+      "\030\001 \001(\0132\026.aophub.v1.MemoryEntryH\000R\010accept" +
+      "ed\022,\n\010rejected\030\002 \001(\0132\016.aop.RejectionH\000R\010" +
+      "rejectedB\t\n\007outcome\"D\n\023DeleteMemoryReque" +
+      "st\022\035\n\nrequest_id\030\001 \001(\tR\trequestId\022\016\n\002id\030" +
+      "\002 \001(\tR\002id\"\205\001\n\024DeleteMemoryResponse\0224\n\010ac" +
+      "cepted\030\001 \001(\0132\026.aophub.v1.MemoryEntryH\000R\010" +
+      "accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Rejecti" +
+      "onH\000R\010rejectedB\t\n\007outcome\"A\n\023SearchMemor" +
+      "yRequest\022\024\n\005query\030\001 \001(\tR\005query\022\024\n\005limit\030" +
+      "\002 \001(\rR\005limit\"H\n\024SearchMemoryResponse\0220\n\007" +
+      "entries\030\001 \003(\0132\026.aophub.v1.MemoryEntryR\007e" +
+      "ntries2\231\003\n\rMemoryService\022N\n\nListMemory\022\034" +
+      ".aophub.v1.ListMemoryRequest\032\035.aophub.v1" +
+      ".ListMemoryResponse\"\003\220\002\001\022F\n\tAddMemory\022\033." +
+      "aophub.v1.AddMemoryRequest\032\034.aophub.v1.A" +
+      "ddMemoryResponse\022I\n\nEditMemory\022\034.aophub." +
+      "v1.EditMemoryRequest\032\035.aophub.v1.EditMem" +
+      "oryResponse\022O\n\014DeleteMemory\022\036.aophub.v1." +
+      "DeleteMemoryRequest\032\037.aophub.v1.DeleteMe" +
+      "moryResponse\022T\n\014SearchMemory\022\036.aophub.v1" +
+      ".SearchMemoryRequest\032\037.aophub.v1.SearchM" +
+      "emoryResponse\"\003\220\002\001BI\n\021dev.aophub.api.v1P" +
+      "\001Z2github.com/aophub/aophub/gen/go/aophu" +
+      "b/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -143,7 +144,7 @@ public final class Memory extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_MemoryEntry_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_MemoryEntry_descriptor,
-        new java.lang.String[] { "Id", "Text", "CreatedAt", "SessionId", "Source", "Summary", });
+        new java.lang.String[] { "Id", "Text", "CreatedAt", "SessionId", "Source", "Summary", "Client", });
     internal_static_aophub_v1_ListMemoryRequest_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_aophub_v1_ListMemoryRequest_fieldAccessorTable = new

@@ -36,6 +36,7 @@ private static final long serialVersionUID = 0L;
     text_ = "";
     sessionId_ = "";
     source_ = "";
+    client_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -301,6 +302,55 @@ private static final long serialVersionUID = 0L;
     return summary_;
   }
 
+  public static final int CLIENT_FIELD_NUMBER = 7;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object client_ = "";
+  /**
+   * <pre>
+   * The client it came from: the token name of the session's owner (for the
+   * remember tool) or of the MemoryService caller.
+   * </pre>
+   *
+   * <code>string client = 7 [json_name = "client"];</code>
+   * @return The client.
+   */
+  @java.lang.Override
+  public java.lang.String getClient() {
+    java.lang.Object ref = client_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      client_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The client it came from: the token name of the session's owner (for the
+   * remember tool) or of the MemoryService caller.
+   * </pre>
+   *
+   * <code>string client = 7 [json_name = "client"];</code>
+   * @return The bytes for client.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getClientBytes() {
+    java.lang.Object ref = client_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      client_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -333,6 +383,9 @@ private static final long serialVersionUID = 0L;
     if (summary_ != false) {
       output.writeBool(6, summary_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(client_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 7, client_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -356,6 +409,9 @@ private static final long serialVersionUID = 0L;
     if (summary_ != false) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(6, summary_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(client_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(7, client_);
     }
     return size;
   }
@@ -396,6 +452,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getSource())) return false;
     if (getSummary()
         != other.getSummary()) return false;
+    if (!getClient()
+        .equals(other.getClient())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -422,6 +480,8 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + SUMMARY_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
         getSummary());
+    hash = (37 * hash) + CLIENT_FIELD_NUMBER;
+    hash = (53 * hash) + getClient().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -573,6 +633,7 @@ private static final long serialVersionUID = 0L;
       sessionId_ = "";
       source_ = "";
       summary_ = false;
+      client_ = "";
       return this;
     }
 
@@ -628,6 +689,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.summary_ = summary_;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.client_ = client_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -668,6 +732,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getSummary() != false) {
         setSummary(other.getSummary());
+      }
+      if (!other.getClient().isEmpty()) {
+        client_ = other.client_;
+        bitField0_ |= 0x00000040;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -725,6 +794,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 48
+            case 58: {
+              client_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 58
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1313,6 +1387,103 @@ private static final long serialVersionUID = 0L;
     public Builder clearSummary() {
       bitField0_ = (bitField0_ & ~0x00000020);
       summary_ = false;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object client_ = "";
+    /**
+     * <pre>
+     * The client it came from: the token name of the session's owner (for the
+     * remember tool) or of the MemoryService caller.
+     * </pre>
+     *
+     * <code>string client = 7 [json_name = "client"];</code>
+     * @return The client.
+     */
+    public java.lang.String getClient() {
+      java.lang.Object ref = client_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        client_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The client it came from: the token name of the session's owner (for the
+     * remember tool) or of the MemoryService caller.
+     * </pre>
+     *
+     * <code>string client = 7 [json_name = "client"];</code>
+     * @return The bytes for client.
+     */
+    public com.google.protobuf.ByteString
+        getClientBytes() {
+      java.lang.Object ref = client_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        client_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The client it came from: the token name of the session's owner (for the
+     * remember tool) or of the MemoryService caller.
+     * </pre>
+     *
+     * <code>string client = 7 [json_name = "client"];</code>
+     * @param value The client to set.
+     * @return This builder for chaining.
+     */
+    public Builder setClient(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      client_ = value;
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The client it came from: the token name of the session's owner (for the
+     * remember tool) or of the MemoryService caller.
+     * </pre>
+     *
+     * <code>string client = 7 [json_name = "client"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearClient() {
+      client_ = getDefaultInstance().getClient();
+      bitField0_ = (bitField0_ & ~0x00000040);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The client it came from: the token name of the session's owner (for the
+     * remember tool) or of the MemoryService caller.
+     * </pre>
+     *
+     * <code>string client = 7 [json_name = "client"];</code>
+     * @param value The bytes for client to set.
+     * @return This builder for chaining.
+     */
+    public Builder setClientBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      client_ = value;
+      bitField0_ |= 0x00000040;
       onChanged();
       return this;
     }

@@ -129,4 +129,26 @@ public interface MemoryEntryOrBuilder extends
    * @return The summary.
    */
   boolean getSummary();
+
+  /**
+   * <pre>
+   * The client it came from: the token name of the session's owner (for the
+   * remember tool) or of the MemoryService caller.
+   * </pre>
+   *
+   * <code>string client = 7 [json_name = "client"];</code>
+   * @return The client.
+   */
+  java.lang.String getClient();
+  /**
+   * <pre>
+   * The client it came from: the token name of the session's owner (for the
+   * remember tool) or of the MemoryService caller.
+   * </pre>
+   *
+   * <code>string client = 7 [json_name = "client"];</code>
+   * @return The bytes for client.
+   */
+  com.google.protobuf.ByteString
+      getClientBytes();
 }
