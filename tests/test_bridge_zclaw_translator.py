@@ -127,7 +127,9 @@ def _event(turn_id: str = TURN, **payload: Any) -> event_pb2.Event:
     return event_pb2.Event(turn_id=turn_id, **payload)
 
 
-def _delta(message_id: str, text: str, operation: int = event_pb2.DELTA_OPERATION_APPEND) -> event_pb2.Event:
+def _delta(
+    message_id: str, text: str, operation: event_pb2.DeltaOperation = event_pb2.DELTA_OPERATION_APPEND
+) -> event_pb2.Event:
     return _event(message_delta=event_pb2.MessageDelta(message_id=message_id, text=text, operation=operation))
 
 
