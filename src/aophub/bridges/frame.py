@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse
 from starlette.websockets import WebSocket
 
 from aophub.access.authenticator import CROSS_ORIGIN_REQUEST, SESSION_COOKIE, Authenticator
@@ -81,13 +82,26 @@ class QueryTokenRedaction(logging.Filter):
 
 
 async def authorize_bridge_websocket(
-    websocket: WebSocket, authenticator: Authenticator, *, query_token: bool
+    websocket: WebSocket, authenticator: Authenticator, *, query_token: bool, anonymous: str = ""
 ) -> Principal | None:
     """Authenticate a bridge upgrade before ``accept()``: the hub's credentials, or ``?token=`` where allowed.
 
-    A refusal is HTTP 401 (403 for a token without the ``read`` scope) before any upgrade, with
+    ``anonymous`` names the token of the loopback principal (see :func:`authenticate_bridge`). A
+    refusal is HTTP 401 (403 for a token without the ``read`` scope) before any upgrade, with
     aophub's JSON error body; returns None then.
     """
+    if anonymous and _anonymous(websocket):
+        auth = authenticate_bridge(websocket, authenticator, Scope.READ, query_token=False, anonymous=anonymous)
+        if auth.principal is not None:
+            return auth.principal
+        body = {
+            "error": {"code": "unauthenticated" if auth.status == 401 else "permission_denied", "message": auth.reason}
+        }
+        if "websocket.http.response" in (websocket.scope.get("extensions") or {}):
+            await websocket.send_denial_response(JSONResponse(body, status_code=auth.status))
+        else:
+            await websocket.close(code=1008, reason=auth.reason)
+        return None
     token = websocket.query_params.get("token") if query_token else None
     if token is not None and "authorization" not in websocket.headers:
         raw = [(name, value) for name, value in websocket.scope["headers"] if name != b"cookie"]

@@ -72,6 +72,7 @@ def bridge_routes(
         if not any(isinstance(existing, QueryTokenRedaction) for existing in logger.filters):
             logger.addFilter(redaction)
     state = AgentCliState()
+    anonymous = dict(settings.bridge_anonymous)  # --bridge-anonymous: the loopback principal's token per bridge
     limits = PerConnectionBounds(
         max_outbound_bytes=settings.max_outbound_bytes,
         outbound_stall_seconds=settings.outbound_stall_seconds,
@@ -83,7 +84,14 @@ def bridge_routes(
             await _disabled_ws(websocket)
             return
         await serve_agent_cli(
-            websocket, hub, authenticator, namespaces, state, node_id=settings.bridge_node, limits=limits
+            websocket,
+            hub,
+            authenticator,
+            namespaces,
+            state,
+            node_id=settings.bridge_node,
+            limits=limits,
+            anonymous=anonymous.get(AGENT_CLI, ""),
         )
 
     (login,) = [
@@ -99,7 +107,6 @@ def bridge_routes(
         response: Response = await login(request)
         return response
 
-    anonymous = dict(settings.bridge_anonymous)
     zclaw = ZclawBridge(
         hub,
         authenticator,
