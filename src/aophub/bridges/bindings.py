@@ -11,6 +11,7 @@ error is raised, so the next frame tries with a new one.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from aop import chat_pb2
 from aophub.bridges.hub_client import HubClient, principal_key, wire_error
@@ -19,10 +20,18 @@ from aophub.protocol.errors import Code, HubError
 from aophub.store.base import BridgeBinding, PutBridgeBinding
 from aophub.v1 import session_pb2
 
-__all__ = ["bound_session", "session_is_open"]
+__all__ = ["Bound", "bound_session", "session_is_open"]
 
 
-async def bound_session(client: HubClient, dialect: str, id_dialect: str, scope: str, node_id: str) -> str:
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """The bound session: its id, and its last cursor when it was read (``""`` for a session just opened)."""
+
+    session_id: str
+    last_cursor: str
+
+
+async def bound_session(client: HubClient, dialect: str, id_dialect: str, scope: str, node_id: str) -> Bound:
     """The open session bound to ``scope`` for the client's principal, opening one on ``node_id`` when needed.
 
     ``dialect`` names the bridge in the store (``agent-cli``, ``zclaw``), ``id_dialect`` in derived
@@ -32,8 +41,10 @@ async def bound_session(client: HubClient, dialect: str, id_dialect: str, scope:
     principal = principal_key(client.principal)
     while True:
         binding = await store.get_bridge_binding(dialect, principal, scope)
-        if binding is not None and binding.session_id and await session_is_open(client, binding.session_id):
-            return binding.session_id
+        if binding is not None and binding.session_id:
+            found = await session_is_open(client, binding.session_id)
+            if found is not None:
+                return Bound(binding.session_id, found.last_cursor)
         if binding is None:
             generation, expect = 1, 0
         elif binding.session_id:
@@ -51,12 +62,12 @@ async def bound_session(client: HubClient, dialect: str, id_dialect: str, scope:
         record = BridgeBinding(dialect, principal, scope, response.accepted.id, node_id, generation, time.time())
         (written,) = await store.submit([PutBridgeBinding(record, expect)])
         if written:
-            return record.session_id
+            return Bound(record.session_id, "")
         # another connection bound it first: use what it stored
 
 
-async def session_is_open(client: HubClient, session_id: str) -> bool:
-    """Whether ``session_id`` exists for the client's principal and is open (another's reads as unknown)."""
+async def session_is_open(client: HubClient, session_id: str) -> session_pb2.SessionInfo | None:
+    """``session_id`` if it exists for the client's principal and is open (another's reads as unknown), else None."""
     try:
         found = await client.call(
             "aophub.v1.SessionService/GetSession",
@@ -64,6 +75,6 @@ async def session_is_open(client: HubClient, session_id: str) -> bool:
         )
     except HubError as error:
         if error.code == Code.NOT_FOUND:
-            return False
+            return None
         raise
-    return found.session.state == session_pb2.SESSION_STATE_OPEN
+    return found.session if found.session.state == session_pb2.SESSION_STATE_OPEN else None

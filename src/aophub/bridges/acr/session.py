@@ -201,7 +201,7 @@ class AcrConnection:
 
     async def session(self) -> str:
         """The bound session, opening a new one when there is none or it was closed (1.4)."""
-        return await bound_session(self.client, NAME, DIALECT, self.scope, self.node_id)
+        return (await bound_session(self.client, NAME, DIALECT, self.scope, self.node_id)).session_id
 
     async def _last_cursor(self, session_id: str) -> str:
         found = await self.client.call(

@@ -15,6 +15,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from aophub.bridges.bindings import bound_session
 from aophub.bridges.hub_client import HubClient, WatchEnded
@@ -39,7 +40,6 @@ from aophub.bridges.zclaw.translator import (
 from aophub.hub.hub import Hub
 from aophub.protocol.errors import HubError
 from aophub.rpc.agents import agent_view as agent_proto
-from aophub.v1 import session_pb2
 
 __all__ = ["APPROVALS", "MAX_QUEUED", "ZclawConnection", "ZclawState", "agents", "resolve_agent", "rest_message"]
 
@@ -104,32 +104,45 @@ async def follow_turn(
 
     follow = TurnFollow(turn_id, lambda: agents(hub))
     try:
-        session_id = await bound_session(client, NAME, DIALECT, binding_scope(node_id, session_name), node_id)
-        found = await client.call(
-            "aophub.v1.SessionService/GetSession",
-            lambda: client.sessions.get_session(session_pb2.GetSessionRequest(session_id=session_id), None),
-        )
+        bound = await bound_session(client, NAME, DIALECT, binding_scope(node_id, session_name), node_id)
     except HubError as error:
         await emit(follow.rejected(error.code, error.message))
         return follow
-    async with client.watch(session_id, found.session.last_cursor) as events:
-        reply = await client.request(turn_id, run_turn_request=run_turn_request(session_id, turn_id, text))
-        response = reply.run_turn_response
-        if response.WhichOneof("outcome") == "rejected":
-            await emit(follow.rejected(response.rejected.code, response.rejected.message))
-            return follow
+    async with client.watch(bound.session_id, bound.last_cursor) as events:
+        # Events may come before RunTurn's reply (AOP section 4): they are translated as they come.
+        run = asyncio.ensure_future(
+            client.request(turn_id, run_turn_request=run_turn_request(bound.session_id, turn_id, text))
+        )
         answered: set[str] = set()
-        while not follow.done:
-            item = await events.get()
-            if isinstance(item, WatchEnded):
-                await emit(follow.rejected(item.error.code, item.error.message))
-                return follow
-            await emit(follow.event(item[1]))
-            if approvals == "deny":
-                for interaction_id in follow.pending_approvals:
-                    if interaction_id not in answered:
-                        answered.add(interaction_id)
-                        await _deny(client, interaction_id)
+        try:
+            while not follow.done:
+                getter = asyncio.ensure_future(events.get())
+                waiting: set[asyncio.Future[Any]] = {getter} if run.done() else {getter, run}
+                try:
+                    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    if not getter.done():
+                        getter.cancel()
+                if run.done() and not getter.done():
+                    response = run.result().run_turn_response
+                    if response.WhichOneof("outcome") == "rejected":
+                        await emit(follow.rejected(response.rejected.code, response.rejected.message))
+                    continue
+                item = getter.result()
+                if isinstance(item, WatchEnded):
+                    await emit(follow.rejected(item.error.code, item.error.message))
+                    break
+                await emit(follow.event(item[1]))
+                if approvals == "deny":
+                    for interaction_id in follow.pending_approvals:
+                        if interaction_id not in answered:
+                            answered.add(interaction_id)
+                            await _deny(client, interaction_id)
+        finally:
+            if not run.done():
+                run.cancel()
+            with contextlib.suppress(asyncio.CancelledError, HubError):
+                await run
     return follow
 
 
