@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from aophub.settings import Settings
 
 from .support.bridge_replay import Scenario, scenario_hub
 from .support.raw_node import RawNode
-from .support.server import TOKEN, running_hub
+from .support.server import TOKEN, HubProcess, running_hub
 
 LOCAL = agent_id("local")
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -259,3 +260,26 @@ async def test_the_config_file_enables_zclaw(tmp_path: Path) -> None:
     async with running_hub(tmp_path / "on") as hub, httpx.AsyncClient(base_url=hub.http) as http:
         assert (await http.get("/bridge/zclaw/api/health")).status_code == 200
         assert (await http.get(f"/bridge/zclaw/api/agents?token={TOKEN}")).status_code == 200
+
+
+@pytest.mark.timeout(60)
+async def test_aophub_serve_listens_on_the_zclaw_root_mount_of_its_own(tmp_path: Path) -> None:
+    """``--bridge zclaw=127.0.0.1:PORT``: ZCLAW's own paths at the root of that listener (the desktop
+    client's proxy points /api at port 50051), a ZCLAW-dialect client streams a reply there."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    hub = HubProcess(tmp_path, "--bridge", f"zclaw=127.0.0.1:{port}", "--echo-delay", "0.001").start()
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=15) as http:
+            assert (await http.get("/api/health")).json()["version"] == "0.4.0"
+            assert [agent["id"] for agent in (await http.get("/api/agents", headers=AUTH)).json()] == [LOCAL]
+        async with connect(f"ws://127.0.0.1:{port}/api/agents/{LOCAL}/ws?token={TOKEN}") as zclaw:
+            assert await _frame(zclaw) == {"type": "connected", "agent_id": LOCAL}
+            await zclaw.send(json.dumps({"type": "message", "content": "hi there", "session_id": "session_123"}))
+            deltas = ""
+            while (frame := await _frame(zclaw))["type"] != "response":
+                deltas += frame["content"] if frame["type"] == "text_delta" else ""
+            assert deltas == frame["content"] == "echo: hi there"
+    finally:
+        hub.terminate()
