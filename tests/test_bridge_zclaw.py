@@ -283,3 +283,27 @@ async def test_aophub_serve_listens_on_the_zclaw_root_mount_of_its_own(tmp_path:
             assert deltas == frame["content"] == "echo: hi there"
     finally:
         hub.terminate()
+
+
+@pytest.mark.timeout(60)
+async def test_the_session_cookie_works_and_is_refused_from_another_origin(tmp_path: Path) -> None:
+    """1.2: the login route on the prefix mount sets the cookie; a cookie with a foreign Origin is refused 403."""
+    async with running_hub(tmp_path, bridges=("zclaw",)) as hub, httpx.AsyncClient(base_url=hub.http) as http:
+        login = await http.post("/bridge/zclaw/api/auth/login", json={"token": TOKEN})
+        assert login.status_code == 200
+        assert (await http.get("/bridge/zclaw/api/agents")).status_code == 200  # the client keeps the cookie
+        foreign = await http.get("/bridge/zclaw/api/agents", headers={"Origin": "http://evil.example"})
+        assert foreign.status_code == 403
+        assert isinstance(foreign.json()["error"], str)
+
+
+@pytest.mark.timeout(60)
+async def test_a_read_only_token_lists_agents_but_runs_no_turn(tmp_path: Path) -> None:
+    """1.2: scopes apply as for any client: running a turn needs ``app``."""
+    async with running_hub(tmp_path, bridges=("zclaw",)) as hub, httpx.AsyncClient(base_url=hub.http) as http:
+        _record, secret = await hub.runtime.tokens.create("viewer", ["read"])
+        viewer = {"Authorization": f"Bearer {secret}"}
+        assert (await http.get("/bridge/zclaw/api/agents", headers=viewer)).status_code == 200
+        refused = await http.post(f"/bridge/zclaw/api/agents/{LOCAL}/message", json={"message": "hi"}, headers=viewer)
+        assert refused.status_code == 403
+        assert isinstance(refused.json()["error"], str)
