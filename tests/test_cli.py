@@ -306,7 +306,14 @@ def test_remote_workspace_bounds_are_options_of_serve(capsys: pytest.CaptureFixt
         assert refused[0] in capsys.readouterr().err
 
 
-def test_an_unknown_bridge_stops_serve_with_what_is_wrong(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("option", "value", "told"),
+    [
+        ("--bridge", "telnet", "unknown bridge 'telnet' (this hub bridges: agent-cli, zclaw)"),
+        ("--bridge-anonymous", "zclaw", "name the token the loopback clients act as"),
+    ],
+)
+def test_an_unknown_bridge_stops_serve_with_what_is_wrong(tmp_path: Path, option: str, value: str, told: str) -> None:
     """`--bridge` names a bridge this hub has; anything else exits 2 with the list, no traceback."""
     result = subprocess.run(
         [
@@ -318,8 +325,8 @@ def test_an_unknown_bridge_stops_serve_with_what_is_wrong(tmp_path: Path) -> Non
             str(tmp_path),
             "--token",
             FLAG_KEY,
-            "--bridge",
-            "telnet",
+            option,
+            value,
         ],
         check=False,
         capture_output=True,
@@ -327,5 +334,5 @@ def test_an_unknown_bridge_stops_serve_with_what_is_wrong(tmp_path: Path) -> Non
         timeout=20,
     )
     assert result.returncode == 2
-    assert "unknown bridge 'telnet' (this hub bridges: agent-cli)" in result.stderr
+    assert told in result.stderr
     assert "Traceback" not in result.stderr

@@ -113,7 +113,9 @@ async def test_the_hub_keeps_its_state_in_the_database(tmp_path: Path, database:
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("scenario", load_scenarios("acli-"), ids=lambda scenario: scenario.id)
+@pytest.mark.parametrize(
+    "scenario", load_scenarios("acli-") + load_scenarios("zclaw-"), ids=lambda scenario: scenario.id
+)
 async def test_bridge_scenario(tmp_path: Path, database: str, scenario: Scenario) -> None:
     """A dialect bridge on a PostgreSQL-backed hub: bindings, the request log and retries as on SQLite."""
     await replay(tmp_path, scenario, "websocket", database_url=database)

@@ -17,7 +17,7 @@ from typing import TypeVar
 from aophub.access.authenticator import AccessKey, read_token_file, resolve_access_key
 from aophub.access.throttle import trusted_proxies
 from aophub.agent.builtin import builtin_agent, builtin_commands, builtin_workspace
-from aophub.bridges.frame import parse_bridge_option
+from aophub.bridges.frame import parse_anonymous_option, parse_bridge_option
 from aophub.chat import add_chat_parser, run_chat
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
@@ -379,11 +379,12 @@ def add_bridge_options(serve: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME[=HOST:PORT]",
         help="serve a dialect bridge under /bridge/NAME/ on the hub's port so that clients of another"
-        " remote-agent system talk to aophub unchanged (repeat for more; available: agent-cli)."
-        " With =HOST:PORT the dialect's own paths are also served at the root of that listener (for"
-        " agent-cli: WebSocket upgrades on /; the hub's own address is allowed, plain GET / is"
-        " unchanged). Default: no bridge. Bridged clients authenticate like any other (Bearer,"
-        " cookie, or ?token= on the URL, redacted from the log)",
+        " remote-agent system talk to aophub unchanged (repeat for more; available: agent-cli, zclaw)."
+        " With =HOST:PORT the dialect's own paths are also served at the root of that listener (e.g."
+        " zclaw=127.0.0.1:50051 for the ZCLAW desktop client). The hub's own address is allowed where"
+        " nothing collides: agent-cli WebSocket upgrades on / (plain GET / is unchanged), zclaw's"
+        " /api/agents, /api/hands, /api/health. Default: no bridge. Bridged clients authenticate like"
+        " any other (Bearer, cookie, or ?token= on the URL, redacted from the log)",
     )
     serve.add_argument(
         "--bridge-node",
@@ -391,14 +392,46 @@ def add_bridge_options(serve: argparse.ArgumentParser) -> None:
         metavar="NODE_ID",
         help="the node bridged conversations run on unless the client names one (default: local)",
     )
+    serve.add_argument(
+        "--bridge-approvals",
+        choices=("deny", "wait"),
+        default="deny",
+        help="what the zclaw bridge does with a tool approval in a turn it started, which its client"
+        " cannot show: deny answers it at once (the model is told the call was refused), wait leaves"
+        " it to another client (web console, aophub chat) and the hub's expiry (default: deny)",
+    )
+    serve.add_argument(
+        "--bridge-anonymous",
+        action="append",
+        default=[],
+        metavar="NAME=TOKEN_NAME",
+        help="loopback principal for a bridge whose client cannot send a credential (e.g."
+        " zclaw=desktop): a connection from a loopback address with no credentials and no Origin"
+        " header acts as that token (its scopes apply). Off by default; a warning is logged at start",
+    )
 
 
 def bridge_settings(settings: Settings, args: argparse.Namespace) -> Settings:
-    """``--bridge`` and ``--bridge-node`` into ``settings``; ValueError names a bad value."""
+    """``--bridge``, ``--bridge-node``, ``--bridge-approvals`` and ``--bridge-anonymous`` into ``settings``.
+
+    ValueError names a bad value.
+    """
     listeners = [parse_bridge_option(text) for text in args.bridge]
     names = tuple(dict.fromkeys(listener.name for listener in listeners))
     roots = tuple((item.name, item.host, item.port) for item in listeners if item.port)
-    return dataclasses.replace(settings, bridges=names, bridge_node=args.bridge_node, bridge_roots=roots)
+    anonymous = tuple(parse_anonymous_option(text) for text in args.bridge_anonymous)
+    for name, token_name in anonymous:
+        logging.getLogger("aophub").warning(
+            "bridge %s: connections from loopback addresses without credentials act as token %r", name, token_name
+        )
+    return dataclasses.replace(
+        settings,
+        bridges=names,
+        bridge_node=args.bridge_node,
+        bridge_roots=roots,
+        bridge_approvals=args.bridge_approvals,
+        bridge_anonymous=anonymous,
+    )
 
 
 def add_network_options(serve: argparse.ArgumentParser) -> None:

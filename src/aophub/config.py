@@ -188,7 +188,7 @@ def _llm_push_problems(config: config_pb2.Config) -> Violations:
 
 
 # The dialect bridges this hub has (bridges.md 1.1); config.yaml's bridges.enabled names some of them.
-BRIDGE_NAMES = frozenset({"agent-cli"})
+BRIDGE_NAMES = frozenset({"agent-cli", "zclaw"})
 
 
 def _bridge_problems(config: config_pb2.Config) -> Violations:

@@ -92,6 +92,12 @@ class Settings:
     # Root mounts (--bridge NAME=host:port): the dialect's own paths at the root of that listener
     # (bridges.md 1.1). The hub's own host:port is allowed for agent-cli: WebSocket upgrades on /.
     bridge_roots: tuple[tuple[str, str, int], ...] = ()
+    # What the ZCLAW bridge does with an approval its client cannot show (bridges.md 1.8):
+    # "deny" answers it at once, "wait" leaves it to another client (--bridge-approvals).
+    bridge_approvals: str = "deny"
+    # Loopback principals (--bridge-anonymous NAME=TOKEN_NAME, bridges.md 1.2): a connection to that
+    # bridge from a loopback address with no credentials and no Origin header acts as that token.
+    bridge_anonymous: tuple[tuple[str, str], ...] = ()
     # Turns a node may start by itself per session (AOP-nodes 9.5.8): in any minute, and since an app
     # last ran a turn there. Past either, the hub drops them and closes the session on the node.
     node_turns_per_minute: int = 10

@@ -20,15 +20,22 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-import pytest
+import httpx
 from google.protobuf.json_format import MessageToDict
+from starlette.applications import Starlette
+from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
+from aop import chat_pb2
 from aophub.access.authenticator import Authenticator
-from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Scope
 from aophub.bridges.acr.session import AcrConnection, AgentCliState
-from aophub.bridges.hub_client import HubClient
+from aophub.bridges.frame import authenticate_bridge
+from aophub.bridges.hub_client import HubClient, WatchEnded
+from aophub.bridges.zclaw.adapter import ZclawBridge
+from aophub.bridges.zclaw.session import ZclawConnection, ZclawState, resolve_agent
 from aophub.config import ConfigStore
 from aophub.hub.application import NamespaceHandler
 from aophub.protocol.mux import NamespaceRouter
@@ -36,6 +43,7 @@ from aophub.rpc.interactions import InteractionServiceImpl
 from aophub.rpc.interceptors import calling_as
 from aophub.rpc.sessions import SessionServiceImpl
 from aophub.transport.app import answer_interaction
+from aophub.transport.application_ws import PerConnectionBounds
 from aophub.v1 import interaction_pb2, session_pb2
 
 from .fake_openai import Chunk, FakeOpenAI, FinishChunk, Reply, Stall, Text, UsageChunk, fake_openai, tool_calls
@@ -46,6 +54,8 @@ __all__ = ["SCENARIOS", "Scenario", "load_scenarios", "match", "replay", "scenar
 
 SCENARIOS = Path(__file__).parent.parent / "scenarios" / "bridges"
 RECV_TIMEOUT = 15.0
+# The bridges a scenario's hub enables on its port (transport "websocket").
+BRIDGES = ("agent-cli", "zclaw")
 
 
 @dataclass
@@ -179,41 +189,42 @@ def reply(spec: dict[str, Any]) -> Reply:
 
 
 class DirectSocket:
-    """A bridged connection without a socket: text frames in and out of an :class:`AcrConnection`."""
+    """A bridged connection without a socket: text frames in and out of a bridge's connection object."""
 
-    def __init__(self, hub: RunningHub, principal: Principal, query: dict[str, str], state: AgentCliState) -> None:
+    def __init__(self, client: HubClient) -> None:
         self.frames: asyncio.Queue[str] = asyncio.Queue()
-        namespaces: NamespaceRouter[NamespaceHandler] = NamespaceRouter()
-        namespaces.register(interaction_pb2.InteractionProtocolMessage, answer_interaction)
-        self.client = HubClient(hub.runtime.hub, principal, namespaces)
+        self.client = client
+        self.connection: AcrConnection | ZclawConnection | None = None
 
-        async def send(frame: dict[str, Any]) -> None:
-            self.frames.put_nowait(json.dumps(frame))
-
-        self.connection = AcrConnection(
-            self.client,
-            send,
-            node_id=query.get("node", "local"),
-            binding=query.get("session", "default"),
-            waiting=state,
-        )
+    async def send_frame(self, frame: dict[str, Any]) -> None:
+        self.frames.put_nowait(json.dumps(frame))
 
     async def send(self, text: str) -> None:
+        assert self.connection is not None
         await self.connection.receive(text)
 
     async def recv(self) -> str:
         return await self.frames.get()
 
     async def close(self) -> None:
-        await self.connection.close()
+        if self.connection is not None:
+            await self.connection.close()
         await self.client.close()
 
 
 Socket = ClientConnection | DirectSocket
+_ZCLAW_WS = re.compile(r"^/bridge/zclaw/api/agents/([^/]+)/ws$")
 
 
 @dataclass
 class Replay:
+    """One scenario's run. ``transport`` "websocket": real WebSockets and HTTP to the hub's port.
+    "direct": no socket at all: upgrades are decided and connections built in process by the same
+    functions the adapters call (the hub's credential check, the agent lookup), frames handed to
+    the bridge's connection objects, and HTTP requests sent through an ASGI transport to the
+    bridge's own routes. The hub of a direct replay has no bridge enabled on its port, so a step
+    that used a socket by mistake would get 404."""
+
     hub: RunningHub
     fake: FakeOpenAI
     transport: str = "websocket"
@@ -221,22 +232,22 @@ class Replay:
     sockets: dict[str, Socket] = field(default_factory=dict)
     last: str = "c"
     state: AgentCliState = field(default_factory=AgentCliState)
+    zclaw: ZclawState = field(default_factory=ZclawState)
+
+    def __post_init__(self) -> None:
+        self.zclaw.approvals = self.hub.settings.bridge_approvals
+        self.namespaces: NamespaceRouter[NamespaceHandler] = NamespaceRouter()
+        self.namespaces.register(interaction_pb2.InteractionProtocolMessage, answer_interaction)
+        self.authenticator = Authenticator(self.hub.settings.access_key, tokens=self.hub.runtime.tokens.book)
 
     def socket(self, step: dict[str, Any]) -> Socket:
         return self.sockets[step.get("on", self.last)]
 
-    def _authenticate(self, path: str, headers: dict[str, str]) -> tuple[Principal | None, dict[str, str]]:
-        """Direct transport: the bridge's credential rule (Bearer, else ?token=) through the hub's authenticator."""
-        query = dict(parse_qsl(urlsplit(path).query))
-        if "token" in query and "Authorization" not in headers:
-            headers = {**headers, "Authorization": f"Bearer {query['token']}"}
-        tokens = self.hub.runtime.tokens
-        result = Authenticator(self.hub.settings.access_key, tokens=tokens.book).authenticate(headers, {})
-        return (result.principal if result.ok else None), query
-
     async def run(self, index: int, step: dict[str, Any]) -> None:
         if "ws" in step or "ws_refused" in step:
             await self._connect(index, step)
+        elif "http" in step:
+            await self._http(index, step)
         elif "check" in step:
             self._check_model(index, step["check"])
         elif "hub" in step:
@@ -245,20 +256,97 @@ class Replay:
             await self._frames(index, step)
 
     async def _connect(self, index: int, step: dict[str, Any]) -> None:
-        url = f"ws://127.0.0.1:{self.hub.port}"
+        path = _key(substitute(step.get("ws", step.get("ws_refused")), self.saved))
+        headers = {key: _key(value) for key, value in step.get("headers", {}).items()}
+        opened: Socket | int
+        if self.transport == "direct":
+            opened = await self._open_direct(path, headers)
+        else:
+            try:
+                opened = await connect(f"ws://127.0.0.1:{self.hub.port}{path}", additional_headers=headers)
+            except InvalidStatus as refused:
+                opened = refused.response.status_code
         if "ws" in step:
+            assert not isinstance(opened, int), f"step {index}: upgrade refused with HTTP {opened}"
             name = step.get("as", "c")
-            headers = {key: _key(value) for key, value in step.get("headers", {}).items()}
-            self.sockets[name] = await connect(
-                url + _key(substitute(step["ws"], self.saved)), additional_headers=headers
-            )
+            self.sockets[name] = opened
             self.last = name
-        elif "ws_refused" in step:
-            headers = {key: _key(value) for key, value in step.get("headers", {}).items()}
-            with pytest.raises(InvalidStatus) as refused:
-                await connect(url + _key(step["ws_refused"]), additional_headers=headers)
-            status = refused.value.response.status_code
-            assert status == step["status"], f"step {index}: HTTP {status}, expected {step['status']}"
+        else:
+            if not isinstance(opened, int):
+                await opened.close()
+                raise AssertionError(f"step {index}: the upgrade was accepted, expected HTTP {step['status']}")
+            assert opened == step["status"], f"step {index}: HTTP {opened}, expected {step['status']}"
+
+    async def _open_direct(self, path: str, headers: dict[str, str]) -> DirectSocket | int:
+        """An upgrade decided in process: the bridge's credential check, then its own refusals."""
+        split = urlsplit(path)
+        scope = {
+            "type": "websocket",
+            "path": split.path,
+            "query_string": split.query.encode(),
+            "headers": [(name.lower().encode(), value.encode()) for name, value in headers.items()],
+            "client": ("127.0.0.1", 1),
+            "server": ("127.0.0.1", self.hub.port),
+            "scheme": "ws",
+        }
+        auth = authenticate_bridge(HTTPConnection(scope), self.authenticator, Scope.READ, query_token=True)
+        if auth.principal is None:
+            return auth.status
+        query = dict(parse_qsl(split.query))
+        client = HubClient(self.hub.runtime.hub, auth.principal, self.namespaces)
+        socket = DirectSocket(client)
+        zclaw = _ZCLAW_WS.match(split.path)
+        if zclaw is not None:
+            status, node_id = resolve_agent(self.hub.runtime.hub, zclaw.group(1))
+            if status != 200:
+                await client.close()
+                return 400
+            connection = ZclawConnection(client, socket.send_frame, node_id=node_id, state=self.zclaw)
+            socket.connection = connection
+            await connection.greet(zclaw.group(1))
+            return socket
+        assert split.path == "/bridge/agent-cli/ws", f"no bridge serves {split.path}"
+        socket.connection = AcrConnection(
+            client,
+            socket.send_frame,
+            node_id=query.get("node", "local"),
+            binding=query.get("session", "default"),
+            waiting=self.state,
+        )
+        return socket
+
+    async def _http(self, index: int, step: dict[str, Any]) -> None:
+        """An HTTP request (1.12): its status, optional header templates and JSON body template."""
+        request = substitute(step["http"], self.saved)
+        headers = {key: _key(value) for key, value in request.get("headers", {}).items()}
+        path = _key(request["path"])
+        if self.transport == "direct":
+            bridge = ZclawBridge(
+                self.hub.runtime.hub,
+                self.authenticator,
+                self.namespaces,
+                self.zclaw,
+                PerConnectionBounds(),
+                enabled=lambda: True,
+                not_enabled=lambda path: JSONResponse({}, status_code=404),
+                max_body_bytes=self.hub.settings.max_frame_bytes,
+            )
+            app = Starlette(routes=bridge.routes("/bridge/zclaw"))
+            transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 1))
+            base = "http://bridge"
+        else:
+            transport, base = None, self.hub.http
+        async with httpx.AsyncClient(transport=transport, base_url=base, timeout=RECV_TIMEOUT) as http:
+            kwargs: dict[str, Any] = {"headers": headers}
+            if "json" in request:
+                kwargs["json"] = request["json"]
+            response = await http.request(request["method"], path, **kwargs)
+        where = f"step {index}"
+        assert response.status_code == step["status"], f"{where}: HTTP {response.status_code}: {response.text}"
+        for name, template in step.get("headers", {}).items():
+            match(template, response.headers.get(name), self.saved, f"{where} header {name}")
+        if "json" in step:
+            match(step["json"], response.json(), self.saved, where)
 
     async def _frames(self, index: int, step: dict[str, Any]) -> None:
         if "send" in step:
@@ -323,19 +411,69 @@ class Replay:
                 _match_all(action["expect_sessions"], found, self.saved, f"step {index}")
             elif "answer_pending_approval" in action:
                 await self._answer_approval(index, action["answer_pending_approval"])
+            elif "wait_pending_approval" in action:
+                async with asyncio.timeout(RECV_TIMEOUT):
+                    await self._wait_pending_approval()
+            elif "cancel_running_turn" in action:
+                running = list(hub.dispatched())
+                assert len(running) == 1, f"step {index}: running turns {running}"
+                ((session_id, turn_id),) = running
+                request = chat_pb2.CancelTurnRequest(
+                    session_id=session_id, turn_id=turn_id, reason="canceled elsewhere"
+                )
+                response = await hub.cancel_turn(f"cancel-{index}", request)
+                assert response.WhichOneof("outcome") == "accepted", f"step {index}: {response}"
             else:
                 raise AssertionError(f"step {index}: hub action {action} is not supported by this harness")
 
-    async def _answer_approval(self, index: int, answer: dict[str, Any]) -> None:
-        """Answer the one pending approval as another client would (InteractionService, as the admin)."""
+    async def _wait_pending_approval(self) -> None:
+        """Until an approval is PENDING: watched in the history of every open session, as an admin client."""
+        hub = self.hub.runtime.hub
+        with calling_as(ACCESS_KEY_PRINCIPAL):
+            listed = await SessionServiceImpl(hub).list_sessions(session_pb2.ListSessionsRequest(), None)
+        client = HubClient(hub, ACCESS_KEY_PRINCIPAL, self.namespaces)
+
+        async def pending_in(session_id: str) -> None:
+            async with client.watch(session_id, "") as events:
+                while True:
+                    item = await events.get()
+                    assert not isinstance(item, WatchEnded), item
+                    event = item[1]
+                    if event.WhichOneof("payload") != "extension":
+                        continue
+                    interaction = interaction_pb2.Interaction()
+                    if event.extension.Unpack(interaction) and (
+                        interaction.state == interaction_pb2.INTERACTION_STATE_PENDING
+                        and interaction.kind == interaction_pb2.INTERACTION_KIND_APPROVAL
+                    ):
+                        return
+
+        watches = [asyncio.ensure_future(pending_in(session.id)) for session in listed.sessions]
+        try:
+            assert watches, "no open session to wait in"
+            done, _ = await asyncio.wait(watches, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()
+        finally:
+            for task in watches:
+                task.cancel()
+            await asyncio.gather(*watches, return_exceptions=True)
+            await client.close()
+
+    async def _pending_approvals(self) -> list[interaction_pb2.Interaction]:
         service = InteractionServiceImpl(self.hub.runtime.hub)
         listed = await service.list_interactions(interaction_pb2.ListInteractionsRequest(), None)
-        pending = [
+        return [
             item
             for item in listed.interactions
             if item.kind == interaction_pb2.INTERACTION_KIND_APPROVAL
             and item.state == interaction_pb2.INTERACTION_STATE_PENDING
         ]
+
+    async def _answer_approval(self, index: int, answer: dict[str, Any]) -> None:
+        """Answer the one pending approval as another client would (InteractionService, as the admin)."""
+        service = InteractionServiceImpl(self.hub.runtime.hub)
+        pending = await self._pending_approvals()
         assert len(pending) == 1, f"step {index}: pending approvals {pending}"
         request = interaction_pb2.AnswerInteractionRequest(request_id=f"answer-{index}", interaction_id=pending[0].id)
         request.answer.approval.approved = bool(answer.get("approved", True))
@@ -396,15 +534,22 @@ async def scenario_hub(
         for name, text in given.get("workspace", {}).items():
             (workspace / name).write_text(text)
         fake.script(*(reply(item) for item in given.get("model", [])))
-        async with running_hub(data_dir, bridges=("agent-cli",), **overrides) as hub:
+        bridge = given.get("bridge", {})
+        if "approvals" in bridge:
+            overrides.setdefault("bridge_approvals", bridge["approvals"])
+        overrides.setdefault("bridges", BRIDGES)
+        async with running_hub(data_dir, **overrides) as hub:
             yield hub, fake
 
 
 async def replay(data_dir: Path, scenario: Scenario, transport: str = "websocket", **overrides: Any) -> None:
     """Run every step of ``scenario`` against a fresh hub, over real WebSockets or ``"direct"`` (no socket).
 
-    ``overrides`` replace :class:`Settings` fields of the hub (e.g. ``database_url``).
+    ``overrides`` replace :class:`Settings` fields of the hub (e.g. ``database_url``). A direct
+    replay's hub enables no bridge on its port (see :class:`Replay`).
     """
+    if transport == "direct":
+        overrides["bridges"] = ()
     async with scenario_hub(data_dir, scenario, **overrides) as (hub, fake):
         run = Replay(hub, fake, transport)
         try:

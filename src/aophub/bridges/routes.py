@@ -15,6 +15,9 @@ from aophub.bridges.acr.adapter import serve_agent_cli
 from aophub.bridges.acr.session import NAME as AGENT_CLI
 from aophub.bridges.acr.session import AgentCliState
 from aophub.bridges.frame import QueryTokenRedaction
+from aophub.bridges.zclaw.adapter import ZclawBridge
+from aophub.bridges.zclaw.session import ZclawState
+from aophub.bridges.zclaw.translator import NAME as ZCLAW
 from aophub.config import ConfigStore
 from aophub.hub.application import NamespaceHandler
 from aophub.hub.hub import Hub
@@ -69,6 +72,7 @@ def bridge_routes(
         if not any(isinstance(existing, QueryTokenRedaction) for existing in logger.filters):
             logger.addFilter(redaction)
     state = AgentCliState()
+    anonymous = dict(settings.bridge_anonymous)  # --bridge-anonymous: the loopback principal's token per bridge
     limits = PerConnectionBounds(
         max_outbound_bytes=settings.max_outbound_bytes,
         outbound_stall_seconds=settings.outbound_stall_seconds,
@@ -80,7 +84,14 @@ def bridge_routes(
             await _disabled_ws(websocket)
             return
         await serve_agent_cli(
-            websocket, hub, authenticator, namespaces, state, node_id=settings.bridge_node, limits=limits
+            websocket,
+            hub,
+            authenticator,
+            namespaces,
+            state,
+            node_id=settings.bridge_node,
+            limits=limits,
+            anonymous=anonymous.get(AGENT_CLI, ""),
         )
 
     (login,) = [
@@ -96,8 +107,21 @@ def bridge_routes(
         response: Response = await login(request)
         return response
 
+    zclaw = ZclawBridge(
+        hub,
+        authenticator,
+        namespaces,
+        ZclawState(approvals=settings.bridge_approvals),
+        limits,
+        enabled=lambda: enabled(ZCLAW),
+        not_enabled=_not_enabled,
+        max_body_bytes=settings.max_frame_bytes,
+        anonymous=anonymous.get(ZCLAW, ""),
+    )
+    hub.node_listeners.append(zclaw.state.agents_changed)
     routes: list[BaseRoute] = [
         WebSocketRoute(f"{PREFIX}/{AGENT_CLI}/ws", agent_cli),
+        *zclaw.routes(f"{PREFIX}/{ZCLAW}"),
         Route(PREFIX + "/{name}/api/auth/login", bridge_login, methods=["POST"]),
         WebSocketRoute(PREFIX + "/{rest:path}", _disabled_ws),
         Route(PREFIX + "/{rest:path}", _disabled_http, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
@@ -107,25 +131,38 @@ def bridge_routes(
 
 # A dialect's root path -> its prefix-mounted route (bridges.md 1.1, 2.2.1).
 _ROOT_PATHS = {AGENT_CLI: {"/": "/ws"}}
+# The root paths a bridge may also serve on the hub's own port, where they collide with nothing (1.1).
+_MAIN_PORT_PATHS = {ZCLAW: ("/api/agents", "/api/hands", "/api/health")}
 
 
 class RootMounts:
     """Serve the dialects' own paths at the root (bridges.md 1.1) by rewriting them to their prefix mounts.
 
     On a listener of a root mount (told apart by the port the connection arrived on) every path
-    goes to that bridge. On the hub's own port only the Agent CLI's WebSocket upgrade on ``/``
-    does, when its root mount names the hub's address: a plain ``GET /`` is unchanged.
+    goes to that bridge. On the hub's own port, when a root mount names the hub's address, only
+    paths that collide with none of aophub's do: the Agent CLI's WebSocket upgrade on ``/`` (a plain
+    ``GET /`` is unchanged), and ZCLAW's ``/api/agents...``, ``/api/hands`` and ``/api/health``.
     """
 
     def __init__(self, app: ASGIApp, settings: Settings) -> None:
         self.app = app
-        self.main: str | None = None
+        self.main: set[str] = set()
         self.ports: dict[int, str] = {}
         for name, host, port in settings.bridge_roots:
             if (host, port) == (settings.host, settings.port):
-                self.main = name
+                self.main.add(name)
             else:
                 self.ports[port] = name
+
+    def _on_main_port(self, kind: str, path: str) -> str | None:
+        """The prefix-mounted path of a root path on the hub's own port, or None when it stays aophub's."""
+        if AGENT_CLI in self.main and kind == "websocket" and path == "/":
+            return f"{PREFIX}/{AGENT_CLI}{_ROOT_PATHS[AGENT_CLI]['/']}"
+        for name in self.main:
+            for root in _MAIN_PORT_PATHS.get(name, ()):
+                if path == root or path.startswith(root + "/"):
+                    return f"{PREFIX}/{name}{path}"
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
@@ -134,6 +171,6 @@ class RootMounts:
             path = scope["path"]
             if name is not None:
                 scope = dict(scope, path=f"{PREFIX}/{name}{_ROOT_PATHS.get(name, {}).get(path, path)}")
-            elif self.main is not None and scope["type"] == "websocket" and path == "/":
-                scope = dict(scope, path=f"{PREFIX}/{self.main}{_ROOT_PATHS[self.main]['/']}")
+            elif self.main and (mounted := self._on_main_port(scope["type"], path)) is not None:
+                scope = dict(scope, path=mounted)
         await self.app(scope, receive, send)

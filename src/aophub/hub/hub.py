@@ -170,6 +170,8 @@ class Hub:
             timeout=command_timeout,
             max_pending=max_pending_commands,
         )
+        # Called (synchronously) after a node connects or leaves, e.g. by a bridge that pushes agent lists.
+        self.node_listeners: list[Callable[[], None]] = []
         self._session_admin = SessionAdmin(
             store,
             self.nodes,
@@ -601,13 +603,23 @@ class Hub:
         AgentService). Its turns end. Raises :class:`HubError` when the id is refused (see
         :meth:`NodeRouter.attach`).
         """
-        return await self._node_router.attach(
+        handle = await self._node_router.attach(
             hello, link, built_in=built_in, peer=peer, acceptance=acceptance, token_name=token_name
         )
+        self._nodes_changed()
+        return handle
 
     async def detach_node(self, handle: NodeHandle) -> None:
         """Forget a node whose connection ended; its running turns end with ``agent_disconnected``."""
         await self._node_router.detach(handle)
+        self._nodes_changed()
+
+    def _nodes_changed(self) -> None:
+        for listener in list(self.node_listeners):
+            try:
+                listener()
+            except Exception:
+                log.exception("a node listener failed")
 
     async def node_message(self, handle: NodeHandle, envelope: envelope_pb2.Envelope) -> None:
         """Handle one envelope from a node (see :meth:`NodeRouter.receive`; raises :class:`HubError`)."""

@@ -48,9 +48,13 @@ async def serve_agent_cli(
     *,
     node_id: str,
     limits: PerConnectionBounds,
+    anonymous: str = "",
 ) -> None:
-    """Serve one Agent CLI client until it closes; its turns go on without it."""
-    principal = await authorize_bridge_websocket(websocket, authenticator, query_token=True)
+    """Serve one Agent CLI client until it closes; its turns go on without it.
+
+    ``anonymous``: the token the loopback principal acts as (``--bridge-anonymous agent-cli=NAME``).
+    """
+    principal = await authorize_bridge_websocket(websocket, authenticator, query_token=True, anonymous=anonymous)
     if principal is None:
         return
     binding = websocket.query_params.get("session") or DEFAULT_BINDING

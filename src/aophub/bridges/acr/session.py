@@ -40,11 +40,11 @@ from aophub.bridges.acr.translator import (
     rejection_error,
     run_turn_request,
 )
+from aophub.bridges.bindings import bound_session
 from aophub.bridges.hub_client import HubClient, WatchEnded, principal_key, wire_error
 from aophub.bridges.ids import derive
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import (
-    BridgeBinding,
     BridgeRequest,
     PruneBridgeRequests,
     PutBridgeBinding,
@@ -201,52 +201,7 @@ class AcrConnection:
 
     async def session(self) -> str:
         """The bound session, opening a new one when there is none or it was closed (1.4)."""
-        while True:
-            binding = await self.store.get_bridge_binding(NAME, self.principal, self.scope)
-            if binding is not None and binding.session_id and await self._open(binding.session_id):
-                return binding.session_id
-            if binding is None:
-                generation, expect = 1, 0
-            elif binding.session_id:
-                generation, expect = binding.generation + 1, binding.generation
-            else:
-                generation, expect = binding.generation, binding.generation
-            open_id = self._derive("open", self.scope, generation)
-            reply = await self.client.request(
-                open_id, open_session_request=chat_pb2.OpenSessionRequest(node_id=self.node_id)
-            )
-            response = reply.open_session_response
-            if response.WhichOneof("outcome") == "rejected":
-                if (
-                    response.rejected.retryable
-                ):  # the spent id would be refused forever (1.5): the next frame uses a new one
-                    spent = BridgeBinding(
-                        NAME, self.principal, self.scope, "", self.node_id, generation + 1, time.time()
-                    )
-                    await self._put_binding(spent, expect)
-                raise wire_error(response.rejected)
-            record = BridgeBinding(
-                NAME, self.principal, self.scope, response.accepted.id, self.node_id, generation, time.time()
-            )
-            if await self._put_binding(record, expect):
-                return record.session_id
-            # another connection bound it first: use what it stored
-
-    async def _put_binding(self, record: BridgeBinding, expect: int) -> bool:
-        (written,) = await self.store.submit([PutBridgeBinding(record, expect)])
-        return bool(written)
-
-    async def _open(self, session_id: str) -> bool:
-        try:
-            found = await self.client.call(
-                "aophub.v1.SessionService/GetSession",
-                lambda: self.client.sessions.get_session(session_pb2.GetSessionRequest(session_id=session_id), None),
-            )
-        except HubError as error:
-            if error.code == Code.NOT_FOUND:
-                return False
-            raise
-        return found.session.state == session_pb2.SESSION_STATE_OPEN
+        return (await bound_session(self.client, NAME, DIALECT, self.scope, self.node_id)).session_id
 
     async def _last_cursor(self, session_id: str) -> str:
         found = await self.client.call(
