@@ -16,6 +16,7 @@ import pytest
 
 from aop import chat_pb2, event_pb2
 from aophub.bridges.nodes.agent_cli_node import AgentCliNode, serve_agent_cli
+from aophub.bridges.nodes.zclaw_node import serve_zclaw
 from aophub.node.commands import command_name
 from aophub.node.turn import Turn, TurnFailed
 from aophub.v1 import extensions_pb2
@@ -109,6 +110,35 @@ async def test_aophub_node_dialect_zclaw_serves_one_node_per_agent(hub: RunningH
             assert (handle.status.provider, handle.status.model) == ("p", f"m{number}")
             assert "limit:no-cancel" in handle.hello.capabilities
             assert ended.stop_reason == "completed"
+
+
+async def test_zclaw_agents_that_appear_join_and_agents_that_go_leave(hub: RunningHub) -> None:
+    """Each reading of GET /api/agents (here on demand instead of every --refresh seconds) starts a node for a new
+    agent and stops the node of an agent no longer listed."""
+    readings: asyncio.Queue[None] = asyncio.Queue()
+
+    async def next_reading(_refresh: float) -> None:
+        await readings.get()
+
+    async with fake_zclaw_server(echo=True) as upstream:
+        first = upstream.first_agent
+        serving = asyncio.create_task(serve_zclaw(upstream.url, hub.http, TOKEN, "zclaw", sleep=next_reading))
+        try:
+            await node_connected(hub.runtime, f"zclaw-{first}")
+            second = "00000000-0000-4000-8000-0000000000b2"
+            upstream.add_agent({"id": second, "name": "Second", "model_provider": "p", "model_name": "m"})
+            readings.put_nowait(None)
+            await node_connected(hub.runtime, f"zclaw-{second}")
+            async with await AppSocket.open(hub.app_url) as app:
+                text, _ended = await answer_of(app, f"zclaw-{second}", "late joiner")
+            assert text == "echo: late joiner"
+            upstream.agents = [agent for agent in upstream.agents if agent["id"] == second]
+            readings.put_nowait(None)
+            assert await asyncio.wait_for(upstream.disconnected.get(), 10) == first
+            assert upstream.agent_list_reads == 3
+        finally:
+            serving.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
 
 
 async def test_a_bad_url_is_refused_before_anything_starts() -> None:

@@ -54,6 +54,8 @@ class FakeZclawServer:
         self.received: asyncio.Queue[tuple[str, Frame]] = asyncio.Queue()
         self.sockets: dict[str, ServerConnection] = {}
         self.connected: dict[str, asyncio.Event] = {agent["id"]: asyncio.Event() for agent in self.agents}
+        # The agent id of each WebSocket that closed, in order.
+        self.disconnected: asyncio.Queue[str] = asyncio.Queue()
         self.agent_list_reads = 0
         # Every frame in ("in") and out ("out"), in the order they passed.
         self.transcript: list[tuple[str, Frame]] = []
@@ -65,6 +67,11 @@ class FakeZclawServer:
         assert self._server is not None
         port = next(iter(self._server.sockets)).getsockname()[1]
         return f"http://127.0.0.1:{port}"
+
+    def add_agent(self, agent: Frame) -> None:
+        """A new agent, listed from the next ``GET /api/agents`` on."""
+        self.agents.append(agent)
+        self.connected[agent["id"]] = asyncio.Event()
 
     @property
     def first_agent(self) -> str:
@@ -125,6 +132,7 @@ class FakeZclawServer:
         if self.sockets.get(agent_id) is socket:
             del self.sockets[agent_id]
             self.connected[agent_id].clear()
+        self.disconnected.put_nowait(agent_id)
 
     async def _answer(self, agent_id: str, content: str) -> None:
         words = f"echo: {content}".split(" ")
