@@ -141,12 +141,29 @@ async def test_zclaw_agents_that_appear_join_and_agents_that_go_leave(hub: Runni
             await asyncio.gather(serving, return_exceptions=True)
 
 
-async def test_a_bad_url_is_refused_before_anything_starts() -> None:
-    command = bridge_command("http://127.0.0.1:9", "agent-cli", "http://wrong-scheme")
+@pytest.mark.parametrize(
+    ("command", "complaint"),
+    [
+        (
+            bridge_command("http://127.0.0.1:9", "agent-cli", "http://wrong-scheme"),
+            "--url must be an absolute ws:// or wss:// URL, not 'http://wrong-scheme'",
+        ),
+        (
+            bridge_command("http://127.0.0.1:9", "zclaw", "http://127.0.0.1:9", "--refresh", "0"),
+            "--refresh must be positive",
+        ),
+        (
+            [sys.executable, "-m", "aophub", "node", "--server", "http://127.0.0.1:9", "--token", TOKEN],
+            "--node-id is required (unless --dialect names an agent server to bridge)",
+        ),
+    ],
+    ids=["url", "refresh", "node-id"],
+)
+async def test_bad_options_are_refused_before_anything_starts(command: list[str], complaint: str) -> None:
     child = await asyncio.create_subprocess_exec(*command, stderr=asyncio.subprocess.PIPE, env=offline_environment())
     _out, error = await child.communicate()
     assert child.returncode == 2
-    assert "--url must be an absolute ws:// or wss:// URL, not 'http://wrong-scheme'" in error.decode()
+    assert complaint in error.decode()
 
 
 async def test_an_unreachable_agent_server_is_in_the_status_and_turns_fail_retryable(hub: RunningHub) -> None:
