@@ -141,6 +141,33 @@ async def test_zclaw_agents_that_appear_join_and_agents_that_go_leave(hub: Runni
             await asyncio.gather(serving, return_exceptions=True)
 
 
+async def test_node_bridges_inside_the_hub_dial_its_own_port(tmp_path: Path) -> None:
+    """`aophub serve --node-bridge agent-cli=URL --node-bridge zclaw:zc=URL` runs both bridges in the hub's
+    process: their nodes join as they would from `aophub node --dialect`, and serve turns."""
+    async with fake_agent_cli_server(echo=True) as agent_cli, fake_zclaw_server(echo=True) as zclaw:
+        zclaw_node = f"zc-{zclaw.first_agent}"
+        options = ("--node-bridge", f"agent-cli={agent_cli.url}", "--node-bridge", f"zclaw:zc={zclaw.url}")
+        hub = HubProcess(tmp_path / "hub", *options, "--log-level", "info", env=offline_environment())
+        await asyncio.to_thread(hub.start)
+        try:
+            for node_id in ("agent-cli", zclaw_node):
+                await asyncio.to_thread(hub.wait_for_output, rf"node {node_id} connected from 127\.0\.0\.1")
+            async with await AppSocket.open(hub.app_url) as app:
+                assert (await answer_of(app, "agent-cli", "inside"))[0] == "echo: inside"
+                assert (await answer_of(app, zclaw_node, "inside too"))[0] == "echo: inside too"
+        finally:
+            assert await asyncio.to_thread(hub.terminate) == 0
+
+
+async def test_a_bad_node_bridge_option_of_serve_exits_2(tmp_path: Path) -> None:
+    hub = HubProcess(tmp_path / "hub", "--node-bridge", "countbot=http://127.0.0.1:9", env=offline_environment())
+    with pytest.raises(RuntimeError, match="did not start listening"):
+        await asyncio.to_thread(hub.start)
+    assert "--node-bridge takes DIALECT[:NODE_ID]=URL with DIALECT one of agent-cli, zclaw" in "".join(hub.output)
+    assert hub.process is not None
+    assert hub.process.returncode == 2
+
+
 @pytest.mark.parametrize(
     ("command", "complaint"),
     [

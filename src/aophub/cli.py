@@ -18,7 +18,13 @@ from aophub.access.authenticator import AccessKey, read_token_file, resolve_acce
 from aophub.access.throttle import trusted_proxies
 from aophub.agent.builtin import builtin_agent, builtin_commands, builtin_workspace
 from aophub.bridges.frame import parse_bridge_option
-from aophub.bridges.nodes.command import add_node_bridge_options, run_node_bridge
+from aophub.bridges.nodes.command import (
+    add_node_bridge_options,
+    add_serve_node_bridge_option,
+    node_bridges_in_hub,
+    parse_node_bridges,
+    run_node_bridge,
+)
 from aophub.chat import add_chat_parser, run_chat
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
@@ -139,6 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lifecycle_options(serve)
     add_llm_push_option(serve)
     add_bridge_options(serve)
+    add_serve_node_bridge_option(serve)  # node bridges inside the hub (docs/node-bridges.md)
     add_network_options(serve)
     add_node_turn_options(serve)
     add_turn_start_option(serve)
@@ -570,6 +577,7 @@ def serve(args: argparse.Namespace) -> int:
     settings = with_workspace_options(settings, args)
     try:
         settings = bridge_settings(settings, args)
+        node_bridges = parse_node_bridges(args.node_bridge)
     except ValueError as error:
         print(f"aophub: {error}", file=sys.stderr)
         return 2
@@ -599,6 +607,7 @@ def serve(args: argparse.Namespace) -> int:
             shutdown_timeout=args.shutdown_timeout,
             before_close=app.state.begin_stop,
             try_command=lambda base: example_command(base, key, args.token_file),
+            on_listening=node_bridges_in_hub(node_bridges, key.value),
         )
     except ListenError as error:
         print(f"aophub: {error}", file=sys.stderr)

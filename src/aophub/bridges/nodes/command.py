@@ -2,6 +2,10 @@
 
 :func:`add_node_bridge_options` adds the options to the ``aophub node`` parser (one block);
 :func:`run_node_bridge` runs the bridge until interrupted (the CLI has checked the key already).
+
+Inside the hub: ``aophub serve --node-bridge DIALECT[:NODE_ID]=URL`` (:func:`add_serve_node_bridge_option`,
+:func:`node_bridges_in_hub`) runs the same bridges in the hub's process, dialing the hub's own port
+with its access key once it listens.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ import asyncio
 import logging
 import logging.config
 import sys
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from aophub.bridges.nodes.agent_cli_node import serve_agent_cli
 from aophub.bridges.nodes.upstream import check_url, display_url
@@ -18,7 +25,15 @@ from aophub.bridges.nodes.zclaw_node import serve_zclaw
 from aophub.logs import logging_config
 from aophub.node.client import NodeRefused
 
-__all__ = ["DIALECTS", "add_node_bridge_options", "run_node_bridge"]
+__all__ = [
+    "DIALECTS",
+    "NodeBridge",
+    "add_node_bridge_options",
+    "add_serve_node_bridge_option",
+    "node_bridges_in_hub",
+    "parse_node_bridges",
+    "run_node_bridge",
+]
 
 DIALECTS = ("agent-cli", "zclaw")
 _SCHEMES = {"agent-cli": ("ws", "wss"), "zclaw": ("http", "https")}
@@ -103,3 +118,62 @@ def run_node_bridge(args: argparse.Namespace, token: str) -> int:
     except KeyboardInterrupt:
         pass
     return 0
+
+
+# -- inside the hub: aophub serve --node-bridge ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NodeBridge:
+    """One ``--node-bridge``: the dialect, the node id (ZCLAW: the prefix of the node ids), the agent server."""
+
+    dialect: str
+    node_id: str
+    url: str
+
+
+def add_serve_node_bridge_option(serve: argparse.ArgumentParser) -> None:
+    """``aophub serve --node-bridge`` (docs/node-bridges.md)."""
+    serve.add_argument(
+        "--node-bridge",
+        action="append",
+        default=[],
+        metavar="DIALECT[:NODE_ID]=URL",
+        help="run a node bridge inside the hub, as `aophub node --dialect DIALECT --url URL` would next to it: "
+        "agent-cli=ws://host:port (node NODE_ID, default agent-cli) or zclaw=http://host:port (nodes "
+        "NODE_ID-<agent id>, default zclaw); it dials this hub with its access key (repeat for more)",
+    )
+
+
+def parse_node_bridges(values: Sequence[str]) -> list[NodeBridge]:
+    """The ``--node-bridge`` values; ValueError names a bad one (an unknown dialect, a bad URL, a node id twice)."""
+    bridges: list[NodeBridge] = []
+    for value in values:
+        named, equals, url = value.partition("=")
+        dialect, _colon, node_id = named.partition(":")
+        if not equals or dialect not in DIALECTS:
+            raise ValueError(
+                f"--node-bridge takes DIALECT[:NODE_ID]=URL with DIALECT one of {', '.join(DIALECTS)}, not {value!r}"
+            )
+        bridge = NodeBridge(dialect, node_id or dialect, check_url(url, _SCHEMES[dialect]))
+        if any(known.node_id == bridge.node_id for known in bridges):
+            raise ValueError(f"--node-bridge: node id {bridge.node_id!r} is given twice; name them DIALECT:NODE_ID=URL")
+        bridges.append(bridge)
+    return bridges
+
+
+def node_bridges_in_hub(bridges: Sequence[NodeBridge], token: str) -> Callable[[str], Coroutine[Any, Any, None]] | None:
+    """What the hub runs once it listens (``on_listening``): every bridge, dialing the hub at its base URL."""
+    if not bridges:
+        return None
+
+    async def serve_all(base: str) -> None:
+        serving = []
+        for bridge in bridges:
+            if bridge.dialect == "agent-cli":
+                serving.append(serve_agent_cli(bridge.url, base, token, bridge.node_id))
+            else:
+                serving.append(serve_zclaw(bridge.url, base, token, bridge.node_id))
+        await asyncio.gather(*serving)
+
+    return serve_all
