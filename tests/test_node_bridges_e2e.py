@@ -272,29 +272,36 @@ def _turn(turn_id: str, text: str) -> Turn:
 # -- latency ----------------------------------------------------------------------------------
 
 
-async def test_first_delta_latency_through_the_agent_cli_bridge_versus_the_echo_node(tmp_path: Path) -> None:
-    """Median RunTurn->first delta and ->turn_ended: node "local" (echo, in the hub) against node "agent-cli"
-    (aophub node --dialect agent-cli in its own process, in front of the fake Agent CLI server)."""
+async def test_first_delta_latency_through_the_node_bridges_versus_the_echo_node(tmp_path: Path) -> None:
+    """Median RunTurn->first delta and ->turn_ended: node "local" (echo, in the hub) against the Agent CLI and
+    ZCLAW node bridges (each `aophub node --dialect` in its own process, in front of its fake agent server)."""
     hub = HubProcess(tmp_path / "hub", "--echo-delay", "0", env=offline_environment())
     await asyncio.to_thread(hub.start)
     try:
         async with (
-            fake_agent_cli_server(echo=True) as upstream,
-            ChildProcess(bridge_command(hub.http, "agent-cli", upstream.url, "--log-level", "info")) as node,
+            fake_agent_cli_server(echo=True) as agent_cli,
+            fake_zclaw_server(echo=True) as zclaw,
+            ChildProcess(bridge_command(hub.http, "agent-cli", agent_cli.url, "--log-level", "info")) as first,
+            ChildProcess(bridge_command(hub.http, "zclaw", zclaw.url, "--log-level", "info")) as second,
             await AppSocket.open(hub.app_url) as app,
         ):
-            await node.wait_for_output(r"node agent-cli connected to ")
-            probes = [await Probe.open(app, "local"), await Probe.open(app, "agent-cli")]
+            zclaw_node = f"zclaw-{zclaw.first_agent}"
+            await first.wait_for_output(r"node agent-cli connected to ")
+            await second.wait_for_output(rf"node {zclaw_node} connected to ")
+            probes = [await Probe.open(app, node_id) for node_id in ("local", "agent-cli", zclaw_node)]
             for probe in probes:
                 for _ in range(3):  # warm-up
                     await probe.turn()
             measured: dict[str, list[Latency]] = {probe.node_id: [] for probe in probes}
-            for _ in range(TURNS):  # interleaved, so both see the same machine load
+            for _ in range(TURNS):  # interleaved, so all see the same machine load
                 for probe in probes:
                     measured[probe.node_id].append(await probe.turn())
     finally:
         await asyncio.to_thread(hub.terminate)
     print(f"\n{TURNS} turns each, hub with the default durability (fsync per commit):")
-    local = report('echo in the hub (node "local")', measured["local"])
-    bridged = report("agent-cli node bridge", measured["agent-cli"])
-    assert max(*local, *bridged) < 1000  # sanity only: a loopback relay adds milliseconds
+    figures = [
+        report('echo in the hub (node "local")', measured["local"]),
+        report("agent-cli node bridge", measured["agent-cli"]),
+        report("zclaw node bridge", measured[zclaw_node]),
+    ]
+    assert max(max(pair) for pair in figures) < 1000  # sanity only: a loopback relay adds milliseconds
