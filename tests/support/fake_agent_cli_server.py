@@ -1,9 +1,13 @@
 """A fake Agent CLI Remote server (bridges.md 2.1, protocol v1.7.0), started by the tests, scriptable.
 
 One WebSocket at ``/``; every message is a JSON text frame: ``RemoteRequest`` in, ``RemoteResponse``
-out. It answers ``GetCommands`` with :attr:`FakeAgentCliServer.commands` and ``ClearContext`` with
-``Text ""`` by itself. Everything else the client sends is put in :attr:`received` (and
-``ClearContext`` too, so a test can see it); :meth:`next_request` takes it and :meth:`send` answers.
+out. Each request is read with the client bridge's parser
+(:func:`aophub.bridges.acr.translator.parse_request`), so what a node bridge sends must be a valid
+``RemoteRequest`` of v1.7.0; one that is not gets the documented ``"Failed to parse request: ..."``
+error frame (and is recorded in :attr:`rejected`). It answers ``GetCommands`` with
+:attr:`FakeAgentCliServer.commands` and ``ClearContext`` with ``Text ""`` by itself. Everything else
+the client sends is put in :attr:`received` (and ``ClearContext`` too, so a test can see it);
+:meth:`next_request` takes it and :meth:`send` answers.
 
 With ``echo=True`` it also answers like a tiny agent: a ``Text`` input streams ``echo: <text>`` word
 by word (``Stream`` frames, ``delay`` seconds apart) and ends with ``Complete`` and usage; an
@@ -20,6 +24,8 @@ from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+
+from aophub.bridges.acr.translator import ParseFailure, parse_request
 
 __all__ = ["FakeAgentCliServer", "fake_agent_cli_server", "response"]
 
@@ -46,6 +52,7 @@ class FakeAgentCliServer:
         self.commands = commands if commands is not None else [{"name": "model", "description": "Show the model"}]
         self.received: asyncio.Queue[Frame] = asyncio.Queue()
         self.log: list[Frame] = []
+        self.rejected: list[str] = []
         # Every frame in ("in") and out ("out"), in the order they passed.
         self.transcript: list[tuple[str, Frame]] = []
         self.connections = 0
@@ -77,6 +84,15 @@ class FakeAgentCliServer:
         self.connected.set()
         with contextlib.suppress(ConnectionClosed):
             async for message in socket:
+                try:
+                    parse_request(str(message))
+                except ParseFailure as failure:
+                    self.rejected.append(str(message))
+                    answer = response(
+                        failure.request_id, {"Text": ""}, error=f"Failed to parse request: {failure.detail}"
+                    )
+                    await self.send(answer)
+                    continue
                 frame = json.loads(message)
                 self.log.append(frame)
                 self.transcript.append(("in", frame))

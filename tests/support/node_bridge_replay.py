@@ -312,5 +312,7 @@ async def replay_node_scenario(data_dir: Path, scenario: NodeScenario) -> None:
         app = await AppSocket.open(hub.app_url)
         try:
             await _Replay(scenario, hub, app, upstream, node_id).run()
+            if isinstance(upstream, FakeAgentCliServer):
+                assert upstream.rejected == [], "the node bridge sent frames that are not RemoteRequests"
         finally:
             await app.close()
