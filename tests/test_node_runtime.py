@@ -10,6 +10,7 @@ from aop import chat_pb2, content_pb2, envelope_pb2, protocol_pb2
 from aophub.node.runtime import NodeRuntime
 from aophub.node.turn import Turn
 from aophub.protocol.codec import core_message, pack, unpack
+from aophub.protocol.errors import Code, HubError
 from aophub.protocol.extensions import TURN_OPTIONS_URL
 from aophub.v1 import extensions_pb2
 
@@ -195,5 +196,61 @@ async def test_a_protocol_error_from_the_hub_is_never_answered() -> None:
         reply_to, message = await next_message(sent)
         assert (reply_to, message.WhichOneof("message")) == ("close", "close_session_response")
         assert sent.empty()
+    finally:
+        await runtime.stop()
+
+
+class OneSessionAgent(RecordingAgent):
+    """A SessionAware agent: refuses a second session, and records closes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.session: str | None = None
+        self.closed: list[str] = []
+
+    async def open_session(self, request: chat_pb2.OpenSessionRequest) -> None:
+        if self.session not in (None, request.session_id):
+            raise HubError(Code.FAILED_PRECONDITION, f"session {self.session} holds this agent")
+        self.session = request.session_id
+
+    async def close_session(self, session_id: str) -> None:
+        self.closed.append(session_id)
+        self.session = None
+
+
+async def test_a_session_aware_agent_refuses_an_open_and_hears_of_closes() -> None:
+    """The node's open answer is the agent's: a refusal is open_session_response rejected with its code; a close
+    reaches the agent, after which another session opens."""
+    sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
+    agent = OneSessionAgent()
+
+    async def send(envelope: envelope_pb2.Envelope) -> None:
+        sent.put_nowait(envelope)
+
+    def open_envelope(session_id: str) -> envelope_pb2.Envelope:
+        request = chat_pb2.OpenSessionRequest(session_id=session_id)
+        return envelope_pb2.Envelope(id=f"open:{session_id}", payload=pack(core_message(open_session_request=request)))
+
+    runtime = NodeRuntime(protocol_pb2.AgentHello(node_id="node"), agent, send)
+    try:
+        await runtime.receive(open_envelope("ses_a"))
+        _, message = await next_message(sent)
+        assert message.open_session_response.WhichOneof("outcome") == "accepted"
+        await runtime.receive(open_envelope("ses_b"))
+        _, message = await next_message(sent)
+        rejected = message.open_session_response.rejected
+        assert (rejected.code, rejected.message) == ("FAILED_PRECONDITION", "session ses_a holds this agent")
+        assert runtime.sessions == 1
+
+        close = chat_pb2.CloseSessionRequest(session_id="ses_a")
+        await runtime.receive(
+            envelope_pb2.Envelope(id="close", payload=pack(core_message(close_session_request=close)))
+        )
+        _, message = await next_message(sent)
+        assert message.close_session_response.WhichOneof("outcome") == "accepted"
+        assert agent.closed == ["ses_a"]
+        await runtime.receive(open_envelope("ses_b"))
+        _, message = await next_message(sent)
+        assert message.open_session_response.WhichOneof("outcome") == "accepted"
     finally:
         await runtime.stop()

@@ -18,6 +18,13 @@ from aophub.access.authenticator import AccessKey, read_token_file, resolve_acce
 from aophub.access.throttle import trusted_proxies
 from aophub.agent.builtin import builtin_agent, builtin_commands, builtin_workspace
 from aophub.bridges.frame import parse_anonymous_option, parse_bridge_option
+from aophub.bridges.nodes.command import (
+    add_node_bridge_options,
+    add_serve_node_bridge_option,
+    node_bridges_in_hub,
+    parse_node_bridges,
+    run_node_bridge,
+)
 from aophub.chat import add_chat_parser, run_chat
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
@@ -138,16 +145,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lifecycle_options(serve)
     add_llm_push_option(serve)
     add_bridge_options(serve)
+    add_serve_node_bridge_option(serve)  # node bridges inside the hub (docs/node-bridges.md)
     add_network_options(serve)
     add_node_turn_options(serve)
     add_turn_start_option(serve)
     _add_command_options(serve)
     _add_workspace_options(serve)
 
-    node = commands.add_parser("node", help="run the built-in agent as a remote node of a hub")
+    node = commands.add_parser(
+        "node", help="run the built-in agent (or, with --dialect, an agent server of another dialect) as a remote node"
+    )
     node.add_argument("--server", required=True, help="hub base URL, e.g. http://hub.example:8080")
     _add_token_options(node, "the hub's access key or a node token (default: $AOPHUB_TOKEN)")
-    node.add_argument("--node-id", required=True, help="this node's id on the hub")
+    node.add_argument("--node-id", default="", help="this node's id on the hub (required without --dialect)")
     node.add_argument("--name", default="", help="display name (default: the node id)")
     node.add_argument(
         "--data-dir",
@@ -164,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     _add_log_format(node)
+    add_node_bridge_options(node)  # node bridges: aophub node --dialect agent-cli|zclaw --url ...
     add_token_parser(commands)
     add_chat_parser(commands)  # aophub chat: the terminal client (src/aophub/chat/)
     add_migrate_parser(commands)
@@ -599,6 +610,7 @@ def serve(args: argparse.Namespace) -> int:
     settings = with_workspace_options(settings, args)
     try:
         settings = bridge_settings(settings, args)
+        node_bridges = parse_node_bridges(args.node_bridge)
     except ValueError as error:
         print(f"aophub: {error}", file=sys.stderr)
         return 2
@@ -628,6 +640,7 @@ def serve(args: argparse.Namespace) -> int:
             shutdown_timeout=args.shutdown_timeout,
             before_close=app.state.begin_stop,
             try_command=lambda base: example_command(base, key, args.token_file),
+            on_listening=node_bridges_in_hub(node_bridges, key.value),
         )
     except ListenError as error:
         print(f"aophub: {error}", file=sys.stderr)
@@ -648,6 +661,11 @@ def node(args: argparse.Namespace) -> int:
     token = token or os.environ.get("AOPHUB_TOKEN", "")
     if not token:
         print("aophub node: --token, --token-file or $AOPHUB_TOKEN is required", file=sys.stderr)
+        return 2
+    if args.dialect:
+        return run_node_bridge(args, token)
+    if not args.node_id:
+        print("aophub node: --node-id is required (unless --dialect names an agent server to bridge)", file=sys.stderr)
         return 2
     lock = _lock(args.data_dir, "aophub node")
     if lock is None:

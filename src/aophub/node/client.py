@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
@@ -63,14 +64,26 @@ def node_url(server: str) -> str:
     return base if base.endswith("/api/aop/node/ws") else base + "/api/aop/node/ws"
 
 
-def make_hello(node_id: str, name: str = "", workspace: WorkspaceServices | None = None) -> protocol_pb2.AgentHello:
-    """The hello of a node speaking chat and durable interactions (and the workspace namespaces it serves)."""
+def make_hello(
+    node_id: str,
+    name: str = "",
+    workspace: WorkspaceServices | None = None,
+    *,
+    capabilities: Sequence[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> protocol_pb2.AgentHello:
+    """The hello of a node speaking chat and durable interactions (and the workspace namespaces it serves).
+
+    ``capabilities`` replaces ``chat`` and ``aophub.interactions`` (a node that cannot ask the
+    application anything leaves the latter out); ``metadata`` goes into ``runtime.metadata``.
+    """
     served = workspace.capabilities() if workspace is not None else []
+    spoken = list(capabilities) if capabilities is not None else ["chat", INTERACTIONS_CAPABILITY]
+    runtime = runtime_info()
+    if metadata:
+        runtime.metadata.update(metadata)
     return protocol_pb2.AgentHello(
-        node_id=node_id,
-        name=name or node_id,
-        capabilities=["chat", INTERACTIONS_CAPABILITY, *served],
-        runtime=runtime_info(),
+        node_id=node_id, name=name or node_id, capabilities=[*spoken, *served], runtime=runtime
     )
 
 
@@ -87,8 +100,12 @@ async def serve_agent(
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     commands: NodeCommands | None = None,
     workspace: WorkspaceServices | None = None,
+    capabilities: Sequence[str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> None:
     """Serve ``agent`` as node ``node_id`` of the hub at ``server`` until cancelled.
+
+    ``capabilities`` and ``metadata`` shape the hello (:func:`make_hello`).
 
     ``commands`` are the slash commands the node serves besides ``/help`` (see
     :mod:`aophub.node.commands`); the node lists them to the hub on every connection.
@@ -105,7 +122,7 @@ async def serve_agent(
     if max_frame_bytes <= 0:
         raise ValueError(f"max_frame_bytes must be positive, not {max_frame_bytes}")
     url = node_url(server)
-    hello = make_hello(node_id, name, workspace)
+    hello = make_hello(node_id, name, workspace, capabilities=capabilities, metadata=metadata)
     try:
         await _serve(
             url,

@@ -27,7 +27,7 @@ import socket
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from aiscan.agent import detail_pb2
 from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2, protocol_pb2
@@ -45,7 +45,15 @@ from aophub.protocol.extensions import turn_options
 from aophub.protocol.node_namespaces import COMMAND, NAMESPACES, Generation, NamespaceName, message_class
 from aophub.v1 import interaction_pb2
 
-__all__ = ["INTERACTIONS_CAPABILITY", "Agent", "NodeRuntime", "Send", "counted_turn", "runtime_info"]
+__all__ = [
+    "INTERACTIONS_CAPABILITY",
+    "Agent",
+    "NodeRuntime",
+    "Send",
+    "SessionAware",
+    "counted_turn",
+    "runtime_info",
+]
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +89,23 @@ class Agent(Protocol):
 
     async def run_turn(self, turn: Turn) -> str:
         """Do the turn's work through ``turn``; return the stop reason (e.g. "completed")."""
+        ...
+
+
+@runtime_checkable
+class SessionAware(Protocol):
+    """An agent that is told when the hub opens and closes sessions on it (optional, besides :class:`Agent`).
+
+    A node bridge to an agent server with one conversation uses it to refuse a second session and
+    to clear the server's context when its session closes.
+    """
+
+    async def open_session(self, request: chat_pb2.OpenSessionRequest) -> None:
+        """Accept the open, or raise ``HubError`` (e.g. ``FAILED_PRECONDITION``) to refuse it."""
+        ...
+
+    async def close_session(self, session_id: str) -> None:
+        """The hub closed ``session_id`` on this node (its turns are canceled already)."""
         ...
 
 
@@ -258,26 +283,13 @@ class NodeRuntime:
             return
         case = message.WhichOneof("message")
         if case == "open_session_request":
-            request = message.open_session_request
-            opened = self._opened[request.session_id] = chat_pb2.OpenSessionRequest()
-            opened.CopyFrom(request)  # its own message: not one holding the whole envelope
-            session = chat_pb2.Session(
-                id=request.session_id, state="open", node_id=self.hello.node_id, title=request.title
-            )
-            await self._reply(
-                envelope.id, core_message(open_session_response=chat_pb2.OpenSessionResponse(accepted=session))
-            )
+            await self._open_session(envelope.id, message.open_session_request)
         elif case == "run_turn_request":
             await self._accept_turn(envelope.id, message.run_turn_request)
         elif case == "cancel_turn_request":
             await self._cancel_turn(envelope.id, message.cancel_turn_request)
         elif case == "close_session_request":
-            close = message.close_session_request
-            await self._close_session(close.session_id)
-            session = chat_pb2.Session(id=close.session_id, state="closed", node_id=self.hello.node_id)
-            await self._reply(
-                envelope.id, core_message(close_session_response=chat_pb2.CloseSessionResponse(accepted=session))
-            )
+            await self._close_requested(envelope.id, message.close_session_request)
         elif case == "cancel_operation":
             self._cancel_operation(message.cancel_operation.target_id)
         elif case == "protocol_error":
@@ -285,6 +297,32 @@ class NodeRuntime:
             log.info("node %s: the hub reports %s", self.hello.node_id, message.protocol_error.message)
         else:
             log.info("node %s ignores %s", self.hello.node_id, case)
+
+    async def _open_session(self, envelope_id: str, request: chat_pb2.OpenSessionRequest) -> None:
+        """Accept the open, unless a :class:`SessionAware` agent refuses it."""
+        if isinstance(self.agent, SessionAware):
+            try:
+                await self.agent.open_session(request)
+            except HubError as error:
+                refused = chat_pb2.OpenSessionResponse(rejected=to_rejection(error))
+                await self._reply(envelope_id, core_message(open_session_response=refused))
+                return
+        opened = self._opened[request.session_id] = chat_pb2.OpenSessionRequest()
+        opened.CopyFrom(request)  # its own message: not one holding the whole envelope
+        session = chat_pb2.Session(id=request.session_id, state="open", node_id=self.hello.node_id, title=request.title)
+        await self._reply(
+            envelope_id, core_message(open_session_response=chat_pb2.OpenSessionResponse(accepted=session))
+        )
+
+    async def _close_requested(self, envelope_id: str, close: chat_pb2.CloseSessionRequest) -> None:
+        """Close the session (its turns end), tell a :class:`SessionAware` agent, and confirm."""
+        await self._close_session(close.session_id)
+        if isinstance(self.agent, SessionAware):
+            await self.agent.close_session(close.session_id)
+        session = chat_pb2.Session(id=close.session_id, state="closed", node_id=self.hello.node_id)
+        await self._reply(
+            envelope_id, core_message(close_session_response=chat_pb2.CloseSessionResponse(accepted=session))
+        )
 
     def _cancel_operation(self, target_id: str) -> None:
         """An exec stops (killed/canceled, AOP-workspace 8.3.5); an unknown target is ignored, and an

@@ -26,7 +26,7 @@ import asyncio
 import errno
 import signal
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from types import FrameType
 from typing import Any, Literal
 
@@ -201,11 +201,16 @@ class HubServer(uvicorn.Server):
         details: Sequence[str] = (),
         before_close: Callable[[], None] = lambda: None,
         try_command: Callable[[str], str | None] = lambda _base: None,
+        on_listening: Callable[[str], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         super().__init__(config)
         self._details = tuple(details)
         self._before_close = before_close
         self._try_command = try_command
+        # Runs (as a task, cancelled at shutdown) once the port is bound, given the hub's base URL:
+        # node bridges inside the hub dial it (docs/node-bridges.md).
+        self._on_listening = on_listening
+        self._listening_tasks: list[asyncio.Task[None]] = []
 
     def __repr__(self) -> str:
         return f"<HubServer http2={self.config.http2} started={self.started} should_exit={self.should_exit}>"
@@ -221,6 +226,9 @@ class HubServer(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         # uvicorn closes WebSockets (1012) before the lifespan shutdown: the hub must know first.
         self._before_close()
+        for task in self._listening_tasks:
+            task.cancel()
+        await asyncio.gather(*self._listening_tasks, return_exceptions=True)
         await super().shutdown(sockets)
 
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
@@ -230,6 +238,9 @@ class HubServer(uvicorn.Server):
         host, port = self.servers[0].sockets[0].getsockname()[:2]
         banner = listening_banner(host, port, self._details, http2=self.config.http2, try_command=self._try_command)
         print("\n".join(banner), flush=True)
+        if self._on_listening is not None:
+            base = f"http://{url_host(reachable_hosts(host)[0])}:{port}"
+            self._listening_tasks.append(asyncio.create_task(self._on_listening(base)))
 
 
 def serve(
@@ -243,12 +254,14 @@ def serve(
     shutdown_timeout: int = DEFAULT_SHUTDOWN_TIMEOUT,
     before_close: Callable[[], None] = lambda: None,
     try_command: Callable[[str], str | None] = lambda _base: None,
+    on_listening: Callable[[str], Coroutine[Any, Any, None]] | None = None,
 ) -> None:
     """Serve ``app`` on ``settings.host``:``settings.port`` until SIGINT or SIGTERM.
 
     ``details`` are banner lines printed after the "listening on" line (access key, data dir).
     Port 0 binds any free port; the banner shows the bound one. ``before_close`` and
-    ``shutdown_timeout``: see the module docstring; ``try_command``: see :func:`listening_banner`.
+    ``shutdown_timeout``: see the module docstring; ``try_command``: see :func:`listening_banner`;
+    ``on_listening(base URL)`` runs as a task from the moment the port is bound until the shutdown.
     Raises :class:`ListenError` before anything starts if the port cannot be bound.
     """
     raise_open_file_limit()  # each connection takes a file descriptor
@@ -262,7 +275,7 @@ def serve(
         config = server_config(
             app, settings, http2=http2, log_level=log_level, log_format=log_format, shutdown_timeout=shutdown_timeout
         )
-        run_server(HubServer(config, details, before_close, try_command), listeners)
+        run_server(HubServer(config, details, before_close, try_command, on_listening), listeners)
     finally:
         for each in listeners:
             each.close()
