@@ -11,8 +11,11 @@ import pytest
 
 from aophub.agent.isolation import (
     DEFAULT_CPU_SECONDS,
+    DEFAULT_MAX_FILE_MIB,
     DEFAULT_MAX_PROCESSES,
     DEFAULT_MEMORY_MIB,
+    DEFAULT_MIN_FREE_MIB,
+    DEFAULT_TMP_MIB,
     Isolation,
     Probe,
     ProcessCgroup,
@@ -34,8 +37,12 @@ def test_settings_zero_and_empty_mean_the_defaults() -> None:
         cpu_seconds=DEFAULT_CPU_SECONDS,
         memory_mib=DEFAULT_MEMORY_MIB,
         max_processes=DEFAULT_MAX_PROCESSES,
+        tmp_mib=DEFAULT_TMP_MIB,
+        max_file_mib=DEFAULT_MAX_FILE_MIB,
+        min_free_mib=DEFAULT_MIN_FREE_MIB,
     )
     assert (DEFAULT_CPU_SECONDS, DEFAULT_MEMORY_MIB, DEFAULT_MAX_PROCESSES) == (120, 4096, 256)
+    assert (DEFAULT_TMP_MIB, DEFAULT_MAX_FILE_MIB, DEFAULT_MIN_FREE_MIB) == (64, 1024, 256)
 
 
 def test_settings_are_taken_as_given() -> None:
@@ -47,11 +54,16 @@ def test_settings_are_taken_as_given() -> None:
         cpu_seconds=5,
         memory_mib=64,
         max_processes=8,
+        tmp_mib=2,
+        max_file_mib=3,
+        min_free_mib=4,
     )
-    assert Isolation.from_settings(settings) == Isolation("/opt/bwrap", True, True, 5, 64, 8)
+    assert Isolation.from_settings(settings) == Isolation("/opt/bwrap", True, True, 5, 64, 8, 2, 3, 4)
 
 
-@pytest.mark.parametrize("name", ["cpu_seconds", "memory_mib", "max_processes"])
+@pytest.mark.parametrize(
+    "name", ["cpu_seconds", "memory_mib", "max_processes", "tmp_mib", "max_file_mib", "min_free_mib"]
+)
 def test_limits_must_be_positive(name: str) -> None:
     """A limit of zero or less is refused with a message naming it."""
     with pytest.raises(ValueError, match=f"the sandbox's {name} must be positive, not 0"):
@@ -93,7 +105,7 @@ def options(argv: list[str]) -> list[str]:
 
 def test_the_command_runs_confined_and_limited(tmp_path: Path) -> None:
     """Namespaces, nobody without capabilities, the workspace the only read-write bind, limits, PID 1 reported."""
-    isolation = Isolation(cpu_seconds=7, memory_mib=10, max_processes=9)
+    isolation = Isolation(cpu_seconds=7, memory_mib=10, max_processes=9, tmp_mib=3, max_file_mib=5)
     argv = sandbox_argv(
         ["/bin/sh", "-c", "true"], workspace=tmp_path, hidden=(), isolation=isolation, found=FOUND, info_fd=9
     )
@@ -105,7 +117,7 @@ def test_the_command_runs_confined_and_limited(tmp_path: Path) -> None:
     assert " ".join(bubblewrap).count("--bind ") == 1
     assert f"--bind {tmp_path} {tmp_path}" in " ".join(bubblewrap)
     assert "--uid 65534 --gid 65534 --cap-drop ALL" in " ".join(bubblewrap)
-    assert "--proc /proc --ro-bind /proc/sys /proc/sys --tmpfs /tmp" in " ".join(bubblewrap)
+    assert f"--proc /proc --ro-bind /proc/sys /proc/sys --size {3 * 1024 * 1024} --tmpfs /tmp" in " ".join(bubblewrap)
     assert "--info-fd 9" in " ".join(bubblewrap)
     assert "/etc/shadow" not in bubblewrap
     assert argv[len(bubblewrap) :] == [
@@ -114,6 +126,7 @@ def test_the_command_runs_confined_and_limited(tmp_path: Path) -> None:
         "--cpu=7",
         f"--as={10 * 1024 * 1024}",
         "--nproc=9",
+        f"--fsize={5 * 1024 * 1024}",
         "--core=0",
         "/bin/sh",
         "-c",

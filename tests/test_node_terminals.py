@@ -10,7 +10,9 @@ import pytest
 import uvloop
 
 from aop.pty import protocol_pb2 as pty_pb2
-from aophub.node.terminals import Terminals, TerminalSettings, plain_launch, signal_groups
+from aophub.agent.isolation import Isolation
+from aophub.agent.sandbox import Workspace
+from aophub.node.terminals import Terminals, TerminalSettings, plain_launch, sandboxed_launch, signal_groups
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -116,3 +118,18 @@ def test_a_terminal_no_shell_has_adopted_yet_signals_only_its_leader() -> None:
     finally:
         os.close(master)
         os.close(slave)
+
+
+async def test_no_sandboxed_terminal_starts_when_the_workspace_disk_is_nearly_full(tmp_path: Path) -> None:
+    """The exec tool's free-space floor holds for terminals too: the open is answered with an error saying why."""
+    stats = os.statvfs(tmp_path)
+    free_mib = stats.f_bavail * stats.f_frsize // (1024 * 1024)
+    isolation = Isolation(min_free_mib=free_mib + 1024)
+    terminals = Terminals(TerminalSettings, sandboxed_launch(lambda: Workspace(tmp_path), lambda: isolation))
+    recorder = Recorder()
+    link = terminals.connect(recorder.send)
+    await link.receive(pty_pb2.ProtocolMessage(open=pty_pb2.Open(stream_id="s", kind="shell")))
+    error = await recorder.until("error")
+    assert "sandbox.min_free_mib" in error.error.message
+    assert "opened" not in recorder.cases()
+    await terminals.close()

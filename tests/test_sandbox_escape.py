@@ -412,6 +412,36 @@ async def test_cpu_time_is_limited(hub: Hub) -> None:
     assert outcome.text == "exit code: 137\nKilled\n"  # SIGKILL at the hard limit, as a shell reports it
 
 
+async def test_a_file_cannot_grow_past_max_file_mib(hub: Hub) -> None:
+    """A command cannot write one file larger than sandbox.max_file_mib (the write fails, the file stops there)."""
+    hub.configure(max_file_mib=1)
+    outcome = await hub.exec("head -c 3145728 /dev/zero > big; echo status=$?")
+    assert "File too large" in outcome.text or "status=153" in outcome.text, outcome.text
+    assert (hub.workspace / "big").stat().st_size <= 1024 * 1024
+
+
+async def test_tmp_is_bounded_by_tmp_mib(hub: Hub) -> None:
+    """The command's /tmp is memory: at most sandbox.tmp_mib of it, then "No space left on device"."""
+    hub.configure(tmp_mib=4)
+    outcome = await hub.exec("head -c 8388608 /dev/zero > /tmp/fill; echo status=$?; du -k /tmp/fill")
+    assert "No space left on device" in outcome.text, outcome.text
+    used_kib = int(outcome.text.strip().splitlines()[-1].split()[0])
+    assert used_kib <= 4 * 1024
+
+
+async def test_no_command_starts_when_the_workspace_disk_is_nearly_full(hub: Hub) -> None:
+    """Below sandbox.min_free_mib free on the workspace's filesystem, exec is refused, saying why."""
+    free_mib = os.statvfs(hub.workspace).f_bavail * os.statvfs(hub.workspace).f_frsize // (1024 * 1024)
+    hub.configure(min_free_mib=free_mib + 1024)
+    outcome = await hub.exec("echo ran > ran.txt")
+    assert not (hub.workspace / "ran.txt").exists()
+    assert "MiB free" in outcome.text, outcome.text
+    assert "sandbox.min_free_mib" in outcome.text
+    hub.configure(min_free_mib=1)
+    outcome = await hub.exec("echo ran > ran.txt")
+    assert (hub.workspace / "ran.txt").read_text() == "ran\n"
+
+
 # -- What still works -------------------------------------------------------------------------
 
 

@@ -353,6 +353,8 @@ def _runner(
 ) -> _Sandboxed | _Supervised:
     """How ``command`` runs: in the sandbox, or supervised where the sandbox cannot run and that is allowed."""
     found = isolation.probe()
+    if refusal := isolation.disk_refusal(workspace.root):
+        raise SandboxError(refusal)
     if found.usable:
         return _Sandboxed(command, workspace, isolation, found, cwd=cwd, env=env)
     if isolation.allow_unsandboxed:

@@ -14,9 +14,11 @@ command that way:
 - the workspace, at its own path, as the only writable place; the hub's data
   directory and files are not there (when the workspace contains them they
   are hidden under an empty directory or /dev/null);
-- limits on CPU seconds and address space per process, and on the number of
-  processes (``prlimit`` inside the sandbox; when the hub runs as root the
-  kernel does not apply a process limit to it, so a ``pids`` cgroup does);
+- limits on CPU seconds, address space and file size per process, and on the
+  number of processes (``prlimit`` inside the sandbox; when the hub runs as root
+  the kernel does not apply a process limit to it, so a ``pids`` cgroup does);
+  a /tmp of at most ``tmp_mib``; and no command starts while the workspace's
+  filesystem has less than ``min_free_mib`` free (``disk_refusal``);
 - ``--die-with-parent``: the sandbox dies with the hub.
 
 The command itself (its shell) is PID 1 of the namespace (``--as-pid-1``, no
@@ -49,8 +51,11 @@ from aophub.v1 import config_pb2
 __all__ = [
     "DEFAULT_BUBBLEWRAP",
     "DEFAULT_CPU_SECONDS",
+    "DEFAULT_MAX_FILE_MIB",
     "DEFAULT_MAX_PROCESSES",
     "DEFAULT_MEMORY_MIB",
+    "DEFAULT_MIN_FREE_MIB",
+    "DEFAULT_TMP_MIB",
     "SANDBOX_UID",
     "Isolation",
     "Probe",
@@ -64,6 +69,9 @@ DEFAULT_BUBBLEWRAP = "bwrap"
 DEFAULT_CPU_SECONDS = 120
 DEFAULT_MEMORY_MIB = 4096
 DEFAULT_MAX_PROCESSES = 256
+DEFAULT_TMP_MIB = 64
+DEFAULT_MAX_FILE_MIB = 1024
+DEFAULT_MIN_FREE_MIB = 256
 # The overflow uid: what the command runs as inside the sandbox.
 SANDBOX_UID = 65534
 
@@ -120,7 +128,9 @@ class Isolation:
     ``bubblewrap`` is the program (a path or a name on PATH). Without a working
     bubblewrap, commands are refused unless ``allow_unsandboxed``. ``cpu_seconds``
     and ``memory_mib`` (address space) bound each process of a command,
-    ``max_processes`` the processes and threads it runs at once.
+    ``max_processes`` the processes and threads it runs at once, ``tmp_mib``
+    its /tmp (memory), ``max_file_mib`` each file it writes; ``min_free_mib``
+    is the free space the workspace's filesystem must have for a command to start.
     """
 
     bubblewrap: str = DEFAULT_BUBBLEWRAP
@@ -129,9 +139,12 @@ class Isolation:
     cpu_seconds: int = DEFAULT_CPU_SECONDS
     memory_mib: int = DEFAULT_MEMORY_MIB
     max_processes: int = DEFAULT_MAX_PROCESSES
+    tmp_mib: int = DEFAULT_TMP_MIB
+    max_file_mib: int = DEFAULT_MAX_FILE_MIB
+    min_free_mib: int = DEFAULT_MIN_FREE_MIB
 
     def __post_init__(self) -> None:
-        for name in ("cpu_seconds", "memory_mib", "max_processes"):
+        for name in ("cpu_seconds", "memory_mib", "max_processes", "tmp_mib", "max_file_mib", "min_free_mib"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"the sandbox's {name} must be positive, not {getattr(self, name)}")
 
@@ -145,6 +158,25 @@ class Isolation:
             cpu_seconds=settings.cpu_seconds or DEFAULT_CPU_SECONDS,
             memory_mib=settings.memory_mib or DEFAULT_MEMORY_MIB,
             max_processes=settings.max_processes or DEFAULT_MAX_PROCESSES,
+            tmp_mib=settings.tmp_mib or DEFAULT_TMP_MIB,
+            max_file_mib=settings.max_file_mib or DEFAULT_MAX_FILE_MIB,
+            min_free_mib=settings.min_free_mib or DEFAULT_MIN_FREE_MIB,
+        )
+
+    def disk_refusal(self, workspace: Path) -> str:
+        """Why no command may start in ``workspace`` now (its filesystem is nearly full), or "".
+
+        A command that fills the disk would leave the hub's own database without room; this
+        keeps ``min_free_mib`` for it. A running command can still write until its other limits
+        (file size, CPU time, timeout) stop it.
+        """
+        stats = os.statvfs(workspace)
+        free_mib = stats.f_bavail * stats.f_frsize // (1024 * 1024)
+        if free_mib >= self.min_free_mib:
+            return ""
+        return (
+            f"the workspace's disk has {free_mib} MiB free, below sandbox.min_free_mib ({self.min_free_mib} MiB): "
+            "delete files in the workspace, or ask the hub's operator to make room or lower the setting"
         )
 
     def probe(self) -> Probe:
@@ -242,7 +274,8 @@ def sandbox_argv(
     for name in _ETC_ENTRIES:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
     # bubblewrap leaves /proc/sys writable; sysctls are global and a sandbox of a root hub could set them.
-    args += ["--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--tmpfs", "/tmp"]
+    args += ["--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys"]
+    args += ["--size", str(isolation.tmp_mib * 1024 * 1024), "--tmpfs", "/tmp"]
     args += ["--bind", str(workspace), str(workspace)]
     for path in _masks(workspace, hidden):
         if path.is_dir():
@@ -257,6 +290,7 @@ def sandbox_argv(
         f"--cpu={isolation.cpu_seconds}",
         f"--as={isolation.memory_mib * 1024 * 1024}",
         f"--nproc={isolation.max_processes}",
+        f"--fsize={isolation.max_file_mib * 1024 * 1024}",
         "--core=0",
     ]
     return [*args, "--", *limits, *argv]

@@ -162,6 +162,8 @@ def sandboxed_launch(workspace: Callable[[], Workspace], isolation: Callable[[],
         root, confinement = workspace(), isolation()
         found = confinement.probe()
         environment = scrubbed_environment(root) | _TERMINAL_ENV
+        if refusal := confinement.disk_refusal(root.root):
+            raise SandboxError(refusal)
         if not found.usable:
             if not confinement.allow_unsandboxed:
                 raise SandboxError(f"terminals run only in the sandbox, and {found.reason}")

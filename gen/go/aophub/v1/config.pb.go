@@ -691,7 +691,14 @@ type SandboxSettings struct {
 	// Bytes of that scrollback an attach replays; 0 means 64 KiB (at most the scrollback).
 	TerminalReplayBytes uint32 `protobuf:"varint,15,opt,name=terminal_replay_bytes,json=terminalReplayBytes,proto3" json:"terminal_replay_bytes,omitempty"`
 	// Terminals that may run at once on the built-in node; 0 means 64.
-	MaxTerminals  uint32 `protobuf:"varint,16,opt,name=max_terminals,json=maxTerminals,proto3" json:"max_terminals,omitempty"`
+	MaxTerminals uint32 `protobuf:"varint,16,opt,name=max_terminals,json=maxTerminals,proto3" json:"max_terminals,omitempty"`
+	// Size of each command's /tmp (memory) in MiB; 0 means 64.
+	TmpMib uint32 `protobuf:"varint,17,opt,name=tmp_mib,json=tmpMib,proto3" json:"tmp_mib,omitempty"`
+	// Largest file a command may write, in MiB (RLIMIT_FSIZE); 0 means 1024.
+	MaxFileMib uint32 `protobuf:"varint,18,opt,name=max_file_mib,json=maxFileMib,proto3" json:"max_file_mib,omitempty"`
+	// Commands and terminals do not start while the workspace's filesystem has less than this many
+	// MiB free; 0 means 256.
+	MinFreeMib    uint32 `protobuf:"varint,19,opt,name=min_free_mib,json=minFreeMib,proto3" json:"min_free_mib,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -834,6 +841,27 @@ func (x *SandboxSettings) GetTerminalReplayBytes() uint32 {
 func (x *SandboxSettings) GetMaxTerminals() uint32 {
 	if x != nil {
 		return x.MaxTerminals
+	}
+	return 0
+}
+
+func (x *SandboxSettings) GetTmpMib() uint32 {
+	if x != nil {
+		return x.TmpMib
+	}
+	return 0
+}
+
+func (x *SandboxSettings) GetMaxFileMib() uint32 {
+	if x != nil {
+		return x.MaxFileMib
+	}
+	return 0
+}
+
+func (x *SandboxSettings) GetMinFreeMib() uint32 {
+	if x != nil {
+		return x.MinFreeMib
 	}
 	return 0
 }
@@ -2166,7 +2194,7 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\fScanSettings\x12 \n" +
 	"\vconcurrency\x18\x01 \x01(\rR\vconcurrency\x12'\n" +
 	"\x0ftimeout_seconds\x18\x02 \x01(\rR\x0etimeoutSeconds\x12)\n" +
-	"\x05modes\x18\x03 \x03(\v2\x13.aophub.v1.ScanModeR\x05modes\"\xf7\x04\n" +
+	"\x05modes\x18\x03 \x03(\v2\x13.aophub.v1.ScanModeR\x05modes\"\xd4\x05\n" +
 	"\x0fSandboxSettings\x12\x1c\n" +
 	"\tworkspace\x18\x01 \x01(\tR\tworkspace\x12#\n" +
 	"\rdeny_patterns\x18\x02 \x03(\tR\fdenyPatterns\x12%\n" +
@@ -2189,7 +2217,12 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"remoteExec\x12:\n" +
 	"\x19terminal_scrollback_bytes\x18\x0e \x01(\rR\x17terminalScrollbackBytes\x122\n" +
 	"\x15terminal_replay_bytes\x18\x0f \x01(\rR\x13terminalReplayBytes\x12#\n" +
-	"\rmax_terminals\x18\x10 \x01(\rR\fmaxTerminals\"|\n" +
+	"\rmax_terminals\x18\x10 \x01(\rR\fmaxTerminals\x12\x17\n" +
+	"\atmp_mib\x18\x11 \x01(\rR\x06tmpMib\x12 \n" +
+	"\fmax_file_mib\x18\x12 \x01(\rR\n" +
+	"maxFileMib\x12 \n" +
+	"\fmin_free_mib\x18\x13 \x01(\rR\n" +
+	"minFreeMib\"|\n" +
 	"\x13InteractionSettings\x12'\n" +
 	"\x0ftimeout_seconds\x18\x01 \x01(\rR\x0etimeoutSeconds\x12<\n" +
 	"\rexpiry_policy\x18\x02 \x01(\x0e2\x17.aophub.v1.ExpiryPolicyR\fexpiryPolicy\"\xac\x03\n" +

@@ -124,7 +124,7 @@ class ScanSettings(_message.Message):
     def __init__(self, concurrency: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., modes: _Optional[_Iterable[_Union[ScanMode, _Mapping]]] = ...) -> None: ...
 
 class SandboxSettings(_message.Message):
-    __slots__ = ("workspace", "deny_patterns", "allow_patterns", "exec_timeout_seconds", "output_cap_bytes", "network", "allow_unsandboxed", "bubblewrap", "cpu_seconds", "memory_mib", "max_processes", "terminals", "remote_exec", "terminal_scrollback_bytes", "terminal_replay_bytes", "max_terminals")
+    __slots__ = ("workspace", "deny_patterns", "allow_patterns", "exec_timeout_seconds", "output_cap_bytes", "network", "allow_unsandboxed", "bubblewrap", "cpu_seconds", "memory_mib", "max_processes", "terminals", "remote_exec", "terminal_scrollback_bytes", "terminal_replay_bytes", "max_terminals", "tmp_mib", "max_file_mib", "min_free_mib")
     WORKSPACE_FIELD_NUMBER: _ClassVar[int]
     DENY_PATTERNS_FIELD_NUMBER: _ClassVar[int]
     ALLOW_PATTERNS_FIELD_NUMBER: _ClassVar[int]
@@ -141,6 +141,9 @@ class SandboxSettings(_message.Message):
     TERMINAL_SCROLLBACK_BYTES_FIELD_NUMBER: _ClassVar[int]
     TERMINAL_REPLAY_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_TERMINALS_FIELD_NUMBER: _ClassVar[int]
+    TMP_MIB_FIELD_NUMBER: _ClassVar[int]
+    MAX_FILE_MIB_FIELD_NUMBER: _ClassVar[int]
+    MIN_FREE_MIB_FIELD_NUMBER: _ClassVar[int]
     workspace: str
     deny_patterns: _containers.RepeatedScalarFieldContainer[str]
     allow_patterns: _containers.RepeatedScalarFieldContainer[str]
@@ -157,7 +160,10 @@ class SandboxSettings(_message.Message):
     terminal_scrollback_bytes: int
     terminal_replay_bytes: int
     max_terminals: int
-    def __init__(self, workspace: _Optional[str] = ..., deny_patterns: _Optional[_Iterable[str]] = ..., allow_patterns: _Optional[_Iterable[str]] = ..., exec_timeout_seconds: _Optional[int] = ..., output_cap_bytes: _Optional[int] = ..., network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., bubblewrap: _Optional[str] = ..., cpu_seconds: _Optional[int] = ..., memory_mib: _Optional[int] = ..., max_processes: _Optional[int] = ..., terminals: _Optional[bool] = ..., remote_exec: _Optional[bool] = ..., terminal_scrollback_bytes: _Optional[int] = ..., terminal_replay_bytes: _Optional[int] = ..., max_terminals: _Optional[int] = ...) -> None: ...
+    tmp_mib: int
+    max_file_mib: int
+    min_free_mib: int
+    def __init__(self, workspace: _Optional[str] = ..., deny_patterns: _Optional[_Iterable[str]] = ..., allow_patterns: _Optional[_Iterable[str]] = ..., exec_timeout_seconds: _Optional[int] = ..., output_cap_bytes: _Optional[int] = ..., network: _Optional[bool] = ..., allow_unsandboxed: _Optional[bool] = ..., bubblewrap: _Optional[str] = ..., cpu_seconds: _Optional[int] = ..., memory_mib: _Optional[int] = ..., max_processes: _Optional[int] = ..., terminals: _Optional[bool] = ..., remote_exec: _Optional[bool] = ..., terminal_scrollback_bytes: _Optional[int] = ..., terminal_replay_bytes: _Optional[int] = ..., max_terminals: _Optional[int] = ..., tmp_mib: _Optional[int] = ..., max_file_mib: _Optional[int] = ..., min_free_mib: _Optional[int] = ...) -> None: ...
 
 class InteractionSettings(_message.Message):
     __slots__ = ("timeout_seconds", "expiry_policy")

@@ -205,7 +205,7 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "xTurns\"\204\001\n\014ScanSettings\022 \n\013concurrency\030\001" +
       " \001(\rR\013concurrency\022\'\n\017timeout_seconds\030\002 \001" +
       "(\rR\016timeoutSeconds\022)\n\005modes\030\003 \003(\0132\023.aoph" +
-      "ub.v1.ScanModeR\005modes\"\367\004\n\017SandboxSetting" +
+      "ub.v1.ScanModeR\005modes\"\324\005\n\017SandboxSetting" +
       "s\022\034\n\tworkspace\030\001 \001(\tR\tworkspace\022#\n\rdeny_" +
       "patterns\030\002 \003(\tR\014denyPatterns\022%\n\016allow_pa" +
       "tterns\030\003 \003(\tR\rallowPatterns\0220\n\024exec_time" +
@@ -221,89 +221,92 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "crollback_bytes\030\016 \001(\rR\027terminalScrollbac" +
       "kBytes\0222\n\025terminal_replay_bytes\030\017 \001(\rR\023t" +
       "erminalReplayBytes\022#\n\rmax_terminals\030\020 \001(" +
-      "\rR\014maxTerminals\"|\n\023InteractionSettings\022\'" +
-      "\n\017timeout_seconds\030\001 \001(\rR\016timeoutSeconds\022" +
-      "<\n\rexpiry_policy\030\002 \001(\0162\027.aophub.v1.Expir" +
-      "yPolicyR\014expiryPolicy\"\254\003\n\006Config\0221\n\010prof" +
-      "iles\030\001 \003(\0132\025.aophub.v1.LlmProfileR\010profi" +
-      "les\022*\n\021active_profile_id\030\002 \001(\tR\017activePr" +
-      "ofileId\022.\n\005agent\030\003 \001(\0132\030.aophub.v1.Agent" +
-      "SettingsR\005agent\022-\n\005scans\030\004 \001(\0132\027.aophub." +
-      "v1.ScanSettingsR\005scans\0224\n\007sandbox\030\005 \001(\0132" +
-      "\032.aophub.v1.SandboxSettingsR\007sandbox\022B\n\014" +
-      "interactions\030\006 \001(\0132\036.aophub.v1.Interacti" +
-      "onSettingsR\014interactions\0225\n\010llm_push\030\007 \001" +
-      "(\0132\032.aophub.v1.LlmPushSettingsR\007llmPush\022" +
-      "3\n\007bridges\030\010 \001(\0132\031.aophub.v1.BridgeSetti" +
-      "ngsR\007bridges\"*\n\016BridgeSettings\022\030\n\007enable" +
-      "d\030\001 \003(\tR\007enabled\",\n\017LlmPushSettings\022\031\n\010n" +
-      "ode_ids\030\001 \003(\tR\007nodeIds\"\213\004\n\nConfigView\0225\n" +
-      "\010profiles\030\001 \003(\0132\031.aophub.v1.LlmProfileVi" +
-      "ewR\010profiles\022*\n\021active_profile_id\030\002 \001(\tR" +
-      "\017activeProfileId\022.\n\005agent\030\003 \001(\0132\030.aophub" +
-      ".v1.AgentSettingsR\005agent\022-\n\005scans\030\004 \001(\0132" +
-      "\027.aophub.v1.ScanSettingsR\005scans\0224\n\007sandb" +
-      "ox\030\005 \001(\0132\032.aophub.v1.SandboxSettingsR\007sa" +
-      "ndbox\022B\n\014interactions\030\006 \001(\0132\036.aophub.v1." +
-      "InteractionSettingsR\014interactions\022\032\n\010rev" +
-      "ision\030\007 \001(\004R\010revision\0229\n\nupdated_at\030\010 \001(" +
-      "\0132\032.google.protobuf.TimestampR\tupdatedAt" +
-      "\0225\n\010llm_push\030\t \001(\0132\032.aophub.v1.LlmPushSe" +
-      "ttingsR\007llmPush\0223\n\007bridges\030\n \001(\0132\031.aophu" +
-      "b.v1.BridgeSettingsR\007bridges\"H\n\016FieldVio" +
-      "lation\022\024\n\005field\030\001 \001(\tR\005field\022 \n\013descript" +
-      "ion\030\002 \001(\tR\013description\"\022\n\020GetConfigReque" +
-      "st\"B\n\021GetConfigResponse\022-\n\006config\030\001 \001(\0132" +
-      "\025.aophub.v1.ConfigViewR\006config\"\214\001\n\023Updat" +
-      "eConfigRequest\022\035\n\nrequest_id\030\001 \001(\tR\trequ" +
-      "estId\022)\n\006config\030\002 \001(\0132\021.aophub.v1.Config" +
-      "R\006config\022+\n\021expected_revision\030\003 \001(\004R\020exp" +
-      "ectedRevision\"\312\001\n\024UpdateConfigResponse\022D" +
-      "\n\020field_violations\030\001 \003(\0132\031.aophub.v1.Fie" +
-      "ldViolationR\017fieldViolations\0223\n\010accepted" +
-      "\030\002 \001(\0132\025.aophub.v1.ConfigViewH\000R\010accepte" +
-      "d\022,\n\010rejected\030\003 \001(\0132\016.aop.RejectionH\000R\010r" +
-      "ejectedB\t\n\007outcome\"V\n\026ActivateProfileReq" +
-      "uest\022\035\n\nrequest_id\030\001 \001(\tR\trequestId\022\035\n\np" +
-      "rofile_id\030\002 \001(\tR\tprofileId\"\207\001\n\027ActivateP" +
-      "rofileResponse\0223\n\010accepted\030\001 \001(\0132\025.aophu" +
-      "b.v1.ConfigViewH\000R\010accepted\022,\n\010rejected\030" +
-      "\002 \001(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007out" +
-      "come\"x\n\016TestLLMRequest\022\035\n\nprofile_id\030\001 \001" +
-      "(\tR\tprofileId\022/\n\007profile\030\002 \001(\0132\025.aophub." +
-      "v1.LlmProfileR\007profile\022\026\n\006prompt\030\003 \001(\tR\006" +
-      "prompt\"\202\001\n\017TestLLMResponse\022\016\n\002ok\030\001 \001(\010R\002" +
-      "ok\022\035\n\nlatency_ms\030\002 \001(\004R\tlatencyMs\022\024\n\005rep" +
-      "ly\030\003 \001(\tR\005reply\022\024\n\005error\030\004 \001(\tR\005error\022\024\n" +
-      "\005model\030\005 \001(\tR\005model\"c\n\021ListModelsRequest" +
-      "\022\035\n\nprofile_id\030\001 \001(\tR\tprofileId\022/\n\007profi" +
-      "le\030\002 \001(\0132\025.aophub.v1.LlmProfileR\007profile" +
-      "\"6\n\tModelInfo\022\016\n\002id\030\001 \001(\tR\002id\022\031\n\010owned_b" +
-      "y\030\002 \001(\tR\007ownedBy\"\207\001\n\022ListModelsResponse\022" +
-      "\016\n\002ok\030\001 \001(\010R\002ok\022,\n\006models\030\002 \003(\0132\024.aophub" +
-      ".v1.ModelInfoR\006models\022\024\n\005error\030\003 \001(\tR\005er" +
-      "ror\022\035\n\nlatency_ms\030\004 \001(\004R\tlatencyMs\"\027\n\025Te" +
-      "stConnectionRequest\"\177\n\026TestConnectionRes" +
-      "ponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\030\n\007version\030\002 \001(\tR\007" +
-      "version\022;\n\013server_time\030\003 \001(\0132\032.google.pr" +
-      "otobuf.TimestampR\nserverTime*j\n\014Provider" +
-      "Kind\022\035\n\031PROVIDER_KIND_UNSPECIFIED\020\000\022#\n\037P" +
-      "ROVIDER_KIND_OPENAI_COMPATIBLE\020\001\022\026\n\022PROV" +
-      "IDER_KIND_ECHO\020\0022\360\003\n\rConfigService\022K\n\tGe" +
-      "tConfig\022\033.aophub.v1.GetConfigRequest\032\034.a" +
-      "ophub.v1.GetConfigResponse\"\003\220\002\001\022O\n\014Updat" +
-      "eConfig\022\036.aophub.v1.UpdateConfigRequest\032" +
-      "\037.aophub.v1.UpdateConfigResponse\022X\n\017Acti" +
-      "vateProfile\022!.aophub.v1.ActivateProfileR" +
-      "equest\032\".aophub.v1.ActivateProfileRespon" +
-      "se\022@\n\007TestLLM\022\031.aophub.v1.TestLLMRequest" +
-      "\032\032.aophub.v1.TestLLMResponse\022I\n\nListMode" +
-      "ls\022\034.aophub.v1.ListModelsRequest\032\035.aophu" +
-      "b.v1.ListModelsResponse\022Z\n\016TestConnectio" +
-      "n\022 .aophub.v1.TestConnectionRequest\032!.ao" +
-      "phub.v1.TestConnectionResponse\"\003\220\002\001BI\n\021d" +
-      "ev.aophub.api.v1P\001Z2github.com/aophub/ao" +
-      "phub/gen/go/aophub/v1;aophubv1b\006proto3"
+      "\rR\014maxTerminals\022\027\n\007tmp_mib\030\021 \001(\rR\006tmpMib" +
+      "\022 \n\014max_file_mib\030\022 \001(\rR\nmaxFileMib\022 \n\014mi" +
+      "n_free_mib\030\023 \001(\rR\nminFreeMib\"|\n\023Interact" +
+      "ionSettings\022\'\n\017timeout_seconds\030\001 \001(\rR\016ti" +
+      "meoutSeconds\022<\n\rexpiry_policy\030\002 \001(\0162\027.ao" +
+      "phub.v1.ExpiryPolicyR\014expiryPolicy\"\254\003\n\006C" +
+      "onfig\0221\n\010profiles\030\001 \003(\0132\025.aophub.v1.LlmP" +
+      "rofileR\010profiles\022*\n\021active_profile_id\030\002 " +
+      "\001(\tR\017activeProfileId\022.\n\005agent\030\003 \001(\0132\030.ao" +
+      "phub.v1.AgentSettingsR\005agent\022-\n\005scans\030\004 " +
+      "\001(\0132\027.aophub.v1.ScanSettingsR\005scans\0224\n\007s" +
+      "andbox\030\005 \001(\0132\032.aophub.v1.SandboxSettings" +
+      "R\007sandbox\022B\n\014interactions\030\006 \001(\0132\036.aophub" +
+      ".v1.InteractionSettingsR\014interactions\0225\n" +
+      "\010llm_push\030\007 \001(\0132\032.aophub.v1.LlmPushSetti" +
+      "ngsR\007llmPush\0223\n\007bridges\030\010 \001(\0132\031.aophub.v" +
+      "1.BridgeSettingsR\007bridges\"*\n\016BridgeSetti" +
+      "ngs\022\030\n\007enabled\030\001 \003(\tR\007enabled\",\n\017LlmPush" +
+      "Settings\022\031\n\010node_ids\030\001 \003(\tR\007nodeIds\"\213\004\n\n" +
+      "ConfigView\0225\n\010profiles\030\001 \003(\0132\031.aophub.v1" +
+      ".LlmProfileViewR\010profiles\022*\n\021active_prof" +
+      "ile_id\030\002 \001(\tR\017activeProfileId\022.\n\005agent\030\003" +
+      " \001(\0132\030.aophub.v1.AgentSettingsR\005agent\022-\n" +
+      "\005scans\030\004 \001(\0132\027.aophub.v1.ScanSettingsR\005s" +
+      "cans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v1.Sandbo" +
+      "xSettingsR\007sandbox\022B\n\014interactions\030\006 \001(\013" +
+      "2\036.aophub.v1.InteractionSettingsR\014intera" +
+      "ctions\022\032\n\010revision\030\007 \001(\004R\010revision\0229\n\nup" +
+      "dated_at\030\010 \001(\0132\032.google.protobuf.Timesta" +
+      "mpR\tupdatedAt\0225\n\010llm_push\030\t \001(\0132\032.aophub" +
+      ".v1.LlmPushSettingsR\007llmPush\0223\n\007bridges\030" +
+      "\n \001(\0132\031.aophub.v1.BridgeSettingsR\007bridge" +
+      "s\"H\n\016FieldViolation\022\024\n\005field\030\001 \001(\tR\005fiel" +
+      "d\022 \n\013description\030\002 \001(\tR\013description\"\022\n\020G" +
+      "etConfigRequest\"B\n\021GetConfigResponse\022-\n\006" +
+      "config\030\001 \001(\0132\025.aophub.v1.ConfigViewR\006con" +
+      "fig\"\214\001\n\023UpdateConfigRequest\022\035\n\nrequest_i" +
+      "d\030\001 \001(\tR\trequestId\022)\n\006config\030\002 \001(\0132\021.aop" +
+      "hub.v1.ConfigR\006config\022+\n\021expected_revisi" +
+      "on\030\003 \001(\004R\020expectedRevision\"\312\001\n\024UpdateCon" +
+      "figResponse\022D\n\020field_violations\030\001 \003(\0132\031." +
+      "aophub.v1.FieldViolationR\017fieldViolation" +
+      "s\0223\n\010accepted\030\002 \001(\0132\025.aophub.v1.ConfigVi" +
+      "ewH\000R\010accepted\022,\n\010rejected\030\003 \001(\0132\016.aop.R" +
+      "ejectionH\000R\010rejectedB\t\n\007outcome\"V\n\026Activ" +
+      "ateProfileRequest\022\035\n\nrequest_id\030\001 \001(\tR\tr" +
+      "equestId\022\035\n\nprofile_id\030\002 \001(\tR\tprofileId\"" +
+      "\207\001\n\027ActivateProfileResponse\0223\n\010accepted\030" +
+      "\001 \001(\0132\025.aophub.v1.ConfigViewH\000R\010accepted" +
+      "\022,\n\010rejected\030\002 \001(\0132\016.aop.RejectionH\000R\010re" +
+      "jectedB\t\n\007outcome\"x\n\016TestLLMRequest\022\035\n\np" +
+      "rofile_id\030\001 \001(\tR\tprofileId\022/\n\007profile\030\002 " +
+      "\001(\0132\025.aophub.v1.LlmProfileR\007profile\022\026\n\006p" +
+      "rompt\030\003 \001(\tR\006prompt\"\202\001\n\017TestLLMResponse\022" +
+      "\016\n\002ok\030\001 \001(\010R\002ok\022\035\n\nlatency_ms\030\002 \001(\004R\tlat" +
+      "encyMs\022\024\n\005reply\030\003 \001(\tR\005reply\022\024\n\005error\030\004 " +
+      "\001(\tR\005error\022\024\n\005model\030\005 \001(\tR\005model\"c\n\021List" +
+      "ModelsRequest\022\035\n\nprofile_id\030\001 \001(\tR\tprofi" +
+      "leId\022/\n\007profile\030\002 \001(\0132\025.aophub.v1.LlmPro" +
+      "fileR\007profile\"6\n\tModelInfo\022\016\n\002id\030\001 \001(\tR\002" +
+      "id\022\031\n\010owned_by\030\002 \001(\tR\007ownedBy\"\207\001\n\022ListMo" +
+      "delsResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022,\n\006models\030\002" +
+      " \003(\0132\024.aophub.v1.ModelInfoR\006models\022\024\n\005er" +
+      "ror\030\003 \001(\tR\005error\022\035\n\nlatency_ms\030\004 \001(\004R\tla" +
+      "tencyMs\"\027\n\025TestConnectionRequest\"\177\n\026Test" +
+      "ConnectionResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\030\n\007ve" +
+      "rsion\030\002 \001(\tR\007version\022;\n\013server_time\030\003 \001(" +
+      "\0132\032.google.protobuf.TimestampR\nserverTim" +
+      "e*j\n\014ProviderKind\022\035\n\031PROVIDER_KIND_UNSPE" +
+      "CIFIED\020\000\022#\n\037PROVIDER_KIND_OPENAI_COMPATI" +
+      "BLE\020\001\022\026\n\022PROVIDER_KIND_ECHO\020\0022\360\003\n\rConfig" +
+      "Service\022K\n\tGetConfig\022\033.aophub.v1.GetConf" +
+      "igRequest\032\034.aophub.v1.GetConfigResponse\"" +
+      "\003\220\002\001\022O\n\014UpdateConfig\022\036.aophub.v1.UpdateC" +
+      "onfigRequest\032\037.aophub.v1.UpdateConfigRes" +
+      "ponse\022X\n\017ActivateProfile\022!.aophub.v1.Act" +
+      "ivateProfileRequest\032\".aophub.v1.Activate" +
+      "ProfileResponse\022@\n\007TestLLM\022\031.aophub.v1.T" +
+      "estLLMRequest\032\032.aophub.v1.TestLLMRespons" +
+      "e\022I\n\nListModels\022\034.aophub.v1.ListModelsRe" +
+      "quest\032\035.aophub.v1.ListModelsResponse\022Z\n\016" +
+      "TestConnection\022 .aophub.v1.TestConnectio" +
+      "nRequest\032!.aophub.v1.TestConnectionRespo" +
+      "nse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z2github." +
+      "com/aophub/aophub/gen/go/aophub/v1;aophu" +
+      "bv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -347,7 +350,7 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_SandboxSettings_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_SandboxSettings_descriptor,
-        new java.lang.String[] { "Workspace", "DenyPatterns", "AllowPatterns", "ExecTimeoutSeconds", "OutputCapBytes", "Network", "AllowUnsandboxed", "Bubblewrap", "CpuSeconds", "MemoryMib", "MaxProcesses", "Terminals", "RemoteExec", "TerminalScrollbackBytes", "TerminalReplayBytes", "MaxTerminals", });
+        new java.lang.String[] { "Workspace", "DenyPatterns", "AllowPatterns", "ExecTimeoutSeconds", "OutputCapBytes", "Network", "AllowUnsandboxed", "Bubblewrap", "CpuSeconds", "MemoryMib", "MaxProcesses", "Terminals", "RemoteExec", "TerminalScrollbackBytes", "TerminalReplayBytes", "MaxTerminals", "TmpMib", "MaxFileMib", "MinFreeMib", });
     internal_static_aophub_v1_InteractionSettings_descriptor =
       getDescriptor().getMessageType(6);
     internal_static_aophub_v1_InteractionSettings_fieldAccessorTable = new

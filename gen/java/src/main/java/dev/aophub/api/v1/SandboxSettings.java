@@ -443,6 +443,52 @@ private static final long serialVersionUID = 0L;
     return maxTerminals_;
   }
 
+  public static final int TMP_MIB_FIELD_NUMBER = 17;
+  private int tmpMib_ = 0;
+  /**
+   * <pre>
+   * Size of each command's /tmp (memory) in MiB; 0 means 64.
+   * </pre>
+   *
+   * <code>uint32 tmp_mib = 17 [json_name = "tmpMib"];</code>
+   * @return The tmpMib.
+   */
+  @java.lang.Override
+  public int getTmpMib() {
+    return tmpMib_;
+  }
+
+  public static final int MAX_FILE_MIB_FIELD_NUMBER = 18;
+  private int maxFileMib_ = 0;
+  /**
+   * <pre>
+   * Largest file a command may write, in MiB (RLIMIT_FSIZE); 0 means 1024.
+   * </pre>
+   *
+   * <code>uint32 max_file_mib = 18 [json_name = "maxFileMib"];</code>
+   * @return The maxFileMib.
+   */
+  @java.lang.Override
+  public int getMaxFileMib() {
+    return maxFileMib_;
+  }
+
+  public static final int MIN_FREE_MIB_FIELD_NUMBER = 19;
+  private int minFreeMib_ = 0;
+  /**
+   * <pre>
+   * Commands and terminals do not start while the workspace's filesystem has less than this many
+   * MiB free; 0 means 256.
+   * </pre>
+   *
+   * <code>uint32 min_free_mib = 19 [json_name = "minFreeMib"];</code>
+   * @return The minFreeMib.
+   */
+  @java.lang.Override
+  public int getMinFreeMib() {
+    return minFreeMib_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -504,6 +550,15 @@ private static final long serialVersionUID = 0L;
     }
     if (maxTerminals_ != 0) {
       output.writeUInt32(16, maxTerminals_);
+    }
+    if (tmpMib_ != 0) {
+      output.writeUInt32(17, tmpMib_);
+    }
+    if (maxFileMib_ != 0) {
+      output.writeUInt32(18, maxFileMib_);
+    }
+    if (minFreeMib_ != 0) {
+      output.writeUInt32(19, minFreeMib_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -579,6 +634,18 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeUInt32Size(16, maxTerminals_);
     }
+    if (tmpMib_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(17, tmpMib_);
+    }
+    if (maxFileMib_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(18, maxFileMib_);
+    }
+    if (minFreeMib_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(19, minFreeMib_);
+    }
     return size;
   }
   @java.lang.Override
@@ -635,6 +702,12 @@ private static final long serialVersionUID = 0L;
         != other.getTerminalReplayBytes()) return false;
     if (getMaxTerminals()
         != other.getMaxTerminals()) return false;
+    if (getTmpMib()
+        != other.getTmpMib()) return false;
+    if (getMaxFileMib()
+        != other.getMaxFileMib()) return false;
+    if (getMinFreeMib()
+        != other.getMinFreeMib()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -686,6 +759,12 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getTerminalReplayBytes();
     hash = (37 * hash) + MAX_TERMINALS_FIELD_NUMBER;
     hash = (53 * hash) + getMaxTerminals();
+    hash = (37 * hash) + TMP_MIB_FIELD_NUMBER;
+    hash = (53 * hash) + getTmpMib();
+    hash = (37 * hash) + MAX_FILE_MIB_FIELD_NUMBER;
+    hash = (53 * hash) + getMaxFileMib();
+    hash = (37 * hash) + MIN_FREE_MIB_FIELD_NUMBER;
+    hash = (53 * hash) + getMinFreeMib();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -839,6 +918,9 @@ private static final long serialVersionUID = 0L;
       terminalScrollbackBytes_ = 0;
       terminalReplayBytes_ = 0;
       maxTerminals_ = 0;
+      tmpMib_ = 0;
+      maxFileMib_ = 0;
+      minFreeMib_ = 0;
       return this;
     }
 
@@ -922,6 +1004,15 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00008000) != 0)) {
         result.maxTerminals_ = maxTerminals_;
       }
+      if (((from_bitField0_ & 0x00010000) != 0)) {
+        result.tmpMib_ = tmpMib_;
+      }
+      if (((from_bitField0_ & 0x00020000) != 0)) {
+        result.maxFileMib_ = maxFileMib_;
+      }
+      if (((from_bitField0_ & 0x00040000) != 0)) {
+        result.minFreeMib_ = minFreeMib_;
+      }
     }
 
     @java.lang.Override
@@ -1001,6 +1092,15 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getMaxTerminals() != 0) {
         setMaxTerminals(other.getMaxTerminals());
+      }
+      if (other.getTmpMib() != 0) {
+        setTmpMib(other.getTmpMib());
+      }
+      if (other.getMaxFileMib() != 0) {
+        setMaxFileMib(other.getMaxFileMib());
+      }
+      if (other.getMinFreeMib() != 0) {
+        setMinFreeMib(other.getMinFreeMib());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1106,6 +1206,21 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00008000;
               break;
             } // case 128
+            case 136: {
+              tmpMib_ = input.readUInt32();
+              bitField0_ |= 0x00010000;
+              break;
+            } // case 136
+            case 144: {
+              maxFileMib_ = input.readUInt32();
+              bitField0_ |= 0x00020000;
+              break;
+            } // case 144
+            case 152: {
+              minFreeMib_ = input.readUInt32();
+              bitField0_ |= 0x00040000;
+              break;
+            } // case 152
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2139,6 +2254,141 @@ private static final long serialVersionUID = 0L;
     public Builder clearMaxTerminals() {
       bitField0_ = (bitField0_ & ~0x00008000);
       maxTerminals_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int tmpMib_ ;
+    /**
+     * <pre>
+     * Size of each command's /tmp (memory) in MiB; 0 means 64.
+     * </pre>
+     *
+     * <code>uint32 tmp_mib = 17 [json_name = "tmpMib"];</code>
+     * @return The tmpMib.
+     */
+    @java.lang.Override
+    public int getTmpMib() {
+      return tmpMib_;
+    }
+    /**
+     * <pre>
+     * Size of each command's /tmp (memory) in MiB; 0 means 64.
+     * </pre>
+     *
+     * <code>uint32 tmp_mib = 17 [json_name = "tmpMib"];</code>
+     * @param value The tmpMib to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTmpMib(int value) {
+
+      tmpMib_ = value;
+      bitField0_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Size of each command's /tmp (memory) in MiB; 0 means 64.
+     * </pre>
+     *
+     * <code>uint32 tmp_mib = 17 [json_name = "tmpMib"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTmpMib() {
+      bitField0_ = (bitField0_ & ~0x00010000);
+      tmpMib_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int maxFileMib_ ;
+    /**
+     * <pre>
+     * Largest file a command may write, in MiB (RLIMIT_FSIZE); 0 means 1024.
+     * </pre>
+     *
+     * <code>uint32 max_file_mib = 18 [json_name = "maxFileMib"];</code>
+     * @return The maxFileMib.
+     */
+    @java.lang.Override
+    public int getMaxFileMib() {
+      return maxFileMib_;
+    }
+    /**
+     * <pre>
+     * Largest file a command may write, in MiB (RLIMIT_FSIZE); 0 means 1024.
+     * </pre>
+     *
+     * <code>uint32 max_file_mib = 18 [json_name = "maxFileMib"];</code>
+     * @param value The maxFileMib to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMaxFileMib(int value) {
+
+      maxFileMib_ = value;
+      bitField0_ |= 0x00020000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Largest file a command may write, in MiB (RLIMIT_FSIZE); 0 means 1024.
+     * </pre>
+     *
+     * <code>uint32 max_file_mib = 18 [json_name = "maxFileMib"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMaxFileMib() {
+      bitField0_ = (bitField0_ & ~0x00020000);
+      maxFileMib_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int minFreeMib_ ;
+    /**
+     * <pre>
+     * Commands and terminals do not start while the workspace's filesystem has less than this many
+     * MiB free; 0 means 256.
+     * </pre>
+     *
+     * <code>uint32 min_free_mib = 19 [json_name = "minFreeMib"];</code>
+     * @return The minFreeMib.
+     */
+    @java.lang.Override
+    public int getMinFreeMib() {
+      return minFreeMib_;
+    }
+    /**
+     * <pre>
+     * Commands and terminals do not start while the workspace's filesystem has less than this many
+     * MiB free; 0 means 256.
+     * </pre>
+     *
+     * <code>uint32 min_free_mib = 19 [json_name = "minFreeMib"];</code>
+     * @param value The minFreeMib to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMinFreeMib(int value) {
+
+      minFreeMib_ = value;
+      bitField0_ |= 0x00040000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Commands and terminals do not start while the workspace's filesystem has less than this many
+     * MiB free; 0 means 256.
+     * </pre>
+     *
+     * <code>uint32 min_free_mib = 19 [json_name = "minFreeMib"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMinFreeMib() {
+      bitField0_ = (bitField0_ & ~0x00040000);
+      minFreeMib_ = 0;
       onChanged();
       return this;
     }

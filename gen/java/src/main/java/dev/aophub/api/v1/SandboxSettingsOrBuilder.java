@@ -256,4 +256,35 @@ public interface SandboxSettingsOrBuilder extends
    * @return The maxTerminals.
    */
   int getMaxTerminals();
+
+  /**
+   * <pre>
+   * Size of each command's /tmp (memory) in MiB; 0 means 64.
+   * </pre>
+   *
+   * <code>uint32 tmp_mib = 17 [json_name = "tmpMib"];</code>
+   * @return The tmpMib.
+   */
+  int getTmpMib();
+
+  /**
+   * <pre>
+   * Largest file a command may write, in MiB (RLIMIT_FSIZE); 0 means 1024.
+   * </pre>
+   *
+   * <code>uint32 max_file_mib = 18 [json_name = "maxFileMib"];</code>
+   * @return The maxFileMib.
+   */
+  int getMaxFileMib();
+
+  /**
+   * <pre>
+   * Commands and terminals do not start while the workspace's filesystem has less than this many
+   * MiB free; 0 means 256.
+   * </pre>
+   *
+   * <code>uint32 min_free_mib = 19 [json_name = "minFreeMib"];</code>
+   * @return The minFreeMib.
+   */
+  int getMinFreeMib();
 }
