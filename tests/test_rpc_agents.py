@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from aophub.v1 import agent_pb2, token_connect, token_pb2
 
 from .support.raw_node import RawNode
 from .support.rpc import BearerKey, Rpc, rpc_clients
-from .support.server import TOKEN, RunningHub, running_hub
+from .support.server import TOKEN, HubProcess, RunningHub, running_hub
 
 Stream = AsyncGenerator[agent_pb2.WatchAgentsResponse]
 
@@ -139,3 +141,18 @@ async def test_revoking_the_token_ends_its_watch(hub: RunningHub) -> None:
                 await drain(stream)
             assert ended.value.code == Code.UNAUTHENTICATED
             assert "revoked" in ended.value.message
+
+
+async def test_a_stopping_hub_ends_its_watches_at_once(tmp_path: Path) -> None:
+    """SIGTERM with a watch open: the stream ends UNAVAILABLE and the hub exits 0 well within its shutdown bound."""
+    with HubProcess(tmp_path, "--shutdown-timeout", "20") as hub:
+        async with rpc_clients(hub.http) as rpc:
+            stream = watch(rpc)
+            assert (await next_message(stream)).HasField("snapshot")
+            asked = time.monotonic()
+            stopping = asyncio.create_task(asyncio.to_thread(hub.terminate))
+            with pytest.raises(ConnectError) as ended:
+                await drain(stream)
+            assert ended.value.code == Code.UNAVAILABLE
+            assert await stopping == 0
+            assert time.monotonic() - asked < 10, "the open stream did not hold the stop up to --shutdown-timeout"
