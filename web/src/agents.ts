@@ -51,6 +51,16 @@ function apply(agents: Map<string, Agent>, message: WatchAgentsResponse): void {
 // Waits before watching again after the stream dropped: doubling from the first, up to the last.
 const RETRY_FIRST_MS = 500;
 const RETRY_MAX_MS = 10_000;
+// Connect's codes (Code of @connectrpc/connect) after which watching again cannot help: the
+// credentials are gone (revoked, expired, logged out) or do not allow it. Each retry would
+// count as a failed login against the hub's throttle.
+const UNAUTHENTICATED = 16;
+const PERMISSION_DENIED = 7;
+
+function hopeless(err: unknown): boolean {
+  const code = err instanceof Error && err.name === "ConnectError" ? (err as Error & { code?: unknown }).code : undefined;
+  return code === UNAUTHENTICATED || code === PERMISSION_DENIED;
+}
 
 export function agentsView(context: Context): () => void {
   document.title = "aophub: agents";
@@ -81,9 +91,9 @@ export function agentsView(context: Context): () => void {
     });
   }
 
-  function showFeed(state: "live" | "reconnecting"): void {
+  function showFeed(state: "live" | "reconnecting" | "ended"): void {
     list.dataset.feed = state;
-    feed.textContent = state === "live" ? "live" : "reconnecting…";
+    feed.textContent = { live: "live", reconnecting: "reconnecting…", ended: "not live" }[state];
   }
 
   async function watch(): Promise<void> {
@@ -99,6 +109,11 @@ export function agentsView(context: Context): () => void {
         }
       } catch (err) {
         if (stop.signal.aborted) return;
+        if (hopeless(err)) {
+          showFeed("ended");
+          context.status(`Agents feed ended: ${errorText(err)}`, "error");
+          return;
+        }
         // Told in the page's status line once per drop; the rows stay as last seen.
         if (list.dataset.feed !== "reconnecting") context.status(`Agents feed interrupted: ${errorText(err)}; reconnecting`, "info");
       }
