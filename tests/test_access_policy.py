@@ -54,14 +54,44 @@ def _aophub_files() -> Iterator[FileDescriptor]:
 
 
 def read_only_methods() -> list[str]:
-    """The methods the schema declares free of side effects (``idempotency_level = NO_SIDE_EFFECTS``)."""
+    """The methods the schema declares free of side effects (``idempotency_level = NO_SIDE_EFFECTS``), and
+    the watches (server streams: they only tell what changes)."""
     return sorted(
         f"{service.full_name}/{method.name}"
         for file in _aophub_files()
         for service in file.services_by_name.values()
         for method in service.methods
-        if method.GetOptions().idempotency_level == method.GetOptions().NO_SIDE_EFFECTS
+        if method.GetOptions().idempotency_level == method.GetOptions().NO_SIDE_EFFECTS or method.server_streaming
     )
+
+
+def server_streams() -> set[str]:
+    """``<package>.<Service>/<Method>`` of every server-streaming method."""
+    return {
+        f"{service.full_name}/{method.name}"
+        for file in _aophub_files()
+        for service in file.services_by_name.values()
+        for method in service.methods
+        if method.server_streaming
+    }
+
+
+async def call_outcome(client: httpx.AsyncClient, path: str, secret: str) -> tuple[int, dict[str, object]]:
+    """A call of ``path`` with a body that is no message, as ``secret``: its HTTP status and Connect error.
+
+    A server stream answers 200 with the error in its end-of-stream frame (Connect streaming).
+    """
+    headers = {"Authorization": f"Bearer {secret}"}
+    if path not in server_streams():
+        response = await post(client, f"/{path}", b"\xff\xff", headers=headers)
+        return response.status_code, response.json()
+    garbage = b"\xff\xff"
+    frame = b"\x00" + len(garbage).to_bytes(4, "big") + garbage
+    response = await post(client, f"/{path}", frame, headers=headers, content_type="application/connect+proto")
+    assert response.content[0] == 2, response.content  # the end-of-stream frame, first: nothing was sent
+    size = int.from_bytes(response.content[1:5], "big")
+    error = json.loads(response.content[5 : 5 + size])["error"]
+    return response.status_code, {"code": error["code"], "message": error.get("message", "")}
 
 
 def schema_methods() -> list[str]:
@@ -188,22 +218,21 @@ async def test_every_rpc_is_allowed_or_refused_by_the_table_for_each_scope(hub: 
     The body is not a valid message, so an allowed call stops at decoding (invalid_argument) and changes
     nothing: the scope is checked before the body is read.
     """
-    outcomes: dict[tuple[str, str], tuple[int, str]] = {}
+    outcomes: dict[tuple[str, str], tuple[object, str]] = {}
     async with httpx.AsyncClient(base_url=hub.http, timeout=10) as client:
         for caller in await callers(hub):
             for path in schema_methods():
-                response = await post(
-                    client, f"/{path}", b"\xff\xff", headers={"Authorization": f"Bearer {caller.secret}"}
-                )
-                outcomes[caller.label, path] = (response.status_code, response.text)
+                status, error = await call_outcome(client, f"{path}", caller.secret)
+                outcomes[caller.label, path] = (error["code"], str(error))
                 need = RPC_METHODS[path]
+                streaming = path in server_streams()
                 if caller.principal.allows(need):
-                    assert response.status_code == 400, (caller.label, path, response.text)
-                    assert response.json()["code"] == "invalid_argument", (caller.label, path)
+                    assert status == (200 if streaming else 400), (caller.label, path, error)
+                    assert error["code"] == "invalid_argument", (caller.label, path)
                 else:
-                    assert response.status_code == 403, (caller.label, path, response.text)
-                    assert response.json() == {"code": "permission_denied", "message": expected_refusal(need, path)}
-    refused = {label for (label, _), (status, _) in outcomes.items() if status == 403}
+                    assert status == (200 if streaming else 403), (caller.label, path, error)
+                    assert error == {"code": "permission_denied", "message": expected_refusal(need, path)}
+    refused = {label for (label, _), (code, _) in outcomes.items() if code == "permission_denied"}
     assert refused == {"app token", "read token", "node token", "app,workspace token", "read,terminal token"}
     assert len(outcomes) == 6 * len(RPC_METHODS)
 

@@ -9,6 +9,7 @@ worker thread instead; a program that makes one call and exits must exit 0 every
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,9 @@ from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 
 from aophub.client import HubClient, Management
-from aophub.v1 import session_pb2, system_pb2
+from aophub.v1 import agent_pb2, session_pb2, system_pb2
 
+from .support.raw_node import RawNode
 from .support.server import ROOT, TOKEN, HubProcess, running_hub
 
 RUNS = 30
@@ -46,6 +48,25 @@ async def test_management_sends_the_token(tmp_path: Path) -> None:
         with Management(hub.http, "not-the-key") as wrong, pytest.raises(ConnectError) as refused:
             await wrong.call(wrong.system.get_status, system_pb2.GetStatusRequest())
         assert refused.value.code == Code.UNAUTHENTICATED
+
+
+async def test_management_searches_titles_and_watches_agents(tmp_path: Path) -> None:
+    """title_contains through the client finds by part of a title; watch_agents gives the list, then a node joining."""
+    async with running_hub(tmp_path) as hub, await HubClient.connect(hub.http, TOKEN) as client:
+        wanted = await client.open_session("local", title="Quarterly REPORT")
+        await client.open_session("local", title="notes")
+        request = session_pb2.ListSessionsRequest(title_contains="report")
+        page = await client.management.call(client.management.sessions.list_sessions, request)
+        assert [info.id for info in page.sessions] == [wanted.id]
+        with Management(hub.http, TOKEN, timeout=None) as management:
+            stream = management.agents.watch_agents(agent_pb2.WatchAgentsRequest())
+            first = await asyncio.to_thread(next, stream)
+            assert [agent.node_id for agent in first.snapshot.agents] == ["local"]
+            async with await RawNode.connect(hub.node_url, "joining"):
+                while (change := await asyncio.to_thread(next, stream)).changed.node_id != "joining":
+                    pass
+            assert change.changed.online
+            stream.close()  # type: ignore[attr-defined]
 
 
 @pytest.mark.timeout(240)

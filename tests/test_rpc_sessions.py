@@ -132,6 +132,73 @@ async def test_pages_follow_next_page_token(app: AppSocket, rpc: Rpc) -> None:
     assert [session_id for page in pages for session_id in page] == opened[::-1]
 
 
+async def test_title_contains_finds_sessions_by_part_of_their_title(app: AppSocket, rpc: Rpc) -> None:
+    """title_contains matches a part of the title in either case; % and _ are plain characters."""
+    titles = ["Deploy the API", "api keys rotation", "50% off", "50 off", "a_b", "axb", "weekly notes"]
+    ids = {title: (await app.open_session(title=title)).id for title in titles}
+
+    async def found(text: str) -> set[str]:
+        return set(await listed(rpc, title_contains=text))
+
+    assert await found("API") == {ids["Deploy the API"], ids["api keys rotation"]}
+    assert await found("dEpLoY") == {ids["Deploy the API"]}
+    assert await found("50%") == {ids["50% off"]}
+    assert await found("%") == {ids["50% off"]}
+    assert await found("a_b") == {ids["a_b"]}
+    assert await found("_") == {ids["a_b"]}
+    assert await found("nothing like it") == set()
+    assert await found("") == set(ids.values())
+
+
+async def test_a_title_search_pages_with_tokens_bound_to_its_query(app: AppSocket, rpc: Rpc) -> None:
+    """Paging a search walks exactly its matches; its token is refused with other filters, clearly."""
+    opened = [(await app.open_session(title=f"{'report' if i % 2 else 'chat'} {i}")).id for i in range(9)]
+    matches = [session_id for i, session_id in enumerate(opened) if i % 2][::-1]
+    walked: list[str] = []
+    token = ""
+    tokens: list[str] = []
+    while True:
+        request = session_pb2.ListSessionsRequest(page_size=3, page_token=token, title_contains="REPORT")
+        response = await rpc.sessions.list_sessions(request)
+        walked += [session.id for session in response.sessions]
+        token = response.next_page_token
+        if not token:
+            break
+        tokens.append(token)
+    assert walked == matches
+    # The same token asked again gives the same page (stable for its query).
+    assert await listed(rpc, page_size=3, page_token=tokens[0], title_contains="REPORT") == matches[3:6]
+    for other in (
+        {"title_contains": "report"},  # another text, even in another case
+        {},
+        {"title_contains": "REPORT", "include_closed": True},
+        {"title_contains": "REPORT", "node_id": "local"},
+    ):
+        error = await connect_error(
+            rpc.sessions.list_sessions(session_pb2.ListSessionsRequest(page_token=tokens[0], **other)),
+            Code.INVALID_ARGUMENT,
+        )
+        assert "page_token belongs to a listing with other filters" in error.message
+    # And an unfiltered listing's token does not continue a search.
+    plain = await rpc.sessions.list_sessions(session_pb2.ListSessionsRequest(page_size=2))
+    refused = session_pb2.ListSessionsRequest(page_token=plain.next_page_token, title_contains="report")
+    await connect_error(rpc.sessions.list_sessions(refused), Code.INVALID_ARGUMENT)
+
+
+async def test_a_title_search_longer_than_a_title_is_invalid_argument(app: AppSocket, rpc: Rpc) -> None:
+    """Past 500 characters (the longest title) or with a NUL, a search is refused, saying why."""
+    longest = await app.open_session(title="t" * 500)
+    assert await listed(rpc, title_contains="t" * 500) == [longest.id]
+    error = await connect_error(
+        rpc.sessions.list_sessions(session_pb2.ListSessionsRequest(title_contains="t" * 501)), Code.INVALID_ARGUMENT
+    )
+    assert error.message == "title_contains is 501 characters long; titles, and so searches, are at most 500"
+    error = await connect_error(
+        rpc.sessions.list_sessions(session_pb2.ListSessionsRequest(title_contains="a\x00b")), Code.INVALID_ARGUMENT
+    )
+    assert "NUL" in error.message
+
+
 async def test_page_size_defaults_to_100_and_stops_at_500(tmp_path: Path) -> None:
     """page_size 0 means 100 and anything above 500 means 500; both pages continue with a token."""
     async with running_hub(tmp_path) as hub, rpc_clients(hub.http) as rpc:

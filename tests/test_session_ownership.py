@@ -363,6 +363,28 @@ async def test_lists_hold_only_the_callers_own_and_shared_sessions(world: World)
     assert await lists("auditor") == (*mine[:3], [])
 
 
+async def test_a_title_search_finds_only_the_callers_own_and_shared_sessions(world: World) -> None:
+    """Bob searching for the words of Alice's title finds nothing until she shares the session."""
+
+    async def found(who: str, text: str) -> list[str]:
+        request = session_pb2.ListSessionsRequest(title_contains=text)
+        response = await world.rpc(who, "SessionService/ListSessions", request)
+        assert response.status_code == 200, response.content
+        return [s.id for s in session_pb2.ListSessionsResponse.FromString(response.content).sessions]
+
+    assert await found("alice", "WORKSPACE") == [world.session_id]
+    assert await found("admin", "workspace") == [world.session_id]
+    assert await found("bob", "workspace") == []
+    shared = await world.rpc(
+        "alice",
+        "SessionService/ShareSession",
+        session_pb2.ShareSessionRequest(request_id="share-1", session_id=world.session_id, token_name="bob"),
+    )
+    assert shared.status_code == 200, shared.content
+    assert await found("bob", "workspace") == [world.session_id]
+    assert await found("carol", "workspace") == []
+
+
 async def test_sharing_lets_bob_in_and_unsharing_ends_his_watch(world: World) -> None:
     """Shared with Bob, he sees, watches and answers; the share taken back, his watch ends NOT_FOUND."""
     share = session_pb2.ShareSessionRequest(request_id="s1", session_id=world.session_id, token_name="bob")

@@ -428,6 +428,60 @@ async def test_list_sessions_orders_pages_and_filters(store: AnyStore) -> None:
     assert await ids(limit=0) == []
 
 
+async def test_list_sessions_finds_titles_containing_a_text(store: AnyStore) -> None:
+    """title_contains is a substring match, ASCII letters in either case, with % _ and \\ taken literally."""
+    titles = {
+        "plan": "Release PLAN for Q3",
+        "pct": "100% done",
+        "pct2": "100 done",
+        "under": "snake_case names",
+        "under2": "snakeXcase names",
+        "slash": "C:\\temp\\notes",
+        "umlaut": "Über uns",
+        "other": "groceries",
+    }
+    await store.submit(
+        [PutSession(session(sid, title=title, updated_at=float(i))) for i, (sid, title) in enumerate(titles.items())]
+    )
+
+    async def found(text: str, **kwargs: object) -> set[str]:
+        return {r.id for r in await store.list_sessions(limit=20, title_contains=text, **kwargs)}  # type: ignore[arg-type]
+
+    assert await found("plan") == {"plan"}
+    assert await found("rElEaSe pLaN") == {"plan"}
+    assert await found("%") == {"pct"}
+    assert await found("100%") == {"pct"}
+    assert await found("_") == {"under"}
+    assert await found("e_c") == {"under"}
+    assert await found("\\temp") == {"slash"}
+    assert await found("\\") == {"slash"}
+    assert await found("Über") == {"umlaut"}  # non-ASCII matches itself
+    assert await found("zzz") == set()
+    assert await found("") == set(titles)
+    # Combined with the other filters and the owner's view.
+    await store.submit([PutSession(replace(session("alices", title="alice's plan", updated_at=20.0), owner="alice"))])
+    assert await found("plan", visible_to="alice") == {"alices"}
+    assert await found("plan") == {"plan", "alices"}
+    assert await found("plan", node_id="n2") == set()
+
+
+async def test_list_sessions_pages_a_title_search(store: AnyStore) -> None:
+    """Paging a title search walks exactly the matching sessions, newest first, each once."""
+    await store.submit(
+        [
+            PutSession(session(f"s{i:02}", title=f"{'match' if i % 3 == 0 else 'other'} {i}", updated_at=float(i)))
+            for i in range(30)
+        ]
+    )
+    pages: list[list[str]] = []
+    before: tuple[float, str] | None = None
+    while page := await store.list_sessions(limit=4, before=before, title_contains="MATCH"):
+        pages.append([r.id for r in page])
+        before = (page[-1].updated_at, page[-1].id)
+    assert [len(page) for page in pages] == [4, 4, 2]
+    assert [session_id for page in pages for session_id in page] == [f"s{i:02}" for i in range(27, -1, -3)]
+
+
 async def test_read_events_pages_by_cursor(store: AnyStore) -> None:
     """read_events returns up to `limit` events after a cursor, oldest first."""
     await store.submit([PutSession(session("s")), *(AppendEvent("s", 100 + i, bytes([i])) for i in range(10))])

@@ -12,7 +12,8 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,8 @@ PAGED_SESSIONS = 21
 
 pytestmark = pytest.mark.timeout(SCENARIO_TIMEOUT + 30)
 
+OnLine = Callable[[str], Awaitable[None]]
+
 
 def _missing() -> str:
     if shutil.which("node") is None:
@@ -58,21 +61,39 @@ def _browser_available() -> None:
         pytest.skip(reason)
 
 
-async def run_scenario(hub: RunningHub, name: str) -> None:
-    """Runs `node web/test/e2e.mjs NAME` against hub; its output is the failure message."""
+async def run_scenario(hub: RunningHub, name: str, on_line: OnLine | None = None) -> str:
+    """Runs `node web/test/e2e.mjs NAME` against hub; its output is the failure message, and returned.
+
+    ``on_line`` is awaited with each line the script prints, as it prints it (the script waits on
+    what the test does then, e.g. a node connecting).
+    """
     env = {**os.environ, "HUB_URL": hub.http, "HUB_TOKEN": TOKEN, "SCREENSHOTS": str(SCREENSHOTS), "CHROMIUM": CHROMIUM}
     process = await asyncio.create_subprocess_exec(
         "node", str(SCRIPT), name, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
     )
+    lines: list[str] = []
+
+    async def read() -> None:
+        assert process.stdout is not None
+        async for raw in process.stdout:
+            lines.append(raw.decode(errors="replace"))
+            if on_line is not None:
+                await on_line(lines[-1].rstrip("\n"))
+        await process.wait()
+
     try:
-        output, _ = await asyncio.wait_for(process.communicate(), SCENARIO_TIMEOUT)
+        await asyncio.wait_for(read(), SCENARIO_TIMEOUT)
+    except TimeoutError:
+        raise AssertionError(f"e2e {name} took over {SCENARIO_TIMEOUT} s; its output:\n{''.join(lines)}") from None
     finally:
         if process.returncode is None:
             process.kill()
             await process.wait()
-    print(output.decode(errors="replace"))  # axe-core's counts, shown with pytest -s
-    assert process.returncode == 0, output.decode(errors="replace")
-    assert f"e2e {name}: passed" in output.decode()
+    output = "".join(lines)
+    print(output)  # axe-core's counts, shown with pytest -s
+    assert process.returncode == 0, output
+    assert f"e2e {name}: passed" in output
+    return output
 
 
 async def test_console_echo_turns_cancel_resume_sessions_agents_phone(tmp_path: Path) -> None:
@@ -84,6 +105,43 @@ async def test_console_echo_turns_cancel_resume_sessions_agents_phone(tmp_path: 
             for n in range(PAGED_SESSIONS):
                 await app.open_session(title=f"paged {n:02d}")
         await run_scenario(hub, "echo")
+
+
+async def test_console_search_finds_a_session_past_the_first_page_by_part_of_its_title(tmp_path: Path) -> None:
+    """More sessions than one page; the oldest, far past the first page, is found by typing part
+    of its title in another case (the hub searches); a search pages with More."""
+    async with running_hub(tmp_path) as hub:
+        async with await AppSocket.open(hub.app_url) as app:
+            await app.open_session(title="The Needle (oldest)")
+            for n in range(45):
+                await app.open_session(title=f"paged {n:02d}")
+        await run_scenario(hub, "search")
+
+
+async def test_console_agents_page_shows_a_node_that_connects_after_it_opened(tmp_path: Path) -> None:
+    """The agents page is live: a raw node connecting after the page opened shows without a
+    reload, and shows offline when it leaves; the page never polls ListAgents; its first,
+    dropped, stream is watched again."""
+    node: RawNode | None = None
+    dialled = 0.0
+    async with running_hub(tmp_path) as hub:
+
+        async def on_line(line: str) -> None:
+            nonlocal node, dialled
+            if line == "e2e agents: agents page open":
+                dialled = time.time()
+                node = await RawNode.connect(hub.node_url, "late-node")
+            elif line.startswith("e2e agents: late-node shown at "):
+                shown = int(line.rsplit(" ", 1)[1]) / 1000
+                print(f"node connect to the page showing it: {(shown - dialled) * 1000:.0f} ms")
+                assert node is not None
+                await node.close()
+
+        try:
+            await run_scenario(hub, "agents", on_line)
+        finally:
+            if node is not None:
+                await node.close()
 
 
 @pytest.fixture

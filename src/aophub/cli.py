@@ -112,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-watches",
         type=_at_least_one(int),
         default=DEFAULT_MAX_WATCHES_PER_CONNECTION,
-        help="watches one application connection may run at once; more get RESOURCE_EXHAUSTED (default 64)",
+        help="watches one application connection may run at once, and AgentService.WatchAgents streams one"
+        " token name may; more get RESOURCE_EXHAUSTED (default 64)",
     )
     serve.add_argument(
         "--max-page-bytes",

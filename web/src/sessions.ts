@@ -1,4 +1,5 @@
-// The sessions list: pages of ListSessions, a title filter, the pending-approval
+// The sessions list: pages of ListSessions, a title search (on the hub:
+// ListSessions.title_contains, asked as typing pauses), the pending-approval
 // count, and create (on a chosen agent) / rename / archive / delete.
 
 import type { SessionInfo } from "@aophub/client/gen/aophub/v1/session_pb.js";
@@ -8,6 +9,10 @@ import { errorText, h, replace } from "./dom.js";
 import type { Context } from "./main.js";
 
 const PAGE = 20;
+// How long typing must pause before the search is asked of the hub.
+const SEARCH_DELAY_MS = 250;
+// The longest title the hub keeps, and so the longest search it takes.
+const SEARCH_MAX = 500;
 
 function when(info: SessionInfo): string {
   const seconds = Number(info.updatedAt?.seconds ?? info.createdAt?.seconds ?? 0n);
@@ -22,6 +27,11 @@ export function sessionsView(context: Context): () => void {
   let nextToken = "";
   let showArchived = false;
   let stopped = false;
+  // The search the loaded pages answer (page tokens belong to it), and the number of the newest
+  // first-page request: an answer asked before it (typing went on) is dropped.
+  let query = "";
+  let generation = 0;
+  let typing: ReturnType<typeof setTimeout> | undefined;
 
   const list = h("ul", { class: "sessions", id: "session-list", "aria-label": "Sessions" });
   const more = h("button", { class: "ghost", id: "more", hidden: true, onclick: () => void load(false) }, "More");
@@ -30,7 +40,11 @@ export function sessionsView(context: Context): () => void {
     id: "search",
     placeholder: "Search titles",
     "aria-label": "Search session titles",
-    oninput: () => render(),
+    maxlength: String(SEARCH_MAX),
+    oninput: () => {
+      clearTimeout(typing);
+      typing = setTimeout(() => void load(true), SEARCH_DELAY_MS);
+    },
   });
   const archived = h("input", {
     type: "checkbox",
@@ -42,10 +56,21 @@ export function sessionsView(context: Context): () => void {
   });
 
   function render(): void {
-    const needle = search.value.trim().toLowerCase();
-    const shown = loaded.filter((s) => !needle || (s.title || s.id).toLowerCase().includes(needle));
-    replace(list, shown.length ? shown.map(row) : h("li", { class: "empty" }, needle ? "No title matches." : "No sessions yet."));
+    replace(list, loaded.length ? loaded.map(row) : h("li", { class: "empty" }, query ? "No title matches." : "No sessions yet."));
+    list.dataset.query = query;
     more.hidden = nextToken === "";
+  }
+
+  /** The request of a page: the next one of the loaded query, or the first one of the typed search. */
+  function pageRequest(fresh: boolean) {
+    const titleContains = fresh ? search.value.trim() : query;
+    return {
+      pageSize: PAGE,
+      pageToken: fresh ? "" : nextToken,
+      includeArchived: showArchived,
+      includeClosed: true,
+      titleContains,
+    };
   }
 
   function row(info: SessionInfo): HTMLElement {
@@ -86,14 +111,12 @@ export function sessionsView(context: Context): () => void {
   }
 
   async function load(fresh: boolean): Promise<void> {
+    const request = pageRequest(fresh);
+    const mine = fresh ? ++generation : generation;
     try {
-      const page = await sessions.listSessions({
-        pageSize: PAGE,
-        pageToken: fresh ? "" : nextToken,
-        includeArchived: showArchived,
-        includeClosed: true,
-      });
-      if (stopped) return;
+      const page = await sessions.listSessions(request);
+      if (stopped || mine !== generation) return;
+      query = request.titleContains;
       loaded = fresh ? page.sessions : [...loaded, ...page.sessions];
       nextToken = page.nextPageToken;
       render();
@@ -105,9 +128,10 @@ export function sessionsView(context: Context): () => void {
   /** Re-reads the first page, keeping the later pages already loaded (so "More" is not undone). */
   async function refreshFirstPage(): Promise<void> {
     if (loaded.length <= PAGE) return load(true);
+    const mine = generation;
     try {
-      const page = await sessions.listSessions({ pageSize: PAGE, includeArchived: showArchived, includeClosed: true });
-      if (stopped) return;
+      const page = await sessions.listSessions({ ...pageRequest(false), pageToken: "" });
+      if (stopped || mine !== generation) return;
       const first = new Set(page.sessions.map((s) => s.id));
       loaded = [...page.sessions, ...loaded.slice(PAGE).filter((s) => !first.has(s.id))];
       render();
@@ -176,6 +200,7 @@ export function sessionsView(context: Context): () => void {
   return () => {
     stopped = true;
     clearInterval(refresh);
+    clearTimeout(typing);
   };
 }
 

@@ -11,6 +11,11 @@
 //   node web/test/e2e.mjs terminal   a shell on the built-in node (terminals on): a command,
 //                                    a reload that re-attaches (earlier output once), a
 //                                    dropped connection, kill, the phone viewport
+//   node web/test/e2e.mjs search     the title search asks the hub: a session far past the
+//                                    first page is found by part of its title; paging a search
+//   node web/test/e2e.mjs agents     the agents page is live (WatchAgents): a node connecting
+//                                    after it opened shows, then goes offline; no ListAgents
+//                                    polling; a dropped stream is watched again
 //
 // Environment: HUB_URL (http://127.0.0.1:PORT), HUB_TOKEN, SCREENSHOTS (a folder),
 // CHROMIUM (default /usr/bin/chromium). Every page must log no console error.
@@ -25,6 +30,8 @@ const HUB = process.env.HUB_URL;
 const TOKEN = process.env.HUB_TOKEN;
 const SHOTS = process.env.SCREENSHOTS ?? "screenshots";
 const TIMEOUT = 15_000;
+// The console's pause after typing before it asks the hub (web/src/sessions.ts).
+const SEARCH_DELAY = 250;
 assert.ok(HUB && TOKEN, "set HUB_URL and HUB_TOKEN");
 mkdirSync(SHOTS, { recursive: true });
 
@@ -112,6 +119,21 @@ async function newSession(page, title) {
   return decodeURIComponent(page.url().split("#/s/")[1]);
 }
 
+/** Types a title search and waits until the list shows the hub's answer to it. */
+async function search(page, text) {
+  await page.fill("#search", text);
+  await page.waitForSelector(`#session-list[data-query="${text}"]`, { state: "attached" });
+}
+
+/** The Connect requests of a management method the page sends (its full path), collected from now on. */
+function requestsOf(page, method) {
+  const seen = [];
+  page.on("request", (request) => {
+    if (new URL(request.url()).pathname === `/aophub.v1.${method}`) seen.push(request);
+  });
+  return seen;
+}
+
 /** The text of the last assistant bubble once it holds the complete message. */
 async function finalAnswer(page) {
   const bubble = page.locator(".message.assistant[data-final]").last();
@@ -149,9 +171,9 @@ async function echo(browser) {
   await page.click("#more");
   await page.locator("#session-list [data-session]").nth(20).waitFor();
   await page.locator("#more").waitFor({ state: "hidden" });
-  await page.fill("#search", "paged 07");
+  await search(page, "paged 07");
   assert.equal(await page.locator("#session-list [data-session]").count(), 1);
-  await page.fill("#search", "");
+  await search(page, "");
 
   // A turn with the echo agent, streamed then complete, equal to the stored message.
   const sessionId = await newSession(page, "web e2e echo");
@@ -248,10 +270,9 @@ async function echo(browser) {
   await row.getByLabel("New title").fill("renamed in the console");
   await row.getByLabel("New title").press("Enter");
   await page.locator(`[data-session="${sessionId}"] .title`, { hasText: "renamed in the console" }).waitFor();
-  await page.fill("#search", "renamed");
-  await page.locator("#session-list [data-session]").first().waitFor();
+  await search(page, "renamed");
   assert.equal(await page.locator("#session-list [data-session]").count(), 1);
-  await page.fill("#search", "");
+  await search(page, "");
   await page.goto(`${HUB}/#/agents`);
   await page.locator("[data-node='local'][data-state='idle']").waitFor();
   assert.match(await page.locator("[data-node='local']").textContent(), /echo/);
@@ -385,6 +406,76 @@ async function echo(browser) {
   assert.deepEqual(errors, [], "no console errors");
 }
 
+async function searching(browser) {
+  // tests/test_web_e2e.py opened 45 sessions "paged 00".."paged 44", oldest first, then one
+  // called "The Needle (oldest)" before them all: far past the first page of 20.
+  const errors = [];
+  const { context, page } = await newPage(browser, PHONE, errors);
+  const lists = requestsOf(page, "SessionService/ListSessions");
+  await login(page);
+  await page.locator("#session-list [data-session]").nth(19).waitFor();
+  assert.equal(await page.locator("#session-list .title", { hasText: "Needle" }).count(), 0, "not on the first page");
+  const before = lists.length;
+  const typed = Date.now();
+  await page.fill("#search", "nEEDLE (old");
+  const found = page.locator("#session-list .title", { hasText: "The Needle (oldest)" });
+  await found.waitFor();
+  console.log(`e2e search: found after ${Date.now() - typed} ms (${SEARCH_DELAY} ms of it the typing pause)`);
+  assert.equal(await page.locator("#session-list [data-session]").count(), 1);
+  const asked = lists.slice(before);
+  assert.ok(asked.length >= 1, "the search went to the hub");
+  assert.ok(asked.at(-1).postDataBuffer().includes("nEEDLE (old"), "the hub was asked for the typed text");
+  assert.ok(await page.locator("#more").isHidden(), "one match: no more pages");
+  // Wildcards are plain text: "%" finds nothing here (no title has one).
+  await search(page, "%");
+  await page.locator("#session-list li.empty", { hasText: "No title matches." }).waitFor();
+  await shot(page, "sessions-search-phone");
+  // The search pages like the list: 45 "paged" titles, 20 a page, More continues the same search.
+  await search(page, "PAGED");
+  await page.locator("#session-list [data-session]").nth(19).waitFor();
+  await page.click("#more");
+  await page.locator("#session-list [data-session]").nth(39).waitFor();
+  await page.click("#more");
+  await page.locator("#session-list [data-session]").nth(44).waitFor();
+  await page.locator("#more").waitFor({ state: "hidden" });
+  assert.equal(await page.locator("#session-list [data-session]").count(), 45);
+  assert.equal(await page.locator("#session-list .title", { hasText: "Needle" }).count(), 0);
+  await context.close();
+  assert.deepEqual(errors, [], "no console errors");
+}
+
+async function agents(browser) {
+  // The agents page is live from WatchAgents: tests/test_web_e2e.py connects the node
+  // "late-node" once this prints "agents page open", and ends it once the page showed it.
+  const errors = [];
+  const { context, page } = await newPage(browser, DESKTOP, errors);
+  await login(page);
+  await page.waitForSelector("#link-state[data-state='online']");
+  const polls = requestsOf(page, "AgentService/ListAgents");
+  const watches = requestsOf(page, "AgentService/WatchAgents");
+  // The first watch drops at once (an end of stream with an error): the page watches again.
+  const end = Buffer.from(JSON.stringify({ error: { code: "unavailable", message: "dropped by the test" } }));
+  const frame = Buffer.concat([Buffer.from([2]), Buffer.from([0, 0, 0, end.length]), end]);
+  await page.route(/\/aophub\.v1\.AgentService\/WatchAgents$/, (route) =>
+    route.fulfill({ status: 200, contentType: "application/connect+proto", body: frame }), { times: 1 });
+  await page.goto(`${HUB}/#/agents`);
+  await page.locator("[data-node='local'][data-state='idle']").waitFor();
+  await page.locator("#agent-list[data-feed='live']").waitFor();
+  assert.ok(watches.length >= 2, "the page watched again after the dropped stream");
+  // A focused Terminal link keeps its focus while another node's row comes and changes.
+  await page.locator("[data-node='local'] .terminal-link").focus();
+  console.log("e2e agents: agents page open");
+  await page.locator("[data-node='late-node']").waitFor();
+  console.log(`e2e agents: late-node shown at ${Date.now()}`);
+  await page.locator("[data-node='late-node'][data-state='offline']").waitFor();
+  const focused = await page.evaluate(() => document.activeElement?.closest("[data-node]")?.getAttribute("data-node"));
+  assert.equal(focused, "local", "the focused link kept its focus");
+  await shot(page, "agents-live-desktop");
+  assert.deepEqual(polls.map((r) => r.url()), [], "the agents page does not poll ListAgents");
+  await context.close();
+  assert.deepEqual(errors, [], "no console errors");
+}
+
 async function approval(browser) {
   const errors = [];
   const first = await newPage(browser, PHONE, errors);
@@ -506,16 +597,8 @@ async function terminal(browser) {
   await page.waitForSelector("#link-state[data-state='online']");
   assert.ok(!scripts.some((path) => path.includes("terminal_screen")), `xterm.js is not in the first load: ${scripts}`);
   await page.click("#nav-agents");
-  // The list refreshes every two seconds; a focused Terminal link keeps its focus across a refresh.
+  await page.locator("#agent-list[data-feed='live']").waitFor();
   await page.locator("[data-node='local'] .terminal-link").focus();
-  let refreshes = 0;
-  let refreshed = () => {};
-  page.on("response", (response) => {
-    if (response.url().endsWith("/aophub.v1.AgentService/ListAgents")) (refreshes++, refreshed());
-  });
-  // Two refreshes: the first one's rows are in place two seconds before the second arrives.
-  for (const until = refreshes + 2; refreshes < until; ) await new Promise((resolve) => (refreshed = resolve));
-  assert.equal(await page.evaluate(() => document.activeElement?.className), "terminal-link");
   await page.keyboard.press("Enter");
   await page.waitForURL(/#\/terminal\/local$/);
   await page.waitForSelector("#terminal[data-session]:not([data-session=''])");
@@ -566,7 +649,7 @@ async function terminal(browser) {
   assert.deepEqual(errors, [], "no console errors");
 }
 
-const scenarios = { echo, approval, files, terminal };
+const scenarios = { echo, approval, files, terminal, search: searching, agents };
 const name = process.argv[2];
 assert.ok(name in scenarios, `usage: node e2e.mjs ${Object.keys(scenarios).join("|")}`);
 const browser = await chromium.launch({

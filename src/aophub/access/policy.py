@@ -55,6 +55,7 @@ RPC_METHODS: Final[dict[str, Scope]] = {
     "aophub.v1.InteractionService/ListInteractions": READ,
     "aophub.v1.ArtifactService/SyncArtifacts": APP,
     "aophub.v1.AgentService/ListAgents": READ,
+    "aophub.v1.AgentService/WatchAgents": READ,
     "aophub.v1.SystemService/GetStatus": READ,
     "aophub.v1.ConfigService/GetConfig": ADMIN,
     "aophub.v1.ConfigService/UpdateConfig": ADMIN,

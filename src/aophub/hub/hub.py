@@ -40,6 +40,7 @@ from google.protobuf.message import Message
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
+from aophub.hub.agent_feed import AgentFeed
 from aophub.hub.commands import COMMAND_TIMEOUT, MAX_PENDING_COMMANDS, CommandReceipt, SessionCommands
 from aophub.hub.event_log import EventLog
 from aophub.hub.interactions import InteractionPolicy, Interactions
@@ -61,7 +62,7 @@ from aophub.hub.workspace_calls import DEFAULT_CALL_OUTPUT_BYTES, DEFAULT_CALL_T
 from aophub.ids import IdGenerator, new_id
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
-from aophub.settings import DEFAULT_MAX_PAGE_BYTES
+from aophub.settings import DEFAULT_MAX_PAGE_BYTES, DEFAULT_MAX_WATCHES_PER_CONNECTION
 from aophub.store.base import PutSession, SessionRecord, Store
 
 # LiveSession, HUB_EMITTER and parse_cursor live in their own modules; re-exported for importers.
@@ -102,8 +103,11 @@ class Hub:
         max_terminal_streams: int = DEFAULT_MAX_TERMINAL_STREAMS,
         workspace_call_timeout: float = DEFAULT_CALL_TIMEOUT,
         workspace_output_bytes: int = DEFAULT_CALL_OUTPUT_BYTES,
+        max_agent_watches: int = DEFAULT_MAX_WATCHES_PER_CONNECTION,
     ) -> None:
         self.store = store
+        # Who watches the node list (AgentService.WatchAgents), at most this many per token name.
+        self.agent_feed = AgentFeed(max_per_principal=max_agent_watches)
         # Seconds an open session stays in memory unused (closed ones leave as soon as they can).
         self.session_idle = session_idle
         # Bytes of events one page of a reply holds at most (at least one event).
@@ -160,6 +164,7 @@ class Hub:
             spawn=self._spawn,
             clock=clock,
             ids=ids,
+            node_changed=self.agent_feed.changed,
         )
         self.commands = SessionCommands(
             self._sessions,
@@ -243,6 +248,7 @@ class Hub:
         ``hub_restarted`` at the next start, as AOP says, not ``agent_disconnected``.
         """
         self._node_router.stop()
+        self.agent_feed.close()  # its watchers end UNAVAILABLE: their streams must not hold the stop up
 
     async def stop(self) -> None:
         """Stop background work; turns still running are recovered at the next start.

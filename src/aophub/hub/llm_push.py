@@ -239,6 +239,7 @@ class LlmPusher:
             sent_at=now,
             answer_by=now + self.answer_timeout,
         )
+        handle.changed()
         log.info(
             "node %s: pushed LLM profile %s (model %s, API key %s) in %s.reload",
             handle.node_id,
@@ -277,6 +278,7 @@ class LlmPusher:
             log.debug("node %s: a reload result answering no push (reply_to %r); ignored", handle.node_id, reply_to)
             return
         record.answered(ok=ok, provider=provider, model=model, error=error)
+        handle.changed()
         if ok:
             log.info("node %s applied the pushed LLM profile: provider %s, model %s", handle.node_id, provider, model)
         else:
@@ -288,5 +290,6 @@ class LlmPusher:
         if record is None or not reply_to or reply_to != record.envelope_id:
             return False
         record.refused(error.code, error.message)
+        handle.changed()
         log.warning("node %s refused the pushed LLM profile: %s", handle.node_id, record.error)
         return True

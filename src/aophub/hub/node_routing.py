@@ -109,8 +109,11 @@ class NodeRouter:
         spawn: Callable[[Awaitable[None]], None],
         clock: Callable[[], float],
         ids: IdGenerator,
+        node_changed: Callable[[str], None] = lambda node_id: None,
     ) -> None:
         self._store = store
+        # Told the id of every node that connects, leaves or changes (the hub's agent feed).
+        self._node_changed = node_changed
         self._pushes = pushes
         # The bound on turns nodes start by themselves (AOP-nodes 9.5.8).
         self._node_turns = node_turns
@@ -181,6 +184,7 @@ class NodeRouter:
             # Continuations die with their connection: their sessions are reset before their next use (AOP-nodes 9.8.4).
             handle.continuations.inherit(earlier.continuations)
         self.known_nodes[node_id] = handle
+        handle.on_change = self._changed
         previous = self._nodes.register(handle)
         if previous is not None:
             log.warning(
@@ -190,7 +194,13 @@ class NodeRouter:
             self._spawn(previous.link.close("replaced by a new connection"))
         # Terminal streams bound to this node id ask it for its sessions again (AOP-workspace 8.4.11).
         await self._terminals.node_registered(handle)
+        self._node_changed(node_id)
         return handle
+
+    def _changed(self, handle: NodeHandle) -> None:
+        """A change of ``handle``, unless a newer connection of its id replaced it (that one is listed)."""
+        if self.known_nodes.get(handle.node_id) is handle:
+            self._node_changed(handle.node_id)
 
     def _refuse_rival(self, node_id: str, peer: str) -> None:
         """Refuse a newcomer for a contested id whose holder is still connected (raises HubError)."""
@@ -219,6 +229,7 @@ class NodeRouter:
         handle.last_seen_at = self._clock()
         if left:  # not replaced by a reconnect: its terminal streams are told (AOP-workspace 8.4.10)
             self._terminals.node_left(handle.node_id)
+            self._node_changed(handle.node_id)
         await self._lost(handle, "disconnected")
 
     async def _lost(self, handle: NodeHandle, why: str) -> None:
@@ -267,8 +278,10 @@ class NodeRouter:
             # Keep the received message; copying into the handle's own would grow its upb arena
             # by every copy for as long as the node stays connected (see aophub.node.runtime.counted_turn).
             handle.status = message.agent_status
+            handle.changed()
         elif case == "agent_stats":
             handle.stats = message.agent_stats
+            handle.changed()
         elif case == "event":
             await self._event_or_refuse(handle, envelope, message.event)
         else:
@@ -283,7 +296,9 @@ class NodeRouter:
         elif name in (_FILE_NAMESPACE, _EXEC_NAMESPACE, _PTY_NAMESPACE):
             self._workspace(handle, envelope, name)
         elif node_commands.speaks(name):
-            if node_commands.receive(handle, envelope, name, self._pushes):
+            ready = node_commands.receive(handle, envelope, name, self._pushes)
+            handle.changed()  # its catalog, or its answer to an LLM push
+            if ready:
                 await self._pushes.node_ready(handle)  # its generation is known now (9.0.5.2)
         else:
             raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not spoken on the node channel")
@@ -349,6 +364,7 @@ class NodeRouter:
             for command in catalog.commands:
                 command.source = handle.node_id  # a node speaks for itself, never for the hub
             handle.commands = list(catalog.commands)
+            handle.changed()
             return
         if await self._node_started_turn(handle, event, kind):
             return  # a turn the node started by itself: started as a turn of its session, or dropped

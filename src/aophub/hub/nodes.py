@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Protocol
 
@@ -63,6 +64,10 @@ class NodeLink(Protocol):
     async def close(self, reason: str) -> None:
         """Drop the connection."""
         ...
+
+
+def _unobserved(handle: NodeHandle) -> None:
+    return None
 
 
 class NodeHandle:
@@ -112,6 +117,8 @@ class NodeHandle:
         # None while none was sent (see aophub.hub.llm_push).
         self.llm_push: LlmPushRecord | None = None
         self.gone = False
+        # Called whenever something a listing shows of the node changes (the hub's agent feed).
+        self.on_change: Callable[[NodeHandle], None] = _unobserved
         self._left = asyncio.Event()
         self._pending: dict[str, asyncio.Future[Message]] = {}
 
@@ -128,12 +135,18 @@ class NodeHandle:
         self.node_session_ids[session_id] = node_session_id or session_id
         if node_session_id and node_session_id != session_id:
             self.continuations.record(session_id, node_session_id)
+        self.changed()
 
     def closed(self, session_id: str) -> None:
         """The session was closed on the node (or is to be forgotten there): not open, no alias, nothing running."""
         self.node_session_ids.pop(session_id, None)
         self.continuations.forget(session_id)
         self.node_operations.pop(session_id, None)
+        self.changed()
+
+    def changed(self) -> None:
+        """Something a listing shows of the node changed (its status, counters, sessions, load...)."""
+        self.on_change(self)
 
     def hub_session_id(self, node_session_id: str) -> str | None:
         """The hub session the node means by ``node_session_id`` on this connection: one open here, or the

@@ -275,6 +275,7 @@ class TurnLifecycle:
             return None  # canceled while its session was being opened: nothing to run
         key = (session.id, turn.turn_id)
         self.dispatched[key] = node
+        node.changed()  # its load (busy, running turns)
         self._node_started[key] = asyncio.Event()
         answer = await self._node_requests.run_turn(node, turn.request)
         outcome = answer.run_turn_response
@@ -311,6 +312,7 @@ class TurnLifecycle:
                 raise
             self.active[(session.id, turn_id)] = (session, turn)
             self.dispatched[(session.id, turn_id)] = node
+            node.changed()
         log.info(
             "session %s: node %s started turn %s by itself (%s)", session.id, node.node_id, turn_id, turn.id_on_node
         )
@@ -396,7 +398,7 @@ class TurnLifecycle:
         turn.open_calls.clear()
         session.turns.finish(turn, stop_reason)
         self.active.pop((session.id, turn.turn_id), None)
-        self.dispatched.pop((session.id, turn.turn_id), None)
+        self._undispatch(session.id, turn.turn_id)
         self._stop_awaiting_start(session.id, turn.turn_id)
         if node_event is not None:
             ended = node_event
@@ -518,8 +520,14 @@ class TurnLifecycle:
             self._tell_cancel(session, turn, reason)
             session.turns.finish(turn, "canceled")
             self.active.pop((session.id, turn.turn_id), None)
-            self.dispatched.pop((session.id, turn.turn_id), None)
+            self._undispatch(session.id, turn.turn_id)
             self._stop_awaiting_start(session.id, turn.turn_id)
+
+    def _undispatch(self, session_id: str, turn_id: str) -> None:
+        """The turn no longer runs on its node (if it was handed to one): the node's load changed."""
+        node = self.dispatched.pop((session_id, turn_id), None)
+        if node is not None:
+            node.changed()
 
     def _tell_cancel(self, session: LiveSession, turn: Turn, reason: str) -> None:
         node = self.dispatched.get((session.id, turn.turn_id))

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from aophub.access.live import LiveConnections
 from aophub.agent.isolation import Isolation, SandboxState
 from aophub.config import ConfigStore
 from aophub.hub.hub import Hub
 from aophub.hub.llm_push import LlmPushRecord, PushState
 from aophub.hub.nodes import NodeHandle
+from aophub.protocol.errors import Code, HubError
+from aophub.rpc.interceptors import caller
 from aophub.rpc.timestamps import to_timestamp
 from aophub.v1 import agent_pb2, config_pb2, system_pb2
 from aophub.version import VERSION
@@ -66,22 +69,71 @@ def agent_view(hub: Hub, handle: NodeHandle, online: bool) -> agent_pb2.Agent:
 
 
 class AgentServiceImpl:
-    """aophub.v1.AgentService over the hub's node registry."""
+    """aophub.v1.AgentService over the hub's node registry and its agent feed.
 
-    def __init__(self, hub: Hub) -> None:
+    With ``live``, a WatchAgents stream counts as an open connection of its token: revoking the
+    token, or its expiry, ends the stream (``UNAUTHENTICATED``).
+    """
+
+    def __init__(self, hub: Hub, *, live: LiveConnections | None = None) -> None:
         self.hub = hub
+        self._live = live
 
     def __repr__(self) -> str:
         return "<AgentServiceImpl>"
 
     async def list_agents(self, request: agent_pb2.ListAgentsRequest, ctx: Ctx) -> agent_pb2.ListAgentsResponse:
+        return self._listing(request.include_offline)
+
+    def _listing(self, include_offline: bool) -> agent_pb2.ListAgentsResponse:
         response = agent_pb2.ListAgentsResponse()
         for node_id in sorted(self.hub.known_nodes):
             online = self.hub.nodes.get(node_id)
-            if online is None and not request.include_offline:
+            if online is None and not include_offline:
                 continue
             response.agents.append(agent_view(self.hub, online or self.hub.known_nodes[node_id], online is not None))
         return response
+
+    async def watch_agents(
+        self, request: agent_pb2.WatchAgentsRequest, ctx: Ctx
+    ) -> AsyncIterator[agent_pb2.WatchAgentsResponse]:
+        """The listing ListAgents answers, then one message per node that changed (see agent.proto).
+
+        A node's change is sent as its state when the stream gets to it (the feed keeps the ids of
+        the changed nodes, not the changes), so a slow reader costs at most one entry per node.
+        """
+        who = caller()
+        watcher = self.hub.agent_feed.watch(who.name)  # before the snapshot: no change falls between
+        forget = (
+            self._live.add(who, lambda reason: watcher.end(HubError(Code.UNAUTHENTICATED, reason)))
+            if self._live is not None
+            else None
+        )
+        try:
+            snapshot = self._listing(request.include_offline)
+            listed = {agent.node_id for agent in snapshot.agents}
+            yield agent_pb2.WatchAgentsResponse(snapshot=snapshot)
+            while True:
+                for node_id in await watcher.changes():
+                    change = self._change(node_id, request.include_offline, listed)
+                    if change is not None:
+                        yield change
+        finally:
+            watcher.close()
+            if forget is not None:
+                forget()
+
+    def _change(self, node_id: str, include_offline: bool, listed: set[str]) -> agent_pb2.WatchAgentsResponse | None:
+        """The message telling a watcher that has ``listed`` what ``node_id`` is now; None when nothing to tell."""
+        online = self.hub.nodes.get(node_id)
+        handle = online or self.hub.known_nodes.get(node_id)
+        if handle is None or (online is None and not include_offline):
+            if node_id not in listed:
+                return None
+            listed.discard(node_id)
+            return agent_pb2.WatchAgentsResponse(removed_node_id=node_id)
+        listed.add(node_id)
+        return agent_pb2.WatchAgentsResponse(changed=agent_view(self.hub, handle, online is not None))
 
 
 class SystemServiceImpl:

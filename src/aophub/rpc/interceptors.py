@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from http.cookies import CookieError, SimpleCookie
 from typing import TypeVar
 
@@ -138,17 +138,40 @@ class ErrorInterceptor:
     ) -> RES:
         try:
             return await call_next(request, ctx)
-        except ConnectError:
-            raise
-        except HubError as error:
-            if error.code is Code.INTERNAL:
-                log.error("%s failed: %s", ctx.method.name, error.message)
-                raise ConnectError(ConnectCode.INTERNAL, INTERNAL_MESSAGE) from None
-            raise ConnectError(to_connect_code(error.code), error.message) from None
-        except StoreError as error:
-            code = ConnectCode.UNAVAILABLE if error.retryable else ConnectCode.INTERNAL
-            log.error("%s: storage failed: %s", ctx.method.name, error)
-            raise ConnectError(code, f"storage unavailable: {error}" if error.retryable else INTERNAL_MESSAGE) from None
-        except Exception:
-            log.exception("%s failed", ctx.method.name)
-            raise ConnectError(ConnectCode.INTERNAL, INTERNAL_MESSAGE) from None
+        except Exception as error:
+            raise _connect_error(error, ctx.method.name) from None
+
+    async def intercept_server_stream(
+        self,
+        call_next: Callable[[REQ, RequestContext[REQ, RES]], AsyncIterator[RES]],
+        request: REQ,
+        ctx: RequestContext[REQ, RES],
+    ) -> AsyncIterator[RES]:
+        """The same mapping for a stream: an error while it runs ends it with the mapped code."""
+        responses = call_next(request, ctx)
+        try:
+            async for response in responses:
+                yield response
+        except Exception as error:
+            raise _connect_error(error, ctx.method.name) from None
+        finally:
+            aclose = getattr(responses, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
+def _connect_error(error: Exception, method: str) -> ConnectError:
+    """``error`` as the ConnectError the client gets (logging what it must not see)."""
+    if isinstance(error, ConnectError):
+        return error
+    if isinstance(error, HubError):
+        if error.code is Code.INTERNAL:
+            log.error("%s failed: %s", method, error.message)
+            return ConnectError(ConnectCode.INTERNAL, INTERNAL_MESSAGE)
+        return ConnectError(to_connect_code(error.code), error.message)
+    if isinstance(error, StoreError):
+        code = ConnectCode.UNAVAILABLE if error.retryable else ConnectCode.INTERNAL
+        log.error("%s: storage failed: %s", method, error)
+        return ConnectError(code, f"storage unavailable: {error}" if error.retryable else INTERNAL_MESSAGE)
+    log.error("%s failed", method, exc_info=error)
+    return ConnectError(ConnectCode.INTERNAL, INTERNAL_MESSAGE)

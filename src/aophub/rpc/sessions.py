@@ -9,11 +9,12 @@ from aophub.access.ownership import sees_everything
 from aophub.hub.commands import HUB_COMMANDS, session_menu
 from aophub.hub.hub import Hub
 from aophub.hub.live_session import LiveSession
+from aophub.hub.session_admin import TITLE_MAX_LENGTH
 from aophub.hub.session_summary import newest_summary
 from aophub.hub.turns import SessionState
 from aophub.protocol.errors import Code, HubError
 from aophub.rpc.interceptors import caller
-from aophub.rpc.paging import decode_token, encode_token, page_size
+from aophub.rpc.paging import decode_token, encode_token, page_size, query_digest
 from aophub.rpc.timestamps import to_timestamp
 from aophub.store.base import SessionRecord
 from aophub.v1 import interaction_pb2, session_pb2
@@ -24,6 +25,21 @@ Ctx = Any
 _PENDING = (interaction_pb2.INTERACTION_STATE_PENDING,)
 # The node command SummarizeSession runs (the built-in agent's, aophub.agent.builtin).
 SUMMARIZE_COMMAND = "/summarize"
+
+
+def check_title_search(text: str) -> None:
+    """Refuse a title search no title can match (``INVALID_ARGUMENT``, saying why).
+
+    Longer than a title may be (:data:`TITLE_MAX_LENGTH` characters), or holding a NUL character
+    (which no stored text holds).
+    """
+    if len(text) > TITLE_MAX_LENGTH:
+        raise HubError(
+            Code.INVALID_ARGUMENT,
+            f"title_contains is {len(text)} characters long; titles, and so searches, are at most {TITLE_MAX_LENGTH}",
+        )
+    if "\x00" in text:
+        raise HubError(Code.INVALID_ARGUMENT, "title_contains holds a NUL character, which no title holds")
 
 
 class SessionServiceImpl:
@@ -78,16 +94,23 @@ class SessionServiceImpl:
     async def list_sessions(
         self, request: session_pb2.ListSessionsRequest, ctx: Ctx
     ) -> session_pb2.ListSessionsResponse:
-        """One page of the sessions the caller sees (an ``app`` token: its own and those shared with it)."""
+        """One page of the sessions the caller sees (an ``app`` token: its own and those shared with it).
+
+        ``title_contains`` keeps those whose title contains it (see :func:`check_title_search`); the
+        page tokens belong to the request's filters (:func:`aophub.rpc.paging.query_digest`).
+        """
         who = caller()
         limit = page_size(request.page_size)
+        check_title_search(request.title_contains)
+        query = query_digest(request.include_closed, request.include_archived, request.node_id, request.title_contains)
         records = await self.hub.store.list_sessions(
             limit=limit + 1,
-            before=decode_token(request.page_token),
+            before=decode_token(request.page_token, query=query),
             include_closed=request.include_closed,
             include_archived=request.include_archived,
             node_id=request.node_id,
             visible_to=None if sees_everything(who) else who.name,
+            title_contains=request.title_contains,
         )
         response = session_pb2.ListSessionsResponse()
         page = records[:limit]
@@ -97,7 +120,7 @@ class SessionServiceImpl:
             response.sessions.append(self._info(record, record, pending.get(record.id, 0)))
         if len(records) > limit:
             last = records[limit - 1]
-            response.next_page_token = encode_token((last.updated_at, last.id))
+            response.next_page_token = encode_token((last.updated_at, last.id), query=query)
         return response
 
     async def get_session(self, request: session_pb2.GetSessionRequest, ctx: Ctx) -> session_pb2.GetSessionResponse:

@@ -387,11 +387,13 @@ class Store(Protocol):
         include_archived: bool = False,
         node_id: str = "",
         visible_to: str | None = None,
+        title_contains: str = "",
     ) -> list[SessionRecord]:
         """Sessions ordered by ``(updated_at, id)`` descending, strictly before ``before``.
 
         With ``visible_to``, only the sessions that token name owns or that are shared with it or
-        with everyone.
+        with everyone; with ``title_contains``, only those whose title contains that text
+        (:mod:`aophub.store.title_search`: ASCII letters in either case, no wildcards).
         """
         ...
 

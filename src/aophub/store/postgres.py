@@ -59,6 +59,7 @@ from aophub.store.postgres_schema import (
     visible_sessions,
 )
 from aophub.store.postgres_writer import write_group
+from aophub.store.title_search import LIKE_ESCAPE, contains_pattern
 
 __all__ = ["PostgresStore"]
 
@@ -359,10 +360,12 @@ class PostgresStore:
         include_archived: bool = False,
         node_id: str = "",
         visible_to: str | None = None,
+        title_contains: str = "",
     ) -> list[SessionRecord]:
         """Sessions ordered by ``(updated_at, id)`` descending, strictly before ``before`` (filters as SQLite's).
 
-        With ``visible_to``, only the sessions that token name sees.
+        With ``visible_to``, only the sessions that token name sees; a non-empty ``title_contains``
+        only those whose title contains it (:mod:`aophub.store.title_search`).
         """
         if limit <= 0:
             return []
@@ -381,6 +384,10 @@ class PostgresStore:
         if visible_to is not None:
             params.append(visible_to)
             where.append(visible_sessions(len(params)))
+        if title_contains:
+            # ILIKE under the title's "C" collation folds ASCII letters only, as SQLite's LIKE.
+            params.append(contains_pattern(title_contains))
+            where.append(f"title ILIKE ${len(params)} ESCAPE '{LIKE_ESCAPE}'")
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         params.append(limit)
         rows = await self._read(

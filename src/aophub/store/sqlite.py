@@ -49,6 +49,7 @@ from aophub.store.base import (
 )
 from aophub.store.sqlite_schema import SYNCHRONOUS, TURN_COLUMNS, map_exceptions, visible_sessions
 from aophub.store.sqlite_writer import SQLiteWriter
+from aophub.store.title_search import LIKE_ESCAPE, contains_pattern
 
 __all__ = ["SQLiteStore", "map_exceptions"]
 
@@ -320,12 +321,14 @@ class SQLiteStore:
         include_archived: bool = False,
         node_id: str = "",
         visible_to: str | None = None,
+        title_contains: str = "",
     ) -> list[SessionRecord]:
         """Sessions ordered by ``(updated_at, id)`` descending, strictly before ``before``.
 
         Closed sessions (state "closed") and archived ones are left out unless
         asked for; a non-empty ``node_id`` keeps only that node's sessions; with
-        ``visible_to``, only the sessions that token name sees.
+        ``visible_to``, only the sessions that token name sees; a non-empty
+        ``title_contains`` only those whose title contains it (:mod:`aophub.store.title_search`).
         """
         if limit <= 0:
             return []
@@ -345,6 +348,10 @@ class SQLiteStore:
             condition, names = visible_sessions(visible_to)
             where.append(condition)
             params += names
+        if title_contains:
+            # LIKE folds ASCII letters only (no case_sensitive_like), as PostgreSQL's ILIKE under "C".
+            where.append(f"title LIKE ? ESCAPE '{LIKE_ESCAPE}'")
+            params.append(contains_pattern(title_contains))
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         rows = await self._read(
             f"SELECT {_SESSION_COLUMNS} FROM sessions {clause} ORDER BY updated_at DESC, id DESC LIMIT ?",

@@ -184,6 +184,7 @@ def create_app(settings: Settings) -> Starlette:
         max_terminal_streams=settings.max_terminal_streams,
         workspace_call_timeout=settings.workspace_call_timeout,
         workspace_output_bytes=settings.workspace_output_bytes,
+        max_agent_watches=settings.max_watches_per_connection,
     )
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
     local_node = LocalNode(hub, agent, commands=builtin_commands(agent), workspace=builtin_workspace(config))
@@ -247,7 +248,7 @@ def create_app(settings: Settings) -> Starlette:
             config_connect.ConfigServiceASGIApplication,
             ConfigServiceImpl(hub, config, on_change=on_configuration_change(hub, local_node)),
         ),
-        (agent_connect.AgentServiceASGIApplication, AgentServiceImpl(hub)),
+        (agent_connect.AgentServiceASGIApplication, AgentServiceImpl(hub, live=tokens.live)),
         (system_connect.SystemServiceASGIApplication, SystemServiceImpl(hub, config)),
         (artifact_connect.ArtifactServiceASGIApplication, ArtifactServiceImpl(hub)),
         (interaction_connect.InteractionServiceASGIApplication, InteractionServiceImpl(hub)),

@@ -564,6 +564,156 @@ func (x *ListAgentsResponse) GetAgents() []*Agent {
 	return nil
 }
 
+// WatchAgentsRequest asks for the node list and its changes.
+type WatchAgentsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Also list nodes that connected before but are offline now: a node
+	// leaving is then a change with online false, not a removal.
+	IncludeOffline bool `protobuf:"varint,1,opt,name=include_offline,json=includeOffline,proto3" json:"include_offline,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *WatchAgentsRequest) Reset() {
+	*x = WatchAgentsRequest{}
+	mi := &file_aophub_v1_agent_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchAgentsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchAgentsRequest) ProtoMessage() {}
+
+func (x *WatchAgentsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_agent_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchAgentsRequest.ProtoReflect.Descriptor instead.
+func (*WatchAgentsRequest) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_agent_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *WatchAgentsRequest) GetIncludeOffline() bool {
+	if x != nil {
+		return x.IncludeOffline
+	}
+	return false
+}
+
+// WatchAgentsResponse is the node list (the first message) or one change.
+type WatchAgentsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Message:
+	//
+	//	*WatchAgentsResponse_Snapshot
+	//	*WatchAgentsResponse_Changed
+	//	*WatchAgentsResponse_RemovedNodeId
+	Message       isWatchAgentsResponse_Message `protobuf_oneof:"message"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchAgentsResponse) Reset() {
+	*x = WatchAgentsResponse{}
+	mi := &file_aophub_v1_agent_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchAgentsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchAgentsResponse) ProtoMessage() {}
+
+func (x *WatchAgentsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_aophub_v1_agent_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchAgentsResponse.ProtoReflect.Descriptor instead.
+func (*WatchAgentsResponse) Descriptor() ([]byte, []int) {
+	return file_aophub_v1_agent_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *WatchAgentsResponse) GetMessage() isWatchAgentsResponse_Message {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *WatchAgentsResponse) GetSnapshot() *ListAgentsResponse {
+	if x != nil {
+		if x, ok := x.Message.(*WatchAgentsResponse_Snapshot); ok {
+			return x.Snapshot
+		}
+	}
+	return nil
+}
+
+func (x *WatchAgentsResponse) GetChanged() *Agent {
+	if x != nil {
+		if x, ok := x.Message.(*WatchAgentsResponse_Changed); ok {
+			return x.Changed
+		}
+	}
+	return nil
+}
+
+func (x *WatchAgentsResponse) GetRemovedNodeId() string {
+	if x != nil {
+		if x, ok := x.Message.(*WatchAgentsResponse_RemovedNodeId); ok {
+			return x.RemovedNodeId
+		}
+	}
+	return ""
+}
+
+type isWatchAgentsResponse_Message interface {
+	isWatchAgentsResponse_Message()
+}
+
+type WatchAgentsResponse_Snapshot struct {
+	// Every node, ordered by node id, as ListAgents answers: always first.
+	Snapshot *ListAgentsResponse `protobuf:"bytes,1,opt,name=snapshot,proto3,oneof"`
+}
+
+type WatchAgentsResponse_Changed struct {
+	// A node that appeared or changed: replaces the entry with its node_id.
+	Changed *Agent `protobuf:"bytes,2,opt,name=changed,proto3,oneof"`
+}
+
+type WatchAgentsResponse_RemovedNodeId struct {
+	// The node id of a node that left the list (disconnected, when
+	// include_offline is false).
+	RemovedNodeId string `protobuf:"bytes,3,opt,name=removed_node_id,json=removedNodeId,proto3,oneof"`
+}
+
+func (*WatchAgentsResponse_Snapshot) isWatchAgentsResponse_Message() {}
+
+func (*WatchAgentsResponse_Changed) isWatchAgentsResponse_Message() {}
+
+func (*WatchAgentsResponse_RemovedNodeId) isWatchAgentsResponse_Message() {}
+
 var File_aophub_v1_agent_proto protoreflect.FileDescriptor
 
 const file_aophub_v1_agent_proto_rawDesc = "" +
@@ -606,15 +756,23 @@ const file_aophub_v1_agent_proto_rawDesc = "" +
 	"\x11ListAgentsRequest\x12'\n" +
 	"\x0finclude_offline\x18\x01 \x01(\bR\x0eincludeOffline\">\n" +
 	"\x12ListAgentsResponse\x12(\n" +
-	"\x06agents\x18\x01 \x03(\v2\x10.aophub.v1.AgentR\x06agents*|\n" +
+	"\x06agents\x18\x01 \x03(\v2\x10.aophub.v1.AgentR\x06agents\"=\n" +
+	"\x12WatchAgentsRequest\x12'\n" +
+	"\x0finclude_offline\x18\x01 \x01(\bR\x0eincludeOffline\"\xb5\x01\n" +
+	"\x13WatchAgentsResponse\x12;\n" +
+	"\bsnapshot\x18\x01 \x01(\v2\x1d.aophub.v1.ListAgentsResponseH\x00R\bsnapshot\x12,\n" +
+	"\achanged\x18\x02 \x01(\v2\x10.aophub.v1.AgentH\x00R\achanged\x12(\n" +
+	"\x0fremoved_node_id\x18\x03 \x01(\tH\x00R\rremovedNodeIdB\t\n" +
+	"\amessage*|\n" +
 	"\fLlmPushState\x12\x1e\n" +
 	"\x1aLLM_PUSH_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16LLM_PUSH_STATE_PENDING\x10\x01\x12\x15\n" +
 	"\x11LLM_PUSH_STATE_OK\x10\x02\x12\x19\n" +
-	"\x15LLM_PUSH_STATE_FAILED\x10\x032^\n" +
+	"\x15LLM_PUSH_STATE_FAILED\x10\x032\xae\x01\n" +
 	"\fAgentService\x12N\n" +
 	"\n" +
-	"ListAgents\x12\x1c.aophub.v1.ListAgentsRequest\x1a\x1d.aophub.v1.ListAgentsResponse\"\x03\x90\x02\x01BI\n" +
+	"ListAgents\x12\x1c.aophub.v1.ListAgentsRequest\x1a\x1d.aophub.v1.ListAgentsResponse\"\x03\x90\x02\x01\x12N\n" +
+	"\vWatchAgents\x12\x1d.aophub.v1.WatchAgentsRequest\x1a\x1e.aophub.v1.WatchAgentsResponse0\x01BI\n" +
 	"\x11dev.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3"
 
 var (
@@ -630,7 +788,7 @@ func file_aophub_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_aophub_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_aophub_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_aophub_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_aophub_v1_agent_proto_goTypes = []any{
 	(LlmPushState)(0),             // 0: aophub.v1.LlmPushState
 	(*Command)(nil),               // 1: aophub.v1.Command
@@ -639,30 +797,36 @@ var file_aophub_v1_agent_proto_goTypes = []any{
 	(*LlmPush)(nil),               // 4: aophub.v1.LlmPush
 	(*ListAgentsRequest)(nil),     // 5: aophub.v1.ListAgentsRequest
 	(*ListAgentsResponse)(nil),    // 6: aophub.v1.ListAgentsResponse
-	(*aop.AgentHello)(nil),        // 7: aop.AgentHello
-	(*aop.AgentStatus)(nil),       // 8: aop.AgentStatus
-	(*aop.AgentStats)(nil),        // 9: aop.AgentStats
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*WatchAgentsRequest)(nil),    // 7: aophub.v1.WatchAgentsRequest
+	(*WatchAgentsResponse)(nil),   // 8: aophub.v1.WatchAgentsResponse
+	(*aop.AgentHello)(nil),        // 9: aop.AgentHello
+	(*aop.AgentStatus)(nil),       // 10: aop.AgentStatus
+	(*aop.AgentStats)(nil),        // 11: aop.AgentStats
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_aophub_v1_agent_proto_depIdxs = []int32{
 	1,  // 0: aophub.v1.CommandCatalog.commands:type_name -> aophub.v1.Command
-	7,  // 1: aophub.v1.Agent.hello:type_name -> aop.AgentHello
-	8,  // 2: aophub.v1.Agent.status:type_name -> aop.AgentStatus
-	9,  // 3: aophub.v1.Agent.stats:type_name -> aop.AgentStats
-	10, // 4: aophub.v1.Agent.connected_at:type_name -> google.protobuf.Timestamp
+	9,  // 1: aophub.v1.Agent.hello:type_name -> aop.AgentHello
+	10, // 2: aophub.v1.Agent.status:type_name -> aop.AgentStatus
+	11, // 3: aophub.v1.Agent.stats:type_name -> aop.AgentStats
+	12, // 4: aophub.v1.Agent.connected_at:type_name -> google.protobuf.Timestamp
 	1,  // 5: aophub.v1.Agent.commands:type_name -> aophub.v1.Command
-	10, // 6: aophub.v1.Agent.last_seen_at:type_name -> google.protobuf.Timestamp
+	12, // 6: aophub.v1.Agent.last_seen_at:type_name -> google.protobuf.Timestamp
 	4,  // 7: aophub.v1.Agent.llm_push:type_name -> aophub.v1.LlmPush
 	0,  // 8: aophub.v1.LlmPush.state:type_name -> aophub.v1.LlmPushState
-	10, // 9: aophub.v1.LlmPush.pushed_at:type_name -> google.protobuf.Timestamp
+	12, // 9: aophub.v1.LlmPush.pushed_at:type_name -> google.protobuf.Timestamp
 	3,  // 10: aophub.v1.ListAgentsResponse.agents:type_name -> aophub.v1.Agent
-	5,  // 11: aophub.v1.AgentService.ListAgents:input_type -> aophub.v1.ListAgentsRequest
-	6,  // 12: aophub.v1.AgentService.ListAgents:output_type -> aophub.v1.ListAgentsResponse
-	12, // [12:13] is the sub-list for method output_type
-	11, // [11:12] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	6,  // 11: aophub.v1.WatchAgentsResponse.snapshot:type_name -> aophub.v1.ListAgentsResponse
+	3,  // 12: aophub.v1.WatchAgentsResponse.changed:type_name -> aophub.v1.Agent
+	5,  // 13: aophub.v1.AgentService.ListAgents:input_type -> aophub.v1.ListAgentsRequest
+	7,  // 14: aophub.v1.AgentService.WatchAgents:input_type -> aophub.v1.WatchAgentsRequest
+	6,  // 15: aophub.v1.AgentService.ListAgents:output_type -> aophub.v1.ListAgentsResponse
+	8,  // 16: aophub.v1.AgentService.WatchAgents:output_type -> aophub.v1.WatchAgentsResponse
+	15, // [15:17] is the sub-list for method output_type
+	13, // [13:15] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_aophub_v1_agent_proto_init() }
@@ -670,13 +834,18 @@ func file_aophub_v1_agent_proto_init() {
 	if File_aophub_v1_agent_proto != nil {
 		return
 	}
+	file_aophub_v1_agent_proto_msgTypes[7].OneofWrappers = []any{
+		(*WatchAgentsResponse_Snapshot)(nil),
+		(*WatchAgentsResponse_Changed)(nil),
+		(*WatchAgentsResponse_RemovedNodeId)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_aophub_v1_agent_proto_rawDesc), len(file_aophub_v1_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -284,7 +284,14 @@ type ListSessionsRequest struct {
 	// Also list archived sessions.
 	IncludeArchived bool `protobuf:"varint,4,opt,name=include_archived,json=includeArchived,proto3" json:"include_archived,omitempty"`
 	// Only sessions on this node, when set.
-	NodeId        string `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	NodeId string `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// Only sessions whose title contains this text, when set: a substring match
+	// in which ASCII letters match either case and every other character,
+	// "%" and "_" included, matches only itself. At most 500 characters, the
+	// longest a title may be (longer: INVALID_ARGUMENT). A page token belongs to
+	// the filters of the request it came from; with other filters it is refused
+	// (INVALID_ARGUMENT).
+	TitleContains string `protobuf:"bytes,6,opt,name=title_contains,json=titleContains,proto3" json:"title_contains,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -350,6 +357,13 @@ func (x *ListSessionsRequest) GetIncludeArchived() bool {
 func (x *ListSessionsRequest) GetNodeId() string {
 	if x != nil {
 		return x.NodeId
+	}
+	return ""
+}
+
+func (x *ListSessionsRequest) GetTitleContains() string {
+	if x != nil {
+		return x.TitleContains
 	}
 	return ""
 }
@@ -1710,14 +1724,15 @@ const file_aophub_v1_session_proto_rawDesc = "" +
 	"\x05owner\x18\x0f \x01(\tR\x05owner\x12\x1f\n" +
 	"\vshared_with\x18\x10 \x03(\tR\n" +
 	"sharedWith\x12\x18\n" +
-	"\asummary\x18\x11 \x01(\tR\asummary\"\xbc\x01\n" +
+	"\asummary\x18\x11 \x01(\tR\asummary\"\xe3\x01\n" +
 	"\x13ListSessionsRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\rR\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\tR\tpageToken\x12%\n" +
 	"\x0einclude_closed\x18\x03 \x01(\bR\rincludeClosed\x12)\n" +
 	"\x10include_archived\x18\x04 \x01(\bR\x0fincludeArchived\x12\x17\n" +
-	"\anode_id\x18\x05 \x01(\tR\x06nodeId\"r\n" +
+	"\anode_id\x18\x05 \x01(\tR\x06nodeId\x12%\n" +
+	"\x0etitle_contains\x18\x06 \x01(\tR\rtitleContains\"r\n" +
 	"\x14ListSessionsResponse\x122\n" +
 	"\bsessions\x18\x01 \x03(\v2\x16.aophub.v1.SessionInfoR\bsessions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"2\n" +

@@ -21,10 +21,10 @@ from connectrpc.protocol import ProtocolType
 from connectrpc.server import ConnectASGIApplication, ConnectWSGIApplication, DEFAULT_READ_MAX_BYTES, Endpoint, EndpointSync
 from pyqwest import Client, SyncClient
 
-from .agent_pb2 import ListAgentsRequest, ListAgentsResponse
+from .agent_pb2 import ListAgentsRequest, ListAgentsResponse, WatchAgentsRequest, WatchAgentsResponse
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, Iterable, Mapping
+    from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator, Mapping
 
     from connectrpc.codec import Codec
     from connectrpc.compression import Compression
@@ -44,6 +44,19 @@ class AgentService(Protocol):
     async def list_agents(self, request: ListAgentsRequest, ctx: RequestContext[ListAgentsRequest, ListAgentsResponse], /) -> ListAgentsResponse:
         """
         ListAgents returns every node connected now, and optionally those seen before.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def watch_agents(self, request: WatchAgentsRequest, ctx: RequestContext[WatchAgentsRequest, WatchAgentsResponse], /) -> AsyncIterator[WatchAgentsResponse]:
+        """
+        WatchAgents streams the node list: first a snapshot (what ListAgents
+        answers), then one message per node that changed (connected,
+        disconnected, its status, counters, commands or load changed). A watcher
+        that reads slowly gets each changed node's latest state once, never a
+        backlog. Each token name may run a bounded number of watches at once
+        (aophub serve --max-watches; more: RESOURCE_EXHAUSTED). The stream ends
+        with UNAVAILABLE when the hub stops and UNAUTHENTICATED when its token is
+        revoked or expires; a client watches again for a new snapshot.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -71,6 +84,17 @@ class AgentServiceASGIApplication(ConnectASGIApplication[AgentService]):
                         stream_type=StreamType.UNARY,
                     ),
                     function=svc.list_agents,
+                ),
+                "/aophub.v1.AgentService/WatchAgents": Endpoint.server_stream(
+                    method=MethodInfo(
+                        name="WatchAgents",
+                        service_name="aophub.v1.AgentService",
+                        input=WatchAgentsRequest,
+                        output=WatchAgentsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=svc.watch_agents,
                 ),
             },
             interceptors=interceptors,
@@ -138,6 +162,36 @@ class AgentServiceClient(ConnectClient):
             timeout_ms=timeout_ms,
             use_get=use_get,
         )
+    def watch_agents(
+        self,
+        request: WatchAgentsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> AsyncIterator[WatchAgentsResponse]:
+        """
+        WatchAgents streams the node list: first a snapshot (what ListAgents
+        answers), then one message per node that changed (connected,
+        disconnected, its status, counters, commands or load changed). A watcher
+        that reads slowly gets each changed node's latest state once, never a
+        backlog. Each token name may run a bounded number of watches at once
+        (aophub serve --max-watches; more: RESOURCE_EXHAUSTED). The stream ends
+        with UNAVAILABLE when the hub stops and UNAUTHENTICATED when its token is
+        revoked or expires; a client watches again for a new snapshot.
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="WatchAgents",
+                service_name="aophub.v1.AgentService",
+                input=WatchAgentsRequest,
+                output=WatchAgentsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
+        )
 
 class AgentServiceSync(Protocol):
     """
@@ -146,6 +200,19 @@ class AgentServiceSync(Protocol):
     def list_agents(self, request: ListAgentsRequest, ctx: RequestContext[ListAgentsRequest, ListAgentsResponse], /) -> ListAgentsResponse:
         """
         ListAgents returns every node connected now, and optionally those seen before.
+        """
+        raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
+
+    def watch_agents(self, request: WatchAgentsRequest, ctx: RequestContext[WatchAgentsRequest, WatchAgentsResponse], /) -> Iterator[WatchAgentsResponse]:
+        """
+        WatchAgents streams the node list: first a snapshot (what ListAgents
+        answers), then one message per node that changed (connected,
+        disconnected, its status, counters, commands or load changed). A watcher
+        that reads slowly gets each changed node's latest state once, never a
+        backlog. Each token name may run a bounded number of watches at once
+        (aophub serve --max-watches; more: RESOURCE_EXHAUSTED). The stream ends
+        with UNAVAILABLE when the hub stops and UNAUTHENTICATED when its token is
+        revoked or expires; a client watches again for a new snapshot.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -171,6 +238,17 @@ class AgentServiceWSGIApplication(ConnectWSGIApplication):
                         stream_type=StreamType.UNARY,
                     ),
                     function=service.list_agents,
+                ),
+                "/aophub.v1.AgentService/WatchAgents": EndpointSync.server_stream(
+                    method=MethodInfo(
+                        name="WatchAgents",
+                        service_name="aophub.v1.AgentService",
+                        input=WatchAgentsRequest,
+                        output=WatchAgentsResponse,
+                        idempotency_level=IdempotencyLevel.UNKNOWN,
+                        stream_type=StreamType.SERVER_STREAM,
+                    ),
+                    function=service.watch_agents,
                 ),
             },
             interceptors=interceptors,
@@ -237,4 +315,34 @@ class AgentServiceClientSync(ConnectClientSync):
             headers=headers,
             timeout_ms=timeout_ms,
             use_get=use_get,
+        )
+    def watch_agents(
+        self,
+        request: WatchAgentsRequest,
+        *,
+        headers: Headers | Mapping[str, str] | None = None, 
+        timeout_ms: int | None = None,
+    ) -> Iterator[WatchAgentsResponse]:
+        """
+        WatchAgents streams the node list: first a snapshot (what ListAgents
+        answers), then one message per node that changed (connected,
+        disconnected, its status, counters, commands or load changed). A watcher
+        that reads slowly gets each changed node's latest state once, never a
+        backlog. Each token name may run a bounded number of watches at once
+        (aophub serve --max-watches; more: RESOURCE_EXHAUSTED). The stream ends
+        with UNAVAILABLE when the hub stops and UNAUTHENTICATED when its token is
+        revoked or expires; a client watches again for a new snapshot.
+        """
+        return self.execute_server_stream(
+            request=request,
+            method=MethodInfo(
+                name="WatchAgents",
+                service_name="aophub.v1.AgentService",
+                input=WatchAgentsRequest,
+                output=WatchAgentsResponse,
+                idempotency_level=IdempotencyLevel.UNKNOWN,
+                stream_type=StreamType.SERVER_STREAM,
+            ),
+            headers=headers,
+            timeout_ms=timeout_ms,
         )

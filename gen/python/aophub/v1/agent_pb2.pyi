@@ -101,3 +101,19 @@ class ListAgentsResponse(_message.Message):
     AGENTS_FIELD_NUMBER: _ClassVar[int]
     agents: _containers.RepeatedCompositeFieldContainer[Agent]
     def __init__(self, agents: _Optional[_Iterable[_Union[Agent, _Mapping]]] = ...) -> None: ...
+
+class WatchAgentsRequest(_message.Message):
+    __slots__ = ("include_offline",)
+    INCLUDE_OFFLINE_FIELD_NUMBER: _ClassVar[int]
+    include_offline: bool
+    def __init__(self, include_offline: _Optional[bool] = ...) -> None: ...
+
+class WatchAgentsResponse(_message.Message):
+    __slots__ = ("snapshot", "changed", "removed_node_id")
+    SNAPSHOT_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    REMOVED_NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    snapshot: ListAgentsResponse
+    changed: Agent
+    removed_node_id: str
+    def __init__(self, snapshot: _Optional[_Union[ListAgentsResponse, _Mapping]] = ..., changed: _Optional[_Union[Agent, _Mapping]] = ..., removed_node_id: _Optional[str] = ...) -> None: ...

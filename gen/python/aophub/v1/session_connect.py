@@ -45,7 +45,8 @@ class SessionService(Protocol):
     """
     async def list_sessions(self, request: ListSessionsRequest, ctx: RequestContext[ListSessionsRequest, ListSessionsResponse], /) -> ListSessionsResponse:
         """
-        ListSessions pages sessions, most recently updated first.
+        ListSessions pages sessions, most recently updated first; optionally only
+        those whose title contains a text (title_contains).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -309,7 +310,8 @@ class SessionServiceClient(ConnectClient):
         use_get: bool = False,
     ) -> ListSessionsResponse:
         """
-        ListSessions pages sessions, most recently updated first.
+        ListSessions pages sessions, most recently updated first; optionally only
+        those whose title contains a text (title_contains).
         """
         return await self.execute_unary(
             request=request,
@@ -583,7 +585,8 @@ class SessionServiceSync(Protocol):
     """
     def list_sessions(self, request: ListSessionsRequest, ctx: RequestContext[ListSessionsRequest, ListSessionsResponse], /) -> ListSessionsResponse:
         """
-        ListSessions pages sessions, most recently updated first.
+        ListSessions pages sessions, most recently updated first; optionally only
+        those whose title contains a text (title_contains).
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -845,7 +848,8 @@ class SessionServiceClientSync(ConnectClientSync):
         use_get: bool = False,
     ) -> ListSessionsResponse:
         """
-        ListSessions pages sessions, most recently updated first.
+        ListSessions pages sessions, most recently updated first; optionally only
+        those whose title contains a text (title_contains).
         """
         return self.execute_unary(
             request=request,

@@ -60,18 +60,20 @@ class SessionInfo(_message.Message):
     def __init__(self, id: _Optional[str] = ..., node_id: _Optional[str] = ..., title: _Optional[str] = ..., state: _Optional[_Union[SessionState, str]] = ..., archived: _Optional[bool] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_cursor: _Optional[str] = ..., event_count: _Optional[int] = ..., running_turn_id: _Optional[str] = ..., queued_turns: _Optional[int] = ..., pending_interactions: _Optional[int] = ..., parent_session_id: _Optional[str] = ..., close_reason: _Optional[str] = ..., owner: _Optional[str] = ..., shared_with: _Optional[_Iterable[str]] = ..., summary: _Optional[str] = ...) -> None: ...
 
 class ListSessionsRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "include_closed", "include_archived", "node_id")
+    __slots__ = ("page_size", "page_token", "include_closed", "include_archived", "node_id", "title_contains")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_CLOSED_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_ARCHIVED_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    TITLE_CONTAINS_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     include_closed: bool
     include_archived: bool
     node_id: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., include_closed: _Optional[bool] = ..., include_archived: _Optional[bool] = ..., node_id: _Optional[str] = ...) -> None: ...
+    title_contains: str
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., include_closed: _Optional[bool] = ..., include_archived: _Optional[bool] = ..., node_id: _Optional[str] = ..., title_contains: _Optional[str] = ...) -> None: ...
 
 class ListSessionsResponse(_message.Message):
     __slots__ = ("sessions", "next_page_token")

@@ -37,12 +37,24 @@ const (
 const (
 	// AgentServiceListAgentsProcedure is the fully-qualified name of the AgentService's ListAgents RPC.
 	AgentServiceListAgentsProcedure = "/aophub.v1.AgentService/ListAgents"
+	// AgentServiceWatchAgentsProcedure is the fully-qualified name of the AgentService's WatchAgents
+	// RPC.
+	AgentServiceWatchAgentsProcedure = "/aophub.v1.AgentService/WatchAgents"
 )
 
 // AgentServiceClient is a client for the aophub.v1.AgentService service.
 type AgentServiceClient interface {
 	// ListAgents returns every node connected now, and optionally those seen before.
 	ListAgents(context.Context, *connect.Request[v1.ListAgentsRequest]) (*connect.Response[v1.ListAgentsResponse], error)
+	// WatchAgents streams the node list: first a snapshot (what ListAgents
+	// answers), then one message per node that changed (connected,
+	// disconnected, its status, counters, commands or load changed). A watcher
+	// that reads slowly gets each changed node's latest state once, never a
+	// backlog. Each token name may run a bounded number of watches at once
+	// (aophub serve --max-watches; more: RESOURCE_EXHAUSTED). The stream ends
+	// with UNAVAILABLE when the hub stops and UNAUTHENTICATED when its token is
+	// revoked or expires; a client watches again for a new snapshot.
+	WatchAgents(context.Context, *connect.Request[v1.WatchAgentsRequest]) (*connect.ServerStreamForClient[v1.WatchAgentsResponse], error)
 }
 
 // NewAgentServiceClient constructs a client for the aophub.v1.AgentService service. By default, it
@@ -63,12 +75,19 @@ func NewAgentServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		watchAgents: connect.NewClient[v1.WatchAgentsRequest, v1.WatchAgentsResponse](
+			httpClient,
+			baseURL+AgentServiceWatchAgentsProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("WatchAgents")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // agentServiceClient implements AgentServiceClient.
 type agentServiceClient struct {
-	listAgents *connect.Client[v1.ListAgentsRequest, v1.ListAgentsResponse]
+	listAgents  *connect.Client[v1.ListAgentsRequest, v1.ListAgentsResponse]
+	watchAgents *connect.Client[v1.WatchAgentsRequest, v1.WatchAgentsResponse]
 }
 
 // ListAgents calls aophub.v1.AgentService.ListAgents.
@@ -76,10 +95,24 @@ func (c *agentServiceClient) ListAgents(ctx context.Context, req *connect.Reques
 	return c.listAgents.CallUnary(ctx, req)
 }
 
+// WatchAgents calls aophub.v1.AgentService.WatchAgents.
+func (c *agentServiceClient) WatchAgents(ctx context.Context, req *connect.Request[v1.WatchAgentsRequest]) (*connect.ServerStreamForClient[v1.WatchAgentsResponse], error) {
+	return c.watchAgents.CallServerStream(ctx, req)
+}
+
 // AgentServiceHandler is an implementation of the aophub.v1.AgentService service.
 type AgentServiceHandler interface {
 	// ListAgents returns every node connected now, and optionally those seen before.
 	ListAgents(context.Context, *connect.Request[v1.ListAgentsRequest]) (*connect.Response[v1.ListAgentsResponse], error)
+	// WatchAgents streams the node list: first a snapshot (what ListAgents
+	// answers), then one message per node that changed (connected,
+	// disconnected, its status, counters, commands or load changed). A watcher
+	// that reads slowly gets each changed node's latest state once, never a
+	// backlog. Each token name may run a bounded number of watches at once
+	// (aophub serve --max-watches; more: RESOURCE_EXHAUSTED). The stream ends
+	// with UNAVAILABLE when the hub stops and UNAUTHENTICATED when its token is
+	// revoked or expires; a client watches again for a new snapshot.
+	WatchAgents(context.Context, *connect.Request[v1.WatchAgentsRequest], *connect.ServerStream[v1.WatchAgentsResponse]) error
 }
 
 // NewAgentServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -96,10 +129,18 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	agentServiceWatchAgentsHandler := connect.NewServerStreamHandler(
+		AgentServiceWatchAgentsProcedure,
+		svc.WatchAgents,
+		connect.WithSchema(agentServiceMethods.ByName("WatchAgents")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/aophub.v1.AgentService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AgentServiceListAgentsProcedure:
 			agentServiceListAgentsHandler.ServeHTTP(w, r)
+		case AgentServiceWatchAgentsProcedure:
+			agentServiceWatchAgentsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -111,4 +152,8 @@ type UnimplementedAgentServiceHandler struct{}
 
 func (UnimplementedAgentServiceHandler) ListAgents(context.Context, *connect.Request[v1.ListAgentsRequest]) (*connect.Response[v1.ListAgentsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("aophub.v1.AgentService.ListAgents is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) WatchAgents(context.Context, *connect.Request[v1.WatchAgentsRequest], *connect.ServerStream[v1.WatchAgentsResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("aophub.v1.AgentService.WatchAgents is not implemented"))
 }

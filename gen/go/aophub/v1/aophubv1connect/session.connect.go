@@ -73,7 +73,8 @@ const (
 
 // SessionServiceClient is a client for the aophub.v1.SessionService service.
 type SessionServiceClient interface {
-	// ListSessions pages sessions, most recently updated first.
+	// ListSessions pages sessions, most recently updated first; optionally only
+	// those whose title contains a text (title_contains).
 	ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error)
 	// GetSession returns one session.
 	GetSession(context.Context, *connect.Request[v1.GetSessionRequest]) (*connect.Response[v1.GetSessionResponse], error)
@@ -267,7 +268,8 @@ func (c *sessionServiceClient) SummarizeSession(ctx context.Context, req *connec
 
 // SessionServiceHandler is an implementation of the aophub.v1.SessionService service.
 type SessionServiceHandler interface {
-	// ListSessions pages sessions, most recently updated first.
+	// ListSessions pages sessions, most recently updated first; optionally only
+	// those whose title contains a text (title_contains).
 	ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error)
 	// GetSession returns one session.
 	GetSession(context.Context, *connect.Request[v1.GetSessionRequest]) (*connect.Response[v1.GetSessionResponse], error)

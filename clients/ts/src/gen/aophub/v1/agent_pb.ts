@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file aophub/v1/agent.proto.
  */
 export const file_aophub_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChVhb3BodWIvdjEvYWdlbnQucHJvdG8SCWFvcGh1Yi52MSJLCgdDb21tYW5kEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSDQoFdXNhZ2UYAyABKAkSDgoGc291cmNlGAQgASgJIjYKDkNvbW1hbmRDYXRhbG9nEiQKCGNvbW1hbmRzGAEgAygLMhIuYW9waHViLnYxLkNvbW1hbmQinAMKBUFnZW50Eg8KB25vZGVfaWQYASABKAkSHgoFaGVsbG8YAiABKAsyDy5hb3AuQWdlbnRIZWxsbxIgCgZzdGF0dXMYAyABKAsyEC5hb3AuQWdlbnRTdGF0dXMSHgoFc3RhdHMYBCABKAsyDy5hb3AuQWdlbnRTdGF0cxIwCgxjb25uZWN0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKCGNvbW1hbmRzGAYgAygLMhIuYW9waHViLnYxLkNvbW1hbmQSDAoEYnVzeRgHIAEoCBIOCgZvbmxpbmUYCCABKAgSEAoIYnVpbHRfaW4YCSABKAgSFQoNb3Blbl9zZXNzaW9ucxgKIAEoDRIVCg1ydW5uaW5nX3R1cm5zGAsgASgNEjAKDGxhc3Rfc2Vlbl9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJAoIbGxtX3B1c2gYDSABKAsyEi5hb3BodWIudjEuTGxtUHVzaBISCgp0b2tlbl9uYW1lGA4gASgJIsABCgdMbG1QdXNoEiYKBXN0YXRlGAEgASgOMhcuYW9waHViLnYxLkxsbVB1c2hTdGF0ZRISCgpwcm9maWxlX2lkGAIgASgJEhAKCHByb3ZpZGVyGAMgASgJEg0KBW1vZGVsGAQgASgJEg0KBWVycm9yGAUgASgJEi0KCXB1c2hlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGgoSYXBpX2tleV9jb25maWd1cmVkGAcgASgIIiwKEUxpc3RBZ2VudHNSZXF1ZXN0EhcKD2luY2x1ZGVfb2ZmbGluZRgBIAEoCCI2ChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAuYW9waHViLnYxLkFnZW50KnwKDExsbVB1c2hTdGF0ZRIeChpMTE1fUFVTSF9TVEFURV9VTlNQRUNJRklFRBAAEhoKFkxMTV9QVVNIX1NUQVRFX1BFTkRJTkcQARIVChFMTE1fUFVTSF9TVEFURV9PSxACEhkKFUxMTV9QVVNIX1NUQVRFX0ZBSUxFRBADMl4KDEFnZW50U2VydmljZRJOCgpMaXN0QWdlbnRzEhwuYW9waHViLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0uYW9waHViLnYxLkxpc3RBZ2VudHNSZXNwb25zZSIDkAIBQkkKEWRldi5hb3BodWIuYXBpLnYxUAFaMmdpdGh1Yi5jb20vYW9waHViL2FvcGh1Yi9nZW4vZ28vYW9waHViL3YxO2FvcGh1YnYxYgZwcm90bzM", [file_aop_protocol, file_google_protobuf_timestamp]);
+  fileDesc("ChVhb3BodWIvdjEvYWdlbnQucHJvdG8SCWFvcGh1Yi52MSJLCgdDb21tYW5kEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSDQoFdXNhZ2UYAyABKAkSDgoGc291cmNlGAQgASgJIjYKDkNvbW1hbmRDYXRhbG9nEiQKCGNvbW1hbmRzGAEgAygLMhIuYW9waHViLnYxLkNvbW1hbmQinAMKBUFnZW50Eg8KB25vZGVfaWQYASABKAkSHgoFaGVsbG8YAiABKAsyDy5hb3AuQWdlbnRIZWxsbxIgCgZzdGF0dXMYAyABKAsyEC5hb3AuQWdlbnRTdGF0dXMSHgoFc3RhdHMYBCABKAsyDy5hb3AuQWdlbnRTdGF0cxIwCgxjb25uZWN0ZWRfYXQYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiQKCGNvbW1hbmRzGAYgAygLMhIuYW9waHViLnYxLkNvbW1hbmQSDAoEYnVzeRgHIAEoCBIOCgZvbmxpbmUYCCABKAgSEAoIYnVpbHRfaW4YCSABKAgSFQoNb3Blbl9zZXNzaW9ucxgKIAEoDRIVCg1ydW5uaW5nX3R1cm5zGAsgASgNEjAKDGxhc3Rfc2Vlbl9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJAoIbGxtX3B1c2gYDSABKAsyEi5hb3BodWIudjEuTGxtUHVzaBISCgp0b2tlbl9uYW1lGA4gASgJIsABCgdMbG1QdXNoEiYKBXN0YXRlGAEgASgOMhcuYW9waHViLnYxLkxsbVB1c2hTdGF0ZRISCgpwcm9maWxlX2lkGAIgASgJEhAKCHByb3ZpZGVyGAMgASgJEg0KBW1vZGVsGAQgASgJEg0KBWVycm9yGAUgASgJEi0KCXB1c2hlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASGgoSYXBpX2tleV9jb25maWd1cmVkGAcgASgIIiwKEUxpc3RBZ2VudHNSZXF1ZXN0EhcKD2luY2x1ZGVfb2ZmbGluZRgBIAEoCCI2ChJMaXN0QWdlbnRzUmVzcG9uc2USIAoGYWdlbnRzGAEgAygLMhAuYW9waHViLnYxLkFnZW50Ii0KEldhdGNoQWdlbnRzUmVxdWVzdBIXCg9pbmNsdWRlX29mZmxpbmUYASABKAgikwEKE1dhdGNoQWdlbnRzUmVzcG9uc2USMQoIc25hcHNob3QYASABKAsyHS5hb3BodWIudjEuTGlzdEFnZW50c1Jlc3BvbnNlSAASIwoHY2hhbmdlZBgCIAEoCzIQLmFvcGh1Yi52MS5BZ2VudEgAEhkKD3JlbW92ZWRfbm9kZV9pZBgDIAEoCUgAQgkKB21lc3NhZ2UqfAoMTGxtUHVzaFN0YXRlEh4KGkxMTV9QVVNIX1NUQVRFX1VOU1BFQ0lGSUVEEAASGgoWTExNX1BVU0hfU1RBVEVfUEVORElORxABEhUKEUxMTV9QVVNIX1NUQVRFX09LEAISGQoVTExNX1BVU0hfU1RBVEVfRkFJTEVEEAMyrgEKDEFnZW50U2VydmljZRJOCgpMaXN0QWdlbnRzEhwuYW9waHViLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Gh0uYW9waHViLnYxLkxpc3RBZ2VudHNSZXNwb25zZSIDkAIBEk4KC1dhdGNoQWdlbnRzEh0uYW9waHViLnYxLldhdGNoQWdlbnRzUmVxdWVzdBoeLmFvcGh1Yi52MS5XYXRjaEFnZW50c1Jlc3BvbnNlMAFCSQoRZGV2LmFvcGh1Yi5hcGkudjFQAVoyZ2l0aHViLmNvbS9hb3BodWIvYW9waHViL2dlbi9nby9hb3BodWIvdjE7YW9waHVidjFiBnByb3RvMw", [file_aop_protocol, file_google_protobuf_timestamp]);
 
 /**
  * Command is one entry of a command catalog (slash commands in a chat UI).
@@ -304,6 +304,72 @@ export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PUR
   messageDesc(file_aophub_v1_agent, 5);
 
 /**
+ * WatchAgentsRequest asks for the node list and its changes.
+ *
+ * @generated from message aophub.v1.WatchAgentsRequest
+ */
+export type WatchAgentsRequest = Message<"aophub.v1.WatchAgentsRequest"> & {
+  /**
+   * Also list nodes that connected before but are offline now: a node
+   * leaving is then a change with online false, not a removal.
+   *
+   * @generated from field: bool include_offline = 1;
+   */
+  includeOffline: boolean;
+};
+
+/**
+ * Describes the message aophub.v1.WatchAgentsRequest.
+ * Use `create(WatchAgentsRequestSchema)` to create a new message.
+ */
+export const WatchAgentsRequestSchema: GenMessage<WatchAgentsRequest> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_agent, 6);
+
+/**
+ * WatchAgentsResponse is the node list (the first message) or one change.
+ *
+ * @generated from message aophub.v1.WatchAgentsResponse
+ */
+export type WatchAgentsResponse = Message<"aophub.v1.WatchAgentsResponse"> & {
+  /**
+   * @generated from oneof aophub.v1.WatchAgentsResponse.message
+   */
+  message: {
+    /**
+     * Every node, ordered by node id, as ListAgents answers: always first.
+     *
+     * @generated from field: aophub.v1.ListAgentsResponse snapshot = 1;
+     */
+    value: ListAgentsResponse;
+    case: "snapshot";
+  } | {
+    /**
+     * A node that appeared or changed: replaces the entry with its node_id.
+     *
+     * @generated from field: aophub.v1.Agent changed = 2;
+     */
+    value: Agent;
+    case: "changed";
+  } | {
+    /**
+     * The node id of a node that left the list (disconnected, when
+     * include_offline is false).
+     *
+     * @generated from field: string removed_node_id = 3;
+     */
+    value: string;
+    case: "removedNodeId";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message aophub.v1.WatchAgentsResponse.
+ * Use `create(WatchAgentsResponseSchema)` to create a new message.
+ */
+export const WatchAgentsResponseSchema: GenMessage<WatchAgentsResponse> = /*@__PURE__*/
+  messageDesc(file_aophub_v1_agent, 7);
+
+/**
  * LlmPushState is where the LLM configuration push to one connection stands.
  *
  * @generated from enum aophub.v1.LlmPushState
@@ -362,6 +428,23 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof ListAgentsRequestSchema;
     output: typeof ListAgentsResponseSchema;
+  },
+  /**
+   * WatchAgents streams the node list: first a snapshot (what ListAgents
+   * answers), then one message per node that changed (connected,
+   * disconnected, its status, counters, commands or load changed). A watcher
+   * that reads slowly gets each changed node's latest state once, never a
+   * backlog. Each token name may run a bounded number of watches at once
+   * (aophub serve --max-watches; more: RESOURCE_EXHAUSTED). The stream ends
+   * with UNAVAILABLE when the hub stops and UNAUTHENTICATED when its token is
+   * revoked or expires; a client watches again for a new snapshot.
+   *
+   * @generated from rpc aophub.v1.AgentService.WatchAgents
+   */
+  watchAgents: {
+    methodKind: "server_streaming";
+    input: typeof WatchAgentsRequestSchema;
+    output: typeof WatchAgentsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_aophub_v1_agent, 0);

@@ -56,6 +56,16 @@ public final class AgentOuterClass extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_aophub_v1_ListAgentsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_WatchAgentsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_WatchAgentsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_WatchAgentsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_WatchAgentsResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -95,14 +105,22 @@ public final class AgentOuterClass extends com.google.protobuf.GeneratedFile {
       "\"<\n\021ListAgentsRequest\022\'\n\017include_offline" +
       "\030\001 \001(\010R\016includeOffline\">\n\022ListAgentsResp" +
       "onse\022(\n\006agents\030\001 \003(\0132\020.aophub.v1.AgentR\006" +
-      "agents*|\n\014LlmPushState\022\036\n\032LLM_PUSH_STATE" +
-      "_UNSPECIFIED\020\000\022\032\n\026LLM_PUSH_STATE_PENDING" +
-      "\020\001\022\025\n\021LLM_PUSH_STATE_OK\020\002\022\031\n\025LLM_PUSH_ST" +
-      "ATE_FAILED\020\0032^\n\014AgentService\022N\n\nListAgen" +
-      "ts\022\034.aophub.v1.ListAgentsRequest\032\035.aophu" +
-      "b.v1.ListAgentsResponse\"\003\220\002\001BI\n\021dev.aoph" +
-      "ub.api.v1P\001Z2github.com/aophub/aophub/ge" +
-      "n/go/aophub/v1;aophubv1b\006proto3"
+      "agents\"=\n\022WatchAgentsRequest\022\'\n\017include_" +
+      "offline\030\001 \001(\010R\016includeOffline\"\265\001\n\023WatchA" +
+      "gentsResponse\022;\n\010snapshot\030\001 \001(\0132\035.aophub" +
+      ".v1.ListAgentsResponseH\000R\010snapshot\022,\n\007ch" +
+      "anged\030\002 \001(\0132\020.aophub.v1.AgentH\000R\007changed" +
+      "\022(\n\017removed_node_id\030\003 \001(\tH\000R\rremovedNode" +
+      "IdB\t\n\007message*|\n\014LlmPushState\022\036\n\032LLM_PUS" +
+      "H_STATE_UNSPECIFIED\020\000\022\032\n\026LLM_PUSH_STATE_" +
+      "PENDING\020\001\022\025\n\021LLM_PUSH_STATE_OK\020\002\022\031\n\025LLM_" +
+      "PUSH_STATE_FAILED\020\0032\256\001\n\014AgentService\022N\n\n" +
+      "ListAgents\022\034.aophub.v1.ListAgentsRequest" +
+      "\032\035.aophub.v1.ListAgentsResponse\"\003\220\002\001\022N\n\013" +
+      "WatchAgents\022\035.aophub.v1.WatchAgentsReque" +
+      "st\032\036.aophub.v1.WatchAgentsResponse0\001BI\n\021" +
+      "dev.aophub.api.v1P\001Z2github.com/aophub/a" +
+      "ophub/gen/go/aophub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -146,6 +164,18 @@ public final class AgentOuterClass extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ListAgentsResponse_descriptor,
         new java.lang.String[] { "Agents", });
+    internal_static_aophub_v1_WatchAgentsRequest_descriptor =
+      getDescriptor().getMessageType(6);
+    internal_static_aophub_v1_WatchAgentsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_WatchAgentsRequest_descriptor,
+        new java.lang.String[] { "IncludeOffline", });
+    internal_static_aophub_v1_WatchAgentsResponse_descriptor =
+      getDescriptor().getMessageType(7);
+    internal_static_aophub_v1_WatchAgentsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_WatchAgentsResponse_descriptor,
+        new java.lang.String[] { "Snapshot", "Changed", "RemovedNodeId", "Message", });
     descriptor.resolveAllFeaturesImmutable();
     dev.aophub.aop.Protocol.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();

@@ -47,6 +47,37 @@ public final class AgentServiceGrpc {
     return getListAgentsMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.aophub.api.v1.WatchAgentsRequest,
+      dev.aophub.api.v1.WatchAgentsResponse> getWatchAgentsMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "WatchAgents",
+      requestType = dev.aophub.api.v1.WatchAgentsRequest.class,
+      responseType = dev.aophub.api.v1.WatchAgentsResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.SERVER_STREAMING)
+  public static io.grpc.MethodDescriptor<dev.aophub.api.v1.WatchAgentsRequest,
+      dev.aophub.api.v1.WatchAgentsResponse> getWatchAgentsMethod() {
+    io.grpc.MethodDescriptor<dev.aophub.api.v1.WatchAgentsRequest, dev.aophub.api.v1.WatchAgentsResponse> getWatchAgentsMethod;
+    if ((getWatchAgentsMethod = AgentServiceGrpc.getWatchAgentsMethod) == null) {
+      synchronized (AgentServiceGrpc.class) {
+        if ((getWatchAgentsMethod = AgentServiceGrpc.getWatchAgentsMethod) == null) {
+          AgentServiceGrpc.getWatchAgentsMethod = getWatchAgentsMethod =
+              io.grpc.MethodDescriptor.<dev.aophub.api.v1.WatchAgentsRequest, dev.aophub.api.v1.WatchAgentsResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.SERVER_STREAMING)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "WatchAgents"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.aophub.api.v1.WatchAgentsRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.aophub.api.v1.WatchAgentsResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new AgentServiceMethodDescriptorSupplier("WatchAgents"))
+              .build();
+        }
+      }
+    }
+    return getWatchAgentsMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -122,6 +153,23 @@ public final class AgentServiceGrpc {
         io.grpc.stub.StreamObserver<dev.aophub.api.v1.ListAgentsResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getListAgentsMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * WatchAgents streams the node list: first a snapshot (what ListAgents
+     * answers), then one message per node that changed (connected,
+     * disconnected, its status, counters, commands or load changed). A watcher
+     * that reads slowly gets each changed node's latest state once, never a
+     * backlog. Each token name may run a bounded number of watches at once
+     * (aophub serve --max-watches; more: RESOURCE_EXHAUSTED). The stream ends
+     * with UNAVAILABLE when the hub stops and UNAUTHENTICATED when its token is
+     * revoked or expires; a client watches again for a new snapshot.
+     * </pre>
+     */
+    default void watchAgents(dev.aophub.api.v1.WatchAgentsRequest request,
+        io.grpc.stub.StreamObserver<dev.aophub.api.v1.WatchAgentsResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getWatchAgentsMethod(), responseObserver);
+    }
   }
 
   /**
@@ -167,6 +215,24 @@ public final class AgentServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getListAgentsMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * WatchAgents streams the node list: first a snapshot (what ListAgents
+     * answers), then one message per node that changed (connected,
+     * disconnected, its status, counters, commands or load changed). A watcher
+     * that reads slowly gets each changed node's latest state once, never a
+     * backlog. Each token name may run a bounded number of watches at once
+     * (aophub serve --max-watches; more: RESOURCE_EXHAUSTED). The stream ends
+     * with UNAVAILABLE when the hub stops and UNAUTHENTICATED when its token is
+     * revoked or expires; a client watches again for a new snapshot.
+     * </pre>
+     */
+    public void watchAgents(dev.aophub.api.v1.WatchAgentsRequest request,
+        io.grpc.stub.StreamObserver<dev.aophub.api.v1.WatchAgentsResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncServerStreamingCall(
+          getChannel().newCall(getWatchAgentsMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -197,6 +263,25 @@ public final class AgentServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getListAgentsMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * WatchAgents streams the node list: first a snapshot (what ListAgents
+     * answers), then one message per node that changed (connected,
+     * disconnected, its status, counters, commands or load changed). A watcher
+     * that reads slowly gets each changed node's latest state once, never a
+     * backlog. Each token name may run a bounded number of watches at once
+     * (aophub serve --max-watches; more: RESOURCE_EXHAUSTED). The stream ends
+     * with UNAVAILABLE when the hub stops and UNAUTHENTICATED when its token is
+     * revoked or expires; a client watches again for a new snapshot.
+     * </pre>
+     */
+    @io.grpc.ExperimentalApi("https://github.com/grpc/grpc-java/issues/10918")
+    public io.grpc.stub.BlockingClientCall<?, dev.aophub.api.v1.WatchAgentsResponse>
+        watchAgents(dev.aophub.api.v1.WatchAgentsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingV2ServerStreamingCall(
+          getChannel(), getWatchAgentsMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -226,6 +311,24 @@ public final class AgentServiceGrpc {
     public dev.aophub.api.v1.ListAgentsResponse listAgents(dev.aophub.api.v1.ListAgentsRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getListAgentsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * WatchAgents streams the node list: first a snapshot (what ListAgents
+     * answers), then one message per node that changed (connected,
+     * disconnected, its status, counters, commands or load changed). A watcher
+     * that reads slowly gets each changed node's latest state once, never a
+     * backlog. Each token name may run a bounded number of watches at once
+     * (aophub serve --max-watches; more: RESOURCE_EXHAUSTED). The stream ends
+     * with UNAVAILABLE when the hub stops and UNAUTHENTICATED when its token is
+     * revoked or expires; a client watches again for a new snapshot.
+     * </pre>
+     */
+    public java.util.Iterator<dev.aophub.api.v1.WatchAgentsResponse> watchAgents(
+        dev.aophub.api.v1.WatchAgentsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingServerStreamingCall(
+          getChannel(), getWatchAgentsMethod(), getCallOptions(), request);
     }
   }
 
@@ -261,6 +364,7 @@ public final class AgentServiceGrpc {
   }
 
   private static final int METHODID_LIST_AGENTS = 0;
+  private static final int METHODID_WATCH_AGENTS = 1;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -282,6 +386,10 @@ public final class AgentServiceGrpc {
         case METHODID_LIST_AGENTS:
           serviceImpl.listAgents((dev.aophub.api.v1.ListAgentsRequest) request,
               (io.grpc.stub.StreamObserver<dev.aophub.api.v1.ListAgentsResponse>) responseObserver);
+          break;
+        case METHODID_WATCH_AGENTS:
+          serviceImpl.watchAgents((dev.aophub.api.v1.WatchAgentsRequest) request,
+              (io.grpc.stub.StreamObserver<dev.aophub.api.v1.WatchAgentsResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -308,6 +416,13 @@ public final class AgentServiceGrpc {
               dev.aophub.api.v1.ListAgentsRequest,
               dev.aophub.api.v1.ListAgentsResponse>(
                 service, METHODID_LIST_AGENTS)))
+        .addMethod(
+          getWatchAgentsMethod(),
+          io.grpc.stub.ServerCalls.asyncServerStreamingCall(
+            new MethodHandlers<
+              dev.aophub.api.v1.WatchAgentsRequest,
+              dev.aophub.api.v1.WatchAgentsResponse>(
+                service, METHODID_WATCH_AGENTS)))
         .build();
   }
 
@@ -357,6 +472,7 @@ public final class AgentServiceGrpc {
           serviceDescriptor = result = io.grpc.ServiceDescriptor.newBuilder(SERVICE_NAME)
               .setSchemaDescriptor(new AgentServiceFileDescriptorSupplier())
               .addMethod(getListAgentsMethod())
+              .addMethod(getWatchAgentsMethod())
               .build();
         }
       }

@@ -34,6 +34,7 @@ private static final long serialVersionUID = 0L;
   private ListSessionsRequest() {
     pageToken_ = "";
     nodeId_ = "";
+    titleContains_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -193,6 +194,63 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int TITLE_CONTAINS_FIELD_NUMBER = 6;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object titleContains_ = "";
+  /**
+   * <pre>
+   * Only sessions whose title contains this text, when set: a substring match
+   * in which ASCII letters match either case and every other character,
+   * "%" and "_" included, matches only itself. At most 500 characters, the
+   * longest a title may be (longer: INVALID_ARGUMENT). A page token belongs to
+   * the filters of the request it came from; with other filters it is refused
+   * (INVALID_ARGUMENT).
+   * </pre>
+   *
+   * <code>string title_contains = 6 [json_name = "titleContains"];</code>
+   * @return The titleContains.
+   */
+  @java.lang.Override
+  public java.lang.String getTitleContains() {
+    java.lang.Object ref = titleContains_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      titleContains_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Only sessions whose title contains this text, when set: a substring match
+   * in which ASCII letters match either case and every other character,
+   * "%" and "_" included, matches only itself. At most 500 characters, the
+   * longest a title may be (longer: INVALID_ARGUMENT). A page token belongs to
+   * the filters of the request it came from; with other filters it is refused
+   * (INVALID_ARGUMENT).
+   * </pre>
+   *
+   * <code>string title_contains = 6 [json_name = "titleContains"];</code>
+   * @return The bytes for titleContains.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getTitleContainsBytes() {
+    java.lang.Object ref = titleContains_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      titleContains_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -222,6 +280,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(nodeId_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 5, nodeId_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(titleContains_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 6, titleContains_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -243,6 +304,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(nodeId_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(5, nodeId_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(titleContains_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(6, titleContains_);
     }
     return size;
   }
@@ -278,6 +342,8 @@ private static final long serialVersionUID = 0L;
         != other.getIncludeArchived()) return false;
     if (!getNodeId()
         .equals(other.getNodeId())) return false;
+    if (!getTitleContains()
+        .equals(other.getTitleContains())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -301,6 +367,8 @@ private static final long serialVersionUID = 0L;
         getIncludeArchived());
     hash = (37 * hash) + NODE_ID_FIELD_NUMBER;
     hash = (53 * hash) + getNodeId().hashCode();
+    hash = (37 * hash) + TITLE_CONTAINS_FIELD_NUMBER;
+    hash = (53 * hash) + getTitleContains().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -441,6 +509,7 @@ private static final long serialVersionUID = 0L;
       includeClosed_ = false;
       includeArchived_ = false;
       nodeId_ = "";
+      titleContains_ = "";
       return this;
     }
 
@@ -489,6 +558,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.nodeId_ = nodeId_;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.titleContains_ = titleContains_;
+      }
     }
 
     @java.lang.Override
@@ -520,6 +592,11 @@ private static final long serialVersionUID = 0L;
       if (!other.getNodeId().isEmpty()) {
         nodeId_ = other.nodeId_;
         bitField0_ |= 0x00000010;
+        onChanged();
+      }
+      if (!other.getTitleContains().isEmpty()) {
+        titleContains_ = other.titleContains_;
+        bitField0_ |= 0x00000020;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -571,6 +648,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 42
+            case 50: {
+              titleContains_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 50
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -900,6 +982,123 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       nodeId_ = value;
       bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object titleContains_ = "";
+    /**
+     * <pre>
+     * Only sessions whose title contains this text, when set: a substring match
+     * in which ASCII letters match either case and every other character,
+     * "%" and "_" included, matches only itself. At most 500 characters, the
+     * longest a title may be (longer: INVALID_ARGUMENT). A page token belongs to
+     * the filters of the request it came from; with other filters it is refused
+     * (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>string title_contains = 6 [json_name = "titleContains"];</code>
+     * @return The titleContains.
+     */
+    public java.lang.String getTitleContains() {
+      java.lang.Object ref = titleContains_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        titleContains_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Only sessions whose title contains this text, when set: a substring match
+     * in which ASCII letters match either case and every other character,
+     * "%" and "_" included, matches only itself. At most 500 characters, the
+     * longest a title may be (longer: INVALID_ARGUMENT). A page token belongs to
+     * the filters of the request it came from; with other filters it is refused
+     * (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>string title_contains = 6 [json_name = "titleContains"];</code>
+     * @return The bytes for titleContains.
+     */
+    public com.google.protobuf.ByteString
+        getTitleContainsBytes() {
+      java.lang.Object ref = titleContains_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        titleContains_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Only sessions whose title contains this text, when set: a substring match
+     * in which ASCII letters match either case and every other character,
+     * "%" and "_" included, matches only itself. At most 500 characters, the
+     * longest a title may be (longer: INVALID_ARGUMENT). A page token belongs to
+     * the filters of the request it came from; with other filters it is refused
+     * (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>string title_contains = 6 [json_name = "titleContains"];</code>
+     * @param value The titleContains to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTitleContains(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      titleContains_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Only sessions whose title contains this text, when set: a substring match
+     * in which ASCII letters match either case and every other character,
+     * "%" and "_" included, matches only itself. At most 500 characters, the
+     * longest a title may be (longer: INVALID_ARGUMENT). A page token belongs to
+     * the filters of the request it came from; with other filters it is refused
+     * (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>string title_contains = 6 [json_name = "titleContains"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTitleContains() {
+      titleContains_ = getDefaultInstance().getTitleContains();
+      bitField0_ = (bitField0_ & ~0x00000020);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Only sessions whose title contains this text, when set: a substring match
+     * in which ASCII letters match either case and every other character,
+     * "%" and "_" included, matches only itself. At most 500 characters, the
+     * longest a title may be (longer: INVALID_ARGUMENT). A page token belongs to
+     * the filters of the request it came from; with other filters it is refused
+     * (INVALID_ARGUMENT).
+     * </pre>
+     *
+     * <code>string title_contains = 6 [json_name = "titleContains"];</code>
+     * @param value The bytes for titleContains to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTitleContainsBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      titleContains_ = value;
+      bitField0_ |= 0x00000020;
       onChanged();
       return this;
     }

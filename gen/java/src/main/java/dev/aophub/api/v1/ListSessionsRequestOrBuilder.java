@@ -79,4 +79,34 @@ public interface ListSessionsRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getNodeIdBytes();
+
+  /**
+   * <pre>
+   * Only sessions whose title contains this text, when set: a substring match
+   * in which ASCII letters match either case and every other character,
+   * "%" and "_" included, matches only itself. At most 500 characters, the
+   * longest a title may be (longer: INVALID_ARGUMENT). A page token belongs to
+   * the filters of the request it came from; with other filters it is refused
+   * (INVALID_ARGUMENT).
+   * </pre>
+   *
+   * <code>string title_contains = 6 [json_name = "titleContains"];</code>
+   * @return The titleContains.
+   */
+  java.lang.String getTitleContains();
+  /**
+   * <pre>
+   * Only sessions whose title contains this text, when set: a substring match
+   * in which ASCII letters match either case and every other character,
+   * "%" and "_" included, matches only itself. At most 500 characters, the
+   * longest a title may be (longer: INVALID_ARGUMENT). A page token belongs to
+   * the filters of the request it came from; with other filters it is refused
+   * (INVALID_ARGUMENT).
+   * </pre>
+   *
+   * <code>string title_contains = 6 [json_name = "titleContains"];</code>
+   * @return The bytes for titleContains.
+   */
+  com.google.protobuf.ByteString
+      getTitleContainsBytes();
 }

@@ -168,95 +168,96 @@ public final class SessionProto extends com.google.protobuf.GeneratedFile {
       "\017parentSessionId\022!\n\014close_reason\030\016 \001(\tR\013" +
       "closeReason\022\024\n\005owner\030\017 \001(\tR\005owner\022\037\n\013sha" +
       "red_with\030\020 \003(\tR\nsharedWith\022\030\n\007summary\030\021 " +
-      "\001(\tR\007summary\"\274\001\n\023ListSessionsRequest\022\033\n\t" +
+      "\001(\tR\007summary\"\343\001\n\023ListSessionsRequest\022\033\n\t" +
       "page_size\030\001 \001(\rR\010pageSize\022\035\n\npage_token\030" +
       "\002 \001(\tR\tpageToken\022%\n\016include_closed\030\003 \001(\010" +
       "R\rincludeClosed\022)\n\020include_archived\030\004 \001(" +
       "\010R\017includeArchived\022\027\n\007node_id\030\005 \001(\tR\006nod" +
-      "eId\"r\n\024ListSessionsResponse\0222\n\010sessions\030" +
-      "\001 \003(\0132\026.aophub.v1.SessionInfoR\010sessions\022" +
-      "&\n\017next_page_token\030\002 \001(\tR\rnextPageToken\"" +
-      "2\n\021GetSessionRequest\022\035\n\nsession_id\030\001 \001(\t" +
-      "R\tsessionId\"F\n\022GetSessionResponse\0220\n\007ses" +
-      "sion\030\001 \001(\0132\026.aophub.v1.SessionInfoR\007sess" +
-      "ion\"\247\001\n\024UpdateSessionRequest\022\035\n\nrequest_" +
-      "id\030\001 \001(\tR\trequestId\022\035\n\nsession_id\030\002 \001(\tR" +
-      "\tsessionId\022\031\n\005title\030\003 \001(\tH\000R\005title\210\001\001\022\037\n" +
-      "\010archived\030\004 \001(\010H\001R\010archived\210\001\001B\010\n\006_title" +
-      "B\013\n\t_archived\"\206\001\n\025UpdateSessionResponse\022" +
-      "4\n\010accepted\030\001 \001(\0132\026.aophub.v1.SessionInf" +
-      "oH\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Re" +
-      "jectionH\000R\010rejectedB\t\n\007outcome\"S\n\023ResetS" +
-      "essionRequest\022\035\n\nrequest_id\030\001 \001(\tR\treque" +
-      "stId\022\035\n\nsession_id\030\002 \001(\tR\tsessionId\"\206\001\n\014" +
-      "SessionReset\0227\n\013new_session\030\001 \001(\0132\026.aoph" +
-      "ub.v1.SessionInfoR\nnewSession\022=\n\016closed_" +
-      "session\030\002 \001(\0132\026.aophub.v1.SessionInfoR\rc" +
-      "losedSession\"\206\001\n\024ResetSessionResponse\0225\n" +
-      "\010accepted\030\001 \001(\0132\027.aophub.v1.SessionReset" +
+      "eId\022%\n\016title_contains\030\006 \001(\tR\rtitleContai" +
+      "ns\"r\n\024ListSessionsResponse\0222\n\010sessions\030\001" +
+      " \003(\0132\026.aophub.v1.SessionInfoR\010sessions\022&" +
+      "\n\017next_page_token\030\002 \001(\tR\rnextPageToken\"2" +
+      "\n\021GetSessionRequest\022\035\n\nsession_id\030\001 \001(\tR" +
+      "\tsessionId\"F\n\022GetSessionResponse\0220\n\007sess" +
+      "ion\030\001 \001(\0132\026.aophub.v1.SessionInfoR\007sessi" +
+      "on\"\247\001\n\024UpdateSessionRequest\022\035\n\nrequest_i" +
+      "d\030\001 \001(\tR\trequestId\022\035\n\nsession_id\030\002 \001(\tR\t" +
+      "sessionId\022\031\n\005title\030\003 \001(\tH\000R\005title\210\001\001\022\037\n\010" +
+      "archived\030\004 \001(\010H\001R\010archived\210\001\001B\010\n\006_titleB" +
+      "\013\n\t_archived\"\206\001\n\025UpdateSessionResponse\0224" +
+      "\n\010accepted\030\001 \001(\0132\026.aophub.v1.SessionInfo" +
       "H\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Rej" +
-      "ectionH\000R\010rejectedB\t\n\007outcome\"T\n\024DeleteS" +
-      "essionRequest\022\035\n\nrequest_id\030\001 \001(\tR\treque" +
-      "stId\022\035\n\nsession_id\030\002 \001(\tR\tsessionId\"V\n\016S" +
-      "essionDeleted\022\035\n\nsession_id\030\001 \001(\tR\tsessi" +
-      "onId\022%\n\016events_deleted\030\002 \001(\004R\reventsDele" +
-      "ted\"\211\001\n\025DeleteSessionResponse\0227\n\010accepte" +
-      "d\030\001 \001(\0132\031.aophub.v1.SessionDeletedH\000R\010ac" +
-      "cepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Rejection" +
-      "H\000R\010rejectedB\t\n\007outcome\"4\n\023ListCommandsR" +
-      "equest\022\035\n\nsession_id\030\001 \001(\tR\tsessionId\"F\n" +
-      "\024ListCommandsResponse\022.\n\010commands\030\001 \003(\0132" +
-      "\022.aophub.v1.CommandR\010commands\"F\n\021RunComm" +
-      "andRequest\022\035\n\nsession_id\030\001 \001(\tR\tsessionI" +
-      "d\022\022\n\004line\030\002 \001(\tR\004line\"l\n\022RunCommandRespo" +
-      "nse\022!\n\014operation_id\030\001 \001(\tR\013operationId\022\035" +
-      "\n\nsession_id\030\002 \001(\tR\tsessionId\022\024\n\005state\030\003" +
-      " \001(\tR\005state\"r\n\023ShareSessionRequest\022\035\n\nre" +
-      "quest_id\030\001 \001(\tR\trequestId\022\035\n\nsession_id\030" +
-      "\002 \001(\tR\tsessionId\022\035\n\ntoken_name\030\003 \001(\tR\tto" +
-      "kenName\"\205\001\n\024ShareSessionResponse\0224\n\010acce" +
-      "pted\030\001 \001(\0132\026.aophub.v1.SessionInfoH\000R\010ac" +
-      "cepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Rejection" +
-      "H\000R\010rejectedB\t\n\007outcome\"t\n\025UnshareSessio" +
-      "nRequest\022\035\n\nrequest_id\030\001 \001(\tR\trequestId\022" +
-      "\035\n\nsession_id\030\002 \001(\tR\tsessionId\022\035\n\ntoken_" +
-      "name\030\003 \001(\tR\ttokenName\"\207\001\n\026UnshareSession" +
-      "Response\0224\n\010accepted\030\001 \001(\0132\026.aophub.v1.S" +
-      "essionInfoH\000R\010accepted\022,\n\010rejected\030\002 \001(\013" +
-      "2\016.aop.RejectionH\000R\010rejectedB\t\n\007outcome\"" +
-      "8\n\027SummarizeSessionRequest\022\035\n\nsession_id" +
-      "\030\001 \001(\tR\tsessionId\"r\n\030SummarizeSessionRes" +
-      "ponse\022!\n\014operation_id\030\001 \001(\tR\013operationId" +
-      "\022\035\n\nsession_id\030\002 \001(\tR\tsessionId\022\024\n\005state" +
-      "\030\003 \001(\tR\005state*_\n\014SessionState\022\035\n\031SESSION" +
-      "_STATE_UNSPECIFIED\020\000\022\026\n\022SESSION_STATE_OP" +
-      "EN\020\001\022\030\n\024SESSION_STATE_CLOSED\020\0022\231\007\n\016Sessi" +
-      "onService\022T\n\014ListSessions\022\036.aophub.v1.Li" +
-      "stSessionsRequest\032\037.aophub.v1.ListSessio" +
-      "nsResponse\"\003\220\002\001\022N\n\nGetSession\022\034.aophub.v" +
-      "1.GetSessionRequest\032\035.aophub.v1.GetSessi" +
-      "onResponse\"\003\220\002\001\022R\n\rUpdateSession\022\037.aophu" +
-      "b.v1.UpdateSessionRequest\032 .aophub.v1.Up" +
-      "dateSessionResponse\022O\n\014ResetSession\022\036.ao" +
-      "phub.v1.ResetSessionRequest\032\037.aophub.v1." +
-      "ResetSessionResponse\022R\n\rDeleteSession\022\037." +
-      "aophub.v1.DeleteSessionRequest\032 .aophub." +
-      "v1.DeleteSessionResponse\022T\n\014ListCommands" +
-      "\022\036.aophub.v1.ListCommandsRequest\032\037.aophu" +
-      "b.v1.ListCommandsResponse\"\003\220\002\001\022I\n\nRunCom" +
-      "mand\022\034.aophub.v1.RunCommandRequest\032\035.aop" +
-      "hub.v1.RunCommandResponse\022B\n\nListEvents\022" +
-      "\026.aop.ListEventsRequest\032\027.aop.ListEvents" +
-      "Response\"\003\220\002\001\022O\n\014ShareSession\022\036.aophub.v" +
-      "1.ShareSessionRequest\032\037.aophub.v1.ShareS" +
-      "essionResponse\022U\n\016UnshareSession\022 .aophu" +
-      "b.v1.UnshareSessionRequest\032!.aophub.v1.U" +
-      "nshareSessionResponse\022[\n\020SummarizeSessio" +
-      "n\022\".aophub.v1.SummarizeSessionRequest\032#." +
-      "aophub.v1.SummarizeSessionResponseBW\n\021de" +
-      "v.aophub.api.v1B\014SessionProtoP\001Z2github." +
-      "com/aophub/aophub/gen/go/aophub/v1;aophu" +
-      "bv1b\006proto3"
+      "ectionH\000R\010rejectedB\t\n\007outcome\"S\n\023ResetSe" +
+      "ssionRequest\022\035\n\nrequest_id\030\001 \001(\tR\treques" +
+      "tId\022\035\n\nsession_id\030\002 \001(\tR\tsessionId\"\206\001\n\014S" +
+      "essionReset\0227\n\013new_session\030\001 \001(\0132\026.aophu" +
+      "b.v1.SessionInfoR\nnewSession\022=\n\016closed_s" +
+      "ession\030\002 \001(\0132\026.aophub.v1.SessionInfoR\rcl" +
+      "osedSession\"\206\001\n\024ResetSessionResponse\0225\n\010" +
+      "accepted\030\001 \001(\0132\027.aophub.v1.SessionResetH" +
+      "\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Reje" +
+      "ctionH\000R\010rejectedB\t\n\007outcome\"T\n\024DeleteSe" +
+      "ssionRequest\022\035\n\nrequest_id\030\001 \001(\tR\treques" +
+      "tId\022\035\n\nsession_id\030\002 \001(\tR\tsessionId\"V\n\016Se" +
+      "ssionDeleted\022\035\n\nsession_id\030\001 \001(\tR\tsessio" +
+      "nId\022%\n\016events_deleted\030\002 \001(\004R\reventsDelet" +
+      "ed\"\211\001\n\025DeleteSessionResponse\0227\n\010accepted" +
+      "\030\001 \001(\0132\031.aophub.v1.SessionDeletedH\000R\010acc" +
+      "epted\022,\n\010rejected\030\002 \001(\0132\016.aop.RejectionH" +
+      "\000R\010rejectedB\t\n\007outcome\"4\n\023ListCommandsRe" +
+      "quest\022\035\n\nsession_id\030\001 \001(\tR\tsessionId\"F\n\024" +
+      "ListCommandsResponse\022.\n\010commands\030\001 \003(\0132\022" +
+      ".aophub.v1.CommandR\010commands\"F\n\021RunComma" +
+      "ndRequest\022\035\n\nsession_id\030\001 \001(\tR\tsessionId" +
+      "\022\022\n\004line\030\002 \001(\tR\004line\"l\n\022RunCommandRespon" +
+      "se\022!\n\014operation_id\030\001 \001(\tR\013operationId\022\035\n" +
+      "\nsession_id\030\002 \001(\tR\tsessionId\022\024\n\005state\030\003 " +
+      "\001(\tR\005state\"r\n\023ShareSessionRequest\022\035\n\nreq" +
+      "uest_id\030\001 \001(\tR\trequestId\022\035\n\nsession_id\030\002" +
+      " \001(\tR\tsessionId\022\035\n\ntoken_name\030\003 \001(\tR\ttok" +
+      "enName\"\205\001\n\024ShareSessionResponse\0224\n\010accep" +
+      "ted\030\001 \001(\0132\026.aophub.v1.SessionInfoH\000R\010acc" +
+      "epted\022,\n\010rejected\030\002 \001(\0132\016.aop.RejectionH" +
+      "\000R\010rejectedB\t\n\007outcome\"t\n\025UnshareSession" +
+      "Request\022\035\n\nrequest_id\030\001 \001(\tR\trequestId\022\035" +
+      "\n\nsession_id\030\002 \001(\tR\tsessionId\022\035\n\ntoken_n" +
+      "ame\030\003 \001(\tR\ttokenName\"\207\001\n\026UnshareSessionR" +
+      "esponse\0224\n\010accepted\030\001 \001(\0132\026.aophub.v1.Se" +
+      "ssionInfoH\000R\010accepted\022,\n\010rejected\030\002 \001(\0132" +
+      "\016.aop.RejectionH\000R\010rejectedB\t\n\007outcome\"8" +
+      "\n\027SummarizeSessionRequest\022\035\n\nsession_id\030" +
+      "\001 \001(\tR\tsessionId\"r\n\030SummarizeSessionResp" +
+      "onse\022!\n\014operation_id\030\001 \001(\tR\013operationId\022" +
+      "\035\n\nsession_id\030\002 \001(\tR\tsessionId\022\024\n\005state\030" +
+      "\003 \001(\tR\005state*_\n\014SessionState\022\035\n\031SESSION_" +
+      "STATE_UNSPECIFIED\020\000\022\026\n\022SESSION_STATE_OPE" +
+      "N\020\001\022\030\n\024SESSION_STATE_CLOSED\020\0022\231\007\n\016Sessio" +
+      "nService\022T\n\014ListSessions\022\036.aophub.v1.Lis" +
+      "tSessionsRequest\032\037.aophub.v1.ListSession" +
+      "sResponse\"\003\220\002\001\022N\n\nGetSession\022\034.aophub.v1" +
+      ".GetSessionRequest\032\035.aophub.v1.GetSessio" +
+      "nResponse\"\003\220\002\001\022R\n\rUpdateSession\022\037.aophub" +
+      ".v1.UpdateSessionRequest\032 .aophub.v1.Upd" +
+      "ateSessionResponse\022O\n\014ResetSession\022\036.aop" +
+      "hub.v1.ResetSessionRequest\032\037.aophub.v1.R" +
+      "esetSessionResponse\022R\n\rDeleteSession\022\037.a" +
+      "ophub.v1.DeleteSessionRequest\032 .aophub.v" +
+      "1.DeleteSessionResponse\022T\n\014ListCommands\022" +
+      "\036.aophub.v1.ListCommandsRequest\032\037.aophub" +
+      ".v1.ListCommandsResponse\"\003\220\002\001\022I\n\nRunComm" +
+      "and\022\034.aophub.v1.RunCommandRequest\032\035.aoph" +
+      "ub.v1.RunCommandResponse\022B\n\nListEvents\022\026" +
+      ".aop.ListEventsRequest\032\027.aop.ListEventsR" +
+      "esponse\"\003\220\002\001\022O\n\014ShareSession\022\036.aophub.v1" +
+      ".ShareSessionRequest\032\037.aophub.v1.ShareSe" +
+      "ssionResponse\022U\n\016UnshareSession\022 .aophub" +
+      ".v1.UnshareSessionRequest\032!.aophub.v1.Un" +
+      "shareSessionResponse\022[\n\020SummarizeSession" +
+      "\022\".aophub.v1.SummarizeSessionRequest\032#.a" +
+      "ophub.v1.SummarizeSessionResponseBW\n\021dev" +
+      ".aophub.api.v1B\014SessionProtoP\001Z2github.c" +
+      "om/aophub/aophub/gen/go/aophub/v1;aophub" +
+      "v1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -276,7 +277,7 @@ public final class SessionProto extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_ListSessionsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_ListSessionsRequest_descriptor,
-        new java.lang.String[] { "PageSize", "PageToken", "IncludeClosed", "IncludeArchived", "NodeId", });
+        new java.lang.String[] { "PageSize", "PageToken", "IncludeClosed", "IncludeArchived", "NodeId", "TitleContains", });
     internal_static_aophub_v1_ListSessionsResponse_descriptor =
       getDescriptor().getMessageType(2);
     internal_static_aophub_v1_ListSessionsResponse_fieldAccessorTable = new

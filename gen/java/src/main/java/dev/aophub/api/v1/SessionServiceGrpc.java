@@ -430,7 +430,8 @@ public final class SessionServiceGrpc {
 
     /**
      * <pre>
-     * ListSessions pages sessions, most recently updated first.
+     * ListSessions pages sessions, most recently updated first; optionally only
+     * those whose title contains a text (title_contains).
      * </pre>
      */
     default void listSessions(dev.aophub.api.v1.ListSessionsRequest request,
@@ -590,7 +591,8 @@ public final class SessionServiceGrpc {
 
     /**
      * <pre>
-     * ListSessions pages sessions, most recently updated first.
+     * ListSessions pages sessions, most recently updated first; optionally only
+     * those whose title contains a text (title_contains).
      * </pre>
      */
     public void listSessions(dev.aophub.api.v1.ListSessionsRequest request,
@@ -746,7 +748,8 @@ public final class SessionServiceGrpc {
 
     /**
      * <pre>
-     * ListSessions pages sessions, most recently updated first.
+     * ListSessions pages sessions, most recently updated first; optionally only
+     * those whose title contains a text (title_contains).
      * </pre>
      */
     public dev.aophub.api.v1.ListSessionsResponse listSessions(dev.aophub.api.v1.ListSessionsRequest request) throws io.grpc.StatusException {
@@ -891,7 +894,8 @@ public final class SessionServiceGrpc {
 
     /**
      * <pre>
-     * ListSessions pages sessions, most recently updated first.
+     * ListSessions pages sessions, most recently updated first; optionally only
+     * those whose title contains a text (title_contains).
      * </pre>
      */
     public dev.aophub.api.v1.ListSessionsResponse listSessions(dev.aophub.api.v1.ListSessionsRequest request) {
@@ -1036,7 +1040,8 @@ public final class SessionServiceGrpc {
 
     /**
      * <pre>
-     * ListSessions pages sessions, most recently updated first.
+     * ListSessions pages sessions, most recently updated first; optionally only
+     * those whose title contains a text (title_contains).
      * </pre>
      */
     public com.google.common.util.concurrent.ListenableFuture<dev.aophub.api.v1.ListSessionsResponse> listSessions(
