@@ -371,8 +371,17 @@ type AgentSettings struct {
 	// Entries the memory keeps; past it, the oldest are folded into one summary
 	// entry. 0 means 200.
 	MemoryMaxEntries uint32 `protobuf:"varint,11,opt,name=memory_max_entries,json=memoryMaxEntries,proto3" json:"memory_max_entries,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Subagents (the "spawn" tool, see SubagentService): how many run at once
+	// across the hub; more wait in a queue. 0 means 2; at most 32.
+	SubagentConcurrency uint32 `protobuf:"varint,30,opt,name=subagent_concurrency,json=subagentConcurrency,proto3" json:"subagent_concurrency,omitempty"`
+	// Timeout of one subagent in seconds (queue time not counted); 0 means 600.
+	SubagentTimeoutSeconds uint32 `protobuf:"varint,31,opt,name=subagent_timeout_seconds,json=subagentTimeoutSeconds,proto3" json:"subagent_timeout_seconds,omitempty"`
+	// What happens to the subagents of a parent turn that is canceled: "keep"
+	// (the default, also when empty) lets them run and report into the parent
+	// session; "cancel" cancels them with it.
+	SubagentOnParentCancel string `protobuf:"bytes,32,opt,name=subagent_on_parent_cancel,json=subagentOnParentCancel,proto3" json:"subagent_on_parent_cancel,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *AgentSettings) Reset() {
@@ -480,6 +489,27 @@ func (x *AgentSettings) GetMemoryMaxEntries() uint32 {
 		return x.MemoryMaxEntries
 	}
 	return 0
+}
+
+func (x *AgentSettings) GetSubagentConcurrency() uint32 {
+	if x != nil {
+		return x.SubagentConcurrency
+	}
+	return 0
+}
+
+func (x *AgentSettings) GetSubagentTimeoutSeconds() uint32 {
+	if x != nil {
+		return x.SubagentTimeoutSeconds
+	}
+	return 0
+}
+
+func (x *AgentSettings) GetSubagentOnParentCancel() string {
+	if x != nil {
+		return x.SubagentOnParentCancel
+	}
+	return ""
 }
 
 // ScanMode is one kind of scan and its task.
@@ -2104,7 +2134,7 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\x0econtext_window\x18\b \x01(\rR\rcontextWindow\x12'\n" +
 	"\x0ftimeout_seconds\x18\t \x01(\rR\x0etimeoutSeconds\x12\x16\n" +
 	"\x06images\x18\n" +
-	" \x01(\bR\x06images\"\xf6\x04\n" +
+	" \x01(\bR\x06images\"\x9e\x06\n" +
 	"\rAgentSettings\x12(\n" +
 	"\rtools_enabled\x18\x01 \x01(\bH\x00R\ftoolsEnabled\x88\x01\x01\x12-\n" +
 	"\x10ask_before_tools\x18\x02 \x01(\bH\x01R\x0easkBeforeTools\x88\x01\x01\x12\x1b\n" +
@@ -2117,7 +2147,10 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\x0ememory_enabled\x18\t \x01(\bR\rmemoryEnabled\x122\n" +
 	"\x15memory_prompt_entries\x18\n" +
 	" \x01(\rR\x13memoryPromptEntries\x12,\n" +
-	"\x12memory_max_entries\x18\v \x01(\rR\x10memoryMaxEntriesB\x10\n" +
+	"\x12memory_max_entries\x18\v \x01(\rR\x10memoryMaxEntries\x121\n" +
+	"\x14subagent_concurrency\x18\x1e \x01(\rR\x13subagentConcurrency\x128\n" +
+	"\x18subagent_timeout_seconds\x18\x1f \x01(\rR\x16subagentTimeoutSeconds\x129\n" +
+	"\x19subagent_on_parent_cancel\x18  \x01(\tR\x16subagentOnParentCancelB\x10\n" +
 	"\x0e_tools_enabledB\x13\n" +
 	"\x11_ask_before_toolsB\x19\n" +
 	"\x17_summary_after_messagesB\x1b\n" +

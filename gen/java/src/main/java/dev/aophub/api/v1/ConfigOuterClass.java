@@ -179,7 +179,7 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "\005model\022\035\n\nmax_tokens\030\007 \001(\rR\tmaxTokens\022%\n" +
       "\016context_window\030\010 \001(\rR\rcontextWindow\022\'\n\017" +
       "timeout_seconds\030\t \001(\rR\016timeoutSeconds\022\026\n" +
-      "\006images\030\n \001(\010R\006images\"\366\004\n\rAgentSettings\022" +
+      "\006images\030\n \001(\010R\006images\"\236\006\n\rAgentSettings\022" +
       "(\n\rtools_enabled\030\001 \001(\010H\000R\014toolsEnabled\210\001" +
       "\001\022-\n\020ask_before_tools\030\002 \001(\010H\001R\016askBefore" +
       "Tools\210\001\001\022\033\n\tmax_turns\030\003 \001(\rR\010maxTurns\0220\n" +
@@ -192,115 +192,119 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "maryAfterCharacters\210\001\001\022%\n\016memory_enabled" +
       "\030\t \001(\010R\rmemoryEnabled\0222\n\025memory_prompt_e" +
       "ntries\030\n \001(\rR\023memoryPromptEntries\022,\n\022mem" +
-      "ory_max_entries\030\013 \001(\rR\020memoryMaxEntriesB" +
-      "\020\n\016_tools_enabledB\023\n\021_ask_before_toolsB\031" +
-      "\n\027_summary_after_messagesB\033\n\031_summary_af" +
-      "ter_characters\"\202\001\n\010ScanMode\022\022\n\004name\030\001 \001(" +
-      "\tR\004name\022 \n\013description\030\002 \001(\tR\013descriptio" +
-      "n\022#\n\rtask_template\030\003 \001(\tR\014taskTemplate\022\033" +
-      "\n\tmax_turns\030\004 \001(\rR\010maxTurns\"\204\001\n\014ScanSett" +
-      "ings\022 \n\013concurrency\030\001 \001(\rR\013concurrency\022\'" +
-      "\n\017timeout_seconds\030\002 \001(\rR\016timeoutSeconds\022" +
-      ")\n\005modes\030\003 \003(\0132\023.aophub.v1.ScanModeR\005mod" +
-      "es\"\367\004\n\017SandboxSettings\022\034\n\tworkspace\030\001 \001(" +
-      "\tR\tworkspace\022#\n\rdeny_patterns\030\002 \003(\tR\014den" +
-      "yPatterns\022%\n\016allow_patterns\030\003 \003(\tR\rallow" +
-      "Patterns\0220\n\024exec_timeout_seconds\030\004 \001(\rR\022" +
-      "execTimeoutSeconds\022(\n\020output_cap_bytes\030\005" +
-      " \001(\rR\016outputCapBytes\022\030\n\007network\030\006 \001(\010R\007n" +
-      "etwork\022+\n\021allow_unsandboxed\030\007 \001(\010R\020allow" +
-      "Unsandboxed\022\036\n\nbubblewrap\030\010 \001(\tR\nbubblew" +
-      "rap\022\037\n\013cpu_seconds\030\t \001(\rR\ncpuSeconds\022\035\n\n" +
-      "memory_mib\030\n \001(\rR\tmemoryMib\022#\n\rmax_proce" +
-      "sses\030\013 \001(\rR\014maxProcesses\022\034\n\tterminals\030\014 " +
-      "\001(\010R\tterminals\022\037\n\013remote_exec\030\r \001(\010R\nrem" +
-      "oteExec\022:\n\031terminal_scrollback_bytes\030\016 \001" +
-      "(\rR\027terminalScrollbackBytes\0222\n\025terminal_" +
-      "replay_bytes\030\017 \001(\rR\023terminalReplayBytes\022" +
-      "#\n\rmax_terminals\030\020 \001(\rR\014maxTerminals\"|\n\023" +
-      "InteractionSettings\022\'\n\017timeout_seconds\030\001" +
-      " \001(\rR\016timeoutSeconds\022<\n\rexpiry_policy\030\002 " +
-      "\001(\0162\027.aophub.v1.ExpiryPolicyR\014expiryPoli" +
-      "cy\"\254\003\n\006Config\0221\n\010profiles\030\001 \003(\0132\025.aophub" +
-      ".v1.LlmProfileR\010profiles\022*\n\021active_profi" +
-      "le_id\030\002 \001(\tR\017activeProfileId\022.\n\005agent\030\003 " +
-      "\001(\0132\030.aophub.v1.AgentSettingsR\005agent\022-\n\005" +
-      "scans\030\004 \001(\0132\027.aophub.v1.ScanSettingsR\005sc" +
-      "ans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v1.Sandbox" +
-      "SettingsR\007sandbox\022B\n\014interactions\030\006 \001(\0132" +
-      "\036.aophub.v1.InteractionSettingsR\014interac" +
-      "tions\0225\n\010llm_push\030\007 \001(\0132\032.aophub.v1.LlmP" +
-      "ushSettingsR\007llmPush\0223\n\007bridges\030\010 \001(\0132\031." +
-      "aophub.v1.BridgeSettingsR\007bridges\"*\n\016Bri" +
-      "dgeSettings\022\030\n\007enabled\030\001 \003(\tR\007enabled\",\n" +
-      "\017LlmPushSettings\022\031\n\010node_ids\030\001 \003(\tR\007node" +
-      "Ids\"\213\004\n\nConfigView\0225\n\010profiles\030\001 \003(\0132\031.a" +
-      "ophub.v1.LlmProfileViewR\010profiles\022*\n\021act" +
-      "ive_profile_id\030\002 \001(\tR\017activeProfileId\022.\n" +
-      "\005agent\030\003 \001(\0132\030.aophub.v1.AgentSettingsR\005" +
-      "agent\022-\n\005scans\030\004 \001(\0132\027.aophub.v1.ScanSet" +
-      "tingsR\005scans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v" +
-      "1.SandboxSettingsR\007sandbox\022B\n\014interactio" +
-      "ns\030\006 \001(\0132\036.aophub.v1.InteractionSettings" +
-      "R\014interactions\022\032\n\010revision\030\007 \001(\004R\010revisi" +
-      "on\0229\n\nupdated_at\030\010 \001(\0132\032.google.protobuf" +
-      ".TimestampR\tupdatedAt\0225\n\010llm_push\030\t \001(\0132" +
-      "\032.aophub.v1.LlmPushSettingsR\007llmPush\0223\n\007" +
-      "bridges\030\n \001(\0132\031.aophub.v1.BridgeSettings" +
-      "R\007bridges\"H\n\016FieldViolation\022\024\n\005field\030\001 \001" +
-      "(\tR\005field\022 \n\013description\030\002 \001(\tR\013descript" +
-      "ion\"\022\n\020GetConfigRequest\"B\n\021GetConfigResp" +
-      "onse\022-\n\006config\030\001 \001(\0132\025.aophub.v1.ConfigV" +
-      "iewR\006config\"\214\001\n\023UpdateConfigRequest\022\035\n\nr" +
-      "equest_id\030\001 \001(\tR\trequestId\022)\n\006config\030\002 \001" +
-      "(\0132\021.aophub.v1.ConfigR\006config\022+\n\021expecte" +
-      "d_revision\030\003 \001(\004R\020expectedRevision\"\312\001\n\024U" +
-      "pdateConfigResponse\022D\n\020field_violations\030" +
-      "\001 \003(\0132\031.aophub.v1.FieldViolationR\017fieldV" +
-      "iolations\0223\n\010accepted\030\002 \001(\0132\025.aophub.v1." +
-      "ConfigViewH\000R\010accepted\022,\n\010rejected\030\003 \001(\013" +
-      "2\016.aop.RejectionH\000R\010rejectedB\t\n\007outcome\"" +
-      "V\n\026ActivateProfileRequest\022\035\n\nrequest_id\030" +
-      "\001 \001(\tR\trequestId\022\035\n\nprofile_id\030\002 \001(\tR\tpr" +
-      "ofileId\"\207\001\n\027ActivateProfileResponse\0223\n\010a" +
-      "ccepted\030\001 \001(\0132\025.aophub.v1.ConfigViewH\000R\010" +
-      "accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Rejecti" +
-      "onH\000R\010rejectedB\t\n\007outcome\"x\n\016TestLLMRequ" +
-      "est\022\035\n\nprofile_id\030\001 \001(\tR\tprofileId\022/\n\007pr" +
-      "ofile\030\002 \001(\0132\025.aophub.v1.LlmProfileR\007prof" +
-      "ile\022\026\n\006prompt\030\003 \001(\tR\006prompt\"\202\001\n\017TestLLMR" +
-      "esponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\035\n\nlatency_ms\030\002 " +
-      "\001(\004R\tlatencyMs\022\024\n\005reply\030\003 \001(\tR\005reply\022\024\n\005" +
-      "error\030\004 \001(\tR\005error\022\024\n\005model\030\005 \001(\tR\005model" +
-      "\"c\n\021ListModelsRequest\022\035\n\nprofile_id\030\001 \001(" +
-      "\tR\tprofileId\022/\n\007profile\030\002 \001(\0132\025.aophub.v" +
-      "1.LlmProfileR\007profile\"6\n\tModelInfo\022\016\n\002id" +
-      "\030\001 \001(\tR\002id\022\031\n\010owned_by\030\002 \001(\tR\007ownedBy\"\207\001" +
-      "\n\022ListModelsResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022,\n\006" +
-      "models\030\002 \003(\0132\024.aophub.v1.ModelInfoR\006mode" +
-      "ls\022\024\n\005error\030\003 \001(\tR\005error\022\035\n\nlatency_ms\030\004" +
-      " \001(\004R\tlatencyMs\"\027\n\025TestConnectionRequest" +
-      "\"\177\n\026TestConnectionResponse\022\016\n\002ok\030\001 \001(\010R\002" +
-      "ok\022\030\n\007version\030\002 \001(\tR\007version\022;\n\013server_t" +
-      "ime\030\003 \001(\0132\032.google.protobuf.TimestampR\ns" +
-      "erverTime*j\n\014ProviderKind\022\035\n\031PROVIDER_KI" +
-      "ND_UNSPECIFIED\020\000\022#\n\037PROVIDER_KIND_OPENAI" +
-      "_COMPATIBLE\020\001\022\026\n\022PROVIDER_KIND_ECHO\020\0022\360\003" +
-      "\n\rConfigService\022K\n\tGetConfig\022\033.aophub.v1" +
-      ".GetConfigRequest\032\034.aophub.v1.GetConfigR" +
-      "esponse\"\003\220\002\001\022O\n\014UpdateConfig\022\036.aophub.v1" +
-      ".UpdateConfigRequest\032\037.aophub.v1.UpdateC" +
-      "onfigResponse\022X\n\017ActivateProfile\022!.aophu" +
-      "b.v1.ActivateProfileRequest\032\".aophub.v1." +
-      "ActivateProfileResponse\022@\n\007TestLLM\022\031.aop" +
-      "hub.v1.TestLLMRequest\032\032.aophub.v1.TestLL" +
-      "MResponse\022I\n\nListModels\022\034.aophub.v1.List" +
-      "ModelsRequest\032\035.aophub.v1.ListModelsResp" +
-      "onse\022Z\n\016TestConnection\022 .aophub.v1.TestC" +
-      "onnectionRequest\032!.aophub.v1.TestConnect" +
-      "ionResponse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z" +
-      "2github.com/aophub/aophub/gen/go/aophub/" +
-      "v1;aophubv1b\006proto3"
+      "ory_max_entries\030\013 \001(\rR\020memoryMaxEntries\022" +
+      "1\n\024subagent_concurrency\030\036 \001(\rR\023subagentC" +
+      "oncurrency\0228\n\030subagent_timeout_seconds\030\037" +
+      " \001(\rR\026subagentTimeoutSeconds\0229\n\031subagent" +
+      "_on_parent_cancel\030  \001(\tR\026subagentOnParen" +
+      "tCancelB\020\n\016_tools_enabledB\023\n\021_ask_before" +
+      "_toolsB\031\n\027_summary_after_messagesB\033\n\031_su" +
+      "mmary_after_characters\"\202\001\n\010ScanMode\022\022\n\004n" +
+      "ame\030\001 \001(\tR\004name\022 \n\013description\030\002 \001(\tR\013de" +
+      "scription\022#\n\rtask_template\030\003 \001(\tR\014taskTe" +
+      "mplate\022\033\n\tmax_turns\030\004 \001(\rR\010maxTurns\"\204\001\n\014" +
+      "ScanSettings\022 \n\013concurrency\030\001 \001(\rR\013concu" +
+      "rrency\022\'\n\017timeout_seconds\030\002 \001(\rR\016timeout" +
+      "Seconds\022)\n\005modes\030\003 \003(\0132\023.aophub.v1.ScanM" +
+      "odeR\005modes\"\367\004\n\017SandboxSettings\022\034\n\tworksp" +
+      "ace\030\001 \001(\tR\tworkspace\022#\n\rdeny_patterns\030\002 " +
+      "\003(\tR\014denyPatterns\022%\n\016allow_patterns\030\003 \003(" +
+      "\tR\rallowPatterns\0220\n\024exec_timeout_seconds" +
+      "\030\004 \001(\rR\022execTimeoutSeconds\022(\n\020output_cap" +
+      "_bytes\030\005 \001(\rR\016outputCapBytes\022\030\n\007network\030" +
+      "\006 \001(\010R\007network\022+\n\021allow_unsandboxed\030\007 \001(" +
+      "\010R\020allowUnsandboxed\022\036\n\nbubblewrap\030\010 \001(\tR" +
+      "\nbubblewrap\022\037\n\013cpu_seconds\030\t \001(\rR\ncpuSec" +
+      "onds\022\035\n\nmemory_mib\030\n \001(\rR\tmemoryMib\022#\n\rm" +
+      "ax_processes\030\013 \001(\rR\014maxProcesses\022\034\n\tterm" +
+      "inals\030\014 \001(\010R\tterminals\022\037\n\013remote_exec\030\r " +
+      "\001(\010R\nremoteExec\022:\n\031terminal_scrollback_b" +
+      "ytes\030\016 \001(\rR\027terminalScrollbackBytes\0222\n\025t" +
+      "erminal_replay_bytes\030\017 \001(\rR\023terminalRepl" +
+      "ayBytes\022#\n\rmax_terminals\030\020 \001(\rR\014maxTermi" +
+      "nals\"|\n\023InteractionSettings\022\'\n\017timeout_s" +
+      "econds\030\001 \001(\rR\016timeoutSeconds\022<\n\rexpiry_p" +
+      "olicy\030\002 \001(\0162\027.aophub.v1.ExpiryPolicyR\014ex" +
+      "piryPolicy\"\254\003\n\006Config\0221\n\010profiles\030\001 \003(\0132" +
+      "\025.aophub.v1.LlmProfileR\010profiles\022*\n\021acti" +
+      "ve_profile_id\030\002 \001(\tR\017activeProfileId\022.\n\005" +
+      "agent\030\003 \001(\0132\030.aophub.v1.AgentSettingsR\005a" +
+      "gent\022-\n\005scans\030\004 \001(\0132\027.aophub.v1.ScanSett" +
+      "ingsR\005scans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v1" +
+      ".SandboxSettingsR\007sandbox\022B\n\014interaction" +
+      "s\030\006 \001(\0132\036.aophub.v1.InteractionSettingsR" +
+      "\014interactions\0225\n\010llm_push\030\007 \001(\0132\032.aophub" +
+      ".v1.LlmPushSettingsR\007llmPush\0223\n\007bridges\030" +
+      "\010 \001(\0132\031.aophub.v1.BridgeSettingsR\007bridge" +
+      "s\"*\n\016BridgeSettings\022\030\n\007enabled\030\001 \003(\tR\007en" +
+      "abled\",\n\017LlmPushSettings\022\031\n\010node_ids\030\001 \003" +
+      "(\tR\007nodeIds\"\213\004\n\nConfigView\0225\n\010profiles\030\001" +
+      " \003(\0132\031.aophub.v1.LlmProfileViewR\010profile" +
+      "s\022*\n\021active_profile_id\030\002 \001(\tR\017activeProf" +
+      "ileId\022.\n\005agent\030\003 \001(\0132\030.aophub.v1.AgentSe" +
+      "ttingsR\005agent\022-\n\005scans\030\004 \001(\0132\027.aophub.v1" +
+      ".ScanSettingsR\005scans\0224\n\007sandbox\030\005 \001(\0132\032." +
+      "aophub.v1.SandboxSettingsR\007sandbox\022B\n\014in" +
+      "teractions\030\006 \001(\0132\036.aophub.v1.Interaction" +
+      "SettingsR\014interactions\022\032\n\010revision\030\007 \001(\004" +
+      "R\010revision\0229\n\nupdated_at\030\010 \001(\0132\032.google." +
+      "protobuf.TimestampR\tupdatedAt\0225\n\010llm_pus" +
+      "h\030\t \001(\0132\032.aophub.v1.LlmPushSettingsR\007llm" +
+      "Push\0223\n\007bridges\030\n \001(\0132\031.aophub.v1.Bridge" +
+      "SettingsR\007bridges\"H\n\016FieldViolation\022\024\n\005f" +
+      "ield\030\001 \001(\tR\005field\022 \n\013description\030\002 \001(\tR\013" +
+      "description\"\022\n\020GetConfigRequest\"B\n\021GetCo" +
+      "nfigResponse\022-\n\006config\030\001 \001(\0132\025.aophub.v1" +
+      ".ConfigViewR\006config\"\214\001\n\023UpdateConfigRequ" +
+      "est\022\035\n\nrequest_id\030\001 \001(\tR\trequestId\022)\n\006co" +
+      "nfig\030\002 \001(\0132\021.aophub.v1.ConfigR\006config\022+\n" +
+      "\021expected_revision\030\003 \001(\004R\020expectedRevisi" +
+      "on\"\312\001\n\024UpdateConfigResponse\022D\n\020field_vio" +
+      "lations\030\001 \003(\0132\031.aophub.v1.FieldViolation" +
+      "R\017fieldViolations\0223\n\010accepted\030\002 \001(\0132\025.ao" +
+      "phub.v1.ConfigViewH\000R\010accepted\022,\n\010reject" +
+      "ed\030\003 \001(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007" +
+      "outcome\"V\n\026ActivateProfileRequest\022\035\n\nreq" +
+      "uest_id\030\001 \001(\tR\trequestId\022\035\n\nprofile_id\030\002" +
+      " \001(\tR\tprofileId\"\207\001\n\027ActivateProfileRespo" +
+      "nse\0223\n\010accepted\030\001 \001(\0132\025.aophub.v1.Config" +
+      "ViewH\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016.aop" +
+      ".RejectionH\000R\010rejectedB\t\n\007outcome\"x\n\016Tes" +
+      "tLLMRequest\022\035\n\nprofile_id\030\001 \001(\tR\tprofile" +
+      "Id\022/\n\007profile\030\002 \001(\0132\025.aophub.v1.LlmProfi" +
+      "leR\007profile\022\026\n\006prompt\030\003 \001(\tR\006prompt\"\202\001\n\017" +
+      "TestLLMResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\035\n\nlaten" +
+      "cy_ms\030\002 \001(\004R\tlatencyMs\022\024\n\005reply\030\003 \001(\tR\005r" +
+      "eply\022\024\n\005error\030\004 \001(\tR\005error\022\024\n\005model\030\005 \001(" +
+      "\tR\005model\"c\n\021ListModelsRequest\022\035\n\nprofile" +
+      "_id\030\001 \001(\tR\tprofileId\022/\n\007profile\030\002 \001(\0132\025." +
+      "aophub.v1.LlmProfileR\007profile\"6\n\tModelIn" +
+      "fo\022\016\n\002id\030\001 \001(\tR\002id\022\031\n\010owned_by\030\002 \001(\tR\007ow" +
+      "nedBy\"\207\001\n\022ListModelsResponse\022\016\n\002ok\030\001 \001(\010" +
+      "R\002ok\022,\n\006models\030\002 \003(\0132\024.aophub.v1.ModelIn" +
+      "foR\006models\022\024\n\005error\030\003 \001(\tR\005error\022\035\n\nlate" +
+      "ncy_ms\030\004 \001(\004R\tlatencyMs\"\027\n\025TestConnectio" +
+      "nRequest\"\177\n\026TestConnectionResponse\022\016\n\002ok" +
+      "\030\001 \001(\010R\002ok\022\030\n\007version\030\002 \001(\tR\007version\022;\n\013" +
+      "server_time\030\003 \001(\0132\032.google.protobuf.Time" +
+      "stampR\nserverTime*j\n\014ProviderKind\022\035\n\031PRO" +
+      "VIDER_KIND_UNSPECIFIED\020\000\022#\n\037PROVIDER_KIN" +
+      "D_OPENAI_COMPATIBLE\020\001\022\026\n\022PROVIDER_KIND_E" +
+      "CHO\020\0022\360\003\n\rConfigService\022K\n\tGetConfig\022\033.a" +
+      "ophub.v1.GetConfigRequest\032\034.aophub.v1.Ge" +
+      "tConfigResponse\"\003\220\002\001\022O\n\014UpdateConfig\022\036.a" +
+      "ophub.v1.UpdateConfigRequest\032\037.aophub.v1" +
+      ".UpdateConfigResponse\022X\n\017ActivateProfile" +
+      "\022!.aophub.v1.ActivateProfileRequest\032\".ao" +
+      "phub.v1.ActivateProfileResponse\022@\n\007TestL" +
+      "LM\022\031.aophub.v1.TestLLMRequest\032\032.aophub.v" +
+      "1.TestLLMResponse\022I\n\nListModels\022\034.aophub" +
+      ".v1.ListModelsRequest\032\035.aophub.v1.ListMo" +
+      "delsResponse\022Z\n\016TestConnection\022 .aophub." +
+      "v1.TestConnectionRequest\032!.aophub.v1.Tes" +
+      "tConnectionResponse\"\003\220\002\001BI\n\021dev.aophub.a" +
+      "pi.v1P\001Z2github.com/aophub/aophub/gen/go" +
+      "/aophub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -326,7 +330,7 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_AgentSettings_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_AgentSettings_descriptor,
-        new java.lang.String[] { "ToolsEnabled", "AskBeforeTools", "MaxTurns", "TurnTimeoutSeconds", "SystemPrompt", "InlineAttachmentBytes", "SummaryAfterMessages", "SummaryAfterCharacters", "MemoryEnabled", "MemoryPromptEntries", "MemoryMaxEntries", });
+        new java.lang.String[] { "ToolsEnabled", "AskBeforeTools", "MaxTurns", "TurnTimeoutSeconds", "SystemPrompt", "InlineAttachmentBytes", "SummaryAfterMessages", "SummaryAfterCharacters", "MemoryEnabled", "MemoryPromptEntries", "MemoryMaxEntries", "SubagentConcurrency", "SubagentTimeoutSeconds", "SubagentOnParentCancel", });
     internal_static_aophub_v1_ScanMode_descriptor =
       getDescriptor().getMessageType(3);
     internal_static_aophub_v1_ScanMode_fieldAccessorTable = new
