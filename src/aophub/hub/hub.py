@@ -48,7 +48,7 @@ from aophub.hub.live_session import HUB_EMITTER, LiveSession, LiveSessions, chec
 from aophub.hub.llm_push import LlmPusher, LlmPushSource
 from aophub.hub.node_initiated import NodeInitiatedTurns, NodeTurnLimits
 from aophub.hub.node_requests import NODE_REQUEST_TIMEOUT, NodeRequests
-from aophub.hub.node_routing import NodeRouter
+from aophub.hub.node_routing import NodeRouter, SubagentHandler
 from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
 from aophub.hub.request_checks import check_ids, check_node_session_id, parse_cursor
 from aophub.hub.session_admin import SessionAdmin
@@ -256,6 +256,14 @@ class Hub:
     def spawn(self, coroutine: Awaitable[None]) -> None:
         """Run ``coroutine`` in the background; the hub cancels it on stop and logs its failure."""
         self._spawn(coroutine)
+
+    def on_turn_canceled(self, observer: Callable[[str, str], None]) -> None:
+        """Call ``observer(session_id, turn_id)`` whenever a turn is canceled (e.g. subagents going with it)."""
+        self._turn_lifecycle.cancel_observers.append(observer)
+
+    def serve_subagents(self, handler: SubagentHandler) -> None:
+        """Hand nodes' ``SubagentProtocolMessage`` envelopes to ``handler`` (run in the background)."""
+        self._node_router.subagents = handler
 
     def new_id(self, prefix: str) -> str:
         return self._ids(prefix)

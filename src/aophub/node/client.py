@@ -23,7 +23,7 @@ from websockets.frames import CloseCode
 from aop import envelope_pb2, protocol_pb2
 from aophub.ids import new_id
 from aophub.node.commands import NodeCommands
-from aophub.node.runtime import INTERACTIONS_CAPABILITY, Agent, NodeRuntime, runtime_info
+from aophub.node.runtime import INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY, Agent, NodeRuntime, runtime_info
 from aophub.node.workspace import WorkspaceServices
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, unpack
 from aophub.protocol.errors import HubError
@@ -69,7 +69,7 @@ def make_hello(node_id: str, name: str = "", workspace: WorkspaceServices | None
     return protocol_pb2.AgentHello(
         node_id=node_id,
         name=name or node_id,
-        capabilities=["chat", INTERACTIONS_CAPABILITY, *served],
+        capabilities=["chat", INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY, *served],
         runtime=runtime_info(),
     )
 
@@ -230,6 +230,7 @@ async def _handshake(
 
     runtime = NodeRuntime(hello, agent, send, commands=commands, workspace=workspace)
     runtime.interactions = INTERACTIONS_CAPABILITY in message.agent_accepted.capabilities
+    runtime.subagents = SUBAGENTS_CAPABILITY in message.agent_accepted.capabilities
     await runtime.send_catalog()  # first after the acceptance (AOP-nodes 9.2.1)
     await runtime.announce()
     return runtime

@@ -737,9 +737,12 @@ type CancelSubagentRequest struct {
 	// The subagent.
 	SubagentId string `protobuf:"bytes,2,opt,name=subagent_id,json=subagentId,proto3" json:"subagent_id,omitempty"`
 	// Why; shown in its error.
-	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// A node's request only: the session asking (its command's), which must be
+	// the subagent's parent.
+	ParentSessionId string `protobuf:"bytes,4,opt,name=parent_session_id,json=parentSessionId,proto3" json:"parent_session_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *CancelSubagentRequest) Reset() {
@@ -789,6 +792,13 @@ func (x *CancelSubagentRequest) GetSubagentId() string {
 func (x *CancelSubagentRequest) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *CancelSubagentRequest) GetParentSessionId() string {
+	if x != nil {
+		return x.ParentSessionId
 	}
 	return ""
 }
@@ -934,13 +944,14 @@ const file_aophub_v1_subagent_proto_rawDesc = "" +
 	"\x14ListSubagentsRequest\x12*\n" +
 	"\x11parent_session_id\x18\x01 \x01(\tR\x0fparentSessionId\"J\n" +
 	"\x15ListSubagentsResponse\x121\n" +
-	"\tsubagents\x18\x01 \x03(\v2\x13.aophub.v1.SubagentR\tsubagents\"o\n" +
+	"\tsubagents\x18\x01 \x03(\v2\x13.aophub.v1.SubagentR\tsubagents\"\x9b\x01\n" +
 	"\x15CancelSubagentRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1f\n" +
 	"\vsubagent_id\x18\x02 \x01(\tR\n" +
 	"subagentId\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x84\x01\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12*\n" +
+	"\x11parent_session_id\x18\x04 \x01(\tR\x0fparentSessionId\"\x84\x01\n" +
 	"\x16CancelSubagentResponse\x121\n" +
 	"\baccepted\x18\x01 \x01(\v2\x13.aophub.v1.SubagentH\x00R\baccepted\x12,\n" +
 	"\brejected\x18\x02 \x01(\v2\x0e.aop.RejectionH\x00R\brejectedB\t\n" +

@@ -126,14 +126,16 @@ class ListSubagentsResponse(_message.Message):
     def __init__(self, subagents: _Optional[_Iterable[_Union[Subagent, _Mapping]]] = ...) -> None: ...
 
 class CancelSubagentRequest(_message.Message):
-    __slots__ = ("request_id", "subagent_id", "reason")
+    __slots__ = ("request_id", "subagent_id", "reason", "parent_session_id")
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     SUBAGENT_ID_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    PARENT_SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     request_id: str
     subagent_id: str
     reason: str
-    def __init__(self, request_id: _Optional[str] = ..., subagent_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    parent_session_id: str
+    def __init__(self, request_id: _Optional[str] = ..., subagent_id: _Optional[str] = ..., reason: _Optional[str] = ..., parent_session_id: _Optional[str] = ...) -> None: ...
 
 class CancelSubagentResponse(_message.Message):
     __slots__ = ("accepted", "rejected")

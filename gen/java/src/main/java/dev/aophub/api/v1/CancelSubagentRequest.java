@@ -35,6 +35,7 @@ private static final long serialVersionUID = 0L;
     requestId_ = "";
     subagentId_ = "";
     reason_ = "";
+    parentSessionId_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -196,6 +197,55 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int PARENT_SESSION_ID_FIELD_NUMBER = 4;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object parentSessionId_ = "";
+  /**
+   * <pre>
+   * A node's request only: the session asking (its command's), which must be
+   * the subagent's parent.
+   * </pre>
+   *
+   * <code>string parent_session_id = 4 [json_name = "parentSessionId"];</code>
+   * @return The parentSessionId.
+   */
+  @java.lang.Override
+  public java.lang.String getParentSessionId() {
+    java.lang.Object ref = parentSessionId_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      parentSessionId_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * A node's request only: the session asking (its command's), which must be
+   * the subagent's parent.
+   * </pre>
+   *
+   * <code>string parent_session_id = 4 [json_name = "parentSessionId"];</code>
+   * @return The bytes for parentSessionId.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getParentSessionIdBytes() {
+    java.lang.Object ref = parentSessionId_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      parentSessionId_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -219,6 +269,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(reason_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 3, reason_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(parentSessionId_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 4, parentSessionId_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -231,6 +284,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(reason_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(3, reason_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(parentSessionId_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(4, parentSessionId_);
     }
     return size;
   }
@@ -262,6 +318,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getSubagentId())) return false;
     if (!getReason()
         .equals(other.getReason())) return false;
+    if (!getParentSessionId()
+        .equals(other.getParentSessionId())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -279,6 +337,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getSubagentId().hashCode();
     hash = (37 * hash) + REASON_FIELD_NUMBER;
     hash = (53 * hash) + getReason().hashCode();
+    hash = (37 * hash) + PARENT_SESSION_ID_FIELD_NUMBER;
+    hash = (53 * hash) + getParentSessionId().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -417,6 +477,7 @@ private static final long serialVersionUID = 0L;
       requestId_ = "";
       subagentId_ = "";
       reason_ = "";
+      parentSessionId_ = "";
       return this;
     }
 
@@ -459,6 +520,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000004) != 0)) {
         result.reason_ = reason_;
       }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.parentSessionId_ = parentSessionId_;
+      }
     }
 
     @java.lang.Override
@@ -486,6 +550,11 @@ private static final long serialVersionUID = 0L;
       if (!other.getReason().isEmpty()) {
         reason_ = other.reason_;
         bitField0_ |= 0x00000004;
+        onChanged();
+      }
+      if (!other.getParentSessionId().isEmpty()) {
+        parentSessionId_ = other.parentSessionId_;
+        bitField0_ |= 0x00000008;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -527,6 +596,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 26
+            case 34: {
+              parentSessionId_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 34
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -816,6 +890,103 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       reason_ = value;
       bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object parentSessionId_ = "";
+    /**
+     * <pre>
+     * A node's request only: the session asking (its command's), which must be
+     * the subagent's parent.
+     * </pre>
+     *
+     * <code>string parent_session_id = 4 [json_name = "parentSessionId"];</code>
+     * @return The parentSessionId.
+     */
+    public java.lang.String getParentSessionId() {
+      java.lang.Object ref = parentSessionId_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        parentSessionId_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * A node's request only: the session asking (its command's), which must be
+     * the subagent's parent.
+     * </pre>
+     *
+     * <code>string parent_session_id = 4 [json_name = "parentSessionId"];</code>
+     * @return The bytes for parentSessionId.
+     */
+    public com.google.protobuf.ByteString
+        getParentSessionIdBytes() {
+      java.lang.Object ref = parentSessionId_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        parentSessionId_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * A node's request only: the session asking (its command's), which must be
+     * the subagent's parent.
+     * </pre>
+     *
+     * <code>string parent_session_id = 4 [json_name = "parentSessionId"];</code>
+     * @param value The parentSessionId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setParentSessionId(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      parentSessionId_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * A node's request only: the session asking (its command's), which must be
+     * the subagent's parent.
+     * </pre>
+     *
+     * <code>string parent_session_id = 4 [json_name = "parentSessionId"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearParentSessionId() {
+      parentSessionId_ = getDefaultInstance().getParentSessionId();
+      bitField0_ = (bitField0_ & ~0x00000008);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * A node's request only: the session asking (its command's), which must be
+     * the subagent's parent.
+     * </pre>
+     *
+     * <code>string parent_session_id = 4 [json_name = "parentSessionId"];</code>
+     * @param value The bytes for parentSessionId to set.
+     * @return This builder for chaining.
+     */
+    public Builder setParentSessionIdBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      parentSessionId_ = value;
+      bitField0_ |= 0x00000008;
       onChanged();
       return this;
     }

@@ -69,4 +69,26 @@ public interface CancelSubagentRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getReasonBytes();
+
+  /**
+   * <pre>
+   * A node's request only: the session asking (its command's), which must be
+   * the subagent's parent.
+   * </pre>
+   *
+   * <code>string parent_session_id = 4 [json_name = "parentSessionId"];</code>
+   * @return The parentSessionId.
+   */
+  java.lang.String getParentSessionId();
+  /**
+   * <pre>
+   * A node's request only: the session asking (its command's), which must be
+   * the subagent's parent.
+   * </pre>
+   *
+   * <code>string parent_session_id = 4 [json_name = "parentSessionId"];</code>
+   * @return The bytes for parentSessionId.
+   */
+  com.google.protobuf.ByteString
+      getParentSessionIdBytes();
 }

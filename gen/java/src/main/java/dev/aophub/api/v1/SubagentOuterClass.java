@@ -123,25 +123,26 @@ public final class SubagentOuterClass extends com.google.protobuf.GeneratedFile 
       "sage\"B\n\024ListSubagentsRequest\022*\n\021parent_s" +
       "ession_id\030\001 \001(\tR\017parentSessionId\"J\n\025List" +
       "SubagentsResponse\0221\n\tsubagents\030\001 \003(\0132\023.a" +
-      "ophub.v1.SubagentR\tsubagents\"o\n\025CancelSu" +
-      "bagentRequest\022\035\n\nrequest_id\030\001 \001(\tR\treque" +
-      "stId\022\037\n\013subagent_id\030\002 \001(\tR\nsubagentId\022\026\n" +
-      "\006reason\030\003 \001(\tR\006reason\"\204\001\n\026CancelSubagent" +
-      "Response\0221\n\010accepted\030\001 \001(\0132\023.aophub.v1.S" +
-      "ubagentH\000R\010accepted\022,\n\010rejected\030\002 \001(\0132\016." +
-      "aop.RejectionH\000R\010rejectedB\t\n\007outcome*\303\001\n" +
-      "\016SubagentStatus\022\037\n\033SUBAGENT_STATUS_UNSPE" +
-      "CIFIED\020\000\022\032\n\026SUBAGENT_STATUS_QUEUED\020\001\022\033\n\027" +
-      "SUBAGENT_STATUS_RUNNING\020\002\022\035\n\031SUBAGENT_ST" +
-      "ATUS_COMPLETED\020\003\022\032\n\026SUBAGENT_STATUS_FAIL" +
-      "ED\020\004\022\034\n\030SUBAGENT_STATUS_CANCELED\020\0052\301\001\n\017S" +
-      "ubagentService\022W\n\rListSubagents\022\037.aophub" +
-      ".v1.ListSubagentsRequest\032 .aophub.v1.Lis" +
-      "tSubagentsResponse\"\003\220\002\001\022U\n\016CancelSubagen" +
-      "t\022 .aophub.v1.CancelSubagentRequest\032!.ao" +
-      "phub.v1.CancelSubagentResponseBI\n\021dev.ao" +
-      "phub.api.v1P\001Z2github.com/aophub/aophub/" +
-      "gen/go/aophub/v1;aophubv1b\006proto3"
+      "ophub.v1.SubagentR\tsubagents\"\233\001\n\025CancelS" +
+      "ubagentRequest\022\035\n\nrequest_id\030\001 \001(\tR\trequ" +
+      "estId\022\037\n\013subagent_id\030\002 \001(\tR\nsubagentId\022\026" +
+      "\n\006reason\030\003 \001(\tR\006reason\022*\n\021parent_session" +
+      "_id\030\004 \001(\tR\017parentSessionId\"\204\001\n\026CancelSub" +
+      "agentResponse\0221\n\010accepted\030\001 \001(\0132\023.aophub" +
+      ".v1.SubagentH\000R\010accepted\022,\n\010rejected\030\002 \001" +
+      "(\0132\016.aop.RejectionH\000R\010rejectedB\t\n\007outcom" +
+      "e*\303\001\n\016SubagentStatus\022\037\n\033SUBAGENT_STATUS_" +
+      "UNSPECIFIED\020\000\022\032\n\026SUBAGENT_STATUS_QUEUED\020" +
+      "\001\022\033\n\027SUBAGENT_STATUS_RUNNING\020\002\022\035\n\031SUBAGE" +
+      "NT_STATUS_COMPLETED\020\003\022\032\n\026SUBAGENT_STATUS" +
+      "_FAILED\020\004\022\034\n\030SUBAGENT_STATUS_CANCELED\020\0052" +
+      "\301\001\n\017SubagentService\022W\n\rListSubagents\022\037.a" +
+      "ophub.v1.ListSubagentsRequest\032 .aophub.v" +
+      "1.ListSubagentsResponse\"\003\220\002\001\022U\n\016CancelSu" +
+      "bagent\022 .aophub.v1.CancelSubagentRequest" +
+      "\032!.aophub.v1.CancelSubagentResponseBI\n\021d" +
+      "ev.aophub.api.v1P\001Z2github.com/aophub/ao" +
+      "phub/gen/go/aophub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -197,7 +198,7 @@ public final class SubagentOuterClass extends com.google.protobuf.GeneratedFile 
     internal_static_aophub_v1_CancelSubagentRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_CancelSubagentRequest_descriptor,
-        new java.lang.String[] { "RequestId", "SubagentId", "Reason", });
+        new java.lang.String[] { "RequestId", "SubagentId", "Reason", "ParentSessionId", });
     internal_static_aophub_v1_CancelSubagentResponse_descriptor =
       getDescriptor().getMessageType(8);
     internal_static_aophub_v1_CancelSubagentResponse_fieldAccessorTable = new
