@@ -12,6 +12,7 @@ subagents as configured; the concurrency bound queues, the timeout fails.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import time
 from collections.abc import AsyncIterator
@@ -19,12 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
 
 from aop import chat_pb2, protocol_pb2
 from aophub.config import ConfigStore, default_config
 from aophub.protocol.codec import TYPE_URL_PREFIX
-from aophub.v1 import config_pb2, subagent_connect, subagent_pb2
+from aophub.v1 import config_pb2, subagent_connect, subagent_pb2, token_connect, token_pb2
 
+from .support.command_client import receipt, send_command
 from .support.fake_openai import FakeOpenAI, FinishChunk, Gate, Recorded, Reply, Text, answer, fake_openai, tool_calls
 from .support.lifecycle import checked_hub
 from .support.remote import LLM_VARIABLES
@@ -109,11 +113,12 @@ def update_of(message: protocol_pb2.ProtocolMessage) -> subagent_pb2.Subagent | 
 
 
 async def next_update(app: AppSocket, watch: str, status: int, timeout: float = 10.0) -> subagent_pb2.Subagent:
-    """The next SubagentUpdate the parent's watch delivers with ``status``."""
+    """The next SubagentUpdate the parent's watch delivers with ``status`` (RUNNING: once its child session is
+    open)."""
 
     def matches(envelope: object, message: protocol_pb2.ProtocolMessage) -> bool:
         update = update_of(message)
-        return update is not None and update.status == status
+        return update is not None and update.status == status and (status != RUNNING or bool(update.session_id))
 
     _, message = await app.wait_for(lambda e, m: e.reply_to == watch and matches(e, m), timeout)
     update = update_of(message)
@@ -185,3 +190,155 @@ async def test_a_subagent_reports_back_while_the_parent_answers_another_question
         assert (started.parent_session_id, started.parent_tool_call_id) == (parent.id, "call_spawn_0")
         parent_events = await stored(app, parent.id)
         assert [update.id for update in final_updates(parent_events)] == [done.id]  # told exactly once
+
+
+async def create_app_token(hub: RunningHub, name: str) -> str:
+    async with token_connect.TokenServiceClient(hub.http, interceptors=[BearerKey(TOKEN)]) as tokens:
+        created = await tokens.create_token(token_pb2.CreateTokenRequest(name=name, scopes=["app"]))
+    return created.secret
+
+
+async def command_output(app: AppSocket, session_id: str, watch: str, line: str) -> str:
+    """Run a slash command in the session; the text of its output message (as the watch delivers it)."""
+    _sent, reply = await send_command(app, session_id, line)
+    receipt(reply)
+    _, message = await app.wait_for(
+        lambda e, m: (
+            e.reply_to == watch
+            and m.event.HasField("message")
+            and m.event.message.id.startswith("command-")
+            and not m.event.turn_id
+        )
+    )
+    return "".join(part.text.text for part in message.event.message.content)
+
+
+async def test_subagents_are_canceled_by_rpc_and_by_the_subagents_command_only_by_their_owner(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """Two children: /subagents lists both; CancelSubagent (journaled) cancels one, /subagents cancel the other,
+    each told once in the parent; another app token sees neither (not_found, as an unknown session)."""
+    configure(tmp_path, fake)
+    model = Model(children=2)
+    fake.responder = model
+    async with checked_hub(tmp_path) as hub, await AppSocket.open(hub.app_url) as app:
+        parent = await app.open_session("local")
+        watch = await app.watch(parent.id)
+        await completed_turn(app, parent.id, watch, "Two counts in the background.")
+        first = await next_update(app, watch, RUNNING)
+        second = await next_update(app, watch, RUNNING)
+
+        listing = await command_output(app, parent.id, watch, "/subagents")
+        assert first.id in listing
+        assert second.id in listing
+        assert "running" in listing
+
+        bob = await create_app_token(hub, "bob")
+        async with subagent_connect.SubagentServiceClient(hub.http, interceptors=[BearerKey(bob)]) as client:
+            with pytest.raises(ConnectError) as unknown:
+                await client.list_subagents(subagent_pb2.ListSubagentsRequest(parent_session_id=parent.id))
+            assert unknown.value.code is Code.NOT_FOUND
+            refused = await client.cancel_subagent(
+                subagent_pb2.CancelSubagentRequest(request_id="bob-1", subagent_id=first.id)
+            )
+            assert refused.rejected.code == "NOT_FOUND", refused
+
+        async with subagent_connect.SubagentServiceClient(hub.http, interceptors=[BearerKey(TOKEN)]) as client:
+            request = subagent_pb2.CancelSubagentRequest(request_id="cancel-1", subagent_id=first.id, reason="enough")
+            canceled = (await client.cancel_subagent(request)).accepted
+            assert canceled.status == CANCELED
+            assert canceled.error.message == "enough"
+            again = await client.cancel_subagent(request)  # journaled: the same answer, nothing re-runs
+            assert again.accepted == canceled
+        assert (await next_update(app, watch, CANCELED)).id == first.id
+
+        output = await command_output(app, parent.id, watch, f"/subagents cancel {second.id}")
+        assert second.id in output
+        assert (await next_update(app, watch, CANCELED)).id == second.id
+        statuses = {subagent.id: subagent.status for subagent in await listed(hub, parent.id)}
+        assert statuses == {first.id: CANCELED, second.id: CANCELED}
+        finals = final_updates(await stored(app, parent.id))
+        assert sorted(update.id for update in finals) == sorted([first.id, second.id])
+        for child in (first, second):
+            record = await hub.runtime.store.get_session(child.session_id)
+            assert record is not None
+            assert record.state == "closed"
+
+
+@pytest.mark.parametrize("policy", ["keep", "cancel"])
+async def test_a_canceled_parent_turn_keeps_or_cancels_its_subagents_as_configured(
+    tmp_path: Path, fake: FakeOpenAI, policy: str
+) -> None:
+    """The parent turn is canceled while its subagent runs: with "keep" the subagent finishes and reports its
+    answer into the parent; with "cancel" it ends CANCELED at once, also told to the parent."""
+    configure(tmp_path, fake, on_parent_cancel=policy)
+    model = Model()
+    parent_gate = asyncio.Event()
+
+    def respond(request: Recorded) -> Reply:
+        if request.messages[-1]["role"] == "tool":  # the parent after its spawn: still thinking
+            return Reply([Gate(parent_gate), FinishChunk("stop")])
+        return model(request)
+
+    fake.responder = respond
+    async with checked_hub(tmp_path) as hub, await AppSocket.open(hub.app_url) as app:
+        parent = await app.open_session("local")
+        watch = await app.watch(parent.id)
+        receipt_ = await run(app, parent.id, "Count in the background.")
+        running = await next_update(app, watch, RUNNING)
+        cancel = chat_pb2.CancelTurnRequest(session_id=parent.id, turn_id=receipt_.turn_id)
+        reply = await app.call(cancel_turn_request=cancel)
+        assert reply.cancel_turn_response.WhichOneof("outcome") == "accepted", reply
+        ended = (await app.turn_ended(watch, receipt_.turn_id)).event.turn_ended
+        assert ended.stop_reason == "canceled"
+        if policy == "cancel":
+            canceled = await next_update(app, watch, CANCELED)
+            assert canceled.id == running.id
+            assert "canceled" in canceled.error.message
+        else:
+            [still] = await listed(hub, parent.id)
+            assert still.status == RUNNING
+            model.gate.set()
+            done = await next_update(app, watch, COMPLETED)
+            assert (done.id, done.result.strip()) == (running.id, model.child_answer)
+        parent_gate.set()
+        assert len(final_updates(await stored(app, parent.id))) == 1
+
+
+async def test_the_concurrency_bound_queues_subagents_and_starts_them_in_order(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """With subagent_concurrency 1, three spawns: one runs, two wait in order; all three complete, one at a time."""
+    configure(tmp_path, fake, concurrency=1)
+    model = Model(children=3)
+    fake.responder = model
+    async with checked_hub(tmp_path) as hub, await AppSocket.open(hub.app_url) as app:
+        parent = await app.open_session("local")
+        watch = await app.watch(parent.id)
+        await completed_turn(app, parent.id, watch, "Three counts in the background.")
+        subagents = await listed(hub, parent.id)
+        assert [subagent.status for subagent in subagents] == [RUNNING, QUEUED, QUEUED]
+        assert [subagent.queue_position for subagent in subagents] == [0, 1, 2]
+        assert [subagent.label for subagent in subagents] == ["count 0", "count 1", "count 2"]
+        model.gate.set()
+        finished = [(await next_update(app, watch, COMPLETED)).id for _ in subagents]
+        assert finished == [subagent.id for subagent in subagents]
+        runs = list(await listed(hub, parent.id))
+        for earlier, later in itertools.pairwise(runs):
+            assert later.started_at.ToNanoseconds() >= earlier.finished_at.ToNanoseconds()
+
+
+async def test_a_subagent_past_its_timeout_fails_and_the_parent_is_told(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """subagent_timeout_seconds 1 and a child model that never answers: FAILED "timeout", its session closed."""
+    configure(tmp_path, fake, timeout_seconds=1)
+    fake.responder = Model()  # the gate is never opened
+    async with checked_hub(tmp_path) as hub, await AppSocket.open(hub.app_url) as app:
+        parent = await app.open_session("local")
+        watch = await app.watch(parent.id)
+        await completed_turn(app, parent.id, watch, "Count in the background.")
+        failed = await next_update(app, watch, FAILED)
+        assert failed.error.code == "timeout"
+        assert failed.timeout_seconds == 1
+        record = await hub.runtime.store.get_session(failed.session_id)
+        assert record is not None
+        assert record.state == "closed"

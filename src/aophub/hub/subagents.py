@@ -461,7 +461,7 @@ class Subagents:
         subagent = run.subagent
         try:
             if announce:
-                await self._report(subagent)
+                await self._save(subagent)  # the parent hears of it once its child session is open
             await self._execute(run)
         except asyncio.CancelledError:
             raise  # the hub is stopping: it stays RUNNING in the store and fails at the next start
@@ -497,7 +497,7 @@ class Subagents:
             await self._finish(run, FAILED, _error("start_failed", message, retryable=opened.rejected.retryable))
             return
         subagent.session_id = opened.accepted.id
-        await self._save(subagent)
+        await self._report(subagent)
         child = await self._hub.require_session(subagent.session_id)
         tracker = asyncio.ensure_future(self._track(run, child))
         try:
