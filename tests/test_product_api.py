@@ -75,6 +75,7 @@ def test_every_service_of_the_design_exists() -> None:
         "InteractionService",
         "TokenService",
         "MemoryService",
+        "SubagentService",
     }
 
 
