@@ -64,7 +64,7 @@ async def test_a_subagent_killed_with_the_hub_ends_once_and_its_parent_is_told(
     loop = asyncio.get_running_loop()
 
     def respond(request: Recorded) -> Reply:
-        if CHILD_MARK in str(request.messages[1]["content"]):
+        if str(request.messages[1]["content"]).startswith(CHILD_MARK):
             loop.call_soon_threadsafe(child_asked.set)
         return model(request)
 

@@ -57,7 +57,7 @@ class Model:
         messages = request.messages
         first_user = next(message["content"] for message in messages if message["role"] == "user")
         last = messages[-1]
-        if CHILD_MARK in str(first_user):  # a child session's model call
+        if str(first_user).startswith(CHILD_MARK):  # a child session's model call (not a summary quoting one)
             return Reply(
                 [Gate(self.gate), *[Text(word + " ") for word in self.child_answer.split()], FinishChunk("stop")]
             )
