@@ -25,8 +25,8 @@ from connectrpc.errors import ConnectError
 
 from aop import chat_pb2, protocol_pb2
 from aophub.config import ConfigStore, default_config
-from aophub.protocol.codec import TYPE_URL_PREFIX
-from aophub.v1 import config_pb2, subagent_connect, subagent_pb2, token_connect, token_pb2
+from aophub.protocol.codec import TYPE_URL_PREFIX, pack
+from aophub.v1 import config_pb2, extensions_pb2, subagent_connect, subagent_pb2, token_connect, token_pb2
 
 from .support.command_client import receipt, send_command
 from .support.fake_openai import FakeOpenAI, FinishChunk, Gate, Recorded, Reply, Text, answer, fake_openai, tool_calls
@@ -342,3 +342,72 @@ async def test_a_subagent_past_its_timeout_fails_and_the_parent_is_told(tmp_path
         record = await hub.runtime.store.get_session(failed.session_id)
         assert record is not None
         assert record.state == "closed"
+
+
+async def test_closing_the_parent_session_ends_its_subagents(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """A subagent outlives its parent turn (keep), but not its parent session: the close cancels it and closes
+    its child session; nothing is published into the closed parent."""
+    configure(tmp_path, fake)
+    fake.responder = Model()
+    async with checked_hub(tmp_path) as hub, await AppSocket.open(hub.app_url) as app:
+        parent = await app.open_session("local")
+        watch = await app.watch(parent.id)
+        await completed_turn(app, parent.id, watch, "Count in the background.")
+        running = await next_update(app, watch, RUNNING)
+        closed = await app.call(close_session_request=chat_pb2.CloseSessionRequest(session_id=parent.id))
+        assert closed.close_session_response.WhichOneof("outcome") == "accepted", closed
+        async with subagent_connect.SubagentServiceClient(hub.http, interceptors=[BearerKey(TOKEN)]) as client:
+            # The close's cancel came first; this one waits for the subagent's end and changes nothing.
+            request = subagent_pb2.CancelSubagentRequest(request_id="late", subagent_id=running.id, reason="late")
+            ended = (await client.cancel_subagent(request)).accepted
+        assert ended.status == CANCELED
+        assert ended.error.message == f"its parent session {parent.id} was closed"
+        assert (await listed(hub, parent.id)) == [ended]
+        child = await hub.runtime.store.get_session(running.session_id)
+        assert child is not None
+        assert child.state == "closed"
+        events = await stored(app, parent.id)
+        assert events[-1].event.HasField("session_ended")
+        assert final_updates(events) == []
+
+
+async def test_a_subagent_waiting_for_an_approval_says_so_in_the_parent(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Approvals stay on for subagents: a child's tool call waits for an answer in the child session (the parent's
+    owner may give it), and the parent session is told at once where it waits. The child is offered no spawn."""
+    configure(tmp_path, fake)
+    config = ConfigStore(tmp_path, environ={})
+    settings = config.config
+    settings.agent.ask_before_tools = True
+    config.save(settings)
+    model = Model()
+
+    def respond(request: Recorded) -> Reply:
+        if str(request.messages[1]["content"]).startswith(CHILD_MARK):
+            return tool_calls(("call_ls", "list_dir", '{"path": "."}'))
+        return model(request)
+
+    fake.responder = respond
+    async with checked_hub(tmp_path) as hub, await AppSocket.open(hub.app_url) as app:
+        parent = await app.open_session("local")
+        watch = await app.watch(parent.id)
+        no_approvals = extensions_pb2.TurnOptions(ask_before_tools=False)
+        receipt_ = await run(app, parent.id, "Count in the background.", extensions=[pack(no_approvals)])
+        assert (await app.turn_ended(watch, receipt_.turn_id)).event.turn_ended.stop_reason == "completed"
+
+        def waiting(envelope: object, message: protocol_pb2.ProtocolMessage) -> bool:
+            update = update_of(message)
+            return update is not None and update.last_activity.startswith("waiting for an answer")
+
+        _, message = await app.wait_for(lambda e, m: e.reply_to == watch and waiting(e, m))
+        update = update_of(message)
+        assert update is not None
+        assert update.session_id in update.last_activity
+        child_requests = [r for r in fake.chat_requests if str(r.messages[1]["content"]).startswith(CHILD_MARK)]
+        offered = {tool["function"]["name"] for tool in child_requests[0].body["tools"]}
+        assert "list_dir" in offered
+        assert "spawn" not in offered
+        parent_offered = {tool["function"]["name"] for tool in fake.chat_requests[0].body["tools"]}
+        assert "spawn" in parent_offered
+        async with subagent_connect.SubagentServiceClient(hub.http, interceptors=[BearerKey(TOKEN)]) as client:
+            request = subagent_pb2.CancelSubagentRequest(request_id="c", subagent_id=update.id)
+            assert (await client.cancel_subagent(request)).accepted.status == CANCELED

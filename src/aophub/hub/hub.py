@@ -113,6 +113,7 @@ class Hub:
         self._clock = clock
         self._ids = ids
         self._tasks: set[asyncio.Task[None]] = set()
+        self._close_observers: list[Callable[[str], None]] = []
         self.started_at = clock()
         self.interactions = Interactions(self, policy=interaction_policy, clock=clock)
         self._sessions = LiveSessions(store, clock=clock, ids=ids)
@@ -260,6 +261,10 @@ class Hub:
     def on_turn_canceled(self, observer: Callable[[str, str], None]) -> None:
         """Call ``observer(session_id, turn_id)`` whenever a turn is canceled (e.g. subagents going with it)."""
         self._turn_lifecycle.cancel_observers.append(observer)
+
+    def on_session_closed(self, observer: Callable[[str], None]) -> None:
+        """Call ``observer(session_id)`` whenever a session is closed (its ``session_ended`` is stored)."""
+        self._close_observers.append(observer)
 
     def serve_subagents(self, handler: SubagentHandler) -> None:
         """Hand nodes' ``SubagentProtocolMessage`` envelopes to ``handler`` (run in the background)."""
@@ -476,6 +481,8 @@ class Hub:
         change = self._sessions.touch(session, state=SessionState.CLOSED, close_reason=reason)
         ended = self._sessions.event(session, session_ended=event_pb2.SessionEnded(reason=reason))
         await session.log.publish(ended, [change], on_commit=self._sessions.committed(session, change))
+        for observer in self._close_observers:
+            observer(session.id)
 
     async def reset_session(
         self, key: str, session_id: str, caller: Principal = ACCESS_KEY_PRINCIPAL

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from google.protobuf import timestamp_pb2
+from google.protobuf.message import DecodeError
 
 from aop import chat_pb2, content_pb2, envelope_pb2, event_pb2
 from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
@@ -53,11 +54,11 @@ from aophub.hub.live_session import LiveSession
 from aophub.hub.nodes import NodeGone, NodeHandle
 from aophub.hub.turns import IllegalTransition
 from aophub.hub.watch import follow
-from aophub.protocol.codec import pack
+from aophub.protocol.codec import TYPE_URL_PREFIX, pack
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
 from aophub.store.base import PutSubagent, StoreError, SubagentRecord
-from aophub.v1 import config_pb2, subagent_pb2
+from aophub.v1 import config_pb2, interaction_pb2, subagent_pb2
 
 __all__ = [
     "CANCEL_WITH_PARENT",
@@ -93,6 +94,7 @@ KEEP_ON_PARENT_CANCEL = "keep"
 CANCEL_WITH_PARENT = "cancel"
 PARENT_CANCEL_POLICIES = (KEEP_ON_PARENT_CANCEL, CANCEL_WITH_PARENT)
 _LIST_LIMIT = 1000
+_INTERACTION_URL = TYPE_URL_PREFIX + interaction_pb2.Interaction.DESCRIPTOR.full_name
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -138,6 +140,18 @@ def label_of(task: str) -> str:
     """A short name for a task that came without one: its first words."""
     words = " ".join(task.split())
     return words if len(words) <= MAX_LABEL_CHARS else words[: MAX_LABEL_CHARS - 1].rstrip() + "…"
+
+
+def _asks(event: event_pb2.Event) -> bool:
+    """Whether ``event`` opens an interaction: the child waits for a person (an approval) or an application."""
+    if event.WhichOneof("payload") != "extension" or event.extension.type_url != _INTERACTION_URL:
+        return False
+    interaction = interaction_pb2.Interaction()
+    try:
+        interaction.ParseFromString(event.extension.value)
+    except DecodeError:
+        return False
+    return interaction.state == interaction_pb2.INTERACTION_STATE_PENDING
 
 
 @dataclass(eq=False)
@@ -201,6 +215,7 @@ class Subagents:
         """End the subagents a previous run left RUNNING (``hub_restarted``, told to their parents), then run
         the queued ones; from now on nodes may spawn, and a canceled parent turn is noticed."""
         self._hub.on_turn_canceled(self._parent_turn_canceled)
+        self._hub.on_session_closed(self._parent_closed)
         self._hub.serve_subagents(self.from_node)
         interrupted = await self._load(RUNNING)
         for subagent in interrupted:
@@ -435,6 +450,12 @@ class Subagents:
         for subagent_id in children:
             self._hub.spawn(self._cancel_quietly(subagent_id, f"its parent turn {turn_id} was canceled"))
 
+    def _parent_closed(self, session_id: str) -> None:
+        """A session was closed: its subagents end (whatever the policy), since nobody could hear their answer."""
+        children = [subagent.id for subagent in self._active.values() if subagent.parent_session_id == session_id]
+        for subagent_id in children:
+            self._hub.spawn(self._cancel_quietly(subagent_id, f"its parent session {session_id} was closed"))
+
     async def _cancel_quietly(self, subagent_id: str, reason: str) -> None:
         with contextlib.suppress(HubError):
             await self._cancel(subagent_id, reason)
@@ -568,15 +589,17 @@ class Subagents:
             elif kind == "message" and event.message.role == "assistant" and event.turn_id == subagent.id:
                 run.answer = message_text(event.message)
             subagent.last_activity = describe(event)
+            waiting = _asks(event)
+            if waiting:
+                subagent.last_activity = f"waiting for an answer (approval or client tool) in session {child.id}"
             if kind == "turn_ended" and event.turn_id == subagent.id and not run.ended.done():
                 run.ended.set_result(event.turn_ended)
             elif kind == "session_ended" and not run.closed.done():
                 run.closed.set_result(None)
             now = self._clock()
-            if (
-                subagent.status == RUNNING
-                and subagent.tool_calls != run.reported_tool_calls
-                and now - run.reported_at >= self._progress_interval
+            if subagent.status == RUNNING and (
+                waiting
+                or (subagent.tool_calls != run.reported_tool_calls and now - run.reported_at >= self._progress_interval)
             ):
                 run.reported_at, run.reported_tool_calls = now, subagent.tool_calls
                 await self._report(subagent)
