@@ -12,6 +12,7 @@ subagents as configured; the concurrency bound queues, the timeout fails.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import time
@@ -25,6 +26,9 @@ from connectrpc.errors import ConnectError
 
 from aop import chat_pb2, protocol_pb2
 from aophub.config import ConfigStore, default_config
+from aophub.node.client import serve_agent
+from aophub.node.runtime import NodeRuntime, SubagentRequest
+from aophub.node.turn import Turn
 from aophub.protocol.codec import TYPE_URL_PREFIX, pack
 from aophub.v1 import config_pb2, extensions_pb2, subagent_connect, subagent_pb2, token_connect, token_pb2
 
@@ -411,3 +415,56 @@ async def test_a_subagent_waiting_for_an_approval_says_so_in_the_parent(tmp_path
         async with subagent_connect.SubagentServiceClient(hub.http, interceptors=[BearerKey(TOKEN)]) as client:
             request = subagent_pb2.CancelSubagentRequest(request_id="c", subagent_id=update.id)
             assert (await client.cancel_subagent(request)).accepted.status == CANCELED
+
+
+class RemoteParent:
+    """A remote SDK agent: a turn saying "spawn" starts one subagent; any other turn answers "child done"."""
+
+    def __init__(self) -> None:
+        self.finished: list[subagent_pb2.Subagent] = []
+        self.told = asyncio.Event()
+
+    def status(self) -> protocol_pb2.AgentStatus:
+        return protocol_pb2.AgentStatus(provider="test", model="remote")
+
+    async def run_turn(self, turn: Turn) -> str:
+        if turn.input_text == "spawn" and turn.can_spawn:
+            answer_ = await turn.spawn("report", "remote job", "call_remote")
+            assert not answer_.HasField("rejected"), answer_
+        else:
+            await turn.text("child done")
+            await turn.complete()
+        return "completed"
+
+    def bind_subagents(self, request: SubagentRequest | None) -> None:
+        return None
+
+    def subagent_finished(self, subagent: subagent_pb2.Subagent) -> None:
+        self.finished.append(subagent)
+        self.told.set()
+
+
+async def test_a_remote_node_spawns_over_its_socket_and_is_told_the_end(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """The subagent namespace over a node's WebSocket: the hub echoes the capability, runs the child on that node,
+    and sends the node the finished notice after the parent session got the final update."""
+    configure(tmp_path, fake)
+    agent = RemoteParent()
+    connected: asyncio.Queue[NodeRuntime] = asyncio.Queue()
+    async with checked_hub(tmp_path) as hub, await AppSocket.open(hub.app_url) as app:
+        node = asyncio.create_task(
+            serve_agent(hub.http, TOKEN, "remote", agent, reconnect=False, on_connected=connected.put_nowait)
+        )
+        try:
+            runtime = await asyncio.wait_for(connected.get(), 10)
+            assert runtime.subagents
+            parent = await app.open_session("remote")
+            watch = await app.watch(parent.id)
+            await completed_turn(app, parent.id, watch, "spawn")
+            done = await next_update(app, watch, COMPLETED)
+            assert (done.node_id, done.result, done.parent_tool_call_id) == ("remote", "child done", "call_remote")
+            await asyncio.wait_for(agent.told.wait(), 10)  # the notice follows the stored update on the socket
+            assert [subagent.id for subagent in agent.finished] == [done.id]
+        finally:
+            node.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await node
