@@ -13,6 +13,11 @@ A running summary (a message event with ``aophub.v1.ContextSummary``, written in
 conversation outgrew its budget or a threshold, or by ``/summarize`` outside any turn) replaces the
 previous summary and the ``folded_messages`` oldest messages after it, exactly as
 :func:`aophub.agent.context.apply_fold` did in memory when it was written.
+
+A finished subagent's final ``aophub.v1.SubagentUpdate`` (an event of no turn, stored whenever it
+ended, even in the middle of a turn) becomes a user-role note just before the next user message
+(or at the end), as the agent adds it in memory before the next turn's input
+(:mod:`aophub.agent.subagents`).
 """
 
 from __future__ import annotations

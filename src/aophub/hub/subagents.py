@@ -308,6 +308,10 @@ class Subagents:
                 return  # answers and notices are the hub's to send
         except HubError as error:
             answer.rejected.CopyFrom(to_rejection(error))
+        except StoreError as failure:
+            log.warning("node %s: a subagent request failed in the store: %s", handle.node_id, failure)
+            refused = HubError(Code.UNAVAILABLE, "the hub could not store the request; retry later", retryable=True)
+            answer.rejected.CopyFrom(to_rejection(refused))
         reply = subagent_pb2.SubagentProtocolMessage(answer=answer)
         with contextlib.suppress(NodeGone):
             await handle.link.send(

@@ -263,7 +263,9 @@ class NodeRuntime:
                 return await future
         except TimeoutError:
             refused = subagent_pb2.SubagentAnswer()
-            refused.rejected.code, refused.rejected.message = "unavailable", "the hub did not answer in time"
+            refused.rejected.CopyFrom(
+                to_rejection(HubError(Code.UNAVAILABLE, "the hub did not answer in time", retryable=True))
+            )
             return refused
         finally:
             self._subagent_requests.pop(envelope_id, None)
