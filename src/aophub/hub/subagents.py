@@ -9,8 +9,9 @@ session on the parent's node (``parent_session_id`` and ``parent_tool_call_id`` 
 owner and shares), run one turn there (its id is the subagent's) with the task as input, follow
 the child's events for progress and the end, and close the child session, whatever the outcome.
 
-The parent is told through its own session: every change (spawned, started, progress at most
-every ``progress_interval`` seconds, the end) is an ``Event.extension`` holding an
+The parent is told through its own session: every change (spawned; started, once the child
+session is open; progress after tool calls, at most every ``progress_interval`` seconds, and at
+once when the child waits for an interaction; the end) is an ``Event.extension`` holding an
 ``aophub.v1.SubagentUpdate``, durable and replayable, seen by every client of the parent. The
 final one carries the answer (the child turn's last assistant text) or the error, and is
 committed in one batch with the subagent's final record, so it is published exactly once: a hub
@@ -26,9 +27,11 @@ Lifecycle (:class:`IllegalTransition` for anything else)::
 
 A subagent is canceled by ``SubagentService.CancelSubagent``, by its node (``/subagents cancel``),
 or with its parent turn when ``agent.subagent_on_parent_cancel`` is ``cancel``; with ``keep`` (the
-default) it outlives a canceled parent turn and still reports into the parent session. Only those
-who see the parent session see its subagents, and only those who act in it cancel them. A child
-session cannot spawn subagents of its own (one level).
+default) it outlives a canceled parent turn and still reports into the parent session. Closing the
+parent session cancels its subagents whatever the policy (nothing is published into a closed
+session, checked under its lock; the final state is stored). Only those who see the parent
+session see its subagents, and only those who act in it cancel them. A child session cannot
+spawn subagents of its own (one level).
 """
 
 from __future__ import annotations
@@ -365,7 +368,7 @@ class Subagents:
         else:
             self._queue.append(subagent.id)
         try:
-            await self._publish(parent, subagent)
+            await self._publish(parent, subagent, refuse_closed=True)
         except BaseException:
             self._active.pop(subagent.id, None)
             self._runs.pop(subagent.id, None)
@@ -650,7 +653,7 @@ class Subagents:
         """Store the subagent and publish it into its parent session in one batch (only the record when the
         parent is closed or gone); a final one is also sent to the parent's node."""
         parent = await self._hub.session(subagent.parent_session_id)
-        if parent is None or parent.closed:
+        if parent is None:
             await self._save(subagent)
         else:
             await self._publish(parent, subagent)
@@ -659,10 +662,20 @@ class Subagents:
             log.info("subagent %s ended: %s%s", subagent.id, status_name(subagent.status), error)
             await self._tell_node(subagent)
 
-    async def _publish(self, parent: LiveSession, subagent: subagent_pb2.Subagent) -> None:
-        event = self._hub.new_event(parent)  # session-level: the parent turn may have ended long ago
-        event.extension.CopyFrom(pack(subagent_pb2.SubagentUpdate(subagent=self._view(subagent))))
-        await parent.log.publish(event, [PutSubagent(_record(subagent))])
+    async def _publish(
+        self, parent: LiveSession, subagent: subagent_pb2.Subagent, *, refuse_closed: bool = False
+    ) -> None:
+        """Store the subagent with its update in the parent session, under the parent's lock so that nothing
+        follows its ``session_ended``: a closed parent gets no event (``refuse_closed``: FAILED_PRECONDITION)."""
+        async with parent.lock:
+            if parent.closed:
+                if refuse_closed:
+                    raise HubError(Code.FAILED_PRECONDITION, f"session {parent.id} is closed")
+                await self._save(subagent)
+                return
+            event = self._hub.new_event(parent)  # session-level: the parent turn may have ended long ago
+            event.extension.CopyFrom(pack(subagent_pb2.SubagentUpdate(subagent=self._view(subagent))))
+            await parent.log.publish(event, [PutSubagent(_record(subagent))])
 
     async def _tell_node(self, subagent: subagent_pb2.Subagent) -> None:
         node = self._hub.nodes.get(subagent.node_id)
