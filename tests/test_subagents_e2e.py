@@ -30,7 +30,16 @@ from aophub.node.client import serve_agent
 from aophub.node.runtime import NodeRuntime, SubagentRequest
 from aophub.node.turn import Turn
 from aophub.protocol.codec import TYPE_URL_PREFIX, pack
-from aophub.v1 import config_pb2, extensions_pb2, subagent_connect, subagent_pb2, token_connect, token_pb2
+from aophub.v1 import (
+    config_pb2,
+    extensions_pb2,
+    session_connect,
+    session_pb2,
+    subagent_connect,
+    subagent_pb2,
+    token_connect,
+    token_pb2,
+)
 
 from .support.command_client import receipt, send_command
 from .support.fake_openai import FakeOpenAI, FinishChunk, Gate, Recorded, Reply, Text, answer, fake_openai, tool_calls
@@ -468,3 +477,19 @@ async def test_a_remote_node_spawns_over_its_socket_and_is_told_the_end(tmp_path
             node.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await node
+
+
+async def test_deleting_the_parent_session_ends_its_subagents(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """DeleteSession of the parent cancels its running subagent: the child session is closed "subagent canceled"."""
+    configure(tmp_path, fake)
+    fake.responder = Model()
+    async with checked_hub(tmp_path) as hub, await AppSocket.open(hub.app_url) as app:
+        parent = await app.open_session("local")
+        watch = await app.watch(parent.id)
+        await completed_turn(app, parent.id, watch, "Count in the background.")
+        running = await next_update(app, watch, RUNNING)
+        child_watch = await app.watch(running.session_id)
+        async with session_connect.SessionServiceClient(hub.http, interceptors=[BearerKey(TOKEN)]) as sessions:
+            await sessions.delete_session(session_pb2.DeleteSessionRequest(request_id="del", session_id=parent.id))
+        _, ended = await app.wait_for(lambda e, m: e.reply_to == child_watch and m.event.HasField("session_ended"))
+        assert ended.event.session_ended.reason == "subagent canceled"

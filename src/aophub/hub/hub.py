@@ -263,7 +263,7 @@ class Hub:
         self._turn_lifecycle.cancel_observers.append(observer)
 
     def on_session_closed(self, observer: Callable[[str], None]) -> None:
-        """Call ``observer(session_id)`` whenever a session is closed (its ``session_ended`` is stored)."""
+        """Call ``observer(session_id)`` whenever a session is closed (its ``session_ended`` is stored) or deleted."""
         self._close_observers.append(observer)
 
     def serve_subagents(self, handler: SubagentHandler) -> None:
@@ -589,8 +589,13 @@ class Hub:
         return await self._session_admin.share(session_id, name, share=share, caller=caller)
 
     async def delete_session(self, session_id: str, caller: Principal = ACCESS_KEY_PRINCIPAL) -> int:
-        """Delete a session ``caller`` may act in, with its events, turns and interactions; the events deleted."""
-        return await self._session_admin.delete(session_id, caller)
+        """Delete a session ``caller`` may act in, with its events, turns and interactions; the events deleted.
+
+        Observers of closes are told (a deleted session is gone for good)."""
+        deleted = await self._session_admin.delete(session_id, caller)
+        for observer in self._close_observers:
+            observer(session_id)
+        return deleted
 
     async def list_events(
         self, request: chat_pb2.ListEventsRequest, caller: Principal = ACCESS_KEY_PRINCIPAL

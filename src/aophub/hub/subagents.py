@@ -27,9 +27,9 @@ Lifecycle (:class:`IllegalTransition` for anything else)::
 
 A subagent is canceled by ``SubagentService.CancelSubagent``, by its node (``/subagents cancel``),
 or with its parent turn when ``agent.subagent_on_parent_cancel`` is ``cancel``; with ``keep`` (the
-default) it outlives a canceled parent turn and still reports into the parent session. Closing the
-parent session cancels its subagents whatever the policy (nothing is published into a closed
-session, checked under its lock; the final state is stored). Only those who see the parent
+default) it outlives a canceled parent turn and still reports into the parent session. Closing or
+deleting the parent session cancels its subagents whatever the policy (nothing is published into
+a closed session, checked under its lock; the final state is stored). Only those who see the parent
 session see its subagents, and only those who act in it cancel them. A child session cannot
 spawn subagents of its own (one level).
 """
@@ -458,7 +458,8 @@ class Subagents:
             self._hub.spawn(self._cancel_quietly(subagent_id, f"its parent turn {turn_id} was canceled"))
 
     def _parent_closed(self, session_id: str) -> None:
-        """A session was closed: its subagents end (whatever the policy), since nobody could hear their answer."""
+        """A session was closed or deleted: its subagents end (whatever the policy), since nobody could hear
+        their answer."""
         children = [subagent.id for subagent in self._active.values() if subagent.parent_session_id == session_id]
         for subagent_id in children:
             self._hub.spawn(self._cancel_quietly(subagent_id, f"its parent session {session_id} was closed"))
