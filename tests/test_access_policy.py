@@ -37,7 +37,7 @@ from aophub.protocol.codec import TYPE_URL_PREFIX, pack
 from aophub.protocol.mux import NamespaceRouter
 from aophub.protocol.node_namespaces import NAMESPACES
 from aophub.rpc.commands import with_command_namespaces
-from aophub.v1 import interaction_pb2, scan_pb2, workspace_pb2
+from aophub.v1 import interaction_pb2, scan_pb2, subagent_pb2, workspace_pb2
 
 from .support.raw_node import RawNode
 from .support.rpc import post
@@ -244,6 +244,7 @@ def _request(case: str) -> Message:
         _CORE.full_name: protocol_pb2.ProtocolMessage,
         interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name: interaction_pb2.InteractionProtocolMessage,
         scan_pb2.ScanProtocolMessage.DESCRIPTOR.full_name: scan_pb2.ScanProtocolMessage,
+        subagent_pb2.SubagentProtocolMessage.DESCRIPTOR.full_name: subagent_pb2.SubagentProtocolMessage,
         workspace_pb2.WorkspaceProtocolMessage.DESCRIPTOR.full_name: workspace_pb2.WorkspaceProtocolMessage,
     }
     types.update({message.DESCRIPTOR.full_name: message for message in command_namespaces()})

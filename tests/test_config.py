@@ -12,7 +12,7 @@ import pytest
 import yaml
 from google.protobuf import json_format
 
-from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
+from aophub.config import CONFIG_FILE, ConfigError, ConfigStore, validate
 from aophub.v1 import config_pb2
 
 from .support.config_table import SETTINGS, document_with, value_at
@@ -302,3 +302,18 @@ def test_a_hard_link_to_the_configuration_keeps_nothing_after_a_rewrite(tmp_path
     store.save(store.config)
     assert "sk-secret-key" in path.read_text()
     assert link.read_text() == ""
+
+
+def test_subagent_settings_are_validated() -> None:
+    """agent.subagent_on_parent_cancel is "keep", "cancel" or empty; agent.subagent_concurrency at most 32."""
+    fine = config_pb2.Config(
+        agent=config_pb2.AgentSettings(subagent_concurrency=32, subagent_on_parent_cancel="cancel")
+    )
+    assert validate(fine) == []
+    assert validate(config_pb2.Config(agent=config_pb2.AgentSettings(subagent_on_parent_cancel="keep"))) == []
+    bad = config_pb2.Config(agent=config_pb2.AgentSettings(subagent_concurrency=33, subagent_on_parent_cancel="drop"))
+    violations = {violation.field: violation.description for violation in validate(bad)}
+    assert violations == {
+        "agent.subagent_concurrency": "must be at most 32",
+        "agent.subagent_on_parent_cancel": "must be one of keep, cancel",
+    }

@@ -7,6 +7,7 @@ from aop import content_pb2, event_pb2, value_pb2
 from aophub.agent.history import Conversations, history_from_events
 from aophub.agent.provider import AssistantToolCall, ChatMessage
 from aophub.protocol.codec import pack
+from aophub.v1 import subagent_pb2
 
 
 def text_message(role: str, text: str, turn: str, calls: tuple[content_pb2.ToolCall, ...] = ()) -> event_pb2.Event:
@@ -151,3 +152,40 @@ def test_commands_are_not_part_of_the_conversation_and_reset_starts_it_afresh() 
     unreadable = command_output("/reset")
     unreadable.extensions[0].value = b"\xff"
     assert len(history_from_events([*events[:2], unreadable])) == 2  # not a marker it cannot read
+
+
+def subagent_update(status: int, *, result: str = "", error: str = "") -> event_pb2.Event:
+    subagent = subagent_pb2.Subagent(id="sub-1", label="count", status=status, result=result)  # type: ignore[arg-type]
+    if error:
+        subagent.error.message = error
+    return event_pb2.Event(extension=pack(subagent_pb2.SubagentUpdate(subagent=subagent)))
+
+
+def test_a_finished_subagent_is_told_before_the_next_input_and_progress_is_not() -> None:
+    """A final SubagentUpdate (of no turn, possibly mid-turn) becomes a user note before the next user message;
+    one with nothing after it ends the history; updates of running subagents are left out."""
+    events = [
+        text_message("user", "count in the background", "t1"),
+        text_message("assistant", "", "t1", (call("c1"),)),
+        subagent_update(subagent_pb2.SUBAGENT_STATUS_RUNNING),
+        subagent_update(subagent_pb2.SUBAGENT_STATUS_COMPLETED, result="42 files"),
+        result("c1", "started", "t1"),
+        text_message("assistant", "started it", "t1"),
+        text_message("user", "done?", "t2"),
+        text_message("assistant", "yes", "t2"),
+        subagent_update(subagent_pb2.SUBAGENT_STATUS_FAILED, error="the hub restarted"),
+    ]
+    history = history_from_events(events)
+    assert [message.role for message in history] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert history[4] == ChatMessage("user", "[Background task sub-1 (count) completed. Its answer:\n42 files\n]")
+    assert history[5] == ChatMessage("user", "done?")
+    assert history[7] == ChatMessage("user", "[Background task sub-1 (count) failed: the hub restarted]")

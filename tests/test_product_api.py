@@ -76,6 +76,7 @@ def test_every_service_of_the_design_exists() -> None:
         "TokenService",
         "MemoryService",
         "SkillService",
+        "SubagentService",
     }
 
 

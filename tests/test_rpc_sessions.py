@@ -483,6 +483,7 @@ async def test_list_commands_adds_the_catalog_the_node_published(app: AppSocket,
         ("summarize", "local"),
         ("memory", "local"),
         ("status", "local"),
+        ("subagents", "local"),
         ("title", "local"),
     ]
     agents = await rpc.agents.list_agents(agent_pb2.ListAgentsRequest())

@@ -50,8 +50,10 @@ from aophub.store.base import (
     PutBridgeBinding,
     PutBridgeRequest,
     PutScan,
+    PutSubagent,
     PutToken,
     ScanRecord,
+    SubagentRecord,
     TokenRecord,
 )
 from aophub.store.postgres import PostgresStore
@@ -968,6 +970,25 @@ async def test_share_and_unshare_rewrite_the_session_row(store: AnyStore) -> Non
     stored = await store.get_session("s")
     assert stored is not None
     assert (stored.owner, stored.shared_with) == ("alice", ("carol",))
+
+
+async def test_subagents_list_by_parent_and_status_oldest_first(store: AnyStore) -> None:
+    """list_subagents filters by parent session and status, oldest first; an update keeps the row's place."""
+    await store.submit(
+        [
+            PutSubagent(SubagentRecord("a2", "p1", 1, 2.0, b"x")),
+            PutSubagent(SubagentRecord("a1", "p1", 2, 1.0, b"y")),
+            PutSubagent(SubagentRecord("b1", "p2", 2, 1.5, b"z")),
+        ]
+    )
+    await store.submit([PutSubagent(SubagentRecord("a1", "p1", 3, 1.0, b"done"))])
+    assert [record.id for record in await store.list_subagents(parent_session_id="p1")] == ["a1", "a2"]
+    assert [record.id for record in await store.list_subagents(statuses=[2])] == ["b1"]
+    assert [record.id for record in await store.list_subagents(statuses=[1, 3])] == ["a1", "a2"]
+    assert [record.id for record in await store.list_subagents(limit=2)] == ["a1", "b1"]
+    assert await store.list_subagents(parent_session_id="p3") == []
+    assert await store.get_subagent("a1") == SubagentRecord("a1", "p1", 3, 1.0, b"done")
+    assert await store.get_subagent("nope") is None
 
 
 async def test_scans_list_by_owner(store: AnyStore) -> None:

@@ -158,6 +158,25 @@ def _scan_problems(config: config_pb2.Config) -> Violations:
     return problems
 
 
+# agent.subagent_on_parent_cancel: what a canceled parent turn does to its subagents (aophub.hub.subagents).
+SUBAGENT_PARENT_CANCEL_POLICIES = ("keep", "cancel")
+MAX_SUBAGENT_CONCURRENCY = 32
+
+
+def _subagent_problems(config: config_pb2.Config) -> Violations:
+    problems: Violations = []
+    if config.agent.subagent_concurrency > MAX_SUBAGENT_CONCURRENCY:
+        problems.append(_violation("agent.subagent_concurrency", f"must be at most {MAX_SUBAGENT_CONCURRENCY}"))
+    policy = config.agent.subagent_on_parent_cancel
+    if policy and policy not in SUBAGENT_PARENT_CANCEL_POLICIES:
+        problems.append(
+            _violation(
+                "agent.subagent_on_parent_cancel", f"must be one of {', '.join(SUBAGENT_PARENT_CANCEL_POLICIES)}"
+            )
+        )
+    return problems
+
+
 def _sandbox_problems(config: config_pb2.Config) -> Violations:
     problems: Violations = []
     for field in ("deny_patterns", "allow_patterns"):
@@ -212,6 +231,7 @@ def validate(config: config_pb2.Config) -> Violations:
     problems = (
         _profile_problems(config)
         + _scan_problems(config)
+        + _subagent_problems(config)
         + _sandbox_problems(config)
         + _llm_push_problems(config)
         + _bridge_problems(config)

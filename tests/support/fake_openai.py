@@ -30,6 +30,7 @@ __all__ = [
     "Chunk",
     "FakeOpenAI",
     "FinishChunk",
+    "Gate",
     "RawLine",
     "Reasoning",
     "Recorded",
@@ -103,7 +104,14 @@ class Stall:
     seconds: float
 
 
-Chunk = Text | Reasoning | ToolCallChunk | UsageChunk | FinishChunk | RawLine | Stall
+@dataclass(frozen=True)
+class Gate:
+    """Send nothing until the test sets ``opened`` (or the server stops): a model still thinking."""
+
+    opened: asyncio.Event
+
+
+Chunk = Text | Reasoning | ToolCallChunk | UsageChunk | FinishChunk | RawLine | Stall | Gate
 
 
 @dataclass(frozen=True)
@@ -261,6 +269,12 @@ class FakeOpenAI:
         for chunk in reply.chunks:
             if isinstance(chunk, Stall):
                 await self._pause(chunk.seconds)
+            elif isinstance(chunk, Gate):
+                stopping = asyncio.ensure_future(self._stopping.wait())
+                opened = asyncio.ensure_future(chunk.opened.wait())
+                await asyncio.wait([stopping, opened], return_when=asyncio.FIRST_COMPLETED)
+                stopping.cancel()
+                opened.cancel()
             elif isinstance(chunk, RawLine):
                 yield chunk.line + "\n\n"
             elif isinstance(chunk, UsageChunk):

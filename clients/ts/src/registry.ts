@@ -29,6 +29,7 @@ import { file_aophub_v1_memory } from "./gen/aophub/v1/memory_pb.js";
 import { file_aophub_v1_scan } from "./gen/aophub/v1/scan_pb.js";
 import { file_aophub_v1_session } from "./gen/aophub/v1/session_pb.js";
 import { file_aophub_v1_skill } from "./gen/aophub/v1/skill_pb.js";
+import { file_aophub_v1_subagent } from "./gen/aophub/v1/subagent_pb.js";
 import { file_aophub_v1_system } from "./gen/aophub/v1/system_pb.js";
 import { file_aophub_v1_token } from "./gen/aophub/v1/token_pb.js";
 import { file_aophub_v1_workspace } from "./gen/aophub/v1/workspace_pb.js";
@@ -61,6 +62,7 @@ export const files: readonly DescFile[] = [
   file_aophub_v1_scan,
   file_aophub_v1_session,
   file_aophub_v1_skill,
+  file_aophub_v1_subagent,
   file_aophub_v1_system,
   file_aophub_v1_token,
   file_aophub_v1_workspace,

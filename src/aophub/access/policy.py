@@ -51,6 +51,9 @@ RPC_METHODS: Final[dict[str, Scope]] = {
     "aophub.v1.ScanService/ListScans": READ,
     "aophub.v1.ScanService/CancelScan": APP,
     "aophub.v1.ScanService/GetScanReport": READ,
+    # A session's subagents: seen by whoever sees the parent session, canceled by whoever acts in it.
+    "aophub.v1.SubagentService/ListSubagents": READ,
+    "aophub.v1.SubagentService/CancelSubagent": APP,
     "aophub.v1.InteractionService/AnswerInteraction": APP,
     "aophub.v1.InteractionService/ListInteractions": READ,
     "aophub.v1.ArtifactService/SyncArtifacts": APP,
@@ -110,6 +113,12 @@ APPLICATION_REQUESTS: Final[dict[str, Scope | None]] = {
     "aophub.v1.ScanProtocolMessage.update": None,
     "aophub.v1.ScanProtocolMessage.event": None,
     "aophub.v1.ScanProtocolMessage.rejected": None,
+    # The node channel's subagent namespace: nothing of it is an application request.
+    "aophub.v1.SubagentProtocolMessage.spawn_request": None,
+    "aophub.v1.SubagentProtocolMessage.list_request": None,
+    "aophub.v1.SubagentProtocolMessage.cancel_request": None,
+    "aophub.v1.SubagentProtocolMessage.answer": None,
+    "aophub.v1.SubagentProtocolMessage.finished": None,
     # Slash commands (AOP-nodes 9.7.1), in both generations' namespace.
     "aiscan.command.CommandProtocolMessage.request": APP,
     "aiscan.command.CommandProtocolMessage.catalog": None,

@@ -34,6 +34,7 @@ from aophub.agent.skills import (
     SkillNotFound,
     listing,
 )
+from aophub.agent.subagents import SUBAGENTS_COMMAND, describe
 from aophub.agent.summaries import summary_event_parts
 from aophub.agent.tokens import ENCODINGS_DIR
 from aophub.agent.tools import ToolBox
@@ -51,7 +52,7 @@ from aophub.node.terminals import (
 from aophub.node.workspace import ConfinedFiles, SandboxedExec, WorkspaceServices
 from aophub.settings import DATABASE_FILE
 from aophub.store.base import Store
-from aophub.v1 import config_pb2
+from aophub.v1 import config_pb2, subagent_pb2
 
 __all__ = [
     "AUDIT_LOG",
@@ -345,7 +346,40 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
         description="List the skills (and why any is unavailable), or enable or disable one",
     )
     commands.add("/status", status, description="Show the agent's model and its configuration problems")
+    add_subagents_command(commands, agent)
     return commands
+
+
+def add_subagents_command(commands: NodeCommands, agent: BuiltinAgent) -> None:
+    """``/subagents``: list the session's subagents; ``/subagents cancel ID`` cancels one (see
+    :mod:`aophub.hub.subagents`). Asked of the hub through the node's connection."""
+
+    async def subagents(call: CommandCall) -> CommandOutput:
+        if agent.subagent_request is None:
+            raise CommandFailed("this node's hub runs no subagents")
+        words = call.args.split()
+        if not words:
+            request = subagent_pb2.SubagentProtocolMessage(
+                list_request=subagent_pb2.ListSubagentsRequest(parent_session_id=call.session_id)
+            )
+        elif words[0] == "cancel" and len(words) == 2:
+            cancel = subagent_pb2.CancelSubagentRequest(
+                subagent_id=words[1], reason="canceled with /subagents", parent_session_id=call.session_id
+            )
+            request = subagent_pb2.SubagentProtocolMessage(cancel_request=cancel)
+        else:
+            raise CommandFailed(f"usage: {SUBAGENTS_COMMAND} [cancel ID]")
+        answer = await agent.subagent_request(request)
+        if answer.HasField("rejected"):
+            raise CommandFailed(answer.rejected.message or answer.rejected.code)
+        return CommandOutput(describe(list(answer.subagents)), "preformatted")
+
+    commands.add(
+        SUBAGENTS_COMMAND,
+        subagents,
+        usage="[cancel ID]",
+        description="List this session's subagents (background tasks), or cancel one",
+    )
 
 
 def terminal_settings(settings: config_pb2.SandboxSettings) -> TerminalSettings:

@@ -13,6 +13,11 @@ A running summary (a message event with ``aophub.v1.ContextSummary``, written in
 conversation outgrew its budget or a threshold, or by ``/summarize`` outside any turn) replaces the
 previous summary and the ``folded_messages`` oldest messages after it, exactly as
 :func:`aophub.agent.context.apply_fold` did in memory when it was written.
+
+A finished subagent's final ``aophub.v1.SubagentUpdate`` (an event of no turn, stored whenever it
+ended, even in the middle of a turn) becomes a user-role note just before the next user message
+(or at the end), as the agent adds it in memory before the next turn's input
+(:mod:`aophub.agent.subagents`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from aop import content_pb2, event_pb2
 from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES, attachments_of, user_message
 from aophub.agent.context import apply_fold
 from aophub.agent.provider import AssistantToolCall, ChatMessage
+from aophub.agent.subagents import final_update_of, note_text
 from aophub.agent.summaries import summary_of
 from aophub.protocol.codec import decode_into
 from aophub.protocol.errors import Code, HubError
@@ -145,10 +151,15 @@ def history_from_events(
     """
     history: list[ChatMessage] = []
     open_calls: list[str] = []
+    notes: list[ChatMessage] = []  # finished subagents, told before the next input (as run_turn does)
     for event in events:
         if exclude_turn and event.turn_id == exclude_turn:
             continue
         kind = event.WhichOneof("payload")
+        finished = final_update_of(event)
+        if finished is not None:
+            notes.append(ChatMessage("user", note_text(finished)))
+            continue
         summary = summary_of(event)
         if summary is not None:
             history.extend(_unanswered(open_calls))
@@ -163,6 +174,8 @@ def history_from_events(
             history.extend(_unanswered(open_calls))
             open_calls = []
             if event.message.role == "user":
+                history.extend(notes)
+                notes = []
                 attachments = attachments_of(event.message, event.turn_id, inline_limit)
                 history.append(user_message(event.message, attachments))
             else:
@@ -174,4 +187,5 @@ def history_from_events(
             text = _text(event.tool_result.output) or "(no output)"
             history.append(ChatMessage("tool", text, tool_call_id=event.tool_result.call_id))
     history.extend(_unanswered(open_calls))
+    history.extend(notes)
     return history

@@ -75,14 +75,15 @@ from aophub.agent.provider import (
 )
 from aophub.agent.sandbox import Workspace
 from aophub.agent.skills import DEFAULT_PROMPT_TOKENS, SkillCatalog
+from aophub.agent.subagents import SPAWN_TOOL, SpawnRefused, note_text, spawn_arguments, spawn_definition
 from aophub.agent.summaries import summary_event_parts, write_summary
 from aophub.agent.tokens import TokenCounter, counter_for, request_tokens
 from aophub.ids import new_id
-from aophub.node.runtime import Agent
+from aophub.node.runtime import Agent, SubagentRequest
 from aophub.node.turn import Turn, TurnFailed
 from aophub.protocol.codec import decode_into
 from aophub.protocol.errors import Code, HubError
-from aophub.v1 import config_pb2, extensions_pb2, interaction_pb2
+from aophub.v1 import config_pb2, extensions_pb2, interaction_pb2, subagent_pb2
 
 __all__ = [
     "CLIENT_TOOL_KIND",
@@ -253,6 +254,10 @@ class BuiltinAgent:
         self.memory = memory
         # The skills whose summaries go into the system prompt (agent.skills_enabled, with the tools).
         self.skills = skills
+        # How to ask the hub about subagents (spawn, list, cancel); None while it runs none.
+        self.subagent_request: SubagentRequest | None = None
+        # Notes on finished subagents, by parent session, for its next turn (see run_turn).
+        self._subagent_notes: dict[str, list[str]] = {}
 
     def __repr__(self) -> str:
         profile = self._profile()
@@ -314,6 +319,20 @@ class BuiltinAgent:
         """Start the session's conversation afresh: the next turn sees nothing said before (``/reset``)."""
         self.history[session_id] = []
 
+    def bind_subagents(self, request: SubagentRequest | None) -> None:
+        """The node runtime's way to ask the hub about subagents (``None``: its hub runs none)."""
+        self.subagent_request = request
+
+    def subagent_finished(self, subagent: subagent_pb2.Subagent) -> None:
+        """Keep a note of a finished subagent for its parent session's next turn."""
+        self._subagent_notes.setdefault(subagent.parent_session_id, []).append(note_text(subagent))
+
+    def _take_notes(self, session_id: str, *, rebuilt: bool) -> list[ChatMessage]:
+        """The notes kept for the session, as user-role messages; none when its conversation was just rebuilt
+        from the stored events, which hold them already."""
+        notes = self._subagent_notes.pop(session_id, [])
+        return [] if rebuilt else [ChatMessage("user", note) for note in notes]
+
     async def run_turn(self, turn: Turn) -> str:
         profile = self._profile()
         if profile is None or profile.provider == config_pb2.PROVIDER_KIND_ECHO:
@@ -324,7 +343,9 @@ class BuiltinAgent:
         # Snapshots: a configuration change applies from the next turn, never halfway through one.
         profile = _copy(profile)
         settings = _copy(self._settings())
+        kept = turn.session_id in self.history
         history = await self._conversation(turn.session_id, turn.turn_id)
+        history.extend(self._take_notes(turn.session_id, rebuilt=not kept))
         workspace = self._workspace() if callable(self._workspace) else self._workspace
         remembered = ""
         if self.memory is not None and settings.memory_enabled:
@@ -417,6 +438,8 @@ class _TurnRun:
         self.max_history = options.max_history_messages
         if tools is not None and tools_enabled:
             self.agent_tools = {definition.name: definition for definition in tools.definitions()}
+            if turn.can_spawn:
+                self.agent_tools.setdefault(SPAWN_TOOL, spawn_definition())
         if skills and "read_file" in self.agent_tools:  # a skill is followed after reading its file
             self.system_prompt += "\n\n" + skills
         self.client_tools: dict[str, content_pb2.ToolDefinition] = {}
@@ -672,6 +695,8 @@ class _TurnRun:
             denial = _denial(await self._ask(interaction_pb2.INTERACTION_KIND_APPROVAL, call))
             if denial is not None:
                 return f"denied by the user: {denial}", True, 0
+        if call.name == SPAWN_TOOL and self.turn.can_spawn:
+            return await self._spawn(call)
         try:
             outcome = await self._unless_canceled(self._call_tool(self.tools, call))
         except _Canceled:
@@ -680,6 +705,25 @@ class _TurnRun:
             log.exception("tool %s failed", call.name)
             return f"the tool failed: {type(error).__name__}: {error}", True, 0
         return outcome.text, outcome.is_error, outcome.duration_ms
+
+    async def _spawn(self, call: content_pb2.ToolCall) -> tuple[_Output, bool, int]:
+        """Ask the hub to start a subagent; returns at once with its id (the answer comes in a later turn)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            task, label = spawn_arguments(call.arguments.data)
+            answer = await self._unless_canceled(self.turn.spawn(task, label, call.id))
+            if answer.HasField("rejected"):
+                raise SpawnRefused(answer.rejected.message or answer.rejected.code)
+        except SpawnRefused as refused:
+            return f"not started: {refused}", True, int((loop.time() - started) * 1000)
+        subagent = answer.subagents[0]
+        queued = f" (queue position {subagent.queue_position})" if subagent.queue_position else ""
+        text = (
+            f"Subagent {subagent.id} started{queued}: {subagent.label}. It works in the background; its answer "
+            "will reach you in a later turn. Go on with the conversation meanwhile."
+        )
+        return text, False, int((loop.time() - started) * 1000)
 
     async def _call_tool(self, tools: Tools, call: content_pb2.ToolCall) -> ToolOutcome:
         # Tools.call audits the call once its coroutine has started, even if it

@@ -49,7 +49,7 @@ from aophub.hub.live_session import HUB_EMITTER, LiveSession, LiveSessions, chec
 from aophub.hub.llm_push import LlmPusher, LlmPushSource
 from aophub.hub.node_initiated import NodeInitiatedTurns, NodeTurnLimits
 from aophub.hub.node_requests import NODE_REQUEST_TIMEOUT, NodeRequests
-from aophub.hub.node_routing import NodeRouter
+from aophub.hub.node_routing import NodeRouter, SubagentHandler
 from aophub.hub.nodes import NodeHandle, NodeLink, NodeRegistry
 from aophub.hub.request_checks import check_ids, check_node_session_id, parse_cursor
 from aophub.hub.session_admin import SessionAdmin
@@ -117,6 +117,7 @@ class Hub:
         self._clock = clock
         self._ids = ids
         self._tasks: set[asyncio.Task[None]] = set()
+        self._close_observers: list[Callable[[str], None]] = []
         self.started_at = clock()
         self.interactions = Interactions(self, policy=interaction_policy, clock=clock)
         self._sessions = LiveSessions(store, clock=clock, ids=ids)
@@ -264,6 +265,18 @@ class Hub:
     def spawn(self, coroutine: Awaitable[None]) -> None:
         """Run ``coroutine`` in the background; the hub cancels it on stop and logs its failure."""
         self._spawn(coroutine)
+
+    def on_turn_canceled(self, observer: Callable[[str, str], None]) -> None:
+        """Call ``observer(session_id, turn_id)`` whenever a turn is canceled (e.g. subagents going with it)."""
+        self._turn_lifecycle.cancel_observers.append(observer)
+
+    def on_session_closed(self, observer: Callable[[str], None]) -> None:
+        """Call ``observer(session_id)`` whenever a session is closed (its ``session_ended`` is stored) or deleted."""
+        self._close_observers.append(observer)
+
+    def serve_subagents(self, handler: SubagentHandler) -> None:
+        """Hand nodes' ``SubagentProtocolMessage`` envelopes to ``handler`` (run in the background)."""
+        self._node_router.subagents = handler
 
     def new_id(self, prefix: str) -> str:
         return self._ids(prefix)
@@ -476,6 +489,8 @@ class Hub:
         change = self._sessions.touch(session, state=SessionState.CLOSED, close_reason=reason)
         ended = self._sessions.event(session, session_ended=event_pb2.SessionEnded(reason=reason))
         await session.log.publish(ended, [change], on_commit=self._sessions.committed(session, change))
+        for observer in self._close_observers:
+            observer(session.id)
 
     async def reset_session(
         self, key: str, session_id: str, caller: Principal = ACCESS_KEY_PRINCIPAL
@@ -582,8 +597,13 @@ class Hub:
         return await self._session_admin.share(session_id, name, share=share, caller=caller)
 
     async def delete_session(self, session_id: str, caller: Principal = ACCESS_KEY_PRINCIPAL) -> int:
-        """Delete a session ``caller`` may act in, with its events, turns and interactions; the events deleted."""
-        return await self._session_admin.delete(session_id, caller)
+        """Delete a session ``caller`` may act in, with its events, turns and interactions; the events deleted.
+
+        Observers of closes are told (a deleted session is gone for good)."""
+        deleted = await self._session_admin.delete(session_id, caller)
+        for observer in self._close_observers:
+            observer(session_id)
+        return deleted
 
     async def list_events(
         self, request: chat_pb2.ListEventsRequest, caller: Principal = ACCESS_KEY_PRINCIPAL

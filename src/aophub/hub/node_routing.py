@@ -57,7 +57,7 @@ from aophub.protocol.error_mapping import to_protocol_error
 from aophub.protocol.errors import Code, HubError, TurnErrorCode
 from aophub.protocol.extensions import command_catalog
 from aophub.store.base import AppendArtifact, Store, StoreError
-from aophub.v1 import agent_pb2, interaction_pb2
+from aophub.v1 import agent_pb2, interaction_pb2, subagent_pb2
 
 __all__ = ["NodeRouter"]
 
@@ -72,6 +72,7 @@ _TURN_EDGES = frozenset({"turn_started", "turn_ended"})
 _CONTINUATION_MARK = "-session-"
 _CORE_NAMESPACE = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
 _INTERACTION_NAMESPACE = interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
+_SUBAGENT_NAMESPACE = subagent_pb2.SubagentProtocolMessage.DESCRIPTOR.full_name
 _FILE_NAMESPACE = file_pb2.ProtocolMessage.DESCRIPTOR.full_name
 _EXEC_NAMESPACE = exec_pb2.ProtocolMessage.DESCRIPTOR.full_name
 _PTY_NAMESPACE = pty_pb2.ProtocolMessage.DESCRIPTOR.full_name
@@ -80,6 +81,9 @@ _ARTIFACT_URL = TYPE_URL_PREFIX + tool_pb2.Artifact.DESCRIPTOR.full_name
 # How long a newcomer for a contested id waits for the holder's connection to end (a holder
 # whose socket is already dead goes in milliseconds) before it is refused.
 HOLDER_GRACE = 2.0
+
+
+SubagentHandler = Callable[[NodeHandle, str, subagent_pb2.SubagentProtocolMessage], Awaitable[None]]
 
 
 class _Closed(NamedTuple):
@@ -129,6 +133,8 @@ class NodeRouter:
         self._ids = ids
         # Every node seen since start, online or not (the latest connection of each id).
         self.known_nodes: dict[str, NodeHandle] = {}
+        # Serves a node's SubagentProtocolMessage (aophub.hub.subagents), once the hub has subagents.
+        self.subagents: SubagentHandler | None = None
         # Turns a streamed event of which the store refused, until they end store_failed.
         self._unstored: dict[TurnKey, StoreError] = {}
         self._stopping = False
@@ -293,6 +299,10 @@ class NodeRouter:
             interaction = unpack(envelope, interaction_pb2.InteractionProtocolMessage)
             if interaction.WhichOneof("message") == "requested":
                 await self._interactions.request(handle, envelope.id, interaction.requested)
+        elif name == _SUBAGENT_NAMESPACE and self.subagents is not None:
+            # In the background: a cancel waits for the node to close the child session, whose answer
+            # comes through this very reader.
+            self._spawn(self.subagents(handle, envelope.id, unpack(envelope, subagent_pb2.SubagentProtocolMessage)))
         elif name in (_FILE_NAMESPACE, _EXEC_NAMESPACE, _PTY_NAMESPACE):
             self._workspace(handle, envelope, name)
         elif node_commands.speaks(name):

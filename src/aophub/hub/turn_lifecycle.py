@@ -85,6 +85,8 @@ class TurnLifecycle:
         # Running and queued turns, and the node each running turn was handed to.
         self.active: dict[TurnKey, tuple[LiveSession, Turn]] = {}
         self.dispatched: dict[TurnKey, NodeHandle] = {}
+        # Told (session id, turn id) of every turn canceled (by a client, the hub, or its session's close).
+        self.cancel_observers: list[Callable[[str, str], None]] = []
         # Dispatched turns: set once the node has sent something of the turn (it started there).
         self._node_started: dict[TurnKey, asyncio.Event] = {}
 
@@ -509,7 +511,9 @@ class TurnLifecycle:
     async def cancel_locked(self, session: LiveSession, turn: Turn, reason: str, *, start_next: bool = True) -> None:
         """Tell the turn's node (if it has one) to stop it, and end it ``canceled``."""
         self._tell_cancel(session, turn, reason)
-        await self.finish_locked(session, turn, "canceled", start_next=start_next)
+        if await self.finish_locked(session, turn, "canceled", start_next=start_next):
+            for observer in self.cancel_observers:
+                observer(session.id, turn.turn_id)
 
     def forget_locked(self, session: LiveSession, reason: str) -> None:
         """Drop the session's active turns without ending them in its log (it is being deleted).

@@ -24,7 +24,7 @@ from websockets.frames import CloseCode
 from aop import envelope_pb2, protocol_pb2
 from aophub.ids import new_id
 from aophub.node.commands import NodeCommands
-from aophub.node.runtime import INTERACTIONS_CAPABILITY, Agent, NodeRuntime, runtime_info
+from aophub.node.runtime import INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY, Agent, NodeRuntime, runtime_info
 from aophub.node.workspace import WorkspaceServices
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, unpack
 from aophub.protocol.errors import HubError
@@ -74,11 +74,11 @@ def make_hello(
 ) -> protocol_pb2.AgentHello:
     """The hello of a node speaking chat and durable interactions (and the workspace namespaces it serves).
 
-    ``capabilities`` replaces ``chat`` and ``aophub.interactions`` (a node that cannot ask the
-    application anything leaves the latter out); ``metadata`` goes into ``runtime.metadata``.
+    ``capabilities`` replaces ``chat``, ``aophub.interactions`` and ``aophub.subagents`` (a node
+    that cannot ask the application anything, or spawn, leaves those out); ``metadata`` goes into ``runtime.metadata``.
     """
     served = workspace.capabilities() if workspace is not None else []
-    spoken = list(capabilities) if capabilities is not None else ["chat", INTERACTIONS_CAPABILITY]
+    spoken = list(capabilities) if capabilities is not None else ["chat", INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY]
     runtime = runtime_info()
     if metadata:
         runtime.metadata.update(metadata)
@@ -247,6 +247,7 @@ async def _handshake(
 
     runtime = NodeRuntime(hello, agent, send, commands=commands, workspace=workspace)
     runtime.interactions = INTERACTIONS_CAPABILITY in message.agent_accepted.capabilities
+    runtime.subagents = SUBAGENTS_CAPABILITY in message.agent_accepted.capabilities
     await runtime.send_catalog()  # first after the acceptance (AOP-nodes 9.2.1)
     await runtime.announce()
     return runtime

@@ -16,7 +16,7 @@ from aop import envelope_pb2, event_pb2, protocol_pb2
 from aophub.hub.hub import Hub
 from aophub.hub.nodes import NodeGone, NodeHandle
 from aophub.node.commands import CommandCall, CommandFailed, NodeCommands
-from aophub.node.runtime import INTERACTIONS_CAPABILITY, Agent, NodeRuntime, runtime_info
+from aophub.node.runtime import INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY, Agent, NodeRuntime, runtime_info
 from aophub.node.workspace import WorkspaceServices
 from aophub.protocol.errors import HubError
 
@@ -46,7 +46,10 @@ class LocalNode:
         self.workspace = workspace
         served = workspace.capabilities() if workspace is not None else []
         self.hello = protocol_pb2.AgentHello(
-            node_id=node_id, name=name, capabilities=["chat", INTERACTIONS_CAPABILITY, *served], runtime=runtime_info()
+            node_id=node_id,
+            name=name,
+            capabilities=["chat", INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY, *served],
+            runtime=runtime_info(),
         )
         commands = commands or NodeCommands()
         commands.add("/title", self._title, usage="<title>", description="Rename the session")
@@ -54,6 +57,7 @@ class LocalNode:
             self.hello, agent, self._to_hub, emit=self._event_to_hub, commands=commands, workspace=workspace
         )
         self.runtime.interactions = True  # the hub in this process speaks them
+        self.runtime.subagents = True  # and runs subagents (aophub.hub.subagents)
         self._inbox: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
         self._handle: NodeHandle | None = None
         self._worker: asyncio.Task[None] | None = None

@@ -43,14 +43,17 @@ from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.extensions import turn_options
 from aophub.protocol.node_namespaces import COMMAND, NAMESPACES, Generation, NamespaceName, message_class
-from aophub.v1 import interaction_pb2
+from aophub.v1 import interaction_pb2, subagent_pb2
 
 __all__ = [
     "INTERACTIONS_CAPABILITY",
+    "SUBAGENTS_CAPABILITY",
     "Agent",
     "NodeRuntime",
     "Send",
     "SessionAware",
+    "SubagentParent",
+    "SubagentRequest",
     "counted_turn",
     "runtime_info",
 ]
@@ -63,9 +66,27 @@ _CORE_NAME = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
 _FILE_NAME = file_pb2.ProtocolMessage.DESCRIPTOR.full_name
 _EXEC_NAME = exec_pb2.ProtocolMessage.DESCRIPTOR.full_name
 _PTY_NAME = pty_pb2.ProtocolMessage.DESCRIPTOR.full_name
+_SUBAGENT_NAME = subagent_pb2.SubagentProtocolMessage.DESCRIPTOR.full_name
 # Announced in AgentHello and echoed in AgentAccepted when both sides speak
 # aophub.v1.InteractionProtocolMessage on the node channel.
 INTERACTIONS_CAPABILITY = "aophub.interactions"
+# The same for aophub.v1.SubagentProtocolMessage: the hub runs subagents its agents spawn.
+SUBAGENTS_CAPABILITY = "aophub.subagents"
+# How long a node waits for the hub's answer to a subagent request.
+SUBAGENT_REQUEST_TIMEOUT = 30.0
+# Sends a request of SubagentProtocolMessage (spawn, list, cancel) to the hub and returns its answer.
+SubagentRequest = Callable[[subagent_pb2.SubagentProtocolMessage], Awaitable[subagent_pb2.SubagentAnswer]]
+
+
+@runtime_checkable
+class SubagentParent(Protocol):
+    """An agent that spawns subagents: it is given the runtime's way to ask the hub, and told when one ended."""
+
+    def bind_subagents(self, request: SubagentRequest | None) -> None:
+        """``request`` asks the hub; ``None`` while this connection's hub runs no subagents."""
+
+    def subagent_finished(self, subagent: subagent_pb2.Subagent) -> None:
+        """A subagent of a session open on this node ended; its final update is stored in the parent session."""
 
 
 def runtime_info() -> protocol_pb2.AgentRuntimeInfo:
@@ -179,6 +200,9 @@ class NodeRuntime:
         self.stats = protocol_pb2.AgentStats()
         # Set once the hub accepted INTERACTIONS_CAPABILITY.
         self.interactions = False
+        # Requests to the hub in SubagentProtocolMessage awaiting its answer, by envelope id.
+        self._subagent_requests: dict[str, asyncio.Future[subagent_pb2.SubagentAnswer]] = {}
+        self._subagents = False
         self.workspace = workspace or WorkspaceServices()
         # File requests and execs running, by the hub's envelope id; an exec's cancel event.
         self._operations: dict[str, asyncio.Task[None]] = {}
@@ -235,6 +259,54 @@ class NodeRuntime:
         )
         await self._send(envelope_pb2.Envelope(id=new_id("node"), payload=pack(core_message(agent_stats=self.stats))))
 
+    @property
+    def subagents(self) -> bool:
+        """Whether the hub runs subagents for this connection (it accepted SUBAGENTS_CAPABILITY)."""
+        return self._subagents
+
+    @subagents.setter
+    def subagents(self, spoken: bool) -> None:
+        self._subagents = spoken
+        if isinstance(self.agent, SubagentParent):
+            self.agent.bind_subagents(self.subagent_request if spoken else None)
+
+    async def subagent_request(self, message: subagent_pb2.SubagentProtocolMessage) -> subagent_pb2.SubagentAnswer:
+        """Send a spawn, list or cancel request to the hub and wait (bounded) for its answer."""
+        envelope_id = new_id("node")
+        future: asyncio.Future[subagent_pb2.SubagentAnswer] = asyncio.get_running_loop().create_future()
+        self._subagent_requests[envelope_id] = future
+        try:
+            await self._send(envelope_pb2.Envelope(id=envelope_id, payload=pack(message)))
+            async with asyncio.timeout(SUBAGENT_REQUEST_TIMEOUT):
+                return await future
+        except TimeoutError:
+            refused = subagent_pb2.SubagentAnswer()
+            refused.rejected.CopyFrom(
+                to_rejection(HubError(Code.UNAVAILABLE, "the hub did not answer in time", retryable=True))
+            )
+            return refused
+        finally:
+            self._subagent_requests.pop(envelope_id, None)
+
+    async def _spawn(self, request: subagent_pb2.SpawnSubagentRequest) -> subagent_pb2.SubagentAnswer:
+        return await self.subagent_request(subagent_pb2.SubagentProtocolMessage(spawn_request=request))
+
+    def _hub_answer(self, envelope: envelope_pb2.Envelope, name: str) -> None:
+        """The hub's answer in a product namespace of the node channel: an interaction's or a subagent's."""
+        if name == _INTERACTION_NAME:
+            self._resolved(unpack(envelope, interaction_pb2.InteractionProtocolMessage).resolved)
+        else:
+            self._subagent_message(envelope.reply_to, unpack(envelope, subagent_pb2.SubagentProtocolMessage))
+
+    def _subagent_message(self, reply_to: str, message: subagent_pb2.SubagentProtocolMessage) -> None:
+        case = message.WhichOneof("message")
+        if case == "answer":
+            future = self._subagent_requests.get(reply_to)
+            if future is not None and not future.done():
+                future.set_result(message.answer)
+        elif case == "finished" and isinstance(self.agent, SubagentParent):
+            self.agent.subagent_finished(message.finished)
+
     async def _ask(self, interaction: interaction_pb2.Interaction) -> interaction_pb2.Interaction:
         future: asyncio.Future[interaction_pb2.Interaction] = asyncio.get_running_loop().create_future()
         self._asked[interaction.id] = future
@@ -263,8 +335,8 @@ class NodeRuntime:
         """
         try:
             name = payload_name(envelope)
-            if name == _INTERACTION_NAME:
-                self._resolved(unpack(envelope, interaction_pb2.InteractionProtocolMessage).resolved)
+            if name in (_INTERACTION_NAME, _SUBAGENT_NAME):
+                self._hub_answer(envelope, name)
                 return
             if name in (_FILE_NAME, _EXEC_NAME, _PTY_NAME):
                 await self._workspace_request(envelope, name)
@@ -350,7 +422,8 @@ class NodeRuntime:
         receipt = chat_pb2.TurnReceipt(session_id=request.session_id, turn_id=request.turn_id, state="running")
         ask = self._ask if self.interactions else None
         opened = self._opened.get(request.session_id) or chat_pb2.OpenSessionRequest()
-        turn = Turn(request, options, self._emit, emitter=self.hello.node_id, ask=ask, session=opened)
+        spawn = self._spawn if self._subagents else None
+        turn = Turn(request, options, self._emit, emitter=self.hello.node_id, ask=ask, session=opened, spawn=spawn)
         turn.uploads = self._uploaded.pop(request.session_id, [])
         self._worker(request.session_id).queue.append(turn)
         await self._reply(envelope_id, core_message(run_turn_response=chat_pb2.RunTurnResponse(accepted=receipt)))

@@ -16,13 +16,15 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from aop import chat_pb2, content_pb2, event_pb2
 from aophub.ids import new_id
-from aophub.v1 import extensions_pb2, interaction_pb2
+from aophub.v1 import extensions_pb2, interaction_pb2, subagent_pb2
 
-__all__ = ["AskHub", "EmitEvent", "Turn", "TurnFailed"]
+__all__ = ["AskHub", "EmitEvent", "SpawnOnHub", "Turn", "TurnFailed"]
 
 EmitEvent = Callable[[event_pb2.Event], Awaitable[None]]
 # Opens a durable interaction on the hub and waits until it leaves PENDING.
 AskHub = Callable[[interaction_pb2.Interaction], Awaitable[interaction_pb2.Interaction]]
+# Asks the hub to start a subagent (aophub.hub.subagents) and returns its answer.
+SpawnOnHub = Callable[[subagent_pb2.SpawnSubagentRequest], Awaitable[subagent_pb2.SubagentAnswer]]
 
 
 class TurnFailed(Exception):
@@ -51,6 +53,7 @@ class Turn:
         emitter: str,
         ask: AskHub | None = None,
         session: chat_pb2.OpenSessionRequest | None = None,
+        spawn: SpawnOnHub | None = None,
     ) -> None:
         self.request = request
         self.options = options
@@ -64,6 +67,7 @@ class Turn:
         self._emit = emit
         self._emitter = emitter
         self._ask = ask
+        self._spawn = spawn
         self.session = session or chat_pb2.OpenSessionRequest(session_id=request.session_id)
         # Paths of the files uploaded to this session on this node since its previous turn (AOP-workspace 8.2).
         self.uploads: list[str] = []
@@ -200,6 +204,24 @@ class Turn:
     def can_ask(self) -> bool:
         """True when the hub supports durable interactions on this connection."""
         return self._ask is not None
+
+    @property
+    def can_spawn(self) -> bool:
+        """True when the hub runs subagents for this connection and this session is not a subagent's itself."""
+        return self._spawn is not None and not self.session.parent_session_id
+
+    async def spawn(self, task: str, label: str, call_id: str) -> subagent_pb2.SubagentAnswer:
+        """Ask the hub to start a subagent for this turn (from tool call ``call_id``); the hub's answer."""
+        if self._spawn is None:
+            raise RuntimeError("this node's hub connection does not run subagents")
+        request = subagent_pb2.SpawnSubagentRequest(
+            parent_session_id=self.session_id,
+            parent_turn_id=self.turn_id,
+            parent_tool_call_id=call_id,
+            task=task,
+            label=label,
+        )
+        return await self._spawn(request)
 
     async def ask(
         self, kind: interaction_pb2.InteractionKind, call: content_pb2.ToolCall

@@ -37,6 +37,7 @@ __all__ = [
     "PutJournal",
     "PutScan",
     "PutSession",
+    "PutSubagent",
     "PutToken",
     "PutTurn",
     "ReserveSeq",
@@ -45,6 +46,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoredEvent",
+    "SubagentRecord",
     "TokenRecord",
     "TurnRecord",
     "WriteOp",
@@ -152,6 +154,17 @@ class ScanRecord:
     created_at: float
     data: bytes
     owner: str = "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentRecord:
+    """A subagent of a session's agent; ``data`` is the serialized ``aophub.v1.Subagent``."""
+
+    id: str
+    parent_session_id: str
+    status: int  # aophub.v1.SubagentStatus
+    created_at: float
+    data: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +283,13 @@ class PutScan:
 
 
 @dataclass(frozen=True, slots=True)
+class PutSubagent:
+    """Insert or update a subagent."""
+
+    record: SubagentRecord
+
+
+@dataclass(frozen=True, slots=True)
 class AppendArtifact:
     """Archive an artifact event; its result is its archive cursor, or None if ``event_id`` was archived before."""
 
@@ -343,6 +363,7 @@ WriteOp = (
     | PutJournal
     | PutInteraction
     | PutScan
+    | PutSubagent
     | AppendArtifact
     | DeleteSession
     | ReserveSeq
@@ -464,6 +485,17 @@ class Store(Protocol):
 
         With ``owner``, only the scans that token name submitted.
         """
+        ...
+
+    async def get_subagent(self, subagent_id: str) -> SubagentRecord | None:
+        """One subagent, or ``None``."""
+        ...
+
+    async def list_subagents(
+        self, *, parent_session_id: str = "", statuses: Sequence[int] = (), limit: int = 1000
+    ) -> list[SubagentRecord]:
+        """Subagents oldest first by ``(created_at, id)``: of ``parent_session_id`` when set, in ``statuses``
+        when given, at most ``limit``."""
         ...
 
     async def read_artifacts(

@@ -43,6 +43,7 @@ from aophub.store.base import (
     SessionRecord,
     StoredEvent,
     StoreError,
+    SubagentRecord,
     TokenRecord,
     TurnRecord,
     WriteOp,
@@ -68,6 +69,7 @@ _SESSION_COLUMNS = (
     " parent_tool_call_id, close_reason, open_request, seq_reserved, owner, shared_with, last_cursor, event_count"
 )
 _SCAN_COLUMNS = "id, status, created_at, data, owner"
+_SUBAGENT_COLUMNS = "id, parent_session_id, status, created_at, data"
 _TURN_COLUMNS = "session_id, turn_id, state, created_at, request, ended_at, stop_reason"
 _INTERACTION_COLUMNS = "id, session_id, turn_id, state, data, position"
 
@@ -555,6 +557,32 @@ class PostgresStore:
             *params,
         )
         return [ScanRecord(*row) for row in rows]
+
+    async def get_subagent(self, subagent_id: str) -> SubagentRecord | None:
+        """One subagent, or ``None``."""
+        rows = await self._read(f"SELECT {_SUBAGENT_COLUMNS} FROM subagents WHERE id = $1", subagent_id)
+        return SubagentRecord(*rows[0]) if rows else None
+
+    async def list_subagents(
+        self, *, parent_session_id: str = "", statuses: Sequence[int] = (), limit: int = 1000
+    ) -> list[SubagentRecord]:
+        """Subagents oldest first by ``(created_at, id)``: of ``parent_session_id`` when set, in ``statuses``
+        when given, at most ``limit``."""
+        where: list[str] = []
+        params: list[Any] = []
+        if parent_session_id:
+            params.append(parent_session_id)
+            where.append(f"parent_session_id = ${len(params)}")
+        if statuses:
+            params.append(list(statuses))
+            where.append(f"status = ANY(${len(params)}::integer[])")
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        params.append(limit)
+        rows = await self._read(
+            f"SELECT {_SUBAGENT_COLUMNS} FROM subagents {clause} ORDER BY created_at, id LIMIT ${len(params)}",
+            *params,
+        )
+        return [SubagentRecord(*row) for row in rows]
 
     async def read_artifacts(
         self,

@@ -354,6 +354,18 @@ MIGRATIONS = (
     CREATE INDEX bridge_requests_by_session ON bridge_requests (session_id);
     CREATE INDEX bridge_requests_by_creation ON bridge_requests (created_at);
     """,
+    # Subagents (issue 18): background tasks of a session's agent, run in child sessions.
+    """
+    CREATE TABLE subagents (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        parent_session_id TEXT COLLATE "C" NOT NULL,
+        status INTEGER NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        data BYTEA NOT NULL
+    );
+    CREATE INDEX subagents_by_parent ON subagents (parent_session_id, created_at, id);
+    CREATE INDEX subagents_by_status ON subagents (status);
+    """,
 )
 
 # SQLSTATE classes and codes -> (what the operator reads, retryable). Codes win over their class.

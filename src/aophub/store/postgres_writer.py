@@ -36,6 +36,7 @@ from aophub.store.base import (
     PutJournal,
     PutScan,
     PutSession,
+    PutSubagent,
     PutToken,
     PutTurn,
     ReserveSeq,
@@ -259,6 +260,17 @@ async def _apply(db: asyncpg.Connection, op: WriteOp) -> int | None:
                 scan.created_at,
                 scan.data,
                 scan.owner,
+            )
+            return None
+        case PutSubagent(record=subagent):
+            await db.execute(
+                "INSERT INTO subagents (id, parent_session_id, status, created_at, data) VALUES ($1, $2, $3, $4, $5)"
+                " ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data",
+                subagent.id,
+                subagent.parent_session_id,
+                subagent.status,
+                subagent.created_at,
+                subagent.data,
             )
             return None
         case AppendArtifact(event_id=event_id, session_id=session_id, data=data):

@@ -43,6 +43,7 @@ from aophub.store.base import (
     SessionRecord,
     StoredEvent,
     StoreError,
+    SubagentRecord,
     TokenRecord,
     TurnRecord,
     WriteOp,
@@ -521,6 +522,34 @@ class SQLiteStore:
             [*params, limit],
         )
         return [ScanRecord(*row) for row in rows]
+
+    async def get_subagent(self, subagent_id: str) -> SubagentRecord | None:
+        """One subagent, or ``None``."""
+        rows = await self._read(
+            "SELECT id, parent_session_id, status, created_at, data FROM subagents WHERE id = ?", (subagent_id,)
+        )
+        return SubagentRecord(*rows[0]) if rows else None
+
+    async def list_subagents(
+        self, *, parent_session_id: str = "", statuses: Sequence[int] = (), limit: int = 1000
+    ) -> list[SubagentRecord]:
+        """Subagents oldest first by ``(created_at, id)``: of ``parent_session_id`` when set, in ``statuses``
+        when given, at most ``limit``."""
+        where: list[str] = []
+        params: list[Any] = []
+        if parent_session_id:
+            where.append("parent_session_id = ?")
+            params.append(parent_session_id)
+        if statuses:
+            where.append(f"status IN ({', '.join('?' * len(statuses))})")
+            params += statuses
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        rows = await self._read(
+            "SELECT id, parent_session_id, status, created_at, data FROM subagents"
+            f" {clause} ORDER BY created_at, id LIMIT ?",
+            [*params, limit],
+        )
+        return [SubagentRecord(*row) for row in rows]
 
     async def read_artifacts(
         self,

@@ -138,6 +138,18 @@ MIGRATIONS = (
     CREATE INDEX bridge_requests_by_session ON bridge_requests (session_id);
     CREATE INDEX bridge_requests_by_creation ON bridge_requests (created_at);
     """,
+    # Subagents (issue 18): background tasks of a session's agent, run in child sessions.
+    """
+    CREATE TABLE subagents (
+        id TEXT PRIMARY KEY,
+        parent_session_id TEXT NOT NULL,
+        status INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        data BLOB NOT NULL
+    );
+    CREATE INDEX subagents_by_parent ON subagents (parent_session_id, created_at, id);
+    CREATE INDEX subagents_by_status ON subagents (status);
+    """,
 )
 
 

@@ -24,6 +24,7 @@ from aophub.store.base import (
     PutJournal,
     PutScan,
     PutSession,
+    PutSubagent,
     PutToken,
     PutTurn,
     ReserveSeq,
@@ -220,12 +221,8 @@ class SQLiteWriter:
                     (i.id, i.session_id, i.turn_id, i.state, i.data),
                 )
                 return None
-            case PutScan(record=scan):
-                db.execute(
-                    "INSERT INTO scans (id, status, created_at, data, owner) VALUES (?, ?, ?, ?, ?)"
-                    " ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data",
-                    (scan.id, scan.status, scan.created_at, scan.data, scan.owner),
-                )
+            case PutScan() | PutSubagent():
+                _put_job(db, op)
                 return None
             case AppendArtifact(event_id=event_id, session_id=session_id, data=data):
                 inserted = db.execute(
@@ -280,6 +277,24 @@ class SQLiteWriter:
             " max_event_seq = MAX(max_event_seq, ?) WHERE id = ?",
             [(last, added, seq, session_id) for session_id, (last, added, seq) in sessions.items()],
         )
+
+
+def _put_job(db: sqlite3.Connection, op: PutScan | PutSubagent) -> None:
+    """Insert or update a background job: a scan or a subagent."""
+    if isinstance(op, PutScan):
+        scan = op.record
+        db.execute(
+            "INSERT INTO scans (id, status, created_at, data, owner) VALUES (?, ?, ?, ?, ?)"
+            " ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data",
+            (scan.id, scan.status, scan.created_at, scan.data, scan.owner),
+        )
+        return
+    subagent = op.record
+    db.execute(
+        "INSERT INTO subagents (id, parent_session_id, status, created_at, data) VALUES (?, ?, ?, ?, ?)"
+        " ON CONFLICT (id) DO UPDATE SET status = excluded.status, data = excluded.data",
+        (subagent.id, subagent.parent_session_id, subagent.status, subagent.created_at, subagent.data),
+    )
 
 
 def _bridge(db: sqlite3.Connection, op: PutBridgeBinding | PutBridgeRequest | PruneBridgeRequests) -> int:

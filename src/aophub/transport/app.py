@@ -31,6 +31,7 @@ from aophub.hub.interactions import InteractionPolicy
 from aophub.hub.llm_push import LlmPushSource
 from aophub.hub.node_initiated import NodeTurnLimits
 from aophub.hub.scans import Scans
+from aophub.hub.subagents import Subagents
 from aophub.hub.workspace_namespaces import with_workspace_namespaces
 from aophub.node.local import LocalNode
 from aophub.protocol.errors import Code, HubError
@@ -45,6 +46,7 @@ from aophub.rpc.mount import AppFactory, connect_routes
 from aophub.rpc.scans import ScanServiceImpl, ScanWatches
 from aophub.rpc.sessions import SessionServiceImpl
 from aophub.rpc.skills import SkillServiceImpl
+from aophub.rpc.subagents import SubagentServiceImpl
 from aophub.rpc.tokens import TokenServiceImpl
 from aophub.settings import Settings
 from aophub.store.base import Store
@@ -64,6 +66,7 @@ from aophub.v1 import (
     scan_pb2,
     session_connect,
     skill_connect,
+    subagent_connect,
     system_connect,
     token_connect,
 )
@@ -83,6 +86,17 @@ class Runtime:
     config: ConfigStore
     scans: Scans
     tokens: TokenAdmin
+    subagents: Subagents
+
+    async def start_jobs(self) -> None:
+        """Recover and run the background jobs: scans, then subagents (after the hub and its built-in node)."""
+        await self.scans.start()
+        await self.subagents.start()
+
+    async def stop_jobs(self) -> None:
+        """Leave running jobs as they are in the store (the next start fails them); before the hub stops."""
+        await self.scans.stop()
+        await self.subagents.stop()
 
 
 def interaction_policy(config: ConfigStore) -> InteractionPolicy:
@@ -190,7 +204,7 @@ def create_app(settings: Settings) -> Starlette:
     local_node = LocalNode(hub, agent, commands=builtin_commands(agent), workspace=builtin_workspace(config))
 
     scans = Scans(hub, lambda: config.config.scans)
-    runtime = Runtime(hub, store, local_node, config, scans, tokens)
+    runtime = Runtime(hub, store, local_node, config, scans, tokens, Subagents(hub, config.agent_settings))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -199,7 +213,7 @@ def create_app(settings: Settings) -> Starlette:
             await tokens.load()
             await hub.start()
             await local_node.start()
-            await scans.start()
+            await runtime.start_jobs()
         except BaseException:
             # An open store's connection threads would keep the process alive after a failed start.
             await store.close()
@@ -214,7 +228,7 @@ def create_app(settings: Settings) -> Starlette:
             yield
         finally:
             await _cancel(watch, expiry)
-            await scans.stop()  # running scans stay RUNNING; the next start fails them
+            await runtime.stop_jobs()  # running scans and subagents stay RUNNING; the next start fails them
             await hub.stop()  # before the node, so the built-in node's running turns are left to recovery
             await local_node.stop()
             await store.close()
@@ -253,6 +267,7 @@ def create_app(settings: Settings) -> Starlette:
         (artifact_connect.ArtifactServiceASGIApplication, ArtifactServiceImpl(hub)),
         (interaction_connect.InteractionServiceASGIApplication, InteractionServiceImpl(hub)),
         (scan_connect.ScanServiceASGIApplication, ScanServiceImpl(scans)),
+        (subagent_connect.SubagentServiceASGIApplication, SubagentServiceImpl(runtime.subagents)),
         (token_connect.TokenServiceASGIApplication, TokenServiceImpl(tokens)),
     ]
     services += _agent_services(hub, agent, config)

@@ -383,8 +383,17 @@ type AgentSettings struct {
 	// Most tokens the skills' summaries take in the system prompt; skills past
 	// it are only counted. 0 means 1000.
 	SkillsPromptTokens uint32 `protobuf:"varint,21,opt,name=skills_prompt_tokens,json=skillsPromptTokens,proto3" json:"skills_prompt_tokens,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Subagents (the "spawn" tool, see SubagentService): how many run at once
+	// across the hub; more wait in a queue. 0 means 2; at most 32.
+	SubagentConcurrency uint32 `protobuf:"varint,30,opt,name=subagent_concurrency,json=subagentConcurrency,proto3" json:"subagent_concurrency,omitempty"`
+	// Timeout of one subagent in seconds (queue time not counted); 0 means 600.
+	SubagentTimeoutSeconds uint32 `protobuf:"varint,31,opt,name=subagent_timeout_seconds,json=subagentTimeoutSeconds,proto3" json:"subagent_timeout_seconds,omitempty"`
+	// What happens to the subagents of a parent turn that is canceled: "keep"
+	// (the default, also when empty) lets them run and report into the parent
+	// session; "cancel" cancels them with it.
+	SubagentOnParentCancel string `protobuf:"bytes,32,opt,name=subagent_on_parent_cancel,json=subagentOnParentCancel,proto3" json:"subagent_on_parent_cancel,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *AgentSettings) Reset() {
@@ -513,6 +522,27 @@ func (x *AgentSettings) GetSkillsPromptTokens() uint32 {
 		return x.SkillsPromptTokens
 	}
 	return 0
+}
+
+func (x *AgentSettings) GetSubagentConcurrency() uint32 {
+	if x != nil {
+		return x.SubagentConcurrency
+	}
+	return 0
+}
+
+func (x *AgentSettings) GetSubagentTimeoutSeconds() uint32 {
+	if x != nil {
+		return x.SubagentTimeoutSeconds
+	}
+	return 0
+}
+
+func (x *AgentSettings) GetSubagentOnParentCancel() string {
+	if x != nil {
+		return x.SubagentOnParentCancel
+	}
+	return ""
 }
 
 // ScanMode is one kind of scan and its task.
@@ -2165,7 +2195,7 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\x0econtext_window\x18\b \x01(\rR\rcontextWindow\x12'\n" +
 	"\x0ftimeout_seconds\x18\t \x01(\rR\x0etimeoutSeconds\x12\x16\n" +
 	"\x06images\x18\n" +
-	" \x01(\bR\x06images\"\x81\x06\n" +
+	" \x01(\bR\x06images\"\xa9\a\n" +
 	"\rAgentSettings\x12(\n" +
 	"\rtools_enabled\x18\x01 \x01(\bH\x00R\ftoolsEnabled\x88\x01\x01\x12-\n" +
 	"\x10ask_before_tools\x18\x02 \x01(\bH\x01R\x0easkBeforeTools\x88\x01\x01\x12\x1b\n" +
@@ -2181,7 +2211,10 @@ const file_aophub_v1_config_proto_rawDesc = "" +
 	"\x12memory_max_entries\x18\v \x01(\rR\x10memoryMaxEntries\x120\n" +
 	"\x14memory_prompt_tokens\x18\x16 \x01(\rR\x12memoryPromptTokens\x12%\n" +
 	"\x0eskills_enabled\x18\x14 \x01(\bR\rskillsEnabled\x120\n" +
-	"\x14skills_prompt_tokens\x18\x15 \x01(\rR\x12skillsPromptTokensB\x10\n" +
+	"\x14skills_prompt_tokens\x18\x15 \x01(\rR\x12skillsPromptTokens\x121\n" +
+	"\x14subagent_concurrency\x18\x1e \x01(\rR\x13subagentConcurrency\x128\n" +
+	"\x18subagent_timeout_seconds\x18\x1f \x01(\rR\x16subagentTimeoutSeconds\x129\n" +
+	"\x19subagent_on_parent_cancel\x18  \x01(\tR\x16subagentOnParentCancelB\x10\n" +
 	"\x0e_tools_enabledB\x13\n" +
 	"\x11_ask_before_toolsB\x19\n" +
 	"\x17_summary_after_messagesB\x1b\n" +

@@ -70,7 +70,7 @@ class LlmProfileView(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., provider: _Optional[_Union[ProviderKind, str]] = ..., base_url: _Optional[str] = ..., api_key_configured: _Optional[bool] = ..., model: _Optional[str] = ..., max_tokens: _Optional[int] = ..., context_window: _Optional[int] = ..., timeout_seconds: _Optional[int] = ..., images: _Optional[bool] = ...) -> None: ...
 
 class AgentSettings(_message.Message):
-    __slots__ = ("tools_enabled", "ask_before_tools", "max_turns", "turn_timeout_seconds", "system_prompt", "inline_attachment_bytes", "summary_after_messages", "summary_after_characters", "memory_enabled", "memory_prompt_entries", "memory_max_entries", "memory_prompt_tokens", "skills_enabled", "skills_prompt_tokens")
+    __slots__ = ("tools_enabled", "ask_before_tools", "max_turns", "turn_timeout_seconds", "system_prompt", "inline_attachment_bytes", "summary_after_messages", "summary_after_characters", "memory_enabled", "memory_prompt_entries", "memory_max_entries", "memory_prompt_tokens", "skills_enabled", "skills_prompt_tokens", "subagent_concurrency", "subagent_timeout_seconds", "subagent_on_parent_cancel")
     TOOLS_ENABLED_FIELD_NUMBER: _ClassVar[int]
     ASK_BEFORE_TOOLS_FIELD_NUMBER: _ClassVar[int]
     MAX_TURNS_FIELD_NUMBER: _ClassVar[int]
@@ -85,6 +85,9 @@ class AgentSettings(_message.Message):
     MEMORY_PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
     SKILLS_ENABLED_FIELD_NUMBER: _ClassVar[int]
     SKILLS_PROMPT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    SUBAGENT_CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    SUBAGENT_TIMEOUT_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    SUBAGENT_ON_PARENT_CANCEL_FIELD_NUMBER: _ClassVar[int]
     tools_enabled: bool
     ask_before_tools: bool
     max_turns: int
@@ -99,7 +102,10 @@ class AgentSettings(_message.Message):
     memory_prompt_tokens: int
     skills_enabled: bool
     skills_prompt_tokens: int
-    def __init__(self, tools_enabled: _Optional[bool] = ..., ask_before_tools: _Optional[bool] = ..., max_turns: _Optional[int] = ..., turn_timeout_seconds: _Optional[int] = ..., system_prompt: _Optional[str] = ..., inline_attachment_bytes: _Optional[int] = ..., summary_after_messages: _Optional[int] = ..., summary_after_characters: _Optional[int] = ..., memory_enabled: _Optional[bool] = ..., memory_prompt_entries: _Optional[int] = ..., memory_max_entries: _Optional[int] = ..., memory_prompt_tokens: _Optional[int] = ..., skills_enabled: _Optional[bool] = ..., skills_prompt_tokens: _Optional[int] = ...) -> None: ...
+    subagent_concurrency: int
+    subagent_timeout_seconds: int
+    subagent_on_parent_cancel: str
+    def __init__(self, tools_enabled: _Optional[bool] = ..., ask_before_tools: _Optional[bool] = ..., max_turns: _Optional[int] = ..., turn_timeout_seconds: _Optional[int] = ..., system_prompt: _Optional[str] = ..., inline_attachment_bytes: _Optional[int] = ..., summary_after_messages: _Optional[int] = ..., summary_after_characters: _Optional[int] = ..., memory_enabled: _Optional[bool] = ..., memory_prompt_entries: _Optional[int] = ..., memory_max_entries: _Optional[int] = ..., memory_prompt_tokens: _Optional[int] = ..., skills_enabled: _Optional[bool] = ..., skills_prompt_tokens: _Optional[int] = ..., subagent_concurrency: _Optional[int] = ..., subagent_timeout_seconds: _Optional[int] = ..., subagent_on_parent_cancel: _Optional[str] = ...) -> None: ...
 
 class ScanMode(_message.Message):
     __slots__ = ("name", "description", "task_template", "max_turns")

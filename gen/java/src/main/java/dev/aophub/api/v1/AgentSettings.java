@@ -33,6 +33,7 @@ private static final long serialVersionUID = 0L;
   }
   private AgentSettings() {
     systemPrompt_ = "";
+    subagentOnParentCancel_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -371,6 +372,88 @@ private static final long serialVersionUID = 0L;
     return skillsPromptTokens_;
   }
 
+  public static final int SUBAGENT_CONCURRENCY_FIELD_NUMBER = 30;
+  private int subagentConcurrency_ = 0;
+  /**
+   * <pre>
+   * Subagents (the "spawn" tool, see SubagentService): how many run at once
+   * across the hub; more wait in a queue. 0 means 2; at most 32.
+   * </pre>
+   *
+   * <code>uint32 subagent_concurrency = 30 [json_name = "subagentConcurrency"];</code>
+   * @return The subagentConcurrency.
+   */
+  @java.lang.Override
+  public int getSubagentConcurrency() {
+    return subagentConcurrency_;
+  }
+
+  public static final int SUBAGENT_TIMEOUT_SECONDS_FIELD_NUMBER = 31;
+  private int subagentTimeoutSeconds_ = 0;
+  /**
+   * <pre>
+   * Timeout of one subagent in seconds (queue time not counted); 0 means 600.
+   * </pre>
+   *
+   * <code>uint32 subagent_timeout_seconds = 31 [json_name = "subagentTimeoutSeconds"];</code>
+   * @return The subagentTimeoutSeconds.
+   */
+  @java.lang.Override
+  public int getSubagentTimeoutSeconds() {
+    return subagentTimeoutSeconds_;
+  }
+
+  public static final int SUBAGENT_ON_PARENT_CANCEL_FIELD_NUMBER = 32;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object subagentOnParentCancel_ = "";
+  /**
+   * <pre>
+   * What happens to the subagents of a parent turn that is canceled: "keep"
+   * (the default, also when empty) lets them run and report into the parent
+   * session; "cancel" cancels them with it.
+   * </pre>
+   *
+   * <code>string subagent_on_parent_cancel = 32 [json_name = "subagentOnParentCancel"];</code>
+   * @return The subagentOnParentCancel.
+   */
+  @java.lang.Override
+  public java.lang.String getSubagentOnParentCancel() {
+    java.lang.Object ref = subagentOnParentCancel_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      subagentOnParentCancel_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * What happens to the subagents of a parent turn that is canceled: "keep"
+   * (the default, also when empty) lets them run and report into the parent
+   * session; "cancel" cancels them with it.
+   * </pre>
+   *
+   * <code>string subagent_on_parent_cancel = 32 [json_name = "subagentOnParentCancel"];</code>
+   * @return The bytes for subagentOnParentCancel.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getSubagentOnParentCancelBytes() {
+    java.lang.Object ref = subagentOnParentCancel_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      subagentOnParentCancel_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -426,6 +509,15 @@ private static final long serialVersionUID = 0L;
     }
     if (memoryPromptTokens_ != 0) {
       output.writeUInt32(22, memoryPromptTokens_);
+    }
+    if (subagentConcurrency_ != 0) {
+      output.writeUInt32(30, subagentConcurrency_);
+    }
+    if (subagentTimeoutSeconds_ != 0) {
+      output.writeUInt32(31, subagentTimeoutSeconds_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(subagentOnParentCancel_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 32, subagentOnParentCancel_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -485,6 +577,17 @@ private static final long serialVersionUID = 0L;
     if (memoryPromptTokens_ != 0) {
       size += com.google.protobuf.CodedOutputStream
         .computeUInt32Size(22, memoryPromptTokens_);
+    }
+    if (subagentConcurrency_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(30, subagentConcurrency_);
+    }
+    if (subagentTimeoutSeconds_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeUInt32Size(31, subagentTimeoutSeconds_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(subagentOnParentCancel_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(32, subagentOnParentCancel_);
     }
     return size;
   }
@@ -550,6 +653,12 @@ private static final long serialVersionUID = 0L;
         != other.getSkillsEnabled()) return false;
     if (getSkillsPromptTokens()
         != other.getSkillsPromptTokens()) return false;
+    if (getSubagentConcurrency()
+        != other.getSubagentConcurrency()) return false;
+    if (getSubagentTimeoutSeconds()
+        != other.getSubagentTimeoutSeconds()) return false;
+    if (!getSubagentOnParentCancel()
+        .equals(other.getSubagentOnParentCancel())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -601,6 +710,12 @@ private static final long serialVersionUID = 0L;
         getSkillsEnabled());
     hash = (37 * hash) + SKILLS_PROMPT_TOKENS_FIELD_NUMBER;
     hash = (53 * hash) + getSkillsPromptTokens();
+    hash = (37 * hash) + SUBAGENT_CONCURRENCY_FIELD_NUMBER;
+    hash = (53 * hash) + getSubagentConcurrency();
+    hash = (37 * hash) + SUBAGENT_TIMEOUT_SECONDS_FIELD_NUMBER;
+    hash = (53 * hash) + getSubagentTimeoutSeconds();
+    hash = (37 * hash) + SUBAGENT_ON_PARENT_CANCEL_FIELD_NUMBER;
+    hash = (53 * hash) + getSubagentOnParentCancel().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -750,6 +865,9 @@ private static final long serialVersionUID = 0L;
       memoryPromptTokens_ = 0;
       skillsEnabled_ = false;
       skillsPromptTokens_ = 0;
+      subagentConcurrency_ = 0;
+      subagentTimeoutSeconds_ = 0;
+      subagentOnParentCancel_ = "";
       return this;
     }
 
@@ -830,6 +948,15 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00002000) != 0)) {
         result.skillsPromptTokens_ = skillsPromptTokens_;
       }
+      if (((from_bitField0_ & 0x00004000) != 0)) {
+        result.subagentConcurrency_ = subagentConcurrency_;
+      }
+      if (((from_bitField0_ & 0x00008000) != 0)) {
+        result.subagentTimeoutSeconds_ = subagentTimeoutSeconds_;
+      }
+      if (((from_bitField0_ & 0x00010000) != 0)) {
+        result.subagentOnParentCancel_ = subagentOnParentCancel_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -888,6 +1015,17 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getSkillsPromptTokens() != 0) {
         setSkillsPromptTokens(other.getSkillsPromptTokens());
+      }
+      if (other.getSubagentConcurrency() != 0) {
+        setSubagentConcurrency(other.getSubagentConcurrency());
+      }
+      if (other.getSubagentTimeoutSeconds() != 0) {
+        setSubagentTimeoutSeconds(other.getSubagentTimeoutSeconds());
+      }
+      if (!other.getSubagentOnParentCancel().isEmpty()) {
+        subagentOnParentCancel_ = other.subagentOnParentCancel_;
+        bitField0_ |= 0x00010000;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -983,6 +1121,21 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000800;
               break;
             } // case 176
+            case 240: {
+              subagentConcurrency_ = input.readUInt32();
+              bitField0_ |= 0x00004000;
+              break;
+            } // case 240
+            case 248: {
+              subagentTimeoutSeconds_ = input.readUInt32();
+              bitField0_ |= 0x00008000;
+              break;
+            } // case 248
+            case 258: {
+              subagentOnParentCancel_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00010000;
+              break;
+            } // case 258
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1775,6 +1928,199 @@ private static final long serialVersionUID = 0L;
     public Builder clearSkillsPromptTokens() {
       bitField0_ = (bitField0_ & ~0x00002000);
       skillsPromptTokens_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int subagentConcurrency_ ;
+    /**
+     * <pre>
+     * Subagents (the "spawn" tool, see SubagentService): how many run at once
+     * across the hub; more wait in a queue. 0 means 2; at most 32.
+     * </pre>
+     *
+     * <code>uint32 subagent_concurrency = 30 [json_name = "subagentConcurrency"];</code>
+     * @return The subagentConcurrency.
+     */
+    @java.lang.Override
+    public int getSubagentConcurrency() {
+      return subagentConcurrency_;
+    }
+    /**
+     * <pre>
+     * Subagents (the "spawn" tool, see SubagentService): how many run at once
+     * across the hub; more wait in a queue. 0 means 2; at most 32.
+     * </pre>
+     *
+     * <code>uint32 subagent_concurrency = 30 [json_name = "subagentConcurrency"];</code>
+     * @param value The subagentConcurrency to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSubagentConcurrency(int value) {
+
+      subagentConcurrency_ = value;
+      bitField0_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Subagents (the "spawn" tool, see SubagentService): how many run at once
+     * across the hub; more wait in a queue. 0 means 2; at most 32.
+     * </pre>
+     *
+     * <code>uint32 subagent_concurrency = 30 [json_name = "subagentConcurrency"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSubagentConcurrency() {
+      bitField0_ = (bitField0_ & ~0x00004000);
+      subagentConcurrency_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int subagentTimeoutSeconds_ ;
+    /**
+     * <pre>
+     * Timeout of one subagent in seconds (queue time not counted); 0 means 600.
+     * </pre>
+     *
+     * <code>uint32 subagent_timeout_seconds = 31 [json_name = "subagentTimeoutSeconds"];</code>
+     * @return The subagentTimeoutSeconds.
+     */
+    @java.lang.Override
+    public int getSubagentTimeoutSeconds() {
+      return subagentTimeoutSeconds_;
+    }
+    /**
+     * <pre>
+     * Timeout of one subagent in seconds (queue time not counted); 0 means 600.
+     * </pre>
+     *
+     * <code>uint32 subagent_timeout_seconds = 31 [json_name = "subagentTimeoutSeconds"];</code>
+     * @param value The subagentTimeoutSeconds to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSubagentTimeoutSeconds(int value) {
+
+      subagentTimeoutSeconds_ = value;
+      bitField0_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Timeout of one subagent in seconds (queue time not counted); 0 means 600.
+     * </pre>
+     *
+     * <code>uint32 subagent_timeout_seconds = 31 [json_name = "subagentTimeoutSeconds"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSubagentTimeoutSeconds() {
+      bitField0_ = (bitField0_ & ~0x00008000);
+      subagentTimeoutSeconds_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object subagentOnParentCancel_ = "";
+    /**
+     * <pre>
+     * What happens to the subagents of a parent turn that is canceled: "keep"
+     * (the default, also when empty) lets them run and report into the parent
+     * session; "cancel" cancels them with it.
+     * </pre>
+     *
+     * <code>string subagent_on_parent_cancel = 32 [json_name = "subagentOnParentCancel"];</code>
+     * @return The subagentOnParentCancel.
+     */
+    public java.lang.String getSubagentOnParentCancel() {
+      java.lang.Object ref = subagentOnParentCancel_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        subagentOnParentCancel_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * What happens to the subagents of a parent turn that is canceled: "keep"
+     * (the default, also when empty) lets them run and report into the parent
+     * session; "cancel" cancels them with it.
+     * </pre>
+     *
+     * <code>string subagent_on_parent_cancel = 32 [json_name = "subagentOnParentCancel"];</code>
+     * @return The bytes for subagentOnParentCancel.
+     */
+    public com.google.protobuf.ByteString
+        getSubagentOnParentCancelBytes() {
+      java.lang.Object ref = subagentOnParentCancel_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        subagentOnParentCancel_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * What happens to the subagents of a parent turn that is canceled: "keep"
+     * (the default, also when empty) lets them run and report into the parent
+     * session; "cancel" cancels them with it.
+     * </pre>
+     *
+     * <code>string subagent_on_parent_cancel = 32 [json_name = "subagentOnParentCancel"];</code>
+     * @param value The subagentOnParentCancel to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSubagentOnParentCancel(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      subagentOnParentCancel_ = value;
+      bitField0_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * What happens to the subagents of a parent turn that is canceled: "keep"
+     * (the default, also when empty) lets them run and report into the parent
+     * session; "cancel" cancels them with it.
+     * </pre>
+     *
+     * <code>string subagent_on_parent_cancel = 32 [json_name = "subagentOnParentCancel"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearSubagentOnParentCancel() {
+      subagentOnParentCancel_ = getDefaultInstance().getSubagentOnParentCancel();
+      bitField0_ = (bitField0_ & ~0x00010000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * What happens to the subagents of a parent turn that is canceled: "keep"
+     * (the default, also when empty) lets them run and report into the parent
+     * session; "cancel" cancels them with it.
+     * </pre>
+     *
+     * <code>string subagent_on_parent_cancel = 32 [json_name = "subagentOnParentCancel"];</code>
+     * @param value The bytes for subagentOnParentCancel to set.
+     * @return This builder for chaining.
+     */
+    public Builder setSubagentOnParentCancelBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      subagentOnParentCancel_ = value;
+      bitField0_ |= 0x00010000;
       onChanged();
       return this;
     }

@@ -222,4 +222,49 @@ public interface AgentSettingsOrBuilder extends
    * @return The skillsPromptTokens.
    */
   int getSkillsPromptTokens();
+
+  /**
+   * <pre>
+   * Subagents (the "spawn" tool, see SubagentService): how many run at once
+   * across the hub; more wait in a queue. 0 means 2; at most 32.
+   * </pre>
+   *
+   * <code>uint32 subagent_concurrency = 30 [json_name = "subagentConcurrency"];</code>
+   * @return The subagentConcurrency.
+   */
+  int getSubagentConcurrency();
+
+  /**
+   * <pre>
+   * Timeout of one subagent in seconds (queue time not counted); 0 means 600.
+   * </pre>
+   *
+   * <code>uint32 subagent_timeout_seconds = 31 [json_name = "subagentTimeoutSeconds"];</code>
+   * @return The subagentTimeoutSeconds.
+   */
+  int getSubagentTimeoutSeconds();
+
+  /**
+   * <pre>
+   * What happens to the subagents of a parent turn that is canceled: "keep"
+   * (the default, also when empty) lets them run and report into the parent
+   * session; "cancel" cancels them with it.
+   * </pre>
+   *
+   * <code>string subagent_on_parent_cancel = 32 [json_name = "subagentOnParentCancel"];</code>
+   * @return The subagentOnParentCancel.
+   */
+  java.lang.String getSubagentOnParentCancel();
+  /**
+   * <pre>
+   * What happens to the subagents of a parent turn that is canceled: "keep"
+   * (the default, also when empty) lets them run and report into the parent
+   * session; "cancel" cancels them with it.
+   * </pre>
+   *
+   * <code>string subagent_on_parent_cancel = 32 [json_name = "subagentOnParentCancel"];</code>
+   * @return The bytes for subagentOnParentCancel.
+   */
+  com.google.protobuf.ByteString
+      getSubagentOnParentCancelBytes();
 }

@@ -179,7 +179,7 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "\005model\022\035\n\nmax_tokens\030\007 \001(\rR\tmaxTokens\022%\n" +
       "\016context_window\030\010 \001(\rR\rcontextWindow\022\'\n\017" +
       "timeout_seconds\030\t \001(\rR\016timeoutSeconds\022\026\n" +
-      "\006images\030\n \001(\010R\006images\"\201\006\n\rAgentSettings\022" +
+      "\006images\030\n \001(\010R\006images\"\251\007\n\rAgentSettings\022" +
       "(\n\rtools_enabled\030\001 \001(\010H\000R\014toolsEnabled\210\001" +
       "\001\022-\n\020ask_before_tools\030\002 \001(\010H\001R\016askBefore" +
       "Tools\210\001\001\022\033\n\tmax_turns\030\003 \001(\rR\010maxTurns\0220\n" +
@@ -196,117 +196,121 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
       "0\n\024memory_prompt_tokens\030\026 \001(\rR\022memoryPro" +
       "mptTokens\022%\n\016skills_enabled\030\024 \001(\010R\rskill" +
       "sEnabled\0220\n\024skills_prompt_tokens\030\025 \001(\rR\022" +
-      "skillsPromptTokensB\020\n\016_tools_enabledB\023\n\021" +
-      "_ask_before_toolsB\031\n\027_summary_after_mess" +
-      "agesB\033\n\031_summary_after_characters\"\202\001\n\010Sc" +
-      "anMode\022\022\n\004name\030\001 \001(\tR\004name\022 \n\013descriptio" +
-      "n\030\002 \001(\tR\013description\022#\n\rtask_template\030\003 " +
-      "\001(\tR\014taskTemplate\022\033\n\tmax_turns\030\004 \001(\rR\010ma" +
-      "xTurns\"\204\001\n\014ScanSettings\022 \n\013concurrency\030\001" +
-      " \001(\rR\013concurrency\022\'\n\017timeout_seconds\030\002 \001" +
-      "(\rR\016timeoutSeconds\022)\n\005modes\030\003 \003(\0132\023.aoph" +
-      "ub.v1.ScanModeR\005modes\"\324\005\n\017SandboxSetting" +
-      "s\022\034\n\tworkspace\030\001 \001(\tR\tworkspace\022#\n\rdeny_" +
-      "patterns\030\002 \003(\tR\014denyPatterns\022%\n\016allow_pa" +
-      "tterns\030\003 \003(\tR\rallowPatterns\0220\n\024exec_time" +
-      "out_seconds\030\004 \001(\rR\022execTimeoutSeconds\022(\n" +
-      "\020output_cap_bytes\030\005 \001(\rR\016outputCapBytes\022" +
-      "\030\n\007network\030\006 \001(\010R\007network\022+\n\021allow_unsan" +
-      "dboxed\030\007 \001(\010R\020allowUnsandboxed\022\036\n\nbubble" +
-      "wrap\030\010 \001(\tR\nbubblewrap\022\037\n\013cpu_seconds\030\t " +
-      "\001(\rR\ncpuSeconds\022\035\n\nmemory_mib\030\n \001(\rR\tmem" +
-      "oryMib\022#\n\rmax_processes\030\013 \001(\rR\014maxProces" +
-      "ses\022\034\n\tterminals\030\014 \001(\010R\tterminals\022\037\n\013rem" +
-      "ote_exec\030\r \001(\010R\nremoteExec\022:\n\031terminal_s" +
-      "crollback_bytes\030\016 \001(\rR\027terminalScrollbac" +
-      "kBytes\0222\n\025terminal_replay_bytes\030\017 \001(\rR\023t" +
-      "erminalReplayBytes\022#\n\rmax_terminals\030\020 \001(" +
-      "\rR\014maxTerminals\022\027\n\007tmp_mib\030\021 \001(\rR\006tmpMib" +
-      "\022 \n\014max_file_mib\030\022 \001(\rR\nmaxFileMib\022 \n\014mi" +
-      "n_free_mib\030\023 \001(\rR\nminFreeMib\"|\n\023Interact" +
-      "ionSettings\022\'\n\017timeout_seconds\030\001 \001(\rR\016ti" +
-      "meoutSeconds\022<\n\rexpiry_policy\030\002 \001(\0162\027.ao" +
-      "phub.v1.ExpiryPolicyR\014expiryPolicy\"\254\003\n\006C" +
-      "onfig\0221\n\010profiles\030\001 \003(\0132\025.aophub.v1.LlmP" +
-      "rofileR\010profiles\022*\n\021active_profile_id\030\002 " +
-      "\001(\tR\017activeProfileId\022.\n\005agent\030\003 \001(\0132\030.ao" +
-      "phub.v1.AgentSettingsR\005agent\022-\n\005scans\030\004 " +
-      "\001(\0132\027.aophub.v1.ScanSettingsR\005scans\0224\n\007s" +
-      "andbox\030\005 \001(\0132\032.aophub.v1.SandboxSettings" +
-      "R\007sandbox\022B\n\014interactions\030\006 \001(\0132\036.aophub" +
-      ".v1.InteractionSettingsR\014interactions\0225\n" +
-      "\010llm_push\030\007 \001(\0132\032.aophub.v1.LlmPushSetti" +
-      "ngsR\007llmPush\0223\n\007bridges\030\010 \001(\0132\031.aophub.v" +
-      "1.BridgeSettingsR\007bridges\"*\n\016BridgeSetti" +
-      "ngs\022\030\n\007enabled\030\001 \003(\tR\007enabled\",\n\017LlmPush" +
-      "Settings\022\031\n\010node_ids\030\001 \003(\tR\007nodeIds\"\213\004\n\n" +
-      "ConfigView\0225\n\010profiles\030\001 \003(\0132\031.aophub.v1" +
-      ".LlmProfileViewR\010profiles\022*\n\021active_prof" +
-      "ile_id\030\002 \001(\tR\017activeProfileId\022.\n\005agent\030\003" +
-      " \001(\0132\030.aophub.v1.AgentSettingsR\005agent\022-\n" +
-      "\005scans\030\004 \001(\0132\027.aophub.v1.ScanSettingsR\005s" +
-      "cans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v1.Sandbo" +
-      "xSettingsR\007sandbox\022B\n\014interactions\030\006 \001(\013" +
-      "2\036.aophub.v1.InteractionSettingsR\014intera" +
-      "ctions\022\032\n\010revision\030\007 \001(\004R\010revision\0229\n\nup" +
-      "dated_at\030\010 \001(\0132\032.google.protobuf.Timesta" +
-      "mpR\tupdatedAt\0225\n\010llm_push\030\t \001(\0132\032.aophub" +
-      ".v1.LlmPushSettingsR\007llmPush\0223\n\007bridges\030" +
-      "\n \001(\0132\031.aophub.v1.BridgeSettingsR\007bridge" +
-      "s\"H\n\016FieldViolation\022\024\n\005field\030\001 \001(\tR\005fiel" +
-      "d\022 \n\013description\030\002 \001(\tR\013description\"\022\n\020G" +
-      "etConfigRequest\"B\n\021GetConfigResponse\022-\n\006" +
-      "config\030\001 \001(\0132\025.aophub.v1.ConfigViewR\006con" +
-      "fig\"\214\001\n\023UpdateConfigRequest\022\035\n\nrequest_i" +
-      "d\030\001 \001(\tR\trequestId\022)\n\006config\030\002 \001(\0132\021.aop" +
-      "hub.v1.ConfigR\006config\022+\n\021expected_revisi" +
-      "on\030\003 \001(\004R\020expectedRevision\"\312\001\n\024UpdateCon" +
-      "figResponse\022D\n\020field_violations\030\001 \003(\0132\031." +
-      "aophub.v1.FieldViolationR\017fieldViolation" +
-      "s\0223\n\010accepted\030\002 \001(\0132\025.aophub.v1.ConfigVi" +
-      "ewH\000R\010accepted\022,\n\010rejected\030\003 \001(\0132\016.aop.R" +
-      "ejectionH\000R\010rejectedB\t\n\007outcome\"V\n\026Activ" +
-      "ateProfileRequest\022\035\n\nrequest_id\030\001 \001(\tR\tr" +
-      "equestId\022\035\n\nprofile_id\030\002 \001(\tR\tprofileId\"" +
-      "\207\001\n\027ActivateProfileResponse\0223\n\010accepted\030" +
-      "\001 \001(\0132\025.aophub.v1.ConfigViewH\000R\010accepted" +
-      "\022,\n\010rejected\030\002 \001(\0132\016.aop.RejectionH\000R\010re" +
-      "jectedB\t\n\007outcome\"x\n\016TestLLMRequest\022\035\n\np" +
-      "rofile_id\030\001 \001(\tR\tprofileId\022/\n\007profile\030\002 " +
-      "\001(\0132\025.aophub.v1.LlmProfileR\007profile\022\026\n\006p" +
-      "rompt\030\003 \001(\tR\006prompt\"\202\001\n\017TestLLMResponse\022" +
-      "\016\n\002ok\030\001 \001(\010R\002ok\022\035\n\nlatency_ms\030\002 \001(\004R\tlat" +
-      "encyMs\022\024\n\005reply\030\003 \001(\tR\005reply\022\024\n\005error\030\004 " +
-      "\001(\tR\005error\022\024\n\005model\030\005 \001(\tR\005model\"c\n\021List" +
-      "ModelsRequest\022\035\n\nprofile_id\030\001 \001(\tR\tprofi" +
-      "leId\022/\n\007profile\030\002 \001(\0132\025.aophub.v1.LlmPro" +
-      "fileR\007profile\"6\n\tModelInfo\022\016\n\002id\030\001 \001(\tR\002" +
-      "id\022\031\n\010owned_by\030\002 \001(\tR\007ownedBy\"\207\001\n\022ListMo" +
-      "delsResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022,\n\006models\030\002" +
-      " \003(\0132\024.aophub.v1.ModelInfoR\006models\022\024\n\005er" +
-      "ror\030\003 \001(\tR\005error\022\035\n\nlatency_ms\030\004 \001(\004R\tla" +
-      "tencyMs\"\027\n\025TestConnectionRequest\"\177\n\026Test" +
-      "ConnectionResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\030\n\007ve" +
-      "rsion\030\002 \001(\tR\007version\022;\n\013server_time\030\003 \001(" +
-      "\0132\032.google.protobuf.TimestampR\nserverTim" +
-      "e*j\n\014ProviderKind\022\035\n\031PROVIDER_KIND_UNSPE" +
-      "CIFIED\020\000\022#\n\037PROVIDER_KIND_OPENAI_COMPATI" +
-      "BLE\020\001\022\026\n\022PROVIDER_KIND_ECHO\020\0022\360\003\n\rConfig" +
-      "Service\022K\n\tGetConfig\022\033.aophub.v1.GetConf" +
-      "igRequest\032\034.aophub.v1.GetConfigResponse\"" +
-      "\003\220\002\001\022O\n\014UpdateConfig\022\036.aophub.v1.UpdateC" +
-      "onfigRequest\032\037.aophub.v1.UpdateConfigRes" +
-      "ponse\022X\n\017ActivateProfile\022!.aophub.v1.Act" +
-      "ivateProfileRequest\032\".aophub.v1.Activate" +
-      "ProfileResponse\022@\n\007TestLLM\022\031.aophub.v1.T" +
-      "estLLMRequest\032\032.aophub.v1.TestLLMRespons" +
-      "e\022I\n\nListModels\022\034.aophub.v1.ListModelsRe" +
-      "quest\032\035.aophub.v1.ListModelsResponse\022Z\n\016" +
-      "TestConnection\022 .aophub.v1.TestConnectio" +
-      "nRequest\032!.aophub.v1.TestConnectionRespo" +
-      "nse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z2github." +
-      "com/aophub/aophub/gen/go/aophub/v1;aophu" +
-      "bv1b\006proto3"
+      "skillsPromptTokens\0221\n\024subagent_concurren" +
+      "cy\030\036 \001(\rR\023subagentConcurrency\0228\n\030subagen" +
+      "t_timeout_seconds\030\037 \001(\rR\026subagentTimeout" +
+      "Seconds\0229\n\031subagent_on_parent_cancel\030  \001" +
+      "(\tR\026subagentOnParentCancelB\020\n\016_tools_ena" +
+      "bledB\023\n\021_ask_before_toolsB\031\n\027_summary_af" +
+      "ter_messagesB\033\n\031_summary_after_character" +
+      "s\"\202\001\n\010ScanMode\022\022\n\004name\030\001 \001(\tR\004name\022 \n\013de" +
+      "scription\030\002 \001(\tR\013description\022#\n\rtask_tem" +
+      "plate\030\003 \001(\tR\014taskTemplate\022\033\n\tmax_turns\030\004" +
+      " \001(\rR\010maxTurns\"\204\001\n\014ScanSettings\022 \n\013concu" +
+      "rrency\030\001 \001(\rR\013concurrency\022\'\n\017timeout_sec" +
+      "onds\030\002 \001(\rR\016timeoutSeconds\022)\n\005modes\030\003 \003(" +
+      "\0132\023.aophub.v1.ScanModeR\005modes\"\324\005\n\017Sandbo" +
+      "xSettings\022\034\n\tworkspace\030\001 \001(\tR\tworkspace\022" +
+      "#\n\rdeny_patterns\030\002 \003(\tR\014denyPatterns\022%\n\016" +
+      "allow_patterns\030\003 \003(\tR\rallowPatterns\0220\n\024e" +
+      "xec_timeout_seconds\030\004 \001(\rR\022execTimeoutSe" +
+      "conds\022(\n\020output_cap_bytes\030\005 \001(\rR\016outputC" +
+      "apBytes\022\030\n\007network\030\006 \001(\010R\007network\022+\n\021all" +
+      "ow_unsandboxed\030\007 \001(\010R\020allowUnsandboxed\022\036" +
+      "\n\nbubblewrap\030\010 \001(\tR\nbubblewrap\022\037\n\013cpu_se" +
+      "conds\030\t \001(\rR\ncpuSeconds\022\035\n\nmemory_mib\030\n " +
+      "\001(\rR\tmemoryMib\022#\n\rmax_processes\030\013 \001(\rR\014m" +
+      "axProcesses\022\034\n\tterminals\030\014 \001(\010R\tterminal" +
+      "s\022\037\n\013remote_exec\030\r \001(\010R\nremoteExec\022:\n\031te" +
+      "rminal_scrollback_bytes\030\016 \001(\rR\027terminalS" +
+      "crollbackBytes\0222\n\025terminal_replay_bytes\030" +
+      "\017 \001(\rR\023terminalReplayBytes\022#\n\rmax_termin" +
+      "als\030\020 \001(\rR\014maxTerminals\022\027\n\007tmp_mib\030\021 \001(\r" +
+      "R\006tmpMib\022 \n\014max_file_mib\030\022 \001(\rR\nmaxFileM" +
+      "ib\022 \n\014min_free_mib\030\023 \001(\rR\nminFreeMib\"|\n\023" +
+      "InteractionSettings\022\'\n\017timeout_seconds\030\001" +
+      " \001(\rR\016timeoutSeconds\022<\n\rexpiry_policy\030\002 " +
+      "\001(\0162\027.aophub.v1.ExpiryPolicyR\014expiryPoli" +
+      "cy\"\254\003\n\006Config\0221\n\010profiles\030\001 \003(\0132\025.aophub" +
+      ".v1.LlmProfileR\010profiles\022*\n\021active_profi" +
+      "le_id\030\002 \001(\tR\017activeProfileId\022.\n\005agent\030\003 " +
+      "\001(\0132\030.aophub.v1.AgentSettingsR\005agent\022-\n\005" +
+      "scans\030\004 \001(\0132\027.aophub.v1.ScanSettingsR\005sc" +
+      "ans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v1.Sandbox" +
+      "SettingsR\007sandbox\022B\n\014interactions\030\006 \001(\0132" +
+      "\036.aophub.v1.InteractionSettingsR\014interac" +
+      "tions\0225\n\010llm_push\030\007 \001(\0132\032.aophub.v1.LlmP" +
+      "ushSettingsR\007llmPush\0223\n\007bridges\030\010 \001(\0132\031." +
+      "aophub.v1.BridgeSettingsR\007bridges\"*\n\016Bri" +
+      "dgeSettings\022\030\n\007enabled\030\001 \003(\tR\007enabled\",\n" +
+      "\017LlmPushSettings\022\031\n\010node_ids\030\001 \003(\tR\007node" +
+      "Ids\"\213\004\n\nConfigView\0225\n\010profiles\030\001 \003(\0132\031.a" +
+      "ophub.v1.LlmProfileViewR\010profiles\022*\n\021act" +
+      "ive_profile_id\030\002 \001(\tR\017activeProfileId\022.\n" +
+      "\005agent\030\003 \001(\0132\030.aophub.v1.AgentSettingsR\005" +
+      "agent\022-\n\005scans\030\004 \001(\0132\027.aophub.v1.ScanSet" +
+      "tingsR\005scans\0224\n\007sandbox\030\005 \001(\0132\032.aophub.v" +
+      "1.SandboxSettingsR\007sandbox\022B\n\014interactio" +
+      "ns\030\006 \001(\0132\036.aophub.v1.InteractionSettings" +
+      "R\014interactions\022\032\n\010revision\030\007 \001(\004R\010revisi" +
+      "on\0229\n\nupdated_at\030\010 \001(\0132\032.google.protobuf" +
+      ".TimestampR\tupdatedAt\0225\n\010llm_push\030\t \001(\0132" +
+      "\032.aophub.v1.LlmPushSettingsR\007llmPush\0223\n\007" +
+      "bridges\030\n \001(\0132\031.aophub.v1.BridgeSettings" +
+      "R\007bridges\"H\n\016FieldViolation\022\024\n\005field\030\001 \001" +
+      "(\tR\005field\022 \n\013description\030\002 \001(\tR\013descript" +
+      "ion\"\022\n\020GetConfigRequest\"B\n\021GetConfigResp" +
+      "onse\022-\n\006config\030\001 \001(\0132\025.aophub.v1.ConfigV" +
+      "iewR\006config\"\214\001\n\023UpdateConfigRequest\022\035\n\nr" +
+      "equest_id\030\001 \001(\tR\trequestId\022)\n\006config\030\002 \001" +
+      "(\0132\021.aophub.v1.ConfigR\006config\022+\n\021expecte" +
+      "d_revision\030\003 \001(\004R\020expectedRevision\"\312\001\n\024U" +
+      "pdateConfigResponse\022D\n\020field_violations\030" +
+      "\001 \003(\0132\031.aophub.v1.FieldViolationR\017fieldV" +
+      "iolations\0223\n\010accepted\030\002 \001(\0132\025.aophub.v1." +
+      "ConfigViewH\000R\010accepted\022,\n\010rejected\030\003 \001(\013" +
+      "2\016.aop.RejectionH\000R\010rejectedB\t\n\007outcome\"" +
+      "V\n\026ActivateProfileRequest\022\035\n\nrequest_id\030" +
+      "\001 \001(\tR\trequestId\022\035\n\nprofile_id\030\002 \001(\tR\tpr" +
+      "ofileId\"\207\001\n\027ActivateProfileResponse\0223\n\010a" +
+      "ccepted\030\001 \001(\0132\025.aophub.v1.ConfigViewH\000R\010" +
+      "accepted\022,\n\010rejected\030\002 \001(\0132\016.aop.Rejecti" +
+      "onH\000R\010rejectedB\t\n\007outcome\"x\n\016TestLLMRequ" +
+      "est\022\035\n\nprofile_id\030\001 \001(\tR\tprofileId\022/\n\007pr" +
+      "ofile\030\002 \001(\0132\025.aophub.v1.LlmProfileR\007prof" +
+      "ile\022\026\n\006prompt\030\003 \001(\tR\006prompt\"\202\001\n\017TestLLMR" +
+      "esponse\022\016\n\002ok\030\001 \001(\010R\002ok\022\035\n\nlatency_ms\030\002 " +
+      "\001(\004R\tlatencyMs\022\024\n\005reply\030\003 \001(\tR\005reply\022\024\n\005" +
+      "error\030\004 \001(\tR\005error\022\024\n\005model\030\005 \001(\tR\005model" +
+      "\"c\n\021ListModelsRequest\022\035\n\nprofile_id\030\001 \001(" +
+      "\tR\tprofileId\022/\n\007profile\030\002 \001(\0132\025.aophub.v" +
+      "1.LlmProfileR\007profile\"6\n\tModelInfo\022\016\n\002id" +
+      "\030\001 \001(\tR\002id\022\031\n\010owned_by\030\002 \001(\tR\007ownedBy\"\207\001" +
+      "\n\022ListModelsResponse\022\016\n\002ok\030\001 \001(\010R\002ok\022,\n\006" +
+      "models\030\002 \003(\0132\024.aophub.v1.ModelInfoR\006mode" +
+      "ls\022\024\n\005error\030\003 \001(\tR\005error\022\035\n\nlatency_ms\030\004" +
+      " \001(\004R\tlatencyMs\"\027\n\025TestConnectionRequest" +
+      "\"\177\n\026TestConnectionResponse\022\016\n\002ok\030\001 \001(\010R\002" +
+      "ok\022\030\n\007version\030\002 \001(\tR\007version\022;\n\013server_t" +
+      "ime\030\003 \001(\0132\032.google.protobuf.TimestampR\ns" +
+      "erverTime*j\n\014ProviderKind\022\035\n\031PROVIDER_KI" +
+      "ND_UNSPECIFIED\020\000\022#\n\037PROVIDER_KIND_OPENAI" +
+      "_COMPATIBLE\020\001\022\026\n\022PROVIDER_KIND_ECHO\020\0022\360\003" +
+      "\n\rConfigService\022K\n\tGetConfig\022\033.aophub.v1" +
+      ".GetConfigRequest\032\034.aophub.v1.GetConfigR" +
+      "esponse\"\003\220\002\001\022O\n\014UpdateConfig\022\036.aophub.v1" +
+      ".UpdateConfigRequest\032\037.aophub.v1.UpdateC" +
+      "onfigResponse\022X\n\017ActivateProfile\022!.aophu" +
+      "b.v1.ActivateProfileRequest\032\".aophub.v1." +
+      "ActivateProfileResponse\022@\n\007TestLLM\022\031.aop" +
+      "hub.v1.TestLLMRequest\032\032.aophub.v1.TestLL" +
+      "MResponse\022I\n\nListModels\022\034.aophub.v1.List" +
+      "ModelsRequest\032\035.aophub.v1.ListModelsResp" +
+      "onse\022Z\n\016TestConnection\022 .aophub.v1.TestC" +
+      "onnectionRequest\032!.aophub.v1.TestConnect" +
+      "ionResponse\"\003\220\002\001BI\n\021dev.aophub.api.v1P\001Z" +
+      "2github.com/aophub/aophub/gen/go/aophub/" +
+      "v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -332,7 +336,7 @@ public final class ConfigOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_AgentSettings_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_AgentSettings_descriptor,
-        new java.lang.String[] { "ToolsEnabled", "AskBeforeTools", "MaxTurns", "TurnTimeoutSeconds", "SystemPrompt", "InlineAttachmentBytes", "SummaryAfterMessages", "SummaryAfterCharacters", "MemoryEnabled", "MemoryPromptEntries", "MemoryMaxEntries", "MemoryPromptTokens", "SkillsEnabled", "SkillsPromptTokens", });
+        new java.lang.String[] { "ToolsEnabled", "AskBeforeTools", "MaxTurns", "TurnTimeoutSeconds", "SystemPrompt", "InlineAttachmentBytes", "SummaryAfterMessages", "SummaryAfterCharacters", "MemoryEnabled", "MemoryPromptEntries", "MemoryMaxEntries", "MemoryPromptTokens", "SkillsEnabled", "SkillsPromptTokens", "SubagentConcurrency", "SubagentTimeoutSeconds", "SubagentOnParentCancel", });
     internal_static_aophub_v1_ScanMode_descriptor =
       getDescriptor().getMessageType(3);
     internal_static_aophub_v1_ScanMode_fieldAccessorTable = new
