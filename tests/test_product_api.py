@@ -82,7 +82,14 @@ def test_every_service_of_the_design_exists() -> None:
 
 @pytest.mark.parametrize("method", methods(), ids=lambda m: m.full_name)
 def test_method_conventions(method: MethodDescriptor) -> None:
-    """Read-only methods have no side effects; mutating ones are journaled with outcomes."""
+    """Read-only methods have no side effects; mutating ones are journaled with outcomes; watches only stream."""
+    if method.name.startswith("Watch"):
+        # A watch is read-only and streams what changes; no request id, nothing to journal.
+        assert method.server_streaming
+        assert not method.client_streaming
+        assert "request_id" not in method.input_type.fields_by_name
+        return
+    assert not method.server_streaming
     if is_read_only(method):
         assert idempotency_level(method) == descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS
         return
