@@ -508,9 +508,14 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
 
 
-async def connect(url: str, *, timeout: float, synchronous_commit: bool = True) -> asyncpg.Connection:
-    """One connection to ``url``; raises :class:`StoreError` saying why not (unreachable, refused, missing)."""
-    settings = {"application_name": "aophub"}
+async def connect(
+    url: str, *, timeout: float, synchronous_commit: bool = True, application_name: str = "aophub"
+) -> asyncpg.Connection:
+    """One connection to ``url``; raises :class:`StoreError` saying why not (unreachable, refused, missing).
+
+    ``application_name`` shows in ``pg_stat_activity`` (an operator tells the connections apart by it).
+    """
+    settings = {"application_name": application_name}
     if not synchronous_commit:
         settings["synchronous_commit"] = "off"
     with map_exceptions(f"connecting to {redact_url(url)}"):

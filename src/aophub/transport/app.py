@@ -206,7 +206,7 @@ def create_app(settings: Settings) -> Starlette:
     local_node = LocalNode(hub, agent, commands=builtin_commands(agent), workspace=builtin_workspace(config))
 
     scans = Scans(hub, lambda: config.config.scans)
-    replica = local_replica(settings)
+    replica = local_replica(settings, hub=hub)
     runtime = Runtime(hub, store, local_node, config, scans, tokens, replica)
 
     @contextlib.asynccontextmanager
