@@ -14,6 +14,7 @@ journal entry the first one wrote and replays it.
   waits there in ``pg_advisory_lock`` (no polling), holding that connection until it releases.
 - Two keys with the same 32-bit hash only wait for each other; a deadlock between replicas
   (PostgreSQL detects it) fails the request as retryable, like any lost database connection.
+- A wait lasts at most ``lock_timeout`` seconds (then the request fails as retryable).
 - If the connection holding a lock is lost, PostgreSQL releases the lock: the claim goes on
   (its entry is written with the operation) and only a duplicate arriving in that instant on
   another replica is not excluded.
@@ -45,9 +46,16 @@ class JournalLocks:
     """Advisory locks on journal keys for one replica; see the module docstring. :meth:`start` before use."""
 
     def __init__(
-        self, url: str, *, name: str = "aophub journal locks", waiters: int = 4, connect_timeout: float = 10.0
-    ):
+        self,
+        url: str,
+        *,
+        name: str = "aophub journal locks",
+        waiters: int = 4,
+        connect_timeout: float = 10.0,
+        lock_timeout: float = 60.0,
+    ) -> None:
         self.url = url
+        self._lock_timeout = lock_timeout
         self._name = name
         self._waiters = waiters
         self._connect_timeout = connect_timeout
@@ -99,7 +107,12 @@ class JournalLocks:
                     min_size=0,
                     max_size=self._waiters,
                     timeout=self._connect_timeout,
-                    server_settings={"application_name": self._name},
+                    # A holder that hangs (its replica cut off, its connection not yet dropped) fails
+                    # the waiting request as retryable after this long instead of holding it forever.
+                    server_settings={
+                        "application_name": self._name,
+                        "lock_timeout": f"{int(self._lock_timeout * 1000)}",
+                    },
                 )
         with map_exceptions("waiting for a journal key"):
             waiter = await self._pool.acquire()
