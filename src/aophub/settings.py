@@ -120,6 +120,15 @@ class Settings:
     # The PostgreSQL database (a postgresql:// URL, already migrated: `aophub migrate`); "" for
     # the SQLite database in the data directory.
     database_url: str = ""
+    # Replicas on PostgreSQL (aophub.cluster): the URL other replicas reach this one at ("" derives
+    # it from --host and the bound port), its id ("" for host-pid-random) and the seconds a replica
+    # stays alive without a heartbeat.
+    advertise_url: str = ""
+    replica_id: str = ""
+    replica_lease: float = 10.0
+    # On SIGTERM: seconds to keep serving while /health says "draining", so a load balancer stops
+    # sending new connections before the open ones are closed.
+    drain_delay: float = 0.0
 
     @property
     def database(self) -> Path:

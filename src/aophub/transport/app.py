@@ -24,6 +24,8 @@ from aophub.agent.audit import AuditLog
 from aophub.agent.builtin import AUDIT_LOG, builtin_agent, builtin_commands, builtin_workspace
 from aophub.agent.loop import BuiltinAgent
 from aophub.bridges.routes import RootMounts, bridge_routes
+from aophub.cluster.health import readiness
+from aophub.cluster.replica import LocalReplica, local_replica
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
@@ -87,6 +89,8 @@ class Runtime:
     scans: Scans
     tokens: TokenAdmin
     subagents: Subagents
+    # This process as one of several replicas on PostgreSQL (None on SQLite).
+    replica: LocalReplica | None = None
 
     async def start_jobs(self) -> None:
         """Recover and run the background jobs: scans, then subagents (after the hub and its built-in node)."""
@@ -113,19 +117,43 @@ def llm_push_source(settings: Settings, config: ConfigStore) -> LlmPushSource:
     )
 
 
-def on_configuration_change(hub: Hub, local_node: LocalNode) -> Callable[[], Awaitable[None]]:
-    """What runs after every applied configuration change (UpdateConfig, ActivateProfile, a hand edit)."""
+def on_configuration_change(
+    hub: Hub, local_node: LocalNode, replicas: list[LocalReplica] | None = None
+) -> Callable[[], Awaitable[None]]:
+    """What runs after every applied configuration change (UpdateConfig, ActivateProfile, a hand edit).
+
+    On PostgreSQL (``replicas`` holds this process's replica, once built) the change is published
+    to the other replicas too; one adopted from them is not published again.
+    """
 
     async def configuration_changed() -> None:
         # The built-in node announces its new status; listed nodes get a changed LLM profile.
         await local_node.announce()
         hub.configuration_changed()
+        for replica in replicas or ():
+            await replica.configuration_changed()
 
     return configuration_changed
 
 
-async def health(_request: Request) -> JSONResponse:
-    """Liveness probe: no auth, ``{"status": "ok"}`` while serving."""
+async def health(request: Request) -> JSONResponse:
+    """Readiness for a load balancer, no auth: 200 ``{"status": "ok", ...}`` or 503 saying why.
+
+    See :mod:`aophub.cluster.health`.
+    """
+    state = request.app.state
+    runtime: Runtime | None = getattr(state, "runtime", None)
+    replica = runtime.replica if runtime is not None else getattr(state, "replica", None)
+    status, body = readiness(
+        replica.health() if replica is not None else None,
+        stopping=getattr(state, "stopping", False),
+        started=runtime is not None,
+    )
+    return JSONResponse(body, status_code=status)
+
+
+async def live(_request: Request) -> JSONResponse:
+    """Liveness probe, no auth: ``{"status": "ok"}`` while the process serves (a database outage included)."""
     return JSONResponse({"status": "ok"})
 
 
@@ -143,6 +171,56 @@ async def _cancel(*tasks: asyncio.Task[None]) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+def _begin_stop(
+    app: Starlette, hub: Hub, replica: LocalReplica | None, drain_delay: float
+) -> Callable[[], Awaitable[None]]:
+    """What the server runs on SIGTERM before it closes connections (see aophub.transport.server)."""
+
+    async def begin_stop() -> None:
+        # /health says draining (and the replica is marked so) for --drain-delay seconds while the
+        # hub still serves, so a load balancer stops sending new connections first.
+        app.state.stopping = True
+        hub.begin_stop()
+        if replica is not None:
+            await replica.drain()
+        if drain_delay:
+            log.info("draining: serving %g s more before closing connections", drain_delay)
+            await asyncio.sleep(drain_delay)
+
+    return begin_stop
+
+
+async def _start(runtime: Runtime) -> None:
+    """Open the store, register the replica (PostgreSQL), load tokens, recover, start nodes and scans."""
+    await runtime.store.open()
+    try:
+        if runtime.replica is not None:
+            await runtime.replica.start()
+        await runtime.tokens.load()
+        await runtime.hub.start()
+        await runtime.local_node.start()
+        await runtime.start_jobs()
+        if runtime.replica is not None:
+            await runtime.replica.compete_for_scans()
+    except BaseException:
+        # An open store's connection threads would keep the process alive after a failed start.
+        if runtime.replica is not None:
+            await runtime.replica.stop()
+        await runtime.store.close()
+        raise
+
+
+async def _stop(runtime: Runtime) -> None:
+    """Stop what :func:`_start` started, in reverse, leaving running turns to the next start's recovery."""
+    await runtime.stop_jobs()  # running scans and subagents stay RUNNING; the next start fails them
+    await runtime.hub.stop()  # before the node, so the built-in node's running turns are left to recovery
+    await runtime.local_node.stop()
+    if runtime.replica is not None:
+        await runtime.replica.stop()
+    await runtime.store.close()
+    log.info("hub stopped; store closed")
 
 
 def _authenticator(settings: Settings, tokens: TokenAdmin) -> Authenticator:
@@ -203,36 +281,29 @@ def create_app(settings: Settings) -> Starlette:
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
     local_node = LocalNode(hub, agent, commands=builtin_commands(agent), workspace=builtin_workspace(config))
 
-    scans = Scans(hub, lambda: config.config.scans)
-    runtime = Runtime(hub, store, local_node, config, scans, tokens, Subagents(hub, config.agent_settings))
+    # On PostgreSQL one replica schedules scans: the leader (aophub.cluster.leader).
+    scans = Scans(hub, lambda: config.config.scans, leading=not settings.database_url)
+    replicas: list[LocalReplica] = []  # filled below: the configuration change publishes through it
+    configuration_changed = on_configuration_change(hub, local_node, replicas)
+    replica = local_replica(
+        settings, hub=hub, tokens=tokens, config=config, scans=scans, on_config_change=configuration_changed
+    )
+    replicas.extend(filter(None, [replica]))
+    subagents = Subagents(hub, config.agent_settings)
+    runtime = Runtime(hub, store, local_node, config, scans, tokens, subagents, replica)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await store.open()
-        try:
-            await tokens.load()
-            await hub.start()
-            await local_node.start()
-            await runtime.start_jobs()
-        except BaseException:
-            # An open store's connection threads would keep the process alive after a failed start.
-            await store.close()
-            raise
+        await _start(runtime)
         app.state.runtime = runtime
         # Hand edits of config.yaml apply while running (see on_configuration_change).
-        watch = asyncio.create_task(
-            config.watch(on_configuration_change(hub, local_node), interval=settings.config_poll_interval)
-        )
+        watch = asyncio.create_task(config.watch(configuration_changed, interval=settings.config_poll_interval))
         expiry = asyncio.create_task(close_expired(tokens.live))  # closes connections of expired tokens
         try:
             yield
         finally:
             await _cancel(watch, expiry)
-            await runtime.stop_jobs()  # running scans and subagents stay RUNNING; the next start fails them
-            await hub.stop()  # before the node, so the built-in node's running turns are left to recovery
-            await local_node.stop()
-            await store.close()
-            log.info("hub stopped; store closed")
+            await _stop(runtime)
 
     limits = PerConnectionBounds(
         max_outbound_bytes=settings.max_outbound_bytes,
@@ -260,7 +331,7 @@ def create_app(settings: Settings) -> Starlette:
         (session_connect.SessionServiceASGIApplication, SessionServiceImpl(hub)),
         (
             config_connect.ConfigServiceASGIApplication,
-            ConfigServiceImpl(hub, config, on_change=on_configuration_change(hub, local_node)),
+            ConfigServiceImpl(hub, config, on_change=configuration_changed),
         ),
         (agent_connect.AgentServiceASGIApplication, AgentServiceImpl(hub, live=tokens.live)),
         (system_connect.SystemServiceASGIApplication, SystemServiceImpl(hub, config)),
@@ -273,6 +344,7 @@ def create_app(settings: Settings) -> Starlette:
     services += _agent_services(hub, agent, config)
     routes = [
         Route("/health", health, methods=["GET"]),
+        Route("/health/live", live, methods=["GET"]),
         *auth_routes(authenticator, secure_cookies=settings.secure_cookies),
         WebSocketRoute("/api/aop/application/ws", application_ws),
         WebSocketRoute("/api/aop/node/ws", node_ws),
@@ -284,5 +356,8 @@ def create_app(settings: Settings) -> Starlette:
     ]
     app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(RootMounts, settings=settings)])
     # For the server to call when it starts closing connections (before the lifespan's shutdown).
-    app.state.begin_stop = hub.begin_stop
+    app.state.replica = replica
+    app.state.begin_stop = _begin_stop(app, hub, replica, settings.drain_delay)
+    if replica is not None:
+        app.state.listening = replica.listening  # called by the server once it listens (its port)
     return app
