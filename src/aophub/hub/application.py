@@ -49,6 +49,9 @@ Offer = Callable[[bytes], bool]
 Close = tuple[int, str]
 # A product namespace handler: (connection, envelope id, decoded message) -> reply payload or None.
 NamespaceHandler = Callable[["ApplicationConnection", str, Message], Awaitable[Message | None]]
+# Hub replicas (aophub.cluster.forwarding): (principal, frame, namespace, decoded message) -> the reply
+# envelope of the replica that owns the request's session, or None when it runs on this one.
+Relay = Callable[[Principal, bytes, str, Message], Awaitable[bytes | None]]
 
 
 class InOrder:
@@ -104,8 +107,10 @@ class ApplicationConnection:
         principal: Principal = ACCESS_KEY_PRINCIPAL,
         peer: str = "",
         offer: Offer | None = None,
+        relay: Relay | None = None,
     ) -> None:
         self.hub = hub
+        self._relay = relay
         self._offer = offer
         self.principal = principal
         self.peer = peer
@@ -134,7 +139,7 @@ class ApplicationConnection:
             check_id("the envelope id", envelope.id)
             name = payload_name(envelope)
             if name != _CORE:
-                await self._route_namespace(name, envelope.id, envelope)
+                await self._route_namespace(name, envelope.id, envelope, frame)
                 return None
             message = unpack(envelope, protocol_pb2.ProtocolMessage)
         except HubError as error:
@@ -161,7 +166,7 @@ class ApplicationConnection:
             if not self.cancel_operation(target_id) and not await self.hub.terminals.cancel(self, target_id):
                 await self.hub.workspace_calls.cancel(self, target_id)  # a file or exec call of this connection
         elif case in _REQUESTS:
-            await self._spawn(lambda: self._request(envelope.id, case, message))
+            await self._spawn(lambda: self._request(envelope.id, case, message, frame))
         else:
             await self.send_protocol_error(
                 envelope.id,
@@ -172,7 +177,9 @@ class ApplicationConnection:
             )
         return None
 
-    async def _route_namespace(self, name: str, envelope_id: str, envelope: envelope_pb2.Envelope) -> None:
+    async def _route_namespace(
+        self, name: str, envelope_id: str, envelope: envelope_pb2.Envelope, frame: bytes
+    ) -> None:
         route = self._namespaces.route(name)
         if route is None:
             raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not supported by this hub")
@@ -184,6 +191,11 @@ class ApplicationConnection:
             raise refusal
 
         async def run() -> None:
+            if self._relay is not None:
+                relayed = await self._relay(self.principal, frame, name, message)
+                if relayed is not None:
+                    await self._send(relayed)
+                    return
             reply = await handler(self, envelope_id, message)
             if reply is not None:
                 await self._send(encode_envelope(reply, reply_to=envelope_id))
@@ -241,8 +253,13 @@ class ApplicationConnection:
             log.exception("request %s failed", envelope_id)
             await self.send_protocol_error(envelope_id, HubError(Code.INTERNAL, "unexpected error"))
 
-    async def _request(self, envelope_id: str, case: str, message: protocol_pb2.ProtocolMessage) -> None:
+    async def _request(self, envelope_id: str, case: str, message: protocol_pb2.ProtocolMessage, frame: bytes) -> None:
         async def run() -> None:
+            if self._relay is not None and case != "list_events_request":
+                relayed = await self._relay(self.principal, frame, _CORE, message)
+                if relayed is not None:
+                    await self._send(relayed)
+                    return
             hub = self.hub
             reply: Message
             caller = self.principal

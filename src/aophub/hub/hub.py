@@ -34,7 +34,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from google.protobuf.message import Message
 
@@ -62,7 +62,10 @@ from aophub.ids import IdGenerator, new_id
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
 from aophub.settings import DEFAULT_MAX_PAGE_BYTES
-from aophub.store.base import PutSession, SessionRecord, Store
+from aophub.store.base import PutSession, SessionRecord, Store, StoreError
+
+if TYPE_CHECKING:
+    from aophub.cluster.ownership import Ownership
 
 # LiveSession, HUB_EMITTER and parse_cursor live in their own modules; re-exported for importers.
 __all__ = ["HUB_EMITTER", "SESSION_IDLE", "Hub", "LiveSession", "parse_cursor"]
@@ -180,6 +183,9 @@ class Hub:
             page_bytes=page_bytes,
         )
 
+        # Hub replicas (aophub.cluster.ownership): which sessions this replica owns; None for one hub alone.
+        self.ownership: Ownership | None = None
+
     def __repr__(self) -> str:
         return f"<Hub sessions={len(self._sessions)} turns={len(self._turns)} nodes={len(self.nodes)}>"
 
@@ -209,8 +215,11 @@ class Hub:
 
         Then sweep idle sessions out of memory periodically, until :meth:`stop`.
         """
-        ended = await self._turn_lifecycle.recover()
-        log.info("recovery: ended %d turn%s left running or queued (hub_restarted)", ended, "" if ended == 1 else "s")
+        if self.ownership is None:  # replicas: each session's turns are ended by whoever takes it over
+            ended = await self._turn_lifecycle.recover()
+            log.info(
+                "recovery: ended %d turn%s left running or queued (hub_restarted)", ended, "" if ended == 1 else "s"
+            )
         await self.interactions.recover()
         self._spawn(self._sweep_idle_sessions())
 
@@ -273,6 +282,26 @@ class Hub:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("background task failed", exc_info=task.exception())
+
+    # -- sessions owned by this replica (aophub.cluster.ownership) -----------------
+
+    async def take_session(self, session_id: str, code: str, message: str) -> int:
+        """This replica now owns the session: load it afresh and end the turns left open with ``code``; how many."""
+        session = await self._sessions.get(session_id)
+        if session is None:
+            return 0
+        async with session.lock:
+            session.unsaved_endings.clear()  # of an earlier holding: the store has what got in
+            await self._sessions.refresh_locked(session)
+            return await self._turn_lifecycle.end_left_open_locked(session, code, message)
+
+    def abandon_session(self, session_id: str) -> None:
+        """Another replica owns the session now: forget its turns in memory, writing nothing."""
+        session = self._sessions.loaded(session_id)
+        if session is None:
+            return
+        self._turn_lifecycle.forget_locked(session, "the session moved to another replica")
+        session.unsaved_endings.clear()
 
     # -- sessions in memory -----------------------------------------------------
 
@@ -434,6 +463,11 @@ class Hub:
         except BaseException:
             self._sessions.remove(session)
             raise
+        if self.ownership is not None:  # replicas: this one owns the new session
+            try:
+                await self.ownership.claim_new(session_id, request.node_id)
+            except (HubError, StoreError) as error:
+                log.warning("session %s: opened, but its lease could not be taken yet: %s", session_id, error)
         return response
 
     # -- CloseSession -----------------------------------------------------------
@@ -601,6 +635,9 @@ class Hub:
         AgentService). Its turns end. Raises :class:`HubError` when the id is refused (see
         :meth:`NodeRouter.attach`).
         """
+        if self.ownership is not None and not built_in:
+            # Its sessions move here first (ending turns other replicas left open), before it can get work.
+            await self.ownership.node_attached(hello.node_id)
         return await self._node_router.attach(
             hello, link, built_in=built_in, peer=peer, acceptance=acceptance, token_name=token_name
         )
@@ -608,6 +645,8 @@ class Hub:
     async def detach_node(self, handle: NodeHandle) -> None:
         """Forget a node whose connection ended; its running turns end with ``agent_disconnected``."""
         await self._node_router.detach(handle)
+        if self.ownership is not None and not handle.built_in and self.nodes.get(handle.node_id) is None:
+            await self.ownership.node_detached(handle.node_id)
 
     async def node_message(self, handle: NodeHandle, envelope: envelope_pb2.Envelope) -> None:
         """Handle one envelope from a node (see :meth:`NodeRouter.receive`; raises :class:`HubError`)."""

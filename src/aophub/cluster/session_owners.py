@@ -1,0 +1,124 @@
+"""Session ownership and forwarding of one replica, put together for the application (``aophub.transport.app``).
+
+:class:`SessionOwners` is built when the store is PostgreSQL (replicas), started in the lifespan
+after the replica has registered (:mod:`aophub.cluster.membership`) and before the hub starts (the
+hub then leaves ending turns of earlier runs to whoever takes their sessions over, see
+:mod:`aophub.cluster.ownership`), and stopped before the store closes. It gives the application
+endpoint its :attr:`relay` (forward requests for sessions other replicas own) and the route of the
+internal forwarding endpoint (:mod:`aophub.cluster.forwarding`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from google.protobuf.message import Message
+from starlette.routing import Route
+
+from aophub.access.scopes import Principal
+from aophub.cluster.forwarding import FORWARD_PATH, Forwarder, RequestRouter, forward_endpoint, run_envelope
+from aophub.cluster.ownership import LeaseTable, Ownership, Replicas
+from aophub.hub.application import ApplicationConnection, NamespaceHandler
+from aophub.hub.hub import Hub
+from aophub.protocol.errors import Code, HubError
+from aophub.protocol.mux import NamespaceRouter
+
+__all__ = ["SessionOwners"]
+
+log = logging.getLogger(__name__)
+
+
+class SessionOwners:
+    """This replica's :class:`Ownership`, :class:`RequestRouter` and forwarding endpoint; see the module docstring."""
+
+    def __init__(
+        self,
+        url: str,
+        replicas: Replicas,
+        hub: Hub,
+        namespaces: NamespaceRouter[NamespaceHandler],
+        *,
+        check_interval: float | None = None,
+    ) -> None:
+        self._url = url
+        self._replicas = replicas
+        self._hub = hub
+        self._namespaces = namespaces
+        self._check_interval = check_interval
+        self.ownership: Ownership | None = None
+        self.router: RequestRouter | None = None
+        self._forwarder: Forwarder | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"<SessionOwners {self.ownership!r}>"
+
+    async def start(self) -> None:
+        """Read the cluster secret, give the hub its ownership, and start checking leases (raises StoreError)."""
+        leases = LeaseTable(self._url, replica_id=self._replicas.replica_id, lease_ttl=self._replicas.lease_ttl)
+        secret = await leases.cluster_secret()
+        hub = self._hub
+        self.ownership = Ownership(
+            leases,
+            self._replicas,
+            hub,
+            node_connected=lambda node_id: hub.nodes.get(node_id) is not None,
+            built_in=hub.nodes.is_built_in,
+            check_interval=self._check_interval,
+        )
+        self._forwarder = Forwarder(secret)
+        self.router = RequestRouter(self.ownership, self._forwarder, hub.store)
+        hub.ownership = self.ownership
+        self._task = asyncio.create_task(self.ownership.run(), name="session ownership")
+
+    def fence(self) -> None:
+        """The replica lost the database (membership callback): stop serving sessions."""
+        if self.ownership is not None:
+            self.ownership.fence()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._forwarder is not None:
+            await self._forwarder.close()
+        if self.ownership is not None:
+            await self.ownership.leases.close()
+
+    async def relay(self, principal: Principal, frame: bytes, namespace: str, message: Message) -> bytes | None:
+        """For the application endpoint: the owner's reply when another replica owns the request's session."""
+        if self.router is None:
+            return None
+        return await self.router.relay(principal, frame, namespace, message)
+
+    async def _refuse_elsewhere(
+        self, principal: Principal, frame: bytes, namespace: str, message: Message
+    ) -> bytes | None:
+        """For forwarded requests: run here (claiming the session if due), or refuse if another replica owns it."""
+        if self.router is None:
+            return None
+        placement = await self.router.place(namespace, message)
+        if placement is not None and not placement.local:
+            raise HubError(
+                Code.UNAVAILABLE,
+                f"the session moved to replica {placement.replica_id} while the request was forwarded; retry",
+                retryable=True,
+            )
+        return None
+
+    def _connection(self, send: Callable[[bytes], Awaitable[None]], principal: Principal) -> ApplicationConnection:
+        return ApplicationConnection(
+            self._hub, send, namespaces=self._namespaces, principal=principal, relay=self._refuse_elsewhere
+        )
+
+    def routes(self) -> list[Route]:
+        """The internal forwarding endpoint (authenticated by the cluster secret, not by the access key)."""
+
+        async def run_here(principal: Principal, frame: bytes) -> bytes:
+            return await run_envelope(self._connection, principal, frame)
+
+        return [Route(FORWARD_PATH, forward_endpoint(lambda: self._forwarder, run_here), methods=["POST"])]
