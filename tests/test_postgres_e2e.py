@@ -182,7 +182,7 @@ async def test_aophub_token_works_on_the_database_and_a_hub_on_it_accepts_the_to
 ) -> None:
     """`aophub token create --database URL` stores the token in PostgreSQL; a hub on it then accepts the secret.
 
-    While that hub runs, the offline command is refused (the hub holds the database), as on a data dir.
+    While that hub runs, the offline command works beside it (hub replicas share a database).
     """
     created = aophub("token", "create", "--name", "phone", "--scope", "app", "--database", database)
     assert created.returncode == 0, created.stderr
@@ -195,6 +195,6 @@ async def test_aophub_token_works_on_the_database_and_a_hub_on_it_accepts_the_to
         async with await AppSocket.open(hub.app_url, token=secret) as app:
             session = await app.open_session()
             assert session.id
-        refused = aophub("token", "list", "--database", database)
-        assert refused.returncode == 1
-        assert "another aophub hub is using the database" in refused.stderr
+        beside = aophub("token", "list", "--database", database)
+        assert beside.returncode == 0, beside.stderr  # replicas share the database: no lock on it
+        assert "phone" in beside.stdout

@@ -19,6 +19,7 @@ from aophub.access.throttle import trusted_proxies
 from aophub.agent.builtin import builtin_agent, builtin_commands, builtin_workspace
 from aophub.bridges.frame import parse_bridge_option
 from aophub.chat import add_chat_parser, run_chat
+from aophub.cluster.options import add_replica_options, with_replica_options
 from aophub.config import CONFIG_FILE, ConfigError, ConfigStore
 from aophub.data_lock import DataDirInUse, DataDirLock, lock_data_dir
 from aophub.database_commands import add_database_option, add_migrate_parser, check_database, run_migrate_command
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         serve, "access key (default: $AOPHUB_TOKEN, else the key stored in the data dir, else a new one)"
     )
     add_database_option(serve)
+    add_replica_options(serve)
     serve.add_argument(
         "--max-frame-bytes",
         type=int,
@@ -560,6 +562,7 @@ def serve(args: argparse.Namespace) -> int:
         database_url=url,
     )
     settings = with_network_options(settings, args)
+    settings = with_replica_options(settings, args)
     settings = with_node_turn_options(settings, args)
     settings = dataclasses.replace(settings, turn_start_timeout=args.turn_start_timeout)
     settings = with_command_options(settings, args)

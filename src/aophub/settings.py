@@ -114,6 +114,12 @@ class Settings:
     # The PostgreSQL database (a postgresql:// URL, already migrated: `aophub migrate`); "" for
     # the SQLite database in the data directory.
     database_url: str = ""
+    # Replicas on PostgreSQL (aophub.cluster): the URL other replicas reach this one at ("" derives
+    # it from --host and the bound port), its id ("" for host-pid-random) and the seconds a replica
+    # stays alive without a heartbeat.
+    advertise_url: str = ""
+    replica_id: str = ""
+    replica_lease: float = 10.0
 
     @property
     def database(self) -> Path:

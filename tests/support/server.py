@@ -37,6 +37,11 @@ class _Server(uvicorn.Server):
 
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         await super().startup(sockets)  # type: ignore[arg-type]
+        if self.servers:  # as aophub.transport.server.HubServer does: the app learns its bound port
+            host, port = self.servers[0].sockets[0].getsockname()[:2]
+            listening = getattr(getattr(self.config.app, "state", None), "listening", None)
+            if listening is not None:
+                await listening(host, port)
         self.ready.set()
 
 

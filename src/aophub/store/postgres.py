@@ -18,8 +18,9 @@ A hub does not migrate the database by itself unless asked (``migrate=True``, th
 library use and tests): ``aophub serve`` opens with ``migrate=False`` and refuses a database whose
 schema is older or newer than it knows; ``aophub migrate`` upgrades it.
 
-Until replicas exist, one hub per database: the writer connection holds a session-level advisory
-lock, and a second hub on the same database is refused at open.
+Several stores (hub replicas) may share one database: cursors are assigned in the database, under
+the session row's lock (see :mod:`aophub.store.postgres_writer`), so they stay dense and commit in
+order whoever writes. Which replicas exist is :mod:`aophub.cluster.membership`'s business.
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ from aophub.store.base import (
     WriteOp,
 )
 from aophub.store.postgres_schema import (
-    HUB_LOCK,
     check_schema,
     connect,
     connection_lost,
@@ -172,8 +172,8 @@ class PostgresStore:
         """Connect, migrate the schema (or check it, with ``migrate=False``), then start the writer task.
 
         Raises :class:`StoreError` saying why not: the server cannot be reached, refused the
-        credentials, has no such database, the schema is not the one this aophub knows, or another
-        hub uses the database. A failed open may be tried again.
+        credentials, has no such database, or the schema is not the one this aophub knows. A failed
+        open may be tried again.
         """
         if self._state is not _State.NEW:
             raise StoreError(f"store is {self._state.value}, cannot open it again", retryable=False)
@@ -202,14 +202,6 @@ class PostgresStore:
                 await migrate(db)
             else:
                 await check_schema(db)
-            with map_exceptions("locking the database"):
-                locked = await db.fetchval("SELECT pg_try_advisory_lock($1)", HUB_LOCK)
-            if not locked:
-                raise StoreError(
-                    f"another aophub hub is using the database {redact_url(self.url)}"
-                    " (one hub per database until replicas are supported)",
-                    retryable=True,
-                )
         except BaseException:
             db.terminate()
             raise

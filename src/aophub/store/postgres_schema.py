@@ -39,7 +39,8 @@ URL_SCHEMES = ("postgresql", "postgres")
 
 # Advisory lock keys (pg_advisory_lock's bigint space; "aophub" in ASCII, then a purpose number).
 MIGRATION_LOCK = 0x6170686F_00000001
-HUB_LOCK = 0x6170686F_00000002
+# 2 was "one hub per database", replaced by replica membership (aophub.cluster.membership).
+SCAN_LEADER_LOCK = 0x6170686F_00000003
 
 # Text compares byte by byte (COLLATE "C"), as in SQLite, whatever the database's locale: the
 # orders the store promises (sessions, turns, tokens) are then the same on both.
@@ -354,6 +355,50 @@ MIGRATIONS = (
     CREATE INDEX bridge_requests_by_session ON bridge_requests (session_id);
     CREATE INDEX bridge_requests_by_creation ON bridge_requests (created_at);
     """,
+    # Replicas (aophub.cluster): each `aophub serve` on the database registers here and heartbeats;
+    # times are the database server's clock (seconds since the epoch), so replicas on machines whose
+    # clocks differ agree on who is alive. The shared configuration document (config.yaml's content
+    # as the hub last saved it) is one row whose version counts its changes. Triggers notify the
+    # replicas of what changed (NOTIFY is sent at commit, so whoever writes, even `aophub token`
+    # on its own, wakes every replica): a session's new last cursor, the tokens, the configuration,
+    # a scan. A notification is a wake-up only: the listener reads the rows.
+    """
+    CREATE TABLE replicas (
+        id TEXT COLLATE "C" PRIMARY KEY,
+        address TEXT COLLATE "C" NOT NULL,
+        started_at DOUBLE PRECISION NOT NULL,
+        heartbeat_at DOUBLE PRECISION NOT NULL,
+        state TEXT COLLATE "C" NOT NULL CHECK (state IN ('ready', 'draining'))
+    );
+    CREATE INDEX replicas_by_heartbeat ON replicas (heartbeat_at);
+    CREATE TABLE shared_config (
+        name TEXT COLLATE "C" PRIMARY KEY,
+        version BIGINT NOT NULL,
+        document BYTEA NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        updated_by TEXT COLLATE "C" NOT NULL
+    );
+    CREATE FUNCTION aophub_notify_events() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify('aophub_events', NEW.id || ' ' || NEW.last_cursor);
+        RETURN NULL;
+    END
+    $$;
+    CREATE TRIGGER sessions_notify_events AFTER UPDATE OF last_cursor ON sessions
+        FOR EACH ROW WHEN (NEW.last_cursor <> OLD.last_cursor) EXECUTE FUNCTION aophub_notify_events();
+    CREATE FUNCTION aophub_notify_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify(TG_ARGV[0], '');
+        RETURN NULL;
+    END
+    $$;
+    CREATE TRIGGER tokens_notify AFTER INSERT OR UPDATE OR DELETE ON tokens
+        FOR EACH STATEMENT EXECUTE FUNCTION aophub_notify_changed('aophub_tokens');
+    CREATE TRIGGER shared_config_notify AFTER INSERT OR UPDATE OR DELETE ON shared_config
+        FOR EACH STATEMENT EXECUTE FUNCTION aophub_notify_changed('aophub_config');
+    CREATE TRIGGER scans_notify AFTER INSERT OR UPDATE OF status ON scans
+        FOR EACH STATEMENT EXECUTE FUNCTION aophub_notify_changed('aophub_scans');
+    """,
     # Session ownership between replicas (aophub.cluster.ownership): a lease per session (the
     # replica that owns it and an epoch counting owner changes) and per node (the replica it is
     # connected to). A lease lives as long as its replica's row in ``replicas`` does (schema
@@ -411,6 +456,12 @@ MIGRATIONS = (
         FOR EACH STATEMENT EXECUTE FUNCTION aophub_fence();
     """,
 )
+
+# The channels of the notifications above (aophub.cluster listens to them).
+EVENTS_CHANNEL = "aophub_events"  # payload "SESSION_ID LAST_CURSOR"
+TOKENS_CHANNEL = "aophub_tokens"
+CONFIG_CHANNEL = "aophub_config"
+SCANS_CHANNEL = "aophub_scans"
 
 # SQLSTATE classes and codes -> (what the operator reads, retryable). Codes win over their class.
 _SQLSTATES: dict[str, tuple[str, bool]] = {

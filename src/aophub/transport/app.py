@@ -23,6 +23,7 @@ from aophub.access.throttle import AuthThrottle
 from aophub.agent.audit import AuditLog
 from aophub.agent.builtin import AUDIT_LOG, builtin_agent, builtin_commands, builtin_workspace
 from aophub.bridges.routes import RootMounts, bridge_routes
+from aophub.cluster.replica import LocalReplica, local_replica
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
@@ -80,6 +81,8 @@ class Runtime:
     config: ConfigStore
     scans: Scans
     tokens: TokenAdmin
+    # This process as one of several replicas on PostgreSQL (None on SQLite).
+    replica: LocalReplica | None = None
 
 
 def interaction_policy(config: ConfigStore) -> InteractionPolicy:
@@ -128,6 +131,35 @@ async def _cancel(*tasks: asyncio.Task[None]) -> None:
             await task
 
 
+async def _start(runtime: Runtime) -> None:
+    """Open the store, register the replica (PostgreSQL), load tokens, recover, start nodes and scans."""
+    await runtime.store.open()
+    try:
+        if runtime.replica is not None:
+            await runtime.replica.start()
+        await runtime.tokens.load()
+        await runtime.hub.start()
+        await runtime.local_node.start()
+        await runtime.scans.start()
+    except BaseException:
+        # An open store's connection threads would keep the process alive after a failed start.
+        if runtime.replica is not None:
+            await runtime.replica.stop()
+        await runtime.store.close()
+        raise
+
+
+async def _stop(runtime: Runtime) -> None:
+    """Stop what :func:`_start` started, in reverse, leaving running turns to the next start's recovery."""
+    await runtime.scans.stop()  # running scans stay RUNNING; the next start fails them
+    await runtime.hub.stop()  # before the node, so the built-in node's running turns are left to recovery
+    await runtime.local_node.stop()
+    if runtime.replica is not None:
+        await runtime.replica.stop()
+    await runtime.store.close()
+    log.info("hub stopped; store closed")
+
+
 def _authenticator(settings: Settings, tokens: TokenAdmin) -> Authenticator:
     """The access key and the named tokens, behind one throttle of failed attempts."""
     return Authenticator(
@@ -174,20 +206,12 @@ def create_app(settings: Settings) -> Starlette:
     local_node = LocalNode(hub, agent, commands=builtin_commands(agent), workspace=builtin_workspace(config))
 
     scans = Scans(hub, lambda: config.config.scans)
-    runtime = Runtime(hub, store, local_node, config, scans, tokens)
+    replica = local_replica(settings)
+    runtime = Runtime(hub, store, local_node, config, scans, tokens, replica)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await store.open()
-        try:
-            await tokens.load()
-            await hub.start()
-            await local_node.start()
-            await scans.start()
-        except BaseException:
-            # An open store's connection threads would keep the process alive after a failed start.
-            await store.close()
-            raise
+        await _start(runtime)
         app.state.runtime = runtime
         # Hand edits of config.yaml apply while running (see on_configuration_change).
         watch = asyncio.create_task(
@@ -198,11 +222,7 @@ def create_app(settings: Settings) -> Starlette:
             yield
         finally:
             await _cancel(watch, expiry)
-            await scans.stop()  # running scans stay RUNNING; the next start fails them
-            await hub.stop()  # before the node, so the built-in node's running turns are left to recovery
-            await local_node.stop()
-            await store.close()
-            log.info("hub stopped; store closed")
+            await _stop(runtime)
 
     limits = PerConnectionBounds(
         max_outbound_bytes=settings.max_outbound_bytes,
@@ -256,4 +276,6 @@ def create_app(settings: Settings) -> Starlette:
     app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(RootMounts, settings=settings)])
     # For the server to call when it starts closing connections (before the lifespan's shutdown).
     app.state.begin_stop = hub.begin_stop
+    if replica is not None:
+        app.state.listening = replica.listening  # called by the server once it listens (its port)
     return app

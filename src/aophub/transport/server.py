@@ -228,6 +228,10 @@ class HubServer(uvicorn.Server):
         if self.should_exit or not self.servers:
             return
         host, port = self.servers[0].sockets[0].getsockname()[:2]
+        # The app learns its bound port before the banner (replicas advertise it: aophub.cluster.replica).
+        listening = getattr(getattr(self.config.app, "state", None), "listening", None)
+        if listening is not None:
+            await listening(host, port)
         banner = listening_banner(host, port, self._details, http2=self.config.http2, try_command=self._try_command)
         print("\n".join(banner), flush=True)
 

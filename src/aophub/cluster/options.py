@@ -1,0 +1,80 @@
+"""``aophub serve``'s replica options (PostgreSQL only) and the address a replica advertises."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import socket
+from urllib.parse import urlsplit
+
+from aophub.cluster.membership import DEFAULT_LEASE_TTL
+from aophub.settings import Settings
+from aophub.transport.addresses import url_host
+
+__all__ = ["add_replica_options", "advertised_address", "check_advertise_url", "with_replica_options"]
+
+
+def check_advertise_url(text: str) -> str:
+    """``text`` if it is an ``http(s)://HOST[:PORT]`` URL, else ArgumentTypeError saying what is wrong."""
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.strip("/"):
+        raise argparse.ArgumentTypeError(f"expected http://HOST:PORT (the replica's internal address), got {text!r}")
+    try:
+        parts.port  # noqa: B018 - parsing it checks it
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad port in {text!r}") from None
+    return text.strip().rstrip("/")
+
+
+def _lease(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 3600, got {text!r}")
+    return value
+
+
+def add_replica_options(serve: argparse.ArgumentParser) -> None:
+    """``--advertise-url``, ``--replica-id``, ``--replica-lease``: only used with ``--database``."""
+    group = serve.add_argument_group("replicas (with --database postgresql://...: several hubs on one database)")
+    group.add_argument(
+        "--advertise-url",
+        type=check_advertise_url,
+        default=None,
+        metavar="URL",
+        help="the internal URL other replicas reach this one at (default http://HOST:PORT from --host and the"
+        " bound port, the host name when --host is a wildcard)",
+    )
+    group.add_argument(
+        "--replica-id", default="", metavar="ID", help="this replica's id (default HOSTNAME-PID-RANDOM, new each start)"
+    )
+    group.add_argument(
+        "--replica-lease",
+        type=_lease,
+        default=DEFAULT_LEASE_TTL,
+        metavar="SECONDS",
+        help=f"a replica without a heartbeat for this long counts as dead (default {DEFAULT_LEASE_TTL:g});"
+        " it heartbeats three times per lease",
+    )
+
+
+def with_replica_options(settings: Settings, args: argparse.Namespace) -> Settings:
+    """``settings`` with what :func:`add_replica_options` parsed."""
+    return dataclasses.replace(
+        settings, advertise_url=args.advertise_url or "", replica_id=args.replica_id, replica_lease=args.replica_lease
+    )
+
+
+def advertised_address(settings: Settings, port: int) -> str:
+    """The address other replicas reach this one at: ``--advertise-url``, else from the bind host and ``port``.
+
+    A wildcard host (``0.0.0.0``, ``::``, "") advertises this machine's host name.
+    """
+    if settings.advertise_url:
+        return settings.advertise_url
+    host = settings.host
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()
+    return f"http://{url_host(host)}:{port}"
