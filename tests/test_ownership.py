@@ -8,6 +8,7 @@ heartbeat; dead: one older than the lease) the way :mod:`aophub.cluster.membersh
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import asyncpg
@@ -86,12 +87,12 @@ class Cluster:
 
 
 @pytest.fixture
-async def cluster(postgres: PostgresCluster) -> Cluster:
+async def cluster(postgres: PostgresCluster) -> AsyncIterator[Cluster]:
     url = postgres.create_database()
     await migrate_database(url)
     db = await asyncpg.connect(url)
     try:
-        yield Cluster(url, db)  # type: ignore[misc]
+        yield Cluster(url, db)
     finally:
         await db.close()
 
@@ -113,7 +114,11 @@ async def test_one_replica_claims_a_session_the_other_forwards(cluster: Cluster)
         assert await a.acquire("s1", "n1", node_here=False) == (Decision.CLAIM, "", Claim("s1", 1, None))
         assert await a.acquire("s1", "n1", node_here=False) == (Decision.OWNED, "", Claim("s1", 1, Lease(A, 1, True)))
         assert await b.acquire("s1", "n1", node_here=False) == (Decision.FORWARD, A, None)
-        assert await b.acquire("s1", "n1", node_here=True) == (Decision.TAKE_OVER, "", Claim("s1", 2, Lease(A, 1, True)))
+        assert await b.acquire("s1", "n1", node_here=True) == (
+            Decision.TAKE_OVER,
+            "",
+            Claim("s1", 2, Lease(A, 1, True)),
+        )
         assert await a.lost(["s1"]) == ["s1"]
         assert await b.lost(["s1"]) == []
     finally:
@@ -139,7 +144,7 @@ async def test_concurrent_claims_of_one_session_make_one_owner(cluster: Cluster)
 
 
 async def test_a_dead_replicas_lease_is_claimed_and_its_orphans_found(cluster: Cluster) -> None:
-    """A dies with a turn running: the sweeper's query lists the session; B claims it with A's dead lease as previous."""
+    """A dies with a turn running: the sweeper lists the session; B claims it, A's dead lease as previous."""
     await cluster.alive(A)
     await cluster.alive(B)
     a, b = cluster.leases(A), cluster.leases(B)

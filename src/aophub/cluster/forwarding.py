@@ -144,6 +144,11 @@ class Forwarder:
         self.forwarded += 1
         return answer.content
 
+    @property
+    def secret_header(self) -> str:
+        """The value of the ``x-aophub-cluster`` header of a replica-to-replica call."""
+        return self._secret
+
     def authentic(self, header: str) -> bool:
         """Whether ``header`` is this cluster's secret (constant time)."""
         return hmac.compare_digest(header.encode(), self._secret.encode())

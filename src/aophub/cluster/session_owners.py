@@ -16,17 +16,22 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from google.protobuf.message import Message
+from starlette.middleware import Middleware
 from starlette.routing import Route
 
 from aophub.access.scopes import Principal
 from aophub.cluster.forwarding import FORWARD_PATH, Forwarder, RequestRouter, forward_endpoint, run_envelope
 from aophub.cluster.ownership import LeaseTable, Ownership, Replicas
+from aophub.cluster.replica import LocalReplica
+from aophub.cluster.rpc_forwarding import ForwardSessionCalls
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
+from aophub.store.base import Store
+from aophub.store.postgres import PostgresStore
 
-__all__ = ["SessionOwners"]
+__all__ = ["SessionOwners", "session_owners"]
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +75,21 @@ class SessionOwners:
             check_interval=self._check_interval,
         )
         self._forwarder = Forwarder(secret)
-        self.router = RequestRouter(self.ownership, self._forwarder, hub.store)
+        self.router = RequestRouter(self.ownership, self._forwarder, hub.store, node_of=self._node_of)
         hub.ownership = self.ownership
         self._task = asyncio.create_task(self.ownership.run(), name="session ownership")
+
+    def _node_of(self, session_id: str) -> str | None:
+        session = self._hub.live_session(session_id)
+        return session.record.node_id if session is not None else None
+
+    def secret_header(self) -> str:
+        """The cluster secret as replica-to-replica calls carry it ("" before :meth:`start`)."""
+        return self._forwarder.secret_header if self._forwarder is not None else ""
+
+    def rpc_middleware(self) -> Middleware:
+        """The middleware that sends session RPCs to their owner (:mod:`aophub.cluster.rpc_forwarding`)."""
+        return Middleware(ForwardSessionCalls, router=lambda: self.router, secret=self.secret_header)
 
     def fence(self) -> None:
         """The replica lost the database (membership callback): stop serving sessions."""
@@ -122,3 +139,19 @@ class SessionOwners:
             return await run_envelope(self._connection, principal, frame)
 
         return [Route(FORWARD_PATH, forward_endpoint(lambda: self._forwarder, run_here), methods=["POST"])]
+
+
+def session_owners(
+    replica: LocalReplica | None, hub: Hub, store: Store, namespaces: NamespaceRouter[NamespaceHandler]
+) -> SessionOwners | None:
+    """This replica's session ownership (None without replicas, on SQLite).
+
+    The store's writes are fenced as this replica's from now on; a lost database fences it.
+    """
+    if replica is None or not isinstance(store, PostgresStore):
+        return None
+    membership = replica.membership
+    store.replica_id = membership.replica_id
+    owners = SessionOwners(store.url, membership, hub, namespaces)
+    membership.on_connection_lost(owners.fence)
+    return owners

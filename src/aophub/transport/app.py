@@ -24,6 +24,7 @@ from aophub.agent.audit import AuditLog
 from aophub.agent.builtin import AUDIT_LOG, builtin_agent, builtin_commands, builtin_workspace
 from aophub.bridges.routes import RootMounts, bridge_routes
 from aophub.cluster.replica import LocalReplica, local_replica
+from aophub.cluster.session_owners import SessionOwners, session_owners
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
@@ -83,6 +84,8 @@ class Runtime:
     tokens: TokenAdmin
     # This process as one of several replicas on PostgreSQL (None on SQLite).
     replica: LocalReplica | None = None
+    # Which sessions this replica owns, and forwarding to the owners of the others (None on SQLite).
+    owners: SessionOwners | None = None
 
 
 def interaction_policy(config: ConfigStore) -> InteractionPolicy:
@@ -137,12 +140,16 @@ async def _start(runtime: Runtime) -> None:
     try:
         if runtime.replica is not None:
             await runtime.replica.start()
+        if runtime.owners is not None:  # before the hub starts: it then leaves old turns to the takeovers
+            await runtime.owners.start()
         await runtime.tokens.load()
         await runtime.hub.start()
         await runtime.local_node.start()
         await runtime.scans.start()
     except BaseException:
         # An open store's connection threads would keep the process alive after a failed start.
+        if runtime.owners is not None:
+            await runtime.owners.stop()
         if runtime.replica is not None:
             await runtime.replica.stop()
         await runtime.store.close()
@@ -154,6 +161,8 @@ async def _stop(runtime: Runtime) -> None:
     await runtime.scans.stop()  # running scans stay RUNNING; the next start fails them
     await runtime.hub.stop()  # before the node, so the built-in node's running turns are left to recovery
     await runtime.local_node.stop()
+    if runtime.owners is not None:
+        await runtime.owners.stop()
     if runtime.replica is not None:
         await runtime.replica.stop()
     await runtime.store.close()
@@ -207,7 +216,8 @@ def create_app(settings: Settings) -> Starlette:
 
     scans = Scans(hub, lambda: config.config.scans)
     replica = local_replica(settings)
-    runtime = Runtime(hub, store, local_node, config, scans, tokens, replica)
+    owners = session_owners(replica, hub, store, namespaces)
+    runtime = Runtime(hub, store, local_node, config, scans, tokens, replica, owners)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -231,7 +241,8 @@ def create_app(settings: Settings) -> Starlette:
     )
 
     async def application_ws(websocket: WebSocket) -> None:
-        await serve_application(websocket, hub, authenticator, namespaces, limits, live=tokens.live)
+        relay = owners.relay if owners is not None else None
+        await serve_application(websocket, hub, authenticator, namespaces, limits, live=tokens.live, relay=relay)
 
     async def node_ws(websocket: WebSocket) -> None:
         await serve_node(
@@ -272,8 +283,13 @@ def create_app(settings: Settings) -> Starlette:
         *console_routes(),
         # Dialect bridges (bridges.md 1.1): only those enabled; every other /bridge/ path is 404.
         *bridge_routes(settings, config, hub, authenticator, namespaces),
+        # Replicas: requests forwarded by the replica they arrived at (cluster secret, not the access key).
+        *(owners.routes() if owners is not None else []),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(RootMounts, settings=settings)])
+    middleware = [Middleware(RootMounts, settings=settings)]
+    if owners is not None:  # session RPCs go to the session's owner
+        middleware.append(owners.rpc_middleware())
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
     # For the server to call when it starts closing connections (before the lifespan's shutdown).
     app.state.begin_stop = hub.begin_stop
     if replica is not None:
