@@ -52,6 +52,9 @@ def test_decide_places_each_request_by_lease_and_node() -> None:
     ]
     for (session, node, here), expected in table:
         assert decide(session, node, me=B, node_here=here) == expected, (session, node, here)
+    # a replica that does not accept connections (killed, heartbeat still fresh) counts as dead
+    assert decide(live_a, None, me=B, node_here=False, dead=frozenset({A})) == (Decision.CLAIM, "")
+    assert decide(None, live_a, me=B, node_here=False, dead=frozenset({A})) == (Decision.CLAIM, "")
 
 
 def test_ending_reason_tells_a_moved_node_from_a_dead_replica() -> None:
@@ -154,9 +157,9 @@ async def test_a_dead_replicas_lease_is_claimed_and_its_orphans_found(cluster: C
         await a.acquire("s1", "n1", node_here=True)
         await store.submit([PutSession(record("s1")), running("s1", "t1")])
         await store.submit([PutSession(record("s2")), running("s2", "t1")])  # no lease at all: a hub that stopped
-        assert await b.orphans() == [("s2", "n1")]
+        assert await b.orphans() == [("s1", "n1", A, True), ("s2", "n1", "", False)]
         await cluster.dead(A)
-        assert await b.orphans() == [("s1", "n1"), ("s2", "n1")]
+        assert await b.orphans() == [("s1", "n1", A, False), ("s2", "n1", "", False)]
         decision, _, claim = await b.acquire("s1", "n1", node_here=False)
         assert (decision, claim) == (Decision.CLAIM, Claim("s1", 2, Lease(A, 1, False)))
     finally:

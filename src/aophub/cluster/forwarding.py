@@ -98,6 +98,10 @@ def decode_principal(text: str) -> Principal:
         raise ValueError(f"not a principal: {error}") from None
 
 
+class OwnerUnreachable(HubError):
+    """The owner did not accept the connection: it is gone (killed) although its heartbeat is still fresh."""
+
+
 class Forwarder:
     """The client side: relays envelopes to owners with the cluster secret (one pooled HTTP client)."""
 
@@ -126,6 +130,12 @@ class Forwarder:
                     "content-type": "application/octet-stream",
                 },
             )
+        except httpx.ConnectError:
+            raise OwnerUnreachable(
+                Code.UNAVAILABLE,
+                f"the session's replica {placement.replica_id} is not reachable; retry",
+                retryable=True,
+            ) from None
         except httpx.HTTPError as error:
             raise HubError(
                 Code.UNAVAILABLE,
@@ -179,18 +189,25 @@ class RequestRouter:
         placement = await self.place(namespace, message)
         if placement is None or placement.local:
             return None
-        return await self.forwarder.relay(placement, principal, frame)
+        try:
+            return await self.forwarder.relay(placement, principal, frame)
+        except OwnerUnreachable:
+            # Killed, its heartbeat not yet stale: take the session (or node) here instead of waiting.
+            placement = await self.place(namespace, message, dead=frozenset({placement.replica_id}))
+            if placement is None or placement.local:
+                return None
+            return await self.forwarder.relay(placement, principal, frame)
 
-    async def place(self, namespace: str, message: Message) -> Placement | None:
+    async def place(self, namespace: str, message: Message, *, dead: frozenset[str] = frozenset()) -> Placement | None:
         """Where a request runs; None when it does not act on one session's owner (it runs here)."""
         session_id, node_id = await self._target(namespace, message)
         if session_id:
-            return await self.place_session(session_id)
+            return await self.place_session(session_id, dead=dead)
         if node_id:
-            return await self.ownership.place_node(node_id)
+            return await self.ownership.place_node(node_id, dead=dead)
         return None
 
-    async def place_session(self, session_id: str) -> Placement | None:
+    async def place_session(self, session_id: str, *, dead: frozenset[str] = frozenset()) -> Placement | None:
         """Where a request acting on ``session_id`` runs; None for an unknown session (refused here as anywhere)."""
         node_id = self._node_of(session_id)
         if node_id is None:
@@ -198,7 +215,7 @@ class RequestRouter:
             if record is None:
                 return None
             node_id = record.node_id
-        return await self.ownership.place(session_id, node_id)
+        return await self.ownership.place(session_id, node_id, dead=dead)
 
     async def place_interaction(self, interaction_id: str) -> Placement | None:
         """Where an answer to ``interaction_id`` runs (its session's owner); None for an unknown one."""

@@ -89,13 +89,20 @@ class Decision(enum.Enum):
     FORWARD = "forward"  # another live replica owns it (or has its node): send the request there
 
 
-def decide(session: Lease | None, node: Lease | None, *, me: str, node_here: bool) -> tuple[Decision, str]:
+def decide(
+    session: Lease | None, node: Lease | None, *, me: str, node_here: bool, dead: frozenset[str] = frozenset()
+) -> tuple[Decision, str]:
     """Where a request for a session runs, and the replica to forward to (``""`` unless FORWARD).
 
     ``session`` is the session's lease, ``node`` its node's lease (None for the built-in node, which
     every replica has), ``node_here`` whether the session's (external) node is connected to this
-    replica.
+    replica. Leases of the replicas in ``dead`` (alive by their heartbeat, but not accepting
+    connections: killed a moment ago) count as expired.
     """
+    if session is not None and session.replica_id in dead:
+        session = Lease(session.replica_id, session.epoch, False)
+    if node is not None and node.replica_id in dead:
+        node = Lease(node.replica_id, node.epoch, False)
     if session is not None and session.replica_id == me:
         return Decision.OWNED, ""
     if node_here:
@@ -236,7 +243,9 @@ class LeaseTable:
             node = Lease(found[0], int(found[1]), bool(found[2])) if found is not None else None
         return session, node
 
-    async def acquire(self, session_id: str, node_id: str, *, node_here: bool) -> tuple[Decision, str, Claim | None]:
+    async def acquire(
+        self, session_id: str, node_id: str, *, node_here: bool, dead: frozenset[str] = frozenset()
+    ) -> tuple[Decision, str, Claim | None]:
         """Decide (:func:`decide`) under the lease row's lock and claim the session when that says so.
 
         Returns the decision, the replica to forward to (FORWARD) and the claim (CLAIM, TAKE_OVER,
@@ -253,7 +262,7 @@ class LeaseTable:
                     session_id,
                 )
                 session, node = await self._read_leases(db, session_id, node_id, lock=True)
-                decision, target = decide(session, node, me=self.replica_id, node_here=node_here)
+                decision, target = decide(session, node, me=self.replica_id, node_here=node_here, dead=dead)
                 if decision is Decision.FORWARD:
                     raise _Forward(target)
                 if decision is Decision.OWNED:
@@ -346,20 +355,24 @@ class LeaseTable:
 
         return await self._use("checking leases", run)
 
-    async def orphans(self, limit: int = SWEEP_BATCH) -> list[tuple[str, str]]:
-        """Sessions (id, node id) with turns left running or queued and no live lease: their owner died or stopped."""
+    async def orphans(self, limit: int = SWEEP_BATCH) -> list[tuple[str, str, str, bool]]:
+        """Sessions with turns left running or queued: (id, node id, lease holder or "", whether it is live).
 
-        async def run(db: asyncpg.Connection) -> list[tuple[str, str]]:
+        Oldest sessions first; those of live other replicas are listed too (the sweeper checks
+        whether they still answer).
+        """
+
+        async def run(db: asyncpg.Connection) -> list[tuple[str, str, str, bool]]:
             rows = await db.fetch(
-                "SELECT DISTINCT t.session_id, s.node_id FROM turns AS t JOIN sessions AS s ON s.id = t.session_id"
+                f"SELECT DISTINCT t.session_id, s.node_id, coalesce(l.replica_id, ''), {self._live(1)}"
+                " FROM turns AS t JOIN sessions AS s ON s.id = t.session_id"
                 " LEFT JOIN session_leases AS l ON l.session_id = t.session_id"
                 " LEFT JOIN replicas AS r ON r.id = l.replica_id"
-                f" WHERE t.state IN ('queued', 'running') AND (l.session_id IS NULL OR NOT {self._live(1)})"
-                " ORDER BY t.session_id LIMIT $2",
+                " WHERE t.state IN ('queued', 'running') ORDER BY t.session_id LIMIT $2",
                 self.lease_ttl,
                 limit,
             )
-            return [(row[0], row[1]) for row in rows]
+            return [(row[0], row[1], row[2], bool(row[3])) for row in rows]
 
         return await self._use("finding orphaned turns", run)
 
@@ -462,11 +475,12 @@ class Ownership:
                 retryable=True,
             )
 
-    async def place(self, session_id: str, node_id: str) -> Placement:
+    async def place(self, session_id: str, node_id: str, *, dead: frozenset[str] = frozenset()) -> Placement:
         """Where a request acting on ``session_id`` (of node ``node_id``) runs; claims it here when that is here.
 
-        Raises :class:`HubError` ``UNAVAILABLE`` while this replica is fenced, or when the owner it
-        should forward to does not advertise an address.
+        ``dead``: replicas found not to answer (their leases count as expired). Raises
+        :class:`HubError` ``UNAVAILABLE`` while this replica is fenced, or when the owner it should
+        forward to does not advertise an address.
         """
         self._check_serving()
         if session_id in self.held and self._node_here_or_builtin(node_id):
@@ -474,18 +488,18 @@ class Ownership:
         lock = self._locks.setdefault(session_id, asyncio.Lock())
         try:
             async with lock:
-                return await self._place_locked(session_id, node_id)
+                return await self._place_locked(session_id, node_id, dead)
         finally:
             if not lock.locked() and self._locks.get(session_id) is lock:
                 del self._locks[session_id]
 
-    async def place_node(self, node_id: str) -> Placement:
+    async def place_node(self, node_id: str, *, dead: frozenset[str] = frozenset()) -> Placement:
         """Where a request to open a new session on ``node_id`` runs: where the node is connected (here if nowhere)."""
         self._check_serving()
         if self._node_here_or_builtin(node_id):
             return Placement(True, self.replica_id)
         _session, node = await self.leases.lookup("", node_id)
-        if node is None or not node.live or node.replica_id == self.replica_id:
+        if node is None or not node.live or node.replica_id in {self.replica_id, *dead}:
             return Placement(True, self.replica_id)
         address = await self.leases.address(node.replica_id)
         if not address:
@@ -495,10 +509,10 @@ class Ownership:
     def _node_here_or_builtin(self, node_id: str) -> bool:
         return self._built_in(node_id) or self._node_connected(node_id)
 
-    async def _place_locked(self, session_id: str, node_id: str) -> Placement:
+    async def _place_locked(self, session_id: str, node_id: str, dead: frozenset[str]) -> Placement:
         external = "" if self._built_in(node_id) else node_id
         decision, target, claim = await self.leases.acquire(
-            session_id, external, node_here=bool(external) and self._node_connected(external)
+            session_id, external, node_here=bool(external) and self._node_connected(external), dead=dead
         )
         if decision is Decision.FORWARD:
             address = await self.leases.address(target)
@@ -610,29 +624,39 @@ class Ownership:
         if self.fenced or not self._replicas.registered:
             return 0
         swept = 0
-        for session_id, node_id in await self.leases.orphans():
+        answers: dict[str, bool] = {}  # per live replica holding some: does it accept connections?
+        for session_id, node_id, holder, live in await self.leases.orphans():
+            if holder == self.replica_id and session_id in self.held:
+                continue  # its turns are running here
+            dead: frozenset[str] = frozenset()
+            if live and holder != self.replica_id:
+                if holder not in answers:
+                    address = await self.leases.address(holder)
+                    answers[holder] = bool(address) and await self._probe(address)
+                if answers[holder]:
+                    continue  # alive and running them
+                dead = frozenset({holder})
             try:
-                placement = await self.place(session_id, node_id)
+                placement = await self.place(session_id, node_id, dead=dead)
             except HubError:
                 continue
             swept += placement.local
         return swept
 
     async def run(self) -> None:
-        """Until cancelled: every ``check_interval``, drop sessions lost to others and sweep orphaned turns."""
+        """Until cancelled, at once and then every ``check_interval``: drop sessions lost to others, sweep orphans."""
         while True:
-            await asyncio.sleep(self.check_interval)
             try:
                 if self.fenced:
                     if self._replicas.registered:
                         await self.unfence()
-                    continue
-                if not self._replicas.registered:
+                elif not self._replicas.registered:
                     self.fence()
-                    continue
-                await self.check_lost()
-                await self.sweep()
+                else:
+                    await self.check_lost()
+                    await self.sweep()
             except StoreError as error:
                 log.warning("replica %s: lease check failed: %s", self.replica_id, error)
             except Exception:
                 log.exception("replica %s: lease check failed", self.replica_id)
+            await asyncio.sleep(self.check_interval)

@@ -95,7 +95,7 @@ class ForwardSessionCalls:
         body = await _read_body(receive)
         placement = await self._placement(router, scope["path"], headers.get("content-type", ""), body)
         if placement is None or placement.local:
-            await self.app(scope, _replay(body), send)
+            await self.app(scope, _replay(body, receive), send)
             return
         await self._forward(placement, scope, headers, body, send)
 
@@ -147,17 +147,18 @@ async def _read_body(receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
-def _replay(body: bytes) -> Receive:
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with the body already read given once more, then the client's own messages (its disconnect)."""
     sent = False
 
-    async def receive() -> AsgiMessage:
+    async def replay() -> AsgiMessage:
         nonlocal sent
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
+        return await receive()
 
-    return receive
+    return replay
 
 
 async def _unavailable(send: Send, replica_id: str) -> None:

@@ -77,6 +77,11 @@ class SessionOwners:
         self._forwarder = Forwarder(secret)
         self.router = RequestRouter(self.ownership, self._forwarder, hub.store, node_of=self._node_of)
         hub.ownership = self.ownership
+        # Turns earlier runs left open end before this replica serves (as one hub's recovery at start).
+        swept = await self.ownership.sweep()
+        log.info(
+            "replica %s: took %d session%s with turns left open", leases.replica_id, swept, "" if swept == 1 else "s"
+        )
         self._task = asyncio.create_task(self.ownership.run(), name="session ownership")
 
     def _node_of(self, session_id: str) -> str | None:
