@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import Callable
 from types import TracebackType
@@ -45,6 +46,7 @@ class AppSocket:
         self.inbox: list[tuple[envelope_pb2.Envelope, protocol_pb2.ProtocolMessage]] = []
         self.received: list[tuple[envelope_pb2.Envelope, protocol_pb2.ProtocolMessage]] = []
         self.raw: list[bytes] = []
+        self.arrival_times: list[float] = []  # time.monotonic() of each entry of ``received``
         self._arrived = asyncio.Event()
         self._reader = asyncio.create_task(self._read())
 
@@ -76,6 +78,7 @@ class AppSocket:
                     message.ParseFromString(envelope.payload.value)
                 self.inbox.append((envelope, message))
                 self.received.append((envelope, message))
+                self.arrival_times.append(time.monotonic())
                 self._arrived.set()
         self._arrived.set()
 

@@ -46,6 +46,27 @@ class TokenAdmin:
             if self.book.named(record.name) is None:
                 self.book.add(record)
 
+    async def reload(self) -> tuple[int, int]:
+        """Make the book what the store holds (another replica or ``aophub token`` changed it).
+
+        Tokens gone from the store (or replaced under the same name) leave the book and their
+        connections are closed as on a revocation; new ones are added. Returns ``(added, removed)``.
+        """
+        records = {record.name: record for record in await self._store.list_tokens()}
+        added = removed = 0
+        async with self._lock:
+            for known in self.book.all():
+                stored = records.get(known.name)
+                if stored is None or stored.id != known.id:
+                    self.book.remove(known.name)
+                    self.live.revoke(known.id, TOKEN_REVOKED)
+                    removed += 1
+            for name, record in records.items():
+                if self.book.named(name) is None:
+                    self.book.add(record)
+                    added += 1
+        return added, removed
+
     async def create(
         self, name: str, scopes: Iterable[str], *, node_id: str = "", expires_at: float | None = None
     ) -> tuple[TokenRecord, str]:

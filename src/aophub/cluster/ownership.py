@@ -197,7 +197,10 @@ class LeaseTable:
             if self._db is None or self._db.is_closed():
                 self._db = None
                 self._db = await connect(
-                    self.url, timeout=min(self._connect_timeout, self.lease_ttl), replica_id=self.replica_id
+                    self.url,
+                    timeout=min(self._connect_timeout, self.lease_ttl),
+                    application_name=f"aophub {self.replica_id} leases",
+                    replica_id=self.replica_id,
                 )
             db = self._db
             try:

@@ -14,11 +14,19 @@ catch up from the store (see ``aophub.hub.watch``).
 ``seq`` must keep increasing across restarts although deltas are not stored, so
 the log reserves seqs in blocks in the session row (``ReserveSeq``) and, after
 a restart, continues above the reservation.
+
+Replicas (PostgreSQL): events of the session persisted by another hub process
+reach this log's watchers through :meth:`EventLog.committed_elsewhere` (woken by a
+notification, see ``aophub.cluster.fanout``): the log reads the rows after the
+highest cursor it has fanned out and fans them out in cursor order. A watcher
+drops what it already has and catches up from the store on a gap, so a row that
+arrives both ways, or out of order with local events, is delivered once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,6 +36,7 @@ from aophub.protocol.codec import event_payload_field
 from aophub.store.base import AppendEvent, ReserveSeq, Store, StoreError, WriteOp
 
 __all__ = [
+    "REMOTE_ALL",
     "SEQ_RESERVE_BLOCK",
     "STREAM_WINDOW",
     "AccessChanged",
@@ -40,8 +49,14 @@ __all__ = [
 ]
 
 SEQ_RESERVE_BLOCK = 10_000
+# Reading events another replica committed: rows and bytes per read, and "every row there is".
+REMOTE_PAGE = 1000
+REMOTE_PAGE_BYTES = 4 * 1024 * 1024
+REMOTE_ALL = 2**63 - 1
 # Unsettled writes a streaming producer may have queued in one log before it waits (see EventLog.stream).
 STREAM_WINDOW = 64
+log = logging.getLogger(__name__)
+
 _DELTA_KINDS = frozenset({"message_delta", "tool_call_delta"})
 
 
@@ -174,9 +189,13 @@ class _Settling:
 class EventLog:
     """The ordered, durable event stream of one session."""
 
-    def __init__(self, session_id: str, store: Store, *, last_seq: int = 0) -> None:
+    def __init__(self, session_id: str, store: Store, *, last_seq: int = 0, last_cursor: int = 0) -> None:
         self.session_id = session_id
         self._store = store
+        # The highest cursor known to be in the store and fanned out (by this log, or not needed).
+        self.fanned_cursor = last_cursor
+        self._wanted_cursor = last_cursor  # the highest cursor committed elsewhere, as notified
+        self._remote_reader: asyncio.Task[None] | None = None
         self._next_seq = last_seq + 1
         self._seq_reserved = last_seq
         self._pending: deque[_Entry] = deque()
@@ -344,12 +363,50 @@ class EventLog:
     def _drain(self) -> None:
         while self._pending and (self._pending[0].done or self._pending[0].failed):
             entry = self._pending.popleft()
-            if entry.failed or not self._subscriptions:
+            if entry.failed:
+                continue
+            if not self._subscriptions:
+                self.fanned_cursor = max(self.fanned_cursor, entry.cursor)
                 continue
             self._fan_out(entry.cursor, entry.delivery_seq, entry.data)
 
+    def committed_elsewhere(self, cursor: int | None) -> None:
+        """Events up to ``cursor`` (None: unknown, read all) were committed by another replica: fan them out.
+
+        Without watchers nothing is read (a new watcher replays from the store). Otherwise one
+        reader task per log reads the rows after :attr:`fanned_cursor` until it has reached
+        ``cursor``; calls meanwhile only raise the target. A failed read is logged and left to the
+        next call (the next notification, or a reconnection's catch-up).
+        """
+        wanted = REMOTE_ALL if cursor is None else cursor
+        if wanted <= self.fanned_cursor:
+            return
+        if not self._subscriptions:
+            if cursor is not None:
+                self.fanned_cursor = cursor
+            return
+        self._wanted_cursor = max(self._wanted_cursor, wanted)
+        if self._remote_reader is None or self._remote_reader.done():
+            self._remote_reader = asyncio.create_task(self._read_remote(), name=f"remote events {self.session_id}")
+
+    async def _read_remote(self) -> None:
+        try:
+            while self._wanted_cursor > self.fanned_cursor and self._subscriptions and not self._closed:
+                rows = await self._store.read_events(
+                    self.session_id, self.fanned_cursor, REMOTE_PAGE, max_bytes=REMOTE_PAGE_BYTES
+                )
+                if not rows:
+                    self._wanted_cursor = self.fanned_cursor  # "read all" ended, or not visible yet
+                    return
+                for row in rows:
+                    if row.cursor > self.fanned_cursor:
+                        self._fan_out(row.cursor, row.seq, row.data)
+        except StoreError as error:
+            log.warning("session %s: reading events committed by another replica failed: %s", self.session_id, error)
+
     def _fan_out(self, cursor: int, seq: int, data: bytes) -> None:
         """Offer the serialized event ``data`` to every watcher."""
+        self.fanned_cursor = max(self.fanned_cursor, cursor)
         delivery = Delivery(cursor, seq, event_payload_field(data))
         for subscription in self._subscriptions:
             subscription.offer(delivery)
@@ -357,6 +414,8 @@ class EventLog:
     def close(self) -> None:
         """End every subscription (the session is gone); later subscribers end at once."""
         self._closed = True
+        if self._remote_reader is not None:
+            self._remote_reader.cancel()
         for subscription in self._subscriptions:
             subscription.close()
 

@@ -319,6 +319,10 @@ class Hub:
         """
         return await self._sessions.require(session_id, caller, act=act)
 
+    def loaded_sessions(self) -> list[LiveSession]:
+        """Every session loaded in memory now (for replicas' catch-up after lost notifications)."""
+        return self._sessions.all_loaded()
+
     def live_session(self, session_id: str) -> LiveSession | None:
         """The session if it is loaded in memory (running turns live there), without loading it."""
         return self._sessions.loaded(session_id)

@@ -130,6 +130,10 @@ class LiveSessions:
     def __len__(self) -> int:
         return len(self._loaded)
 
+    def all_loaded(self) -> list[LiveSession]:
+        """Every session loaded in memory now."""
+        return list(self._loaded.values())
+
     def loaded(self, session_id: str) -> LiveSession | None:
         """The session if it is loaded in memory, without loading it."""
         return self._loaded.get(session_id)
@@ -151,7 +155,8 @@ class LiveSessions:
             record = await self._store.get_session(session_id)
             if record is not None:
                 last_seq = await self._store.max_seq(session_id)
-                live = LiveSession(record, EventLog(session_id, self._store, last_seq=last_seq))
+                log = EventLog(session_id, self._store, last_seq=last_seq, last_cursor=record.last_cursor)
+                live = LiveSession(record, log)
                 live.last_used = self._clock()
                 self._loaded[session_id] = live
             future.set_result(live)

@@ -24,6 +24,14 @@ On :meth:`Scans.start`, scans the previous process left RUNNING fail with
 queued ones run. :meth:`Scans.stop` abandons running scans without writing:
 the next start fails them.
 
+Replicas (PostgreSQL): one replica schedules scans, the leader (see
+``aophub.cluster.leader``). The others are built with ``leading=False``: a scan
+submitted there is stored QUEUED and the leader adopts it
+(:meth:`Scans.adopt_queued`, woken by a notification). A replica that becomes
+leader calls :meth:`Scans.lead` (recovery as at start: the RUNNING scans of a
+dead leader fail with ``hub_restarted``, queued ones run); one that loses the
+lead calls :meth:`Scans.follow`, abandoning its running scans as on a stop.
+
 The parts without I/O (state machine, task template, progress) are in
 ``aophub.hub._scan_model``.
 """
@@ -168,8 +176,10 @@ class Scans:
         sleep: Sleep = asyncio.sleep,
         max_queued: int = MAX_QUEUED,
         progress_interval: float = PROGRESS_INTERVAL,
+        leading: bool = True,
     ) -> None:
         self._hub = hub
+        self._leading = leading
         self._store = hub.store
         self._settings = settings
         self._clock = clock
@@ -191,8 +201,52 @@ class Scans:
 
     # -- lifecycle ------------------------------------------------------------------
 
+    @property
+    def leading(self) -> bool:
+        """Whether this hub schedules scans (always, but for a replica that is not the leader)."""
+        return self._leading
+
     async def start(self) -> None:
-        """Fail the scans a previous run left RUNNING (``hub_restarted``), then run the queued ones."""
+        """Fail the scans a previous run left RUNNING (``hub_restarted``), then run the queued ones.
+
+        Not leading (a replica that is not the leader): nothing, until :meth:`lead`.
+        """
+        if self._leading:
+            await self._recover()
+
+    async def lead(self) -> None:
+        """Become the scheduler: recover as :meth:`start` does (a dead leader's running scans fail)."""
+        if self._leading:
+            return
+        self._leading = True
+        self._stopping = False
+        await self._recover()
+
+    async def follow(self) -> None:
+        """Stop scheduling (another replica leads now): running scans are abandoned as on :meth:`stop`.
+
+        They stay RUNNING in the store and the new leader fails them; queued ones stay queued there.
+        """
+        self._leading = False
+        tasks = [run.task for run in self._runs.values() if run.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._runs.clear()
+        self._active.clear()
+        self._queue.clear()
+
+    async def adopt_queued(self) -> None:
+        """Leader: queue the scans other replicas stored QUEUED (oldest first) and start what fits."""
+        if not self._leading or self._stopping:
+            return
+        for scan in sorted(await self._load([QUEUED]), key=position):
+            if scan.id not in self._active:
+                self._active[scan.id] = scan
+                self._queue.append(scan.id)
+        self._pump()
+
+    async def _recover(self) -> None:
         interrupted = await self._load([RUNNING])
         for scan in interrupted:
             transition(scan, FAILED)
@@ -402,7 +456,9 @@ class Scans:
         # submissions cannot both take the last slot.
         self._active[scan.id] = scan
         run = None
-        if not self._queue and len(self._runs) < self._concurrency() and not self._stopping:
+        if not self._leading:
+            pass  # stored QUEUED: the leader adopts it
+        elif not self._queue and len(self._runs) < self._concurrency() and not self._stopping:
             run = self._begin(scan)
         else:
             self._queue.append(scan.id)
@@ -415,6 +471,8 @@ class Scans:
             if scan.id in self._queue:
                 self._queue.remove(scan.id)
             raise
+        if not self._leading:
+            self._active.pop(scan.id, None)
         if run is not None and not self._stopping:  # stopping: left RUNNING, failed at the next start
             self._launch(run, announce=False)
         self._pump()
@@ -481,7 +539,7 @@ class Scans:
     def _pump(self) -> None:
         """Start queued scans, oldest first, while slots are free."""
         started = False
-        while self._queue and len(self._runs) < self._concurrency() and not self._stopping:
+        while self._queue and len(self._runs) < self._concurrency() and not self._stopping and self._leading:
             run = self._begin(self._active[self._queue.popleft()])
             self._launch(run, announce=True)
             started = True

@@ -195,7 +195,11 @@ class PostgresStore:
 
     async def _connect_writer(self, *, first: bool) -> asyncpg.Connection:
         db = await connect(
-            self.url, timeout=self._connect_timeout, synchronous_commit=self._synchronous, replica_id=self.replica_id
+            self.url,
+            timeout=self._connect_timeout,
+            synchronous_commit=self._synchronous,
+            application_name=f"aophub {self.replica_id} writer" if self.replica_id else "aophub",
+            replica_id=self.replica_id,
         )
         try:
             if first and self._migrate:

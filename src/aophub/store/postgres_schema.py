@@ -566,15 +566,20 @@ def redact_url(url: str) -> str:
 
 
 async def connect(
-    url: str, *, timeout: float, synchronous_commit: bool = True, replica_id: str = ""
+    url: str,
+    *,
+    timeout: float,
+    synchronous_commit: bool = True,
+    application_name: str = "aophub",
+    replica_id: str = "",
 ) -> asyncpg.Connection:
     """One connection to ``url``; raises :class:`StoreError` saying why not (unreachable, refused, missing).
 
-    ``replica_id`` names the hub replica the connection writes for (``aophub.replica_id``, which
-    fences its writes into sessions other replicas own, and the ``application_name``
-    ``aophub <replica id>``, to find its connections in ``pg_stat_activity``).
+    ``application_name`` shows in ``pg_stat_activity`` (an operator tells the connections apart by it).
+    ``replica_id`` names the hub replica the connection writes for (``aophub.replica_id``), which
+    fences its writes into sessions other replicas own (see the schema's ``aophub_fence``).
     """
-    settings = {"application_name": f"aophub {replica_id}" if replica_id else "aophub"}
+    settings = {"application_name": application_name}
     if replica_id:
         settings["aophub.replica_id"] = replica_id
     if not synchronous_commit:

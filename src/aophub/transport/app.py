@@ -102,13 +102,21 @@ def llm_push_source(settings: Settings, config: ConfigStore) -> LlmPushSource:
     )
 
 
-def on_configuration_change(hub: Hub, local_node: LocalNode) -> Callable[[], Awaitable[None]]:
-    """What runs after every applied configuration change (UpdateConfig, ActivateProfile, a hand edit)."""
+def on_configuration_change(
+    hub: Hub, local_node: LocalNode, replicas: list[LocalReplica] | None = None
+) -> Callable[[], Awaitable[None]]:
+    """What runs after every applied configuration change (UpdateConfig, ActivateProfile, a hand edit).
+
+    On PostgreSQL (``replicas`` holds this process's replica, once built) the change is published
+    to the other replicas too; one adopted from them is not published again.
+    """
 
     async def configuration_changed() -> None:
         # The built-in node announces its new status; listed nodes get a changed LLM profile.
         await local_node.announce()
         hub.configuration_changed()
+        for replica in replicas or ():
+            await replica.configuration_changed()
 
     return configuration_changed
 
@@ -146,6 +154,8 @@ async def _start(runtime: Runtime) -> None:
         await runtime.hub.start()
         await runtime.local_node.start()
         await runtime.scans.start()
+        if runtime.replica is not None:
+            await runtime.replica.compete_for_scans()
     except BaseException:
         # An open store's connection threads would keep the process alive after a failed start.
         if runtime.owners is not None:
@@ -214,8 +224,14 @@ def create_app(settings: Settings) -> Starlette:
     agent = builtin_agent(config, echo_delay=settings.echo_delay, store=store, conversation_idle=idle)
     local_node = LocalNode(hub, agent, commands=builtin_commands(agent), workspace=builtin_workspace(config))
 
-    scans = Scans(hub, lambda: config.config.scans)
-    replica = local_replica(settings)
+    # On PostgreSQL one replica schedules scans: the leader (aophub.cluster.leader).
+    scans = Scans(hub, lambda: config.config.scans, leading=not settings.database_url)
+    replicas: list[LocalReplica] = []
+    configuration_changed = on_configuration_change(hub, local_node, replicas)
+    replica = local_replica(
+        settings, hub=hub, tokens=tokens, config=config, scans=scans, on_config_change=configuration_changed
+    )
+    replicas += [replica] if replica is not None else []
     owners = session_owners(replica, hub, store, namespaces)
     runtime = Runtime(hub, store, local_node, config, scans, tokens, replica, owners)
 
@@ -224,9 +240,7 @@ def create_app(settings: Settings) -> Starlette:
         await _start(runtime)
         app.state.runtime = runtime
         # Hand edits of config.yaml apply while running (see on_configuration_change).
-        watch = asyncio.create_task(
-            config.watch(on_configuration_change(hub, local_node), interval=settings.config_poll_interval)
-        )
+        watch = asyncio.create_task(config.watch(configuration_changed, interval=settings.config_poll_interval))
         expiry = asyncio.create_task(close_expired(tokens.live))  # closes connections of expired tokens
         try:
             yield
@@ -261,7 +275,7 @@ def create_app(settings: Settings) -> Starlette:
         (session_connect.SessionServiceASGIApplication, SessionServiceImpl(hub)),
         (
             config_connect.ConfigServiceASGIApplication,
-            ConfigServiceImpl(hub, config, on_change=on_configuration_change(hub, local_node)),
+            ConfigServiceImpl(hub, config, on_change=configuration_changed),
         ),
         (agent_connect.AgentServiceASGIApplication, AgentServiceImpl(hub)),
         (system_connect.SystemServiceASGIApplication, SystemServiceImpl(hub, config)),
