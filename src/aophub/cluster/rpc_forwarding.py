@@ -50,7 +50,8 @@ SESSION_CALLS: dict[str, tuple[type[Message], str]] = {
 _KEPT = frozenset(
     {"authorization", "cookie", "content-type", "connect-protocol-version", "connect-timeout-ms", "x-grpc-web", "te"}
 )
-_RETURNED_SKIP = frozenset({"content-length", "transfer-encoding", "connection", "date", "server"})
+# httpx has decoded the body (gzip): it goes back as it is, its encoding header dropped
+_RETURNED_SKIP = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "date", "server"})
 
 
 def _request(body: bytes, content_type: str, request_type: type[Message]) -> Message | None:
