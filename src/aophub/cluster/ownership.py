@@ -39,7 +39,7 @@ import enum
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 from urllib.parse import urlsplit
 
@@ -78,6 +78,8 @@ class Lease:
     replica_id: str
     epoch: int
     live: bool
+    # The internal address its replica advertises (read along, for forwarding; not part of the lease).
+    address: str = field(default="", compare=False)
 
 
 class Decision(enum.Enum):
@@ -227,23 +229,38 @@ class LeaseTable:
     async def _read_leases(
         self, db: asyncpg.Connection, session_id: str, node_id: str, *, lock: bool
     ) -> tuple[Lease | None, Lease | None]:
+        if not lock:  # both in one round trip
+            rows = await db.fetch(
+                f"SELECT 's', l.replica_id, l.epoch, {self._live(3)}, coalesce(r.address, '') FROM session_leases AS l"
+                " LEFT JOIN replicas AS r ON r.id = l.replica_id WHERE l.session_id = $1"
+                f" UNION ALL SELECT 'n', l.replica_id, l.epoch, {self._live(3)}, coalesce(r.address, '')"
+                " FROM node_leases AS l LEFT JOIN replicas AS r ON r.id = l.replica_id WHERE l.node_id = $2",
+                session_id,
+                node_id,
+                self.lease_ttl,
+            )
+            found = {row[0]: Lease(row[1], int(row[2]), bool(row[3]), row[4]) for row in rows if row[1]}
+            return found.get("s"), found.get("n") if node_id else None
         row = await db.fetchrow(
-            f"SELECT l.replica_id, l.epoch, {self._live(2)} FROM session_leases AS l"
-            f" LEFT JOIN replicas AS r ON r.id = l.replica_id WHERE l.session_id = $1"
-            + (" FOR UPDATE OF l" if lock else ""),
+            f"SELECT l.replica_id, l.epoch, {self._live(2)}, coalesce(r.address, '') FROM session_leases AS l"
+            " LEFT JOIN replicas AS r ON r.id = l.replica_id WHERE l.session_id = $1 FOR UPDATE OF l",
             session_id,
             self.lease_ttl,
         )
-        session = Lease(row[0], int(row[1]), bool(row[2])) if row is not None and row[0] else None
+        session = Lease(row[0], int(row[1]), bool(row[2]), row[3]) if row is not None and row[0] else None
         node = None
         if node_id:
-            found = await db.fetchrow(
-                f"SELECT l.replica_id, l.epoch, {self._live(2)} FROM node_leases AS l"
+            found_node = await db.fetchrow(
+                f"SELECT l.replica_id, l.epoch, {self._live(2)}, coalesce(r.address, '') FROM node_leases AS l"
                 " LEFT JOIN replicas AS r ON r.id = l.replica_id WHERE l.node_id = $1",
                 node_id,
                 self.lease_ttl,
             )
-            node = Lease(found[0], int(found[1]), bool(found[2])) if found is not None else None
+            node = (
+                Lease(found_node[0], int(found_node[1]), bool(found_node[2]), found_node[3])
+                if found_node is not None
+                else None
+            )
         return session, node
 
     async def acquire(
@@ -514,9 +531,15 @@ class Ownership:
 
     async def _place_locked(self, session_id: str, node_id: str, dead: frozenset[str]) -> Placement:
         external = "" if self._built_in(node_id) else node_id
-        decision, target, claim = await self.leases.acquire(
-            session_id, external, node_here=bool(external) and self._node_connected(external), dead=dead
-        )
+        node_here = bool(external) and self._node_connected(external)
+        # A read first (one round trip): a session another replica owns is forwarded without a transaction.
+        session, node = await self.leases.lookup(session_id, external)
+        decision, target = decide(session, node, me=self.replica_id, node_here=node_here, dead=dead)
+        if decision is Decision.FORWARD:
+            address = next((lease.address for lease in (session, node) if lease and lease.replica_id == target), "")
+            if address:
+                return Placement(False, target, address)
+        decision, target, claim = await self.leases.acquire(session_id, external, node_here=node_here, dead=dead)
         if decision is Decision.FORWARD:
             address = await self.leases.address(target)
             if not address:
