@@ -21,13 +21,14 @@ import contextlib
 import itertools
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from websockets.exceptions import WebSocketException
 
-from aop import chat_pb2, protocol_pb2
+from aop import chat_pb2, envelope_pb2, protocol_pb2
 from aophub.agent.echo import EchoAgent
 from aophub.node import serve_agent
 from aophub.node.client import NodeRefused
@@ -44,6 +45,10 @@ SESSIONS = 32
 TURN_TIMEOUT = 30.0
 # Turns the drivers finish between two restarts, so each restart hits turns in flight.
 TURNS_BETWEEN_RESTARTS = 24
+
+
+def for_watch(watch_id: str) -> Callable[[envelope_pb2.Envelope, protocol_pb2.ProtocolMessage], bool]:
+    return lambda envelope, _message: envelope.reply_to == watch_id
 
 
 @dataclass
@@ -68,7 +73,7 @@ class Watcher:
                 async with await AppSocket.open(self.cluster[self.replica].app_url, open_timeout=5) as app:
                     watch = await app.watch(self.session_id, self.cursor)
                     while True:
-                        envelope, message = await app.wait_for(lambda e, _m, w=watch: e.reply_to == w, timeout=3600)
+                        envelope, message = await app.wait_for(for_watch(watch), timeout=3600)
                         if not envelope.delivery_cursor:
                             continue  # a delta (or an error): not part of the stored sequence
                         event = message.event
