@@ -25,6 +25,7 @@ from aophub.v1 import extensions_pb2, session_pb2
 from .support.postgres import PostgresCluster
 from .support.replicas import Replicas, external_node, migrated_database, replicas
 from .support.server import TOKEN
+from .support.tcp_proxy import tcp_proxy
 from .support.wire import AppSocket, kinds, rejection, run, stored, text_input, wait_cursor
 
 pytestmark = pytest.mark.timeout(120)
@@ -214,3 +215,56 @@ async def test_a_killed_replicas_turns_end_hub_restarted_once(postgres: Postgres
                 once_each(events, turn_id)
             await holds_stored_sequence(app1, watch, app1, session.id)
             print(f"\nrequest after kill -9 of the owner, taken over and accepted: {taken_ms:.0f} ms")
+
+
+async def test_a_replica_cut_from_the_database_stops_serving_and_recovers(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    """r0 reaches the database through a proxy the test cuts mid-turn.
+
+    While cut, r0 answers UNAVAILABLE and writes nothing; r1 takes r0's session once r0's lease
+    expires and ends its turn hub_restarted, once. Healed, r0 serves again: the session it lost
+    is forwarded to r1, and new sessions open on r0. Every seq in the session increases strictly.
+    """
+    url = migrated_database(postgres)
+    async with tcp_proxy(postgres.port) as proxy:
+        proxied = url.replace(f":{postgres.port}/", f":{proxy.port}/")
+        with replicas(url, tmp_path, 0, "--echo-delay", "0.05") as pair:
+            pair.hubs.append(await asyncio.to_thread(pair.process(0, proxied).start))
+            pair.hubs.append(await asyncio.to_thread(pair.process(1).start))
+            async with await AppSocket.open(pair[0].app_url) as app0, await AppSocket.open(pair[1].app_url) as app1:
+                session = await app0.open_session("local")
+                watch = await app1.watch(session.id)
+                long = await run(app0, session.id, LONG_TEXT)
+                await app1.wait_for(lambda e, m: e.reply_to == watch and m.event.HasField("turn_started"))
+                proxy.cut()
+                cut_at = time.perf_counter()
+                refused = await app0.call(run_turn_request=chat_pb2.RunTurnRequest(session_id=session.id))
+                assert refused.protocol_error.code == "UNAVAILABLE", refused
+                ended = await app1.turn_ended(watch, long.turn_id, timeout=30)
+                taken_s = time.perf_counter() - cut_at
+                assert ended.event.turn_ended.error.code == "hub_restarted"
+                assert await owner_of(url, session.id) == "r1"
+                proxy.heal()
+                healed_at = time.perf_counter()
+                async with asyncio.timeout(30):
+                    while True:  # r0 serves again once its heartbeat gets through (a bounded wait on a condition)
+                        reply = await app0.run_turn(session.id, "after the cut")
+                        if reply.WhichOneof("outcome") == "accepted":
+                            break
+                        await asyncio.sleep(0.2)
+                back_s = time.perf_counter() - healed_at
+                await app1.turn_ended(watch, reply.accepted.turn_id, timeout=30)
+                assert await owner_of(url, session.id) == "r1"
+                fresh = await app0.open_session("local")
+                assert await owner_of(url, fresh.id) == "r0"
+                events = await stored(app1, session.id)
+                once_each(events, long.turn_id)
+                once_each(events, reply.accepted.turn_id)
+                seqs = [event.event.seq for event in events]
+                assert seqs == sorted(set(seqs)), seqs
+                await holds_stored_sequence(app1, watch, app1, session.id)
+                print(
+                    f"\ncut from the database: session taken by r1 in {taken_s:.1f} s;"
+                    f" r0 serving {back_s:.1f} s after healing"
+                )
