@@ -94,7 +94,7 @@ def decode_principal(text: str) -> Principal:
             token_id=str(data.get("token_id", "")),
             expires_at=None if data.get("expires_at") is None else float(data["expires_at"]),
         )
-    except (KeyError, TypeError, json.JSONDecodeError) as error:
+    except (KeyError, TypeError, ValueError) as error:  # JSONDecodeError is a ValueError
         raise ValueError(f"not a principal: {error}") from None
 
 

@@ -28,7 +28,7 @@ from aophub.cluster.ownership import Placement
 from aophub.protocol.errors import HubError
 from aophub.v1 import interaction_pb2, session_pb2
 
-__all__ = ["SESSION_CALLS", "ForwardSessionCalls"]
+__all__ = ["SESSION_CALLS", "ForwardSessionCalls", "decode_call"]
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ _KEPT = frozenset(
 _RETURNED_SKIP = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "date", "server"})
 
 
-def _request(body: bytes, content_type: str, request_type: type[Message]) -> Message | None:
+def decode_call(body: bytes, content_type: str, request_type: type[Message]) -> Message | None:
     """The decoded request, or None when it is in an encoding this does not read (it then runs here)."""
     request = request_type()
     try:
@@ -102,7 +102,7 @@ class ForwardSessionCalls:
 
     async def _placement(self, router: RequestRouter, path: str, content_type: str, body: bytes) -> Placement | None:
         request_type, field = SESSION_CALLS[path]
-        request = _request(body, content_type, request_type)
+        request = decode_call(body, content_type, request_type)
         if request is None:
             return None
         try:
