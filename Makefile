@@ -17,7 +17,7 @@ GENERATED := gen/python gen/go/aop gen/go/aophub gen/go/aiscan gen/go/cyber gen/
 # buf breaking compares the schema with the previous commit on main.
 BREAKING_AGAINST ?= .git\#ref=HEAD~1
 
-.PHONY: help install run test check lint-proto breaking gen check-gen golden \
+.PHONY: help install run run-cluster test check lint-proto breaking gen check-gen golden \
         test-python test-go test-ts check-go check-ts check-java test-java test-examples clean bench \
         web check-web
 
@@ -39,10 +39,11 @@ $(RUNTIME_STAMP): pyproject.toml clients/python/pyproject.toml
 	$(BIN)/pip install --progress-bar on -e ./clients/python -e .
 	touch $@
 
-install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tools (and bubblewrap, tmux, PostgreSQL)
+install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tools (and bubblewrap, tmux, PostgreSQL, HAProxy)
 	bash tools/bubblewrap.sh
 	bash tools/tmux.sh
 	bash tools/postgresql.sh
+	bash tools/haproxy.sh
 	bash tools/go.sh install
 	bash tools/ts.sh install
 	bash tools/web.sh install
@@ -51,6 +52,13 @@ install: $(STAMP) ## create .venv and install the pinned Python, Go and npm tool
 
 run: $(RUNTIME_STAMP) ## start the hub on 127.0.0.1:8080 (installs only the runtime packages; RUN_ARGS="...")
 	$(BIN)/aophub serve $(RUN_ARGS)
+
+# `make run-cluster CLUSTER_ARGS="--port 9000 --replicas 2"`: options of tools/run_cluster.py.
+CLUSTER_ARGS ?=
+run-cluster: $(RUNTIME_STAMP) ## PostgreSQL, 3 hub replicas and HAProxy on 127.0.0.1:8080 (CLUSTER_ARGS="...")
+	bash tools/postgresql.sh
+	bash tools/haproxy.sh
+	$(BIN)/python tools/run_cluster.py $(CLUSTER_ARGS)
 
 check: $(STAMP) lint-proto breaking ## formatting, lint and mypy --strict
 	$(BIN)/ruff format --check .

@@ -120,6 +120,9 @@ class Settings:
     advertise_url: str = ""
     replica_id: str = ""
     replica_lease: float = 10.0
+    # On SIGTERM: seconds to keep serving while /health says "draining", so a load balancer stops
+    # sending new connections before the open ones are closed.
+    drain_delay: float = 0.0
 
     @property
     def database(self) -> Path:

@@ -73,12 +73,15 @@ class ScanLeader:
         self._task = asyncio.create_task(self._compete(), name=f"scan leader {self._replica_id}")
 
     async def stop(self) -> None:
-        """Stop competing and release the lock (by closing its connection): another replica takes over."""
+        """Stop competing; if leading, abandon the running scans, then release the lock (by closing its
+        connection): another replica takes over."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        if self.leading:
+            await self._scans.follow()
         self._drop()
 
     async def _compete(self) -> None:

@@ -138,6 +138,11 @@ class Membership:
         return self._last_success is not None and self._monotonic() - self._last_success < self.lease_ttl
 
     @property
+    def heartbeat_ok(self) -> bool:
+        """Whether the last heartbeat succeeded (the database answered)."""
+        return self._last_success is not None and not self._lost
+
+    @property
     def ready(self) -> bool:
         """Registered, its last heartbeat succeeded and not draining: a load balancer may send it new connections."""
         return self.registered and not self._lost and self.state is ReplicaState.READY

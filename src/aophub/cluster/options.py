@@ -58,12 +58,35 @@ def add_replica_options(serve: argparse.ArgumentParser) -> None:
         help=f"a replica without a heartbeat for this long counts as dead (default {DEFAULT_LEASE_TTL:g});"
         " it heartbeats three times per lease",
     )
+    group.add_argument(
+        "--drain-delay",
+        type=_delay,
+        default=0.0,
+        metavar="SECONDS",
+        help="on SIGTERM, keep serving this long while GET /health answers 503 draining, so a load balancer"
+        " stops sending new connections first; then open connections are closed (1012) and the hub exits"
+        " within --shutdown-timeout (default 0; any hub, SQLite too)",
+    )
+
+
+def _delay(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 600:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 600, got {text!r}")
+    return value
 
 
 def with_replica_options(settings: Settings, args: argparse.Namespace) -> Settings:
     """``settings`` with what :func:`add_replica_options` parsed."""
     return dataclasses.replace(
-        settings, advertise_url=args.advertise_url or "", replica_id=args.replica_id, replica_lease=args.replica_lease
+        settings,
+        advertise_url=args.advertise_url or "",
+        replica_id=args.replica_id,
+        replica_lease=args.replica_lease,
+        drain_delay=args.drain_delay,
     )
 
 

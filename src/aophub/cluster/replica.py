@@ -22,8 +22,9 @@ from collections.abc import Awaitable, Callable
 
 from aophub.access.admin import TokenAdmin
 from aophub.cluster.fanout import RemoteEvents
+from aophub.cluster.health import ReplicaHealth
 from aophub.cluster.leader import ScanLeader
-from aophub.cluster.membership import Membership
+from aophub.cluster.membership import Membership, ReplicaState
 from aophub.cluster.notifications import Notifications
 from aophub.cluster.options import advertised_address
 from aophub.cluster.refresh import Refresher
@@ -108,9 +109,26 @@ class LocalReplica:
         except StoreError as error:
             log.warning("the configuration change could not be published to the other replicas: %s", error)
 
+    def health(self) -> ReplicaHealth:
+        """What ``GET /health`` decides readiness from (see :mod:`aophub.cluster.health`)."""
+        membership = self.membership
+        return ReplicaHealth(
+            replica_id=membership.replica_id,
+            address=membership.address,
+            heartbeat_ok=membership.heartbeat_ok,
+            registered=membership.registered,
+            listening=self.notifications.connected,
+            draining=membership.state is ReplicaState.DRAINING,
+        )
+
     async def drain(self) -> None:
-        """Stop taking new work: the replica is marked draining (health says not ready)."""
+        """Stop taking new work: marked draining (health says 503, the others see it), the scan lead released.
+
+        Another replica takes the scan lead at its next try: it fails the scans this one was running
+        (``hub_restarted``) and runs the queued ones.
+        """
         await self.membership.drain()
+        await self.scan_leader.stop()
 
     async def stop(self) -> None:
         """Leave the cluster: release the scan lead, stop listening, delete this replica's row."""

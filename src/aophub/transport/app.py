@@ -23,6 +23,7 @@ from aophub.access.throttle import AuthThrottle
 from aophub.agent.audit import AuditLog
 from aophub.agent.builtin import AUDIT_LOG, builtin_agent, builtin_commands, builtin_workspace
 from aophub.bridges.routes import RootMounts, bridge_routes
+from aophub.cluster.health import readiness
 from aophub.cluster.replica import LocalReplica, local_replica
 from aophub.cluster.session_owners import SessionOwners, session_owners
 from aophub.config import ConfigStore
@@ -121,8 +122,24 @@ def on_configuration_change(
     return configuration_changed
 
 
-async def health(_request: Request) -> JSONResponse:
-    """Liveness probe: no auth, ``{"status": "ok"}`` while serving."""
+async def health(request: Request) -> JSONResponse:
+    """Readiness for a load balancer, no auth: 200 ``{"status": "ok", ...}`` or 503 saying why.
+
+    See :mod:`aophub.cluster.health`.
+    """
+    state = request.app.state
+    runtime: Runtime | None = getattr(state, "runtime", None)
+    replica = runtime.replica if runtime is not None else getattr(state, "replica", None)
+    status, body = readiness(
+        replica.health() if replica is not None else None,
+        stopping=getattr(state, "stopping", False),
+        started=runtime is not None,
+    )
+    return JSONResponse(body, status_code=status)
+
+
+async def live(_request: Request) -> JSONResponse:
+    """Liveness probe, no auth: ``{"status": "ok"}`` while the process serves (a database outage included)."""
     return JSONResponse({"status": "ok"})
 
 
@@ -140,6 +157,25 @@ async def _cancel(*tasks: asyncio.Task[None]) -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+def _begin_stop(
+    app: Starlette, hub: Hub, replica: LocalReplica | None, drain_delay: float
+) -> Callable[[], Awaitable[None]]:
+    """What the server runs on SIGTERM before it closes connections (see aophub.transport.server)."""
+
+    async def begin_stop() -> None:
+        # /health says draining (and the replica is marked so) for --drain-delay seconds while the
+        # hub still serves, so a load balancer stops sending new connections first.
+        app.state.stopping = True
+        hub.begin_stop()
+        if replica is not None:
+            await replica.drain()
+        if drain_delay:
+            log.info("draining: serving %g s more before closing connections", drain_delay)
+            await asyncio.sleep(drain_delay)
+
+    return begin_stop
 
 
 async def _start(runtime: Runtime) -> None:
@@ -226,12 +262,12 @@ def create_app(settings: Settings) -> Starlette:
 
     # On PostgreSQL one replica schedules scans: the leader (aophub.cluster.leader).
     scans = Scans(hub, lambda: config.config.scans, leading=not settings.database_url)
-    replicas: list[LocalReplica] = []
+    replicas: list[LocalReplica] = []  # filled below: the configuration change publishes through it
     configuration_changed = on_configuration_change(hub, local_node, replicas)
     replica = local_replica(
         settings, hub=hub, tokens=tokens, config=config, scans=scans, on_config_change=configuration_changed
     )
-    replicas += [replica] if replica is not None else []
+    replicas.extend(filter(None, [replica]))
     owners = session_owners(replica, hub, store, namespaces)
     runtime = Runtime(hub, store, local_node, config, scans, tokens, replica, owners)
 
@@ -289,6 +325,7 @@ def create_app(settings: Settings) -> Starlette:
         services.append((memory_connect.MemoryServiceASGIApplication, memory_service))
     routes = [
         Route("/health", health, methods=["GET"]),
+        Route("/health/live", live, methods=["GET"]),
         *auth_routes(authenticator, secure_cookies=settings.secure_cookies),
         WebSocketRoute("/api/aop/application/ws", application_ws),
         WebSocketRoute("/api/aop/node/ws", node_ws),
@@ -305,7 +342,8 @@ def create_app(settings: Settings) -> Starlette:
         middleware.append(owners.rpc_middleware())
     app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
     # For the server to call when it starts closing connections (before the lifespan's shutdown).
-    app.state.begin_stop = hub.begin_stop
+    app.state.replica = replica
+    app.state.begin_stop = _begin_stop(app, hub, replica, settings.drain_delay)
     if replica is not None:
         app.state.listening = replica.listening  # called by the server once it listens (its port)
     return app

@@ -11,10 +11,13 @@ behaviour (frame limit, keepalive pings and their timeout) is uvicorn's in both 
 
 :func:`serve` blocks until the server stops. SIGTERM shuts down gracefully (lifespan shutdown
 included) and :func:`serve` returns, so a supervisor's stop exits 0; SIGINT (Ctrl-C) shuts down
-the same way, then uvicorn re-raises it. Shutdown first calls ``before_close`` (the hub marks
-itself stopping, so nodes losing their connection do not end their turns), then closes every
-connection, and waits at most ``shutdown_timeout`` seconds for them (a client that stopped
-reading would otherwise hold the process forever) before the tasks still serving are cancelled.
+the same way, then uvicorn re-raises it. Shutdown first calls ``before_close`` and awaits it if it
+returns an awaitable (the hub marks itself stopping, so nodes losing their connection do not end
+their turns; a replica marks itself draining and may keep serving ``--drain-delay`` seconds while
+``/health`` answers 503), then stops accepting, closes every connection (WebSockets with 1012,
+"service restart": clients reconnect, through a load balancer to another replica), and waits at
+most ``shutdown_timeout`` seconds for them (a client that stopped reading would otherwise hold the
+process forever) before the tasks still serving are cancelled.
 
 The port is bound before anything else starts (:func:`listen`), so a busy port is one clear
 :class:`ListenError` instead of uvicorn's log line after the hub has opened its store.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import inspect
 import signal
 import socket
 from collections.abc import Callable, Sequence
@@ -199,7 +203,7 @@ class HubServer(uvicorn.Server):
         self,
         config: uvicorn.Config,
         details: Sequence[str] = (),
-        before_close: Callable[[], None] = lambda: None,
+        before_close: Callable[[], object] = lambda: None,
         try_command: Callable[[str], str | None] = lambda _base: None,
     ) -> None:
         super().__init__(config)
@@ -219,8 +223,11 @@ class HubServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        # uvicorn closes WebSockets (1012) before the lifespan shutdown: the hub must know first.
-        self._before_close()
+        # uvicorn closes WebSockets (1012) before the lifespan shutdown: the hub must know first
+        # (and may drain: still serving while a load balancer takes it out, see --drain-delay).
+        result = self._before_close()
+        if inspect.isawaitable(result):
+            await result
         await super().shutdown(sockets)
 
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
@@ -245,7 +252,7 @@ def serve(
     log_level: LogLevel = "info",
     log_format: LogFormat = "text",
     shutdown_timeout: int = DEFAULT_SHUTDOWN_TIMEOUT,
-    before_close: Callable[[], None] = lambda: None,
+    before_close: Callable[[], object] = lambda: None,
     try_command: Callable[[str], str | None] = lambda _base: None,
 ) -> None:
     """Serve ``app`` on ``settings.host``:``settings.port`` until SIGINT or SIGTERM.
