@@ -287,3 +287,22 @@ async def test_ownership_takes_over_ends_left_turns_and_drops_lost_sessions(clus
     finally:
         await a.leases.close()
         await b.leases.close()
+
+
+async def test_concurrent_placements_take_a_session_over_once(cluster: Cluster) -> None:
+    """Ten requests for one session arrive at once: it is taken (its left turns ended) once; a new one never."""
+    await cluster.alive(A)
+    keeper = Keeper()
+    ownership = Ownership(
+        cluster.leases(A), Registration(A), keeper, node_connected=lambda _node: False, built_in=lambda _node: True
+    )
+    try:
+        placements = await asyncio.gather(*(ownership.place("s1", "local") for _ in range(10)))
+        assert all(placement.local for placement in placements)
+        assert keeper.taken == [("s1", "hub_restarted")]
+        await ownership.claim_new("s2", "local")
+        assert (await ownership.place("s2", "local")).local
+        assert keeper.taken == [("s1", "hub_restarted")]
+        assert ownership.held == {"s1": 1, "s2": 1}
+    finally:
+        await ownership.leases.close()

@@ -38,7 +38,7 @@ import contextlib
 import enum
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 from urllib.parse import urlsplit
@@ -474,7 +474,8 @@ class Ownership:
         # Sessions this replica holds, with the epoch it holds them at.
         self.held: dict[str, int] = {}
         self._node_epochs: dict[str, int] = {}
-        self._locks: dict[str, asyncio.Lock] = {}
+        # One placement or takeover of a session at a time, with how many callers use each lock.
+        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
         self.fenced = False
         self.taken_over = 0  # sessions taken from another replica or claimed with turns left open
         self.turns_ended = 0  # turns left open by a previous owner that this replica ended
@@ -505,12 +506,20 @@ class Ownership:
         self._check_serving()
         if session_id in self.held and self._node_here_or_builtin(node_id):
             return Placement(True, self.replica_id)
-        lock = self._locks.setdefault(session_id, asyncio.Lock())
+        async with self._session_lock(session_id):
+            return await self._place_locked(session_id, node_id, dead)
+
+    @contextlib.asynccontextmanager
+    async def _session_lock(self, session_id: str) -> AsyncIterator[None]:
+        """Hold the session's placement lock (dropped once no caller uses or waits for it)."""
+        lock, users = self._locks.setdefault(session_id, (asyncio.Lock(), [0]))
+        users[0] += 1
         try:
             async with lock:
-                return await self._place_locked(session_id, node_id, dead)
+                yield
         finally:
-            if not lock.locked() and self._locks.get(session_id) is lock:
+            users[0] -= 1
+            if not users[0]:
                 del self._locks[session_id]
 
     async def place_node(self, node_id: str, *, dead: frozenset[str] = frozenset()) -> Placement:
@@ -581,8 +590,18 @@ class Ownership:
         self.held[session_id] = epoch
 
     async def claim_new(self, session_id: str, node_id: str) -> None:
-        """Claim a session this replica has just opened (for its node, connected here or built in)."""
-        await self.place(session_id, node_id)
+        """Claim a session this replica has just opened (for its node, connected here or built in).
+
+        Nothing of it can have been left open by another replica, so nothing is taken over.
+        """
+        self._check_serving()
+        external = "" if self._built_in(node_id) else node_id
+        async with self._session_lock(session_id):
+            _decision, _target, claim = await self.leases.acquire(
+                session_id, external, node_here=bool(external) and self._node_connected(external)
+            )
+            if claim is not None:
+                self.held[session_id] = claim.epoch
 
     async def node_attached(self, node_id: str) -> None:
         """An external node connected here: take its lease and its open sessions (ending what others left open)."""
@@ -593,8 +612,7 @@ class Ownership:
             raise HubError(Code.UNAVAILABLE, f"cannot take the node's sessions: {error}", retryable=True) from None
         self._node_epochs[node_id] = epoch
         for claim in claims:
-            lock = self._locks.setdefault(claim.session_id, asyncio.Lock())
-            async with lock:
+            async with self._session_lock(claim.session_id):
                 await self._taken(claim)
         if claims:
             log.info(
