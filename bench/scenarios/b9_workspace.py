@@ -1,4 +1,4 @@
-"""B7: terminal keystroke round trip and exec output throughput on the built-in node, through the hub.
+"""B9: terminal keystroke round trip and exec output throughput on the built-in node, through the hub.
 
 Terminals: the hub (``sandbox.terminals: true``) opens ``terminals`` pseudo-terminals on its
 built-in node from one application connection, each running ``stty raw -echo; exec cat`` in the
@@ -38,7 +38,7 @@ from bench.report import Figure, ScenarioResult
 from bench.scenarios._common import alternate_repeats
 from bench.stats import percentile
 
-KEY = "B7"
+KEY = "B9"
 TITLE = "Terminal keystroke round trip and exec throughput (built-in node)"
 BASELINE = "the same command on local pseudo-terminals / a local pipe, driven by the load generator"
 COMMAND = "stty raw -echo; echo ready; exec cat"
@@ -248,17 +248,17 @@ async def run(ctx: Context) -> ScenarioResult:
     sizes = ctx.sizes(KEY, FULL, QUICK)
     result = ScenarioResult(KEY, TITLE, BASELINE)
     result.settings = {**asdict(sizes), "command": COMMAND}
-    directory = ctx.directory("b7")
+    directory = ctx.directory("b9")
     cap = sizes.exec_bytes + 1024 * 1024
     (directory / "config.yaml").write_text(
         "sandbox:\n  terminals: true\n  remote_exec: true\n"
         f"  output_cap_bytes: {cap}\n  max_terminals: {max(sizes.terminals)}\n"
     )
-    with ctx.hub("b7") as hub:
+    with ctx.hub("b9") as hub:
         for count in sizes.terminals:
             hub_runs, local_runs = await alternate_repeats(
                 ctx,
-                f"B7 {count} terminals",
+                f"B9 {count} terminals",
                 lambda _r, count=count: hub_keystrokes(hub, count, sizes.seconds),  # type: ignore[misc]
                 lambda _r, count=count: local_keystrokes(count, sizes.seconds),  # type: ignore[misc]
                 lambda h, b: f"aophub p50 {_ms(h, 50):.2f} ms ({len(h)} keys), local p50 {_ms(b, 50):.3f} ms",
@@ -274,7 +274,7 @@ async def run(ctx: Context) -> ScenarioResult:
                 )
         exec_hub, exec_local = await alternate_repeats(
             ctx,
-            "B7 exec",
+            "B9 exec",
             lambda _r: hub_exec(hub, sizes.exec_bytes),
             lambda _r: local_exec(sizes.exec_bytes),
             lambda h, b: f"aophub {h / 1e6:.0f} MB/s, local pipe {b / 1e6:.0f} MB/s",
