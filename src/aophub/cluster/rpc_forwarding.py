@@ -1,7 +1,8 @@
 """Forwarding the ConnectRPC calls that act on a live session to the replica that owns it.
 
 The management calls that change a live session (rename, archive, reset, delete, share, a slash
-command, a summary, the answer to an interaction) run on the session's owner, like the application
+command, a summary, the answer to an interaction) and the listing of its commands (its node's
+catalog is on the node's replica) run on the session's owner, like the application
 endpoint's requests (:mod:`aophub.cluster.forwarding`). :class:`ForwardSessionCalls` is an ASGI
 middleware in front of the Connect routes: for those methods it reads the request (Connect with
 ``application/proto`` or ``application/json``, or gRPC-Web ``+proto``), finds the session it names,
@@ -38,6 +39,8 @@ SESSION_CALLS: dict[str, tuple[type[Message], str]] = {
     "/aophub.v1.SessionService/ResetSession": (session_pb2.ResetSessionRequest, "session_id"),
     "/aophub.v1.SessionService/DeleteSession": (session_pb2.DeleteSessionRequest, "session_id"),
     "/aophub.v1.SessionService/RunCommand": (session_pb2.RunCommandRequest, "session_id"),
+    # a read, but of the session's node's command catalog, which only the node's replica has
+    "/aophub.v1.SessionService/ListCommands": (session_pb2.ListCommandsRequest, "session_id"),
     "/aophub.v1.SessionService/ShareSession": (session_pb2.ShareSessionRequest, "session_id"),
     "/aophub.v1.SessionService/UnshareSession": (session_pb2.UnshareSessionRequest, "session_id"),
     "/aophub.v1.SessionService/SummarizeSession": (session_pb2.SummarizeSessionRequest, "session_id"),
