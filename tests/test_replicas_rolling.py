@@ -182,19 +182,23 @@ async def open_session(cluster: Replicas, replica: int, node_id: str) -> str:
             await asyncio.sleep(0.1)  # the node is still connecting
 
 
-async def turns_done(drivers: list[Driver]) -> int:
+def turns_done(drivers: list[Driver]) -> int:
     return sum(len(driver.watcher.ended) for driver in drivers)
 
 
 async def progress(drivers: list[Driver], turns: int) -> None:
     """Wait until the sessions have ended ``turns`` more turns."""
-    target = await turns_done(drivers) + turns
+    target = turns_done(drivers) + turns
     async with asyncio.timeout(60):
-        while await turns_done(drivers) < target:
-            await asyncio.wait(
-                [asyncio.ensure_future(driver.watcher.changed.wait()) for driver in drivers],
-                return_when=asyncio.FIRST_COMPLETED,
-            )
+        while turns_done(drivers) < target:
+            for driver in drivers:  # every waiter re-checks its own condition when woken: clearing is safe
+                driver.watcher.changed.clear()
+            waits = [asyncio.ensure_future(driver.watcher.changed.wait()) for driver in drivers]
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
 
 
 async def test_rolling_restart_loses_nothing(postgres: PostgresCluster, tmp_path: Path) -> None:
