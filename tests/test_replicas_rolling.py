@@ -19,6 +19,7 @@ import asyncio
 import collections
 import contextlib
 import itertools
+import subprocess
 import time
 import uuid
 from collections.abc import Callable
@@ -201,6 +202,19 @@ async def progress(drivers: list[Driver], turns: int) -> None:
                     wait.cancel()
 
 
+async def restart(cluster: Replicas, index: int, how: str) -> None:
+    """Stop replica ``index`` (SIGTERM: it must exit 0 in time; or kill -9) and start it again."""
+    if how == "SIGTERM":
+        try:
+            status = await asyncio.to_thread(cluster[index].terminate)
+        except subprocess.TimeoutExpired:
+            status = -1
+        assert status == 0, "".join(cluster[index].output[-80:])
+    else:
+        await asyncio.to_thread(cluster[index].kill)
+    await asyncio.to_thread(cluster.restart, index)
+
+
 async def test_rolling_restart_loses_nothing(postgres: PostgresCluster, tmp_path: Path) -> None:
     """Restart r0 and r1 (SIGTERM) and r2 (kill -9) under load: every watcher exact, every turn ended once."""
     with replicas(migrated_database(postgres), tmp_path, REPLICAS, "--echo-delay", "0.005") as cluster:
@@ -219,11 +233,7 @@ async def test_rolling_restart_loses_nothing(postgres: PostgresCluster, tmp_path
                 tasks += [asyncio.create_task(watcher.run()), asyncio.create_task(driver.run())]
             await progress(drivers, TURNS_BETWEEN_RESTARTS)
             for index, how in ((0, "SIGTERM"), (1, "SIGTERM"), (2, "kill -9")):
-                if how == "SIGTERM":
-                    assert await asyncio.to_thread(cluster[index].terminate) == 0
-                else:
-                    await asyncio.to_thread(cluster[index].kill)
-                await asyncio.to_thread(cluster.restart, index)
+                await restart(cluster, index, how)
                 await progress(drivers, TURNS_BETWEEN_RESTARTS)
             stop.set()
             async with asyncio.timeout(60):

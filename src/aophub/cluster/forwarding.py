@@ -24,6 +24,7 @@ fan-out between replicas is :mod:`aophub.cluster`'s shared-state part).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hmac
 import json
 import logging
@@ -45,6 +46,7 @@ from aophub.v1 import interaction_pb2
 
 __all__ = [
     "CLUSTER_HEADER",
+    "FORWARDED",
     "FORWARD_PATH",
     "FORWARD_TIMEOUT",
     "PRINCIPAL_HEADER",
@@ -184,11 +186,23 @@ class RequestRouter:
     def __repr__(self) -> str:
         return f"<RequestRouter {self.ownership!r}>"
 
-    async def relay(self, principal: Principal, frame: bytes, namespace: str, message: Message) -> bytes | None:
-        """The owner's reply when the request runs on another replica, else None (run it here)."""
+    async def relay(
+        self, principal: Principal, frame: bytes, namespace: str, message: Message, *, forwarded: bool = False
+    ) -> bytes | None:
+        """The owner's reply when the request runs on another replica, else None (run it here).
+
+        ``forwarded``: the request was forwarded to this replica; it is never forwarded again, but
+        refused ``UNAVAILABLE`` (retryable) when another replica owns the session by now.
+        """
         placement = await self.place(namespace, message)
         if placement is None or placement.local:
             return None
+        if forwarded:
+            raise HubError(
+                Code.UNAVAILABLE,
+                f"the session moved to replica {placement.replica_id} while the request was forwarded; retry",
+                retryable=True,
+            )
         try:
             return await self.forwarder.relay(placement, principal, frame)
         except OwnerUnreachable:
@@ -280,6 +294,10 @@ def forward_endpoint(
     return endpoint
 
 
+# Set while a forwarded envelope runs on this replica (the request's tasks inherit it).
+FORWARDED: contextvars.ContextVar[bool] = contextvars.ContextVar("aophub_forwarded", default=False)
+
+
 async def run_envelope(
     connect: Callable[[Callable[[bytes], Awaitable[None]], Principal], Any], principal: Principal, frame: bytes
 ) -> bytes:
@@ -296,8 +314,10 @@ async def run_envelope(
             reply.set_result(out)
 
     connection = connect(collect, principal)
+    marked = FORWARDED.set(True)
     try:
         await connection.receive(frame)
         return await asyncio.wait_for(reply, FORWARD_TIMEOUT)
     finally:
+        FORWARDED.reset(marked)
         await connection.close()

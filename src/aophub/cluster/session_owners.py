@@ -19,19 +19,38 @@ from google.protobuf.message import Message
 from starlette.middleware import Middleware
 from starlette.routing import Route
 
+from aop import envelope_pb2, protocol_pb2
 from aophub.access.scopes import Principal
-from aophub.cluster.forwarding import FORWARD_PATH, Forwarder, RequestRouter, forward_endpoint, run_envelope
+from aophub.cluster.forwarding import (
+    FORWARD_PATH,
+    FORWARDED,
+    Forwarder,
+    RequestRouter,
+    forward_endpoint,
+    run_envelope,
+)
 from aophub.cluster.ownership import LeaseTable, Ownership, Replicas
 from aophub.cluster.replica import LocalReplica
 from aophub.cluster.rpc_forwarding import ForwardSessionCalls
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
+from aophub.protocol.codec import pack, unpack
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
 from aophub.store.base import Store
 from aophub.store.postgres import PostgresStore
 
 __all__ = ["SessionOwners", "session_owners"]
+
+_CORE = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
+
+
+def _code(text: str) -> Code:
+    try:
+        return Code(text)
+    except ValueError:
+        return Code.UNAVAILABLE
+
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +96,7 @@ class SessionOwners:
         self._forwarder = Forwarder(secret)
         self.router = RequestRouter(self.ownership, self._forwarder, hub.store, node_of=self._node_of)
         hub.ownership = self.ownership
+        hub.remote = self.remote
         # Turns earlier runs left open end before this replica serves (as one hub's recovery at start).
         swept = await self.ownership.sweep()
         log.info(
@@ -112,29 +132,36 @@ class SessionOwners:
             await self.ownership.leases.close()
 
     async def relay(self, principal: Principal, frame: bytes, namespace: str, message: Message) -> bytes | None:
-        """For the application endpoint: the owner's reply when another replica owns the request's session."""
+        """For the application endpoint's product namespaces: the owner's reply when another replica owns
+        the request's session (a forwarded request runs here, or is refused if the session moved)."""
         if self.router is None:
             return None
-        return await self.router.relay(principal, frame, namespace, message)
+        return await self.router.relay(principal, frame, namespace, message, forwarded=FORWARDED.get())
 
-    async def _refuse_elsewhere(
-        self, principal: Principal, frame: bytes, namespace: str, message: Message
-    ) -> bytes | None:
-        """For forwarded requests: run here (claiming the session if due), or refuse if another replica owns it."""
+    async def remote(self, case: str, key: str, request: Message, caller: Principal) -> Message | None:
+        """For the hub (:attr:`Hub.remote`): a core request's response from its session's owner, or None.
+
+        The request goes as the envelope a client would send (``key`` as its id); a ``protocol_error``
+        answer is raised as :class:`HubError`, as if it had happened here.
+        """
         if self.router is None:
             return None
-        placement = await self.router.place(namespace, message)
-        if placement is not None and not placement.local:
-            raise HubError(
-                Code.UNAVAILABLE,
-                f"the session moved to replica {placement.replica_id} while the request was forwarded; retry",
-                retryable=True,
-            )
-        return None
+        core = protocol_pb2.ProtocolMessage()
+        getattr(core, case).CopyFrom(request)
+        frame = envelope_pb2.Envelope(id=key, payload=pack(core)).SerializeToString()
+        reply = await self.router.relay(caller, frame, _CORE, core, forwarded=FORWARDED.get())
+        if reply is None:
+            return None
+        answer = unpack(envelope_pb2.Envelope.FromString(reply), protocol_pb2.ProtocolMessage)
+        if answer.WhichOneof("message") == "protocol_error":
+            error = answer.protocol_error
+            raise HubError(_code(error.code), error.message, retryable=error.retryable)
+        response: Message = getattr(answer, case.replace("_request", "_response"))
+        return response
 
     def _connection(self, send: Callable[[bytes], Awaitable[None]], principal: Principal) -> ApplicationConnection:
         return ApplicationConnection(
-            self._hub, send, namespaces=self._namespaces, principal=principal, relay=self._refuse_elsewhere
+            self._hub, send, namespaces=self._namespaces, principal=principal, relay=self.relay
         )
 
     def routes(self) -> list[Route]:

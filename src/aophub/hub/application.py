@@ -50,7 +50,8 @@ Close = tuple[int, str]
 # A product namespace handler: (connection, envelope id, decoded message) -> reply payload or None.
 NamespaceHandler = Callable[["ApplicationConnection", str, Message], Awaitable[Message | None]]
 # Hub replicas (aophub.cluster.forwarding): (principal, frame, namespace, decoded message) -> the reply
-# envelope of the replica that owns the request's session, or None when it runs on this one.
+# envelope of the replica that owns the request's session, or None when it runs on this one. For
+# product namespaces; the core requests are sent to their owner by the hub (Hub.remote).
 Relay = Callable[[Principal, bytes, str, Message], Awaitable[bytes | None]]
 
 
@@ -166,7 +167,7 @@ class ApplicationConnection:
             if not self.cancel_operation(target_id) and not await self.hub.terminals.cancel(self, target_id):
                 await self.hub.workspace_calls.cancel(self, target_id)  # a file or exec call of this connection
         elif case in _REQUESTS:
-            await self._spawn(lambda: self._request(envelope.id, case, message, frame))
+            await self._spawn(lambda: self._request(envelope.id, case, message))
         else:
             await self.send_protocol_error(
                 envelope.id,
@@ -253,14 +254,9 @@ class ApplicationConnection:
             log.exception("request %s failed", envelope_id)
             await self.send_protocol_error(envelope_id, HubError(Code.INTERNAL, "unexpected error"))
 
-    async def _request(self, envelope_id: str, case: str, message: protocol_pb2.ProtocolMessage, frame: bytes) -> None:
+    async def _request(self, envelope_id: str, case: str, message: protocol_pb2.ProtocolMessage) -> None:
         async def run() -> None:
-            if self._relay is not None and case != "list_events_request":
-                relayed = await self._relay(self.principal, frame, _CORE, message)
-                if relayed is not None:
-                    await self._send(relayed)
-                    return
-            hub = self.hub
+            hub = self.hub  # replicas: the hub itself sends a request for another replica's session there
             reply: Message
             caller = self.principal
             if case == "open_session_request":

@@ -185,6 +185,10 @@ class Hub:
 
         # Hub replicas (aophub.cluster.ownership): which sessions this replica owns; None for one hub alone.
         self.ownership: Ownership | None = None
+        # Replicas (aophub.cluster.session_owners): runs a core request (its ProtocolMessage case, key,
+        # request, caller) on the replica that owns its session and returns the response, or None
+        # when it runs here; raises HubError when it can run nowhere now (retryable).
+        self.remote: Callable[[str, str, Message, Principal], Awaitable[Message | None]] | None = None
 
     def __repr__(self) -> str:
         return f"<Hub sessions={len(self._sessions)} turns={len(self._turns)} nodes={len(self.nodes)}>"
@@ -284,6 +288,12 @@ class Hub:
             log.error("background task failed", exc_info=task.exception())
 
     # -- sessions owned by this replica (aophub.cluster.ownership) -----------------
+
+    async def _remote(self, case: str, key: str, request: Message, caller: Principal) -> Message | None:
+        """The owner's response when another replica owns the request's session (see :attr:`remote`)."""
+        if self.remote is None or not key:
+            return None
+        return await self.remote(case, key, request, caller)
 
     async def take_session(self, session_id: str, code: str, message: str) -> int:
         """This replica now owns the session: load it afresh and end the turns left open with ``code``; how many."""
@@ -388,8 +398,13 @@ class Hub:
 
         A new session belongs to ``owner`` (default: ``caller``'s name) and is shared with
         ``shared_with``; an existing one must be one ``caller`` may act in, else it is refused as
-        an unknown session.
+        an unknown session. With replicas, a request for a node connected to another replica runs
+        there (only with the default owner and no shares, which a forwarded request carries).
         """
+        if not owner and not shared_with:
+            remote = await self._remote("open_session_request", key, request, caller)
+            if remote is not None:
+                return cast(chat_pb2.OpenSessionResponse, remote)
         return await self.journaled(
             key,
             "OpenSession",
@@ -480,6 +495,9 @@ class Hub:
         self, key: str, request: chat_pb2.CloseSessionRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
     ) -> chat_pb2.CloseSessionResponse:
         """Close a session ``caller`` may act in (ending its turns), journaled by ``key``."""
+        remote = await self._remote("close_session_request", key, request, caller)
+        if remote is not None:
+            return cast(chat_pb2.CloseSessionResponse, remote)
         return await self.journaled(
             key,
             "CloseSession",
@@ -540,6 +558,9 @@ class Hub:
 
         Journaled by ``key``.
         """
+        remote = await self._remote("run_turn_request", key, request, caller)
+        if remote is not None:
+            return cast(chat_pb2.RunTurnResponse, remote)
         return await self.journaled(
             key,
             "RunTurn",
@@ -553,6 +574,9 @@ class Hub:
         self, key: str, request: chat_pb2.CancelTurnRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
     ) -> chat_pb2.CancelTurnResponse:
         """Cancel a running or queued turn of a session ``caller`` may act in, journaled by ``key``."""
+        remote = await self._remote("cancel_turn_request", key, request, caller)
+        if remote is not None:
+            return cast(chat_pb2.CancelTurnResponse, remote)
         return await self.journaled(
             key,
             "CancelTurn",
