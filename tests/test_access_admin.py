@@ -63,3 +63,23 @@ async def test_an_expiry_in_the_past_is_refused(tmp_path: Path) -> None:
         with pytest.raises(HubError, match="in the future"):
             await admin.create("old", ["read"], expires_at=100.0)
         assert await store.list_tokens() == []
+
+
+async def test_reload_follows_what_another_writer_changed(tmp_path: Path) -> None:
+    """Another hub (a replica) created one token and revoked another: reload() adds the new one and drops
+    the revoked one, closing its connections; a reload with nothing changed changes nothing."""
+    async with SQLiteStore(tmp_path / "hub.db") as store:
+        here, elsewhere = TokenAdmin(store), TokenAdmin(store)
+        _, old_text = await here.create("old", ["app"])
+        await elsewhere.load()
+        principal = here.book.verify(old_text, 0.0)
+        assert isinstance(principal, Principal)
+        closed: list[str] = []
+        here.live.add(principal, closed.append)
+        _, new_text = await elsewhere.create("new", ["read"])
+        await elsewhere.revoke("old")
+        assert await here.reload() == (1, 1)
+        assert closed == [TOKEN_REVOKED]
+        assert here.book.verify(old_text, 0.0) is None
+        assert isinstance(here.book.verify(new_text, 0.0), Principal)
+        assert await here.reload() == (0, 0)

@@ -17,7 +17,15 @@ from websockets.exceptions import InvalidStatus
 from aop import chat_pb2, protocol_pb2
 from aophub.config import ConfigStore, default_config
 from aophub.store.postgres_schema import migrate_database
-from aophub.v1 import config_connect, config_pb2, scan_pb2, token_connect, token_pb2
+from aophub.v1 import (
+    config_connect,
+    config_pb2,
+    scan_pb2,
+    session_connect,
+    session_pb2,
+    token_connect,
+    token_pb2,
+)
 from aophub.v1.scan_connect import ScanServiceClient
 
 from .support.hub_replicas import database_name, hub_replicas
@@ -67,6 +75,24 @@ async def test_a_retried_envelope_on_another_replica_gets_the_stored_reply(datab
             events = await stored(app_b, session_id)
             assert kinds(events).count("turn_started") == 1
             assert kinds(events).count("turn_ended") == 1
+
+
+async def test_concurrent_duplicates_on_two_replicas_make_one_operation(database: str, tmp_path: Path) -> None:
+    """The same OpenSession envelope sent to A and B at the same moment (a client retrying on another
+    replica while the first attempt runs): both get the same reply and one session exists per id."""
+    with hub_replicas(tmp_path, database, 2) as (a, b):
+        async with await AppSocket.open(a.app_url) as app_a, await AppSocket.open(b.app_url) as app_b:
+            request = protocol_pb2.ProtocolMessage(open_session_request=chat_pb2.OpenSessionRequest(node_id="local"))
+            ids = [f"dup-{number}" for number in range(20)]
+            for envelope_id in ids:
+                await asyncio.gather(app_a.send(request, envelope_id), app_b.send(request, envelope_id))
+            for envelope_id in ids:
+                on_a, on_b = await app_a.reply(envelope_id, TIMEOUT), await app_b.reply(envelope_id, TIMEOUT)
+                assert on_a.open_session_response.WhichOneof("outcome") == "accepted", on_a
+                assert on_a == on_b
+        async with session_connect.SessionServiceClient(a.http, interceptors=[BearerKey(TOKEN)]) as sessions:
+            listed = await sessions.list_sessions(session_pb2.ListSessionsRequest(page_size=100))
+        assert len(listed.sessions) == len(ids)
 
 
 async def test_tokens_created_and_revoked_on_one_replica_apply_on_the_other(database: str, tmp_path: Path) -> None:

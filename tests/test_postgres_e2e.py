@@ -13,6 +13,7 @@ the database.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from websockets.exceptions import InvalidStatus
 
 from aophub.store.postgres_schema import MIGRATIONS, migrate_database
 
@@ -182,7 +184,8 @@ async def test_aophub_token_works_on_the_database_and_a_hub_on_it_accepts_the_to
 ) -> None:
     """`aophub token create --database URL` stores the token in PostgreSQL; a hub on it then accepts the secret.
 
-    While that hub runs, the offline command works beside it (hub replicas share a database).
+    While that hub runs, the offline command works beside it (hub replicas share a database), and a token
+    it creates then is accepted by the running hub (notified by the database).
     """
     created = aophub("token", "create", "--name", "phone", "--scope", "app", "--database", database)
     assert created.returncode == 0, created.stderr
@@ -198,3 +201,13 @@ async def test_aophub_token_works_on_the_database_and_a_hub_on_it_accepts_the_to
         beside = aophub("token", "list", "--database", database)
         assert beside.returncode == 0, beside.stderr  # replicas share the database: no lock on it
         assert "phone" in beside.stdout
+        later = aophub("token", "create", "--name", "tablet", "--scope", "app", "--database", database)
+        assert later.returncode == 0, later.stderr
+        async with asyncio.timeout(TIMEOUT):  # the running hub is notified and re-reads the tokens
+            while True:
+                try:
+                    async with await AppSocket.open(hub.app_url, token=later.stdout.strip()) as tablet:
+                        assert (await tablet.open_session()).id
+                    break
+                except InvalidStatus:
+                    await asyncio.sleep(0.02)  # polling the condition, not waiting for time to pass

@@ -286,6 +286,7 @@ async def test_an_artifact_archived_by_two_writers_is_archived_once(postgres: Po
         (asyncpg.exceptions.InvalidAuthorizationSpecificationError("who"), "access denied", False),
         (asyncpg.exceptions.InvalidCatalogNameError("db"), "database does not exist", False),
         (asyncpg.exceptions.ReadOnlySQLTransactionError("ro"), "database is read-only", True),
+        (asyncpg.exceptions.LockNotAvailableError("lock timeout"), "waited too long for a lock", True),
         (asyncpg.exceptions.DataCorruptedError("bad"), "database is corrupt", False),
         (asyncpg.exceptions.SyntaxOrAccessError("sql"), "database error", False),
         (asyncpg.exceptions.ConnectionDoesNotExistError("closed"), "database connection lost", True),

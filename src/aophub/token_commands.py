@@ -3,8 +3,9 @@
 Without ``--server`` the command works on ``--data-dir`` directly, and only while no hub runs on
 it (it takes the data directory's lock, see :mod:`aophub.data_lock`): a running hub keeps its
 tokens in memory and would not see the change. With ``--database URL`` (or
-``$AOPHUB_DATABASE_URL``) it works on that PostgreSQL database instead, again only while no hub
-uses it (the store's lock on the database refuses it otherwise). With ``--server URL`` it calls the running hub's
+``$AOPHUB_DATABASE_URL``) it works on that PostgreSQL database instead, also while hubs run on it:
+they are notified of the change and re-read the tokens (see :mod:`aophub.cluster`). With ``--server URL``
+it calls the running hub's
 ``aophub.v1.TokenService`` with an admin credential (``--token``, ``--token-file``,
 ``$AOPHUB_TOKEN``, else the access key stored in ``--data-dir``).
 

@@ -50,6 +50,11 @@ class Refresher:
             if not self._again:
                 return
 
+    async def idle(self) -> None:
+        """Wait until no refresh runs or is due (the last change seen has been read)."""
+        while self._task is not None and not self._task.done():
+            await asyncio.wait([self._task])
+
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()

@@ -10,7 +10,8 @@ stopped before the store closes. It owns
   replica's watchers, and changes of the tokens, the configuration and the queued scans are
   re-read (:class:`~aophub.cluster.refresh.Refresher`); after a lost connection, all of them;
 - the :class:`~aophub.cluster.shared_config.SharedConfig` and the
-  :class:`~aophub.cluster.leader.ScanLeader` (started last, once the hub has recovered).
+  :class:`~aophub.cluster.leader.ScanLeader` (started last, once the hub has recovered);
+- the :class:`~aophub.cluster.journal_locks.JournalLocks` the hub's journal holds its keys with.
 
 :func:`local_replica` returns None for SQLite: a data directory is one hub.
 """
@@ -23,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from aophub.access.admin import TokenAdmin
 from aophub.cluster.fanout import RemoteEvents
 from aophub.cluster.health import ReplicaHealth
+from aophub.cluster.journal_locks import JournalLocks
 from aophub.cluster.leader import ScanLeader
 from aophub.cluster.membership import Membership, ReplicaState
 from aophub.cluster.notifications import Notifications
@@ -65,6 +67,9 @@ class LocalReplica:
             url, name=f"aophub listen {replica_id}", keepalive=settings.replica_lease / 2
         )
         self.remote_events = RemoteEvents(hub, self.notifications)
+        # One holder of a journal key across replicas (a retry on another replica waits, then replays).
+        self.journal_locks = JournalLocks(url, name=f"aophub journal locks {replica_id}")
+        hub.journal.key_guard = self.journal_locks.hold
         self.shared_config = SharedConfig(url, config, on_config_change, replica_id=replica_id)
         self.scan_leader = ScanLeader(url, scans, replica_id=replica_id, retry_interval=settings.replica_lease / 5)
         self._refreshers = {
@@ -92,6 +97,7 @@ class LocalReplica:
         """Register, listen, adopt the shared configuration; raises StoreError when the database cannot be reached."""
         await self.membership.start()
         try:
+            await self.journal_locks.start()
             await self.notifications.start()
             await self.shared_config.start()
         except BaseException:
@@ -136,6 +142,7 @@ class LocalReplica:
         for refresher in self._refreshers.values():
             await refresher.stop()
         await self.notifications.stop()
+        await self.journal_locks.stop()
         await self.membership.stop()
 
 

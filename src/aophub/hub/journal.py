@@ -8,14 +8,16 @@ the same key with anything else is a conflict (``ALREADY_EXISTS``).
 Acceptances and rejections are journaled, internal failures are not.
 
 Claims are serialized per key (not by one global lock), so concurrent
-duplicates of one id make exactly one operation.
+duplicates of one id make exactly one operation. Across hub replicas
+(PostgreSQL), :attr:`Journal.key_guard` holds the key against the other
+replicas too (``aophub.cluster.journal_locks``), inside the local lock.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 
 from google.protobuf.message import Message
 
@@ -86,11 +88,13 @@ class Journal:
         self._store = store
         self._clock = clock
         self._locks = KeyedLock()
+        # Replicas: holds a key against the other hub processes on the database (None: one hub).
+        self.key_guard: Callable[[str], AbstractAsyncContextManager[None]] | None = None
 
     @asynccontextmanager
     async def claim(self, key: str, method: str, request: Message) -> AsyncIterator[Claim]:
         """Hold ``key`` exclusively; on exit, commit a recorded response not yet written."""
-        async with self._locks(key):
+        async with self._locks(key), self.key_guard(key) if self.key_guard is not None else nullcontext():
             existing = await self._store.get_journal(key)
             claim = Claim(key, method, fingerprint(method, request), existing, self._clock())
             yield claim

@@ -481,6 +481,7 @@ _SQLSTATES: dict[str, tuple[str, bool]] = {
     "28": ("access denied", False),
     "3D000": ("database does not exist", False),
     "25006": ("database is read-only", True),
+    "55P03": ("waited too long for a lock", True),
     "AO001": ("session owned by another replica", False),
 }
 
