@@ -20,9 +20,10 @@ import pytest
 
 from aop import chat_pb2, protocol_pb2
 from aophub.protocol.codec import pack
-from aophub.v1 import extensions_pb2, session_pb2
+from aophub.v1 import extensions_pb2, interaction_pb2, session_pb2
 
 from .support.postgres import PostgresCluster
+from .support.raw_node import RawNode
 from .support.replicas import Replicas, external_node, migrated_database, replicas
 from .support.server import TOKEN
 from .support.tcp_proxy import tcp_proxy
@@ -268,3 +269,45 @@ async def test_a_replica_cut_from_the_database_stops_serving_and_recovers(
                     f"\ncut from the database: session taken by r1 in {taken_s:.1f} s;"
                     f" r0 serving {back_s:.1f} s after healing"
                 )
+
+
+async def test_a_starting_replica_leaves_other_replicas_interactions_pending(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    """A node on r0 asks for an approval; r1 starts and leaves it pending (r0 still runs the turn).
+    The node then moves to r1: the turn ends agent_disconnected and its approval is canceled, once."""
+    url = migrated_database(postgres)
+    with replicas(url, tmp_path, 1) as pair:
+        async with await RawNode.dial(pair[0].node_url, "asker") as node, await AppSocket.open(pair[0].app_url) as app:
+            await node.hello()
+            session = await app.open_session("asker")
+            receipt = await run(app, session.id, "please ask", turn_id="asking")
+            await node.request("run_turn_request")
+            approval = interaction_pb2.Interaction(
+                id="int-1",
+                session_id=session.id,
+                turn_id=receipt.turn_id,
+                kind=interaction_pb2.INTERACTION_KIND_APPROVAL,
+            )
+            await node.send(interaction_pb2.InteractionProtocolMessage(requested=approval))
+            watch = await app.watch(session.id)
+            await app.wait_for(lambda e, m: e.reply_to == watch and m.event.HasField("extension"))
+            pair.hubs.append(await asyncio.to_thread(pair.process(1).start))
+            assert await interaction_state(url, "int-1") == interaction_pb2.INTERACTION_STATE_PENDING
+            assert pair[0].process is not None
+            assert pair[0].process.poll() is None
+        async with await RawNode.dial(pair[1].node_url, "asker") as moved:
+            await moved.hello()
+            async with await AppSocket.open(pair[1].app_url) as app1:
+                events = await stored(app1, session.id)
+        assert ending(events, receipt.turn_id) == ("error", "agent_disconnected")
+        assert await interaction_state(url, "int-1") == interaction_pb2.INTERACTION_STATE_CANCELED
+
+
+async def interaction_state(url: str, interaction_id: str) -> int:
+    db = await asyncpg.connect(url)
+    try:
+        data = await db.fetchval("SELECT data FROM interactions WHERE id = $1", interaction_id)
+    finally:
+        await db.close()
+    return int(interaction_pb2.Interaction.FromString(data).state)

@@ -224,7 +224,7 @@ class Hub:
             log.info(
                 "recovery: ended %d turn%s left running or queued (hub_restarted)", ended, "" if ended == 1 else "s"
             )
-        await self.interactions.recover()
+        await self.interactions.recover(everything=self.ownership is None)
         self._spawn(self._sweep_idle_sessions())
 
     async def _sweep_idle_sessions(self) -> None:
@@ -302,6 +302,7 @@ class Hub:
             return 0
         async with session.lock:
             session.unsaved_endings.clear()  # of an earlier holding: the store has what got in
+            self.interactions.session_taken(session_id)
             await self._sessions.refresh_locked(session)
             return await self._turn_lifecycle.end_left_open_locked(session, code, message)
 
