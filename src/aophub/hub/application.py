@@ -49,6 +49,10 @@ Offer = Callable[[bytes], bool]
 Close = tuple[int, str]
 # A product namespace handler: (connection, envelope id, decoded message) -> reply payload or None.
 NamespaceHandler = Callable[["ApplicationConnection", str, Message], Awaitable[Message | None]]
+# Hub replicas (aophub.cluster.forwarding): (principal, frame, namespace, decoded message) -> the reply
+# envelope of the replica that owns the request's session, or None when it runs on this one. For
+# product namespaces; the core requests are sent to their owner by the hub (Hub.remote).
+Relay = Callable[[Principal, bytes, str, Message], Awaitable[bytes | None]]
 
 
 class InOrder:
@@ -104,8 +108,10 @@ class ApplicationConnection:
         principal: Principal = ACCESS_KEY_PRINCIPAL,
         peer: str = "",
         offer: Offer | None = None,
+        relay: Relay | None = None,
     ) -> None:
         self.hub = hub
+        self._relay = relay
         self._offer = offer
         self.principal = principal
         self.peer = peer
@@ -134,7 +140,7 @@ class ApplicationConnection:
             check_id("the envelope id", envelope.id)
             name = payload_name(envelope)
             if name != _CORE:
-                await self._route_namespace(name, envelope.id, envelope)
+                await self._route_namespace(name, envelope.id, envelope, frame)
                 return None
             message = unpack(envelope, protocol_pb2.ProtocolMessage)
         except HubError as error:
@@ -172,7 +178,9 @@ class ApplicationConnection:
             )
         return None
 
-    async def _route_namespace(self, name: str, envelope_id: str, envelope: envelope_pb2.Envelope) -> None:
+    async def _route_namespace(
+        self, name: str, envelope_id: str, envelope: envelope_pb2.Envelope, frame: bytes
+    ) -> None:
         route = self._namespaces.route(name)
         if route is None:
             raise HubError(Code.UNSUPPORTED_NAMESPACE, f"namespace {name} is not supported by this hub")
@@ -184,6 +192,11 @@ class ApplicationConnection:
             raise refusal
 
         async def run() -> None:
+            if self._relay is not None:
+                relayed = await self._relay(self.principal, frame, name, message)
+                if relayed is not None:
+                    await self._send(relayed)
+                    return
             reply = await handler(self, envelope_id, message)
             if reply is not None:
                 await self._send(encode_envelope(reply, reply_to=envelope_id))
@@ -243,7 +256,7 @@ class ApplicationConnection:
 
     async def _request(self, envelope_id: str, case: str, message: protocol_pb2.ProtocolMessage) -> None:
         async def run() -> None:
-            hub = self.hub
+            hub = self.hub  # replicas: the hub itself sends a request for another replica's session there
             reply: Message
             caller = self.principal
             if case == "open_session_request":

@@ -211,6 +211,15 @@ class EventLog:
     def watcher_count(self) -> int:
         return len(self._subscriptions)
 
+    def continue_after(self, last_seq: int) -> None:
+        """Continue above ``last_seq`` (the store's highest stored or reserved seq of the session).
+
+        For a session another hub replica wrote into while this one had it loaded: the seqs it
+        gives next are above every one the other gave.
+        """
+        self._next_seq = max(self._next_seq, last_seq + 1)
+        self._seq_reserved = max(self._seq_reserved, last_seq)
+
     @property
     def busy(self) -> bool:
         """Whether writes are in flight or events wait to be fanned out."""

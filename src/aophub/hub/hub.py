@@ -34,7 +34,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from google.protobuf.message import Message
 
@@ -63,7 +63,10 @@ from aophub.ids import IdGenerator, new_id
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
 from aophub.settings import DEFAULT_MAX_PAGE_BYTES, DEFAULT_MAX_WATCHES_PER_CONNECTION
-from aophub.store.base import PutSession, SessionRecord, Store
+from aophub.store.base import PutSession, SessionRecord, Store, StoreError
+
+if TYPE_CHECKING:
+    from aophub.cluster.ownership import Ownership
 
 # LiveSession, HUB_EMITTER and parse_cursor live in their own modules; re-exported for importers.
 __all__ = ["HUB_EMITTER", "SESSION_IDLE", "Hub", "LiveSession", "parse_cursor"]
@@ -188,6 +191,13 @@ class Hub:
             page_bytes=page_bytes,
         )
 
+        # Hub replicas (aophub.cluster.ownership): which sessions this replica owns; None for one hub alone.
+        self.ownership: Ownership | None = None
+        # Replicas (aophub.cluster.session_owners): runs a core request (its ProtocolMessage case, key,
+        # request, caller) on the replica that owns its session and returns the response, or None
+        # when it runs here; raises HubError when it can run nowhere now (retryable).
+        self.remote: Callable[[str, str, Message, Principal], Awaitable[Message | None]] | None = None
+
     def __repr__(self) -> str:
         return f"<Hub sessions={len(self._sessions)} turns={len(self._turns)} nodes={len(self.nodes)}>"
 
@@ -217,9 +227,12 @@ class Hub:
 
         Then sweep idle sessions out of memory periodically, until :meth:`stop`.
         """
-        ended = await self._turn_lifecycle.recover()
-        log.info("recovery: ended %d turn%s left running or queued (hub_restarted)", ended, "" if ended == 1 else "s")
-        await self.interactions.recover()
+        if self.ownership is None:  # replicas: each session's turns are ended by whoever takes it over
+            ended = await self._turn_lifecycle.recover()
+            log.info(
+                "recovery: ended %d turn%s left running or queued (hub_restarted)", ended, "" if ended == 1 else "s"
+            )
+        await self.interactions.recover(everything=self.ownership is None)
         self._spawn(self._sweep_idle_sessions())
 
     async def _sweep_idle_sessions(self) -> None:
@@ -294,6 +307,33 @@ class Hub:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("background task failed", exc_info=task.exception())
+
+    # -- sessions owned by this replica (aophub.cluster.ownership) -----------------
+
+    async def _remote(self, case: str, key: str, request: Message, caller: Principal) -> Message | None:
+        """The owner's response when another replica owns the request's session (see :attr:`remote`)."""
+        if self.remote is None or not key:
+            return None
+        return await self.remote(case, key, request, caller)
+
+    async def take_session(self, session_id: str, code: str, message: str) -> int:
+        """This replica now owns the session: load it afresh and end the turns left open with ``code``; how many."""
+        session = await self._sessions.get(session_id)
+        if session is None:
+            return 0
+        async with session.lock:
+            session.unsaved_endings.clear()  # of an earlier holding: the store has what got in
+            self.interactions.session_taken(session_id)
+            await self._sessions.refresh_locked(session)
+            return await self._turn_lifecycle.end_left_open_locked(session, code, message)
+
+    def abandon_session(self, session_id: str) -> None:
+        """Another replica owns the session now: forget its turns in memory, writing nothing."""
+        session = self._sessions.loaded(session_id)
+        if session is None:
+            return
+        self._turn_lifecycle.forget_locked(session, "the session moved to another replica")
+        session.unsaved_endings.clear()
 
     # -- sessions in memory -----------------------------------------------------
 
@@ -380,8 +420,13 @@ class Hub:
 
         A new session belongs to ``owner`` (default: ``caller``'s name) and is shared with
         ``shared_with``; an existing one must be one ``caller`` may act in, else it is refused as
-        an unknown session.
+        an unknown session. With replicas, a request for a node connected to another replica runs
+        there (only with the default owner and no shares, which a forwarded request carries).
         """
+        if not owner and not shared_with:
+            remote = await self._remote("open_session_request", key, request, caller)
+            if remote is not None:
+                return cast(chat_pb2.OpenSessionResponse, remote)
         return await self.journaled(
             key,
             "OpenSession",
@@ -459,6 +504,11 @@ class Hub:
         except BaseException:
             self._sessions.remove(session)
             raise
+        if self.ownership is not None:  # replicas: this one owns the new session
+            try:
+                await self.ownership.claim_new(session_id, request.node_id)
+            except (HubError, StoreError) as error:
+                log.warning("session %s: opened, but its lease could not be taken yet: %s", session_id, error)
         return response
 
     # -- CloseSession -----------------------------------------------------------
@@ -467,6 +517,9 @@ class Hub:
         self, key: str, request: chat_pb2.CloseSessionRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
     ) -> chat_pb2.CloseSessionResponse:
         """Close a session ``caller`` may act in (ending its turns), journaled by ``key``."""
+        remote = await self._remote("close_session_request", key, request, caller)
+        if remote is not None:
+            return cast(chat_pb2.CloseSessionResponse, remote)
         return await self.journaled(
             key,
             "CloseSession",
@@ -529,6 +582,9 @@ class Hub:
 
         Journaled by ``key``.
         """
+        remote = await self._remote("run_turn_request", key, request, caller)
+        if remote is not None:
+            return cast(chat_pb2.RunTurnResponse, remote)
         return await self.journaled(
             key,
             "RunTurn",
@@ -542,6 +598,9 @@ class Hub:
         self, key: str, request: chat_pb2.CancelTurnRequest, caller: Principal = ACCESS_KEY_PRINCIPAL
     ) -> chat_pb2.CancelTurnResponse:
         """Cancel a running or queued turn of a session ``caller`` may act in, journaled by ``key``."""
+        remote = await self._remote("cancel_turn_request", key, request, caller)
+        if remote is not None:
+            return cast(chat_pb2.CancelTurnResponse, remote)
         return await self.journaled(
             key,
             "CancelTurn",
@@ -633,6 +692,9 @@ class Hub:
         AgentService). Its turns end. Raises :class:`HubError` when the id is refused (see
         :meth:`NodeRouter.attach`).
         """
+        if self.ownership is not None and not built_in:
+            # Its sessions move here first (ending turns other replicas left open), before it can get work.
+            await self.ownership.node_attached(hello.node_id)
         handle = await self._node_router.attach(
             hello, link, built_in=built_in, peer=peer, acceptance=acceptance, token_name=token_name
         )
@@ -642,6 +704,8 @@ class Hub:
     async def detach_node(self, handle: NodeHandle) -> None:
         """Forget a node whose connection ended; its running turns end with ``agent_disconnected``."""
         await self._node_router.detach(handle)
+        if self.ownership is not None and not handle.built_in and self.nodes.get(handle.node_id) is None:
+            await self.ownership.node_detached(handle.node_id)
         self._nodes_changed()
 
     def _nodes_changed(self) -> None:

@@ -125,14 +125,24 @@ class Interactions:
         """How many sessions may still have pending interactions (each asked one since recovery)."""
         return len(self._asking_sessions)
 
-    async def recover(self) -> None:
-        """After a restart no turn is running: every interaction still pending is canceled."""
-        for record in await self._hub.store.list_interactions(states=[PENDING]):
-            interaction = interaction_pb2.Interaction.FromString(record.data)
-            session = await self._hub.session(interaction.session_id)
-            if session is not None:
-                await self._resolve(session, interaction, CANCELED)
+    async def recover(self, *, everything: bool = True) -> None:
+        """After a restart no turn is running: every interaction still pending is canceled.
+
+        ``everything=False`` (hub replicas): the pending interactions belong to the sessions'
+        owners; those of a session this replica takes over are canceled with its turns (see
+        :meth:`session_taken`).
+        """
+        if everything:
+            for record in await self._hub.store.list_interactions(states=[PENDING]):
+                interaction = interaction_pb2.Interaction.FromString(record.data)
+                session = await self._hub.session(interaction.session_id)
+                if session is not None:
+                    await self._resolve(session, interaction, CANCELED)
         self._recovered = True
+
+    def session_taken(self, session_id: str) -> None:
+        """This replica took the session over: its stored pending interactions end with their turns."""
+        self._asking_sessions.add(session_id)
 
     # -- opened by a node -------------------------------------------------------
 

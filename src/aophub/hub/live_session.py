@@ -184,6 +184,16 @@ class LiveSessions:
         check_access(session.record, caller, act=act)
         return session
 
+    async def refresh_locked(self, session: LiveSession) -> None:
+        """Read ``session``'s record and seq afresh from the store (another hub replica wrote into it).
+
+        The caller holds the session's lock.
+        """
+        record = await self._store.get_session(session.id)
+        if record is not None:
+            session.record = record
+        session.log.continue_after(await self._store.max_seq(session.id))
+
     def add(self, session: LiveSession) -> None:
         """Hold a session just created (its record not yet stored: :meth:`remove` it if that fails)."""
         session.last_used = self._clock()

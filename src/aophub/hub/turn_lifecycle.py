@@ -107,31 +107,45 @@ class TurnLifecycle:
     async def recover(self) -> int:
         """End every turn the previous run left queued or running with ``hub_restarted``; how many there were."""
         records = await self._store.list_turns(["queued", "running"])
+        error = event_pb2.ProtocolError(
+            code=TurnErrorCode.HUB_RESTARTED, message="the hub restarted while this turn was running", retryable=True
+        )
         for record in records:
             session = await self._sessions.get(record.session_id)
             if session is None:
                 await self._store.submit([PutTurn(dataclasses.replace(record, state=TurnState.ENDED))])
                 continue
             async with session.lock:
-                request = chat_pb2.RunTurnRequest.FromString(record.request)
-                turn = Turn(record.session_id, record.turn_id, request, record.created_at)
-                if record.state == TurnState.RUNNING:
-                    turn.state = TurnState.RUNNING
-                    session.turns.running = turn
-                else:
-                    session.turns.queue.append(turn)
-                self.active[(session.id, turn.turn_id)] = (session, turn)
-                await self.finish_locked(
-                    session,
-                    turn,
-                    "error",
-                    error=event_pb2.ProtocolError(
-                        code=TurnErrorCode.HUB_RESTARTED,
-                        message="the hub restarted while this turn was running",
-                        retryable=True,
-                    ),
-                    start_next=False,
-                )
+                await self._end_stored_locked(session, record, error)
+        return len(records)
+
+    async def _end_stored_locked(
+        self, session: LiveSession, record: TurnRecord, error: event_pb2.ProtocolError
+    ) -> None:
+        """End a turn the store has running or queued, which no one in this process runs, with ``error``."""
+        request = chat_pb2.RunTurnRequest.FromString(record.request)
+        turn = Turn(record.session_id, record.turn_id, request, record.created_at)
+        if record.state == TurnState.RUNNING:
+            turn.state = TurnState.RUNNING
+            session.turns.running = turn
+        else:
+            session.turns.queue.append(turn)
+        self.active[(session.id, turn.turn_id)] = (session, turn)
+        await self.finish_locked(session, turn, "error", error=error, start_next=False)
+
+    async def end_left_open_locked(self, session: LiveSession, code: str, message: str) -> int:
+        """End the session's turns the store has running or queued (another hub replica left them); how many.
+
+        The caller holds the session's lock and has just taken the session over: turns this
+        process had in memory for it are forgotten first (they are not this process's to run).
+        """
+        self.forget_locked(session, "the session moved to another replica")
+        records = [
+            record for record in await self._store.list_turns(["queued", "running"]) if record.session_id == session.id
+        ]
+        error = event_pb2.ProtocolError(code=code, message=message, retryable=True)
+        for record in sorted(records, key=lambda record: record.state != TurnState.RUNNING):
+            await self._end_stored_locked(session, record, error)
         return len(records)
 
     # -- RunTurn ------------------------------------------------------------------

@@ -130,6 +130,7 @@ class PostgresStore:
         reader_connections: int = 4,
         connect_timeout: float = 10.0,
         migrate: bool = True,
+        replica_id: str = "",
     ) -> None:
         if synchronous.upper() not in ("FULL", "NORMAL"):
             raise ValueError(f"synchronous must be FULL or NORMAL, not {synchronous!r}")
@@ -143,6 +144,8 @@ class PostgresStore:
         self._reader_connections = reader_connections
         self._connect_timeout = connect_timeout
         self._migrate = migrate
+        # The replica this store writes for ("": one hub alone): its writes are fenced by session leases.
+        self.replica_id = replica_id
         self._state = _State.NEW
         self._writer: asyncpg.Connection | None = None
         self._readers: asyncpg.Pool | None = None
@@ -194,7 +197,13 @@ class PostgresStore:
         self._writer_task = asyncio.create_task(self._write_loop(), name=f"store-writer {redact_url(self.url)}")
 
     async def _connect_writer(self, *, first: bool) -> asyncpg.Connection:
-        db = await connect(self.url, timeout=self._connect_timeout, synchronous_commit=self._synchronous)
+        db = await connect(
+            self.url,
+            timeout=self._connect_timeout,
+            synchronous_commit=self._synchronous,
+            application_name=f"aophub {self.replica_id} writer" if self.replica_id else "aophub",
+            replica_id=self.replica_id,
+        )
         try:
             if first and self._migrate:
                 await migrate(db)

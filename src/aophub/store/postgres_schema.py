@@ -411,6 +411,62 @@ MIGRATIONS = (
     CREATE TRIGGER scans_notify AFTER INSERT OR UPDATE OF status ON scans
         FOR EACH STATEMENT EXECUTE FUNCTION aophub_notify_changed('aophub_scans');
     """,
+    # Session ownership between replicas (aophub.cluster.ownership): a lease per session (the
+    # replica that owns it and an epoch counting owner changes) and per node (the replica it is
+    # connected to). A lease lives as long as its replica's row in ``replicas`` does (schema
+    # version 5): the replica's heartbeat renews every lease it holds at once. A replica names
+    # itself in its connections' setting aophub.replica_id; a write of events or turns by a
+    # replica into a session whose lease another replica holds fails (SQLSTATE AO001), so a
+    # replica that lost a session can never write into it again, whatever it still has in memory.
+    # The FOR SHARE lock orders such a write against a takeover (an UPDATE of the lease row): the
+    # new owner, reading the session's turns after its takeover committed, sees every write of the
+    # old owner that got in. Connections that name no replica (aophub migrate) are not fenced.
+    # The cluster secret authenticates replica-to-replica calls (forwarded requests).
+    """
+    CREATE TABLE session_leases (
+        session_id TEXT COLLATE "C" PRIMARY KEY,
+        replica_id TEXT COLLATE "C" NOT NULL,
+        epoch BIGINT NOT NULL
+    );
+    CREATE INDEX session_leases_by_replica ON session_leases (replica_id);
+    CREATE TABLE node_leases (
+        node_id TEXT COLLATE "C" PRIMARY KEY,
+        replica_id TEXT COLLATE "C" NOT NULL,
+        epoch BIGINT NOT NULL
+    );
+    CREATE INDEX node_leases_by_replica ON node_leases (replica_id);
+    CREATE TABLE cluster_secret (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        secret BYTEA NOT NULL
+    );
+    CREATE FUNCTION aophub_fence() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        me TEXT := coalesce(current_setting('aophub.replica_id', true), '');
+        holder RECORD;
+    BEGIN
+        IF me = '' THEN
+            RETURN NULL;
+        END IF;
+        FOR holder IN
+            SELECT l.session_id, l.replica_id FROM session_leases AS l
+            WHERE l.session_id IN (SELECT DISTINCT c.session_id FROM changed AS c)
+            ORDER BY l.session_id FOR SHARE
+        LOOP
+            IF holder.replica_id <> me THEN
+                RAISE EXCEPTION 'session % is owned by replica %, not %', quote_literal(holder.session_id),
+                    quote_literal(holder.replica_id), quote_literal(me) USING ERRCODE = 'AO001';
+            END IF;
+        END LOOP;
+        RETURN NULL;
+    END
+    $$;
+    CREATE TRIGGER events_fenced AFTER INSERT ON events REFERENCING NEW TABLE AS changed
+        FOR EACH STATEMENT EXECUTE FUNCTION aophub_fence();
+    CREATE TRIGGER turns_fenced_insert AFTER INSERT ON turns REFERENCING NEW TABLE AS changed
+        FOR EACH STATEMENT EXECUTE FUNCTION aophub_fence();
+    CREATE TRIGGER turns_fenced_update AFTER UPDATE ON turns REFERENCING NEW TABLE AS changed
+        FOR EACH STATEMENT EXECUTE FUNCTION aophub_fence();
+    """,
 )
 
 # The channels of the notifications above (aophub.cluster listens to them).
@@ -438,6 +494,7 @@ _SQLSTATES: dict[str, tuple[str, bool]] = {
     "3D000": ("database does not exist", False),
     "25006": ("database is read-only", True),
     "55P03": ("waited too long for a lock", True),
+    "AO001": ("session owned by another replica", False),
 }
 
 
@@ -522,13 +579,22 @@ def redact_url(url: str) -> str:
 
 
 async def connect(
-    url: str, *, timeout: float, synchronous_commit: bool = True, application_name: str = "aophub"
+    url: str,
+    *,
+    timeout: float,
+    synchronous_commit: bool = True,
+    application_name: str = "aophub",
+    replica_id: str = "",
 ) -> asyncpg.Connection:
     """One connection to ``url``; raises :class:`StoreError` saying why not (unreachable, refused, missing).
 
     ``application_name`` shows in ``pg_stat_activity`` (an operator tells the connections apart by it).
+    ``replica_id`` names the hub replica the connection writes for (``aophub.replica_id``), which
+    fences its writes into sessions other replicas own (see the schema's ``aophub_fence``).
     """
     settings = {"application_name": application_name}
+    if replica_id:
+        settings["aophub.replica_id"] = replica_id
     if not synchronous_commit:
         settings["synchronous_commit"] = "off"
     with map_exceptions(f"connecting to {redact_url(url)}"):

@@ -26,6 +26,7 @@ from aophub.agent.loop import BuiltinAgent
 from aophub.bridges.routes import RootMounts, bridge_routes
 from aophub.cluster.health import readiness
 from aophub.cluster.replica import LocalReplica, local_replica
+from aophub.cluster.session_owners import SessionOwners, session_owners
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
@@ -91,6 +92,8 @@ class Runtime:
     subagents: Subagents
     # This process as one of several replicas on PostgreSQL (None on SQLite).
     replica: LocalReplica | None = None
+    # Which sessions this replica owns, and forwarding to the owners of the others (None on SQLite).
+    owners: SessionOwners | None = None
 
     async def start_jobs(self) -> None:
         """Recover and run the background jobs: scans, then subagents (after the hub and its built-in node)."""
@@ -198,6 +201,8 @@ async def _start(runtime: Runtime) -> None:
     try:
         if runtime.replica is not None:
             await runtime.replica.start()
+        if runtime.owners is not None:  # before the hub starts: it then leaves old turns to the takeovers
+            await runtime.owners.start()
         await runtime.tokens.load()
         await runtime.hub.start()
         await runtime.local_node.start()
@@ -206,6 +211,8 @@ async def _start(runtime: Runtime) -> None:
             await runtime.replica.compete_for_scans()
     except BaseException:
         # An open store's connection threads would keep the process alive after a failed start.
+        if runtime.owners is not None:
+            await runtime.owners.stop()
         if runtime.replica is not None:
             await runtime.replica.stop()
         await runtime.store.close()
@@ -217,6 +224,8 @@ async def _stop(runtime: Runtime) -> None:
     await runtime.stop_jobs()  # running scans and subagents stay RUNNING; the next start fails them
     await runtime.hub.stop()  # before the node, so the built-in node's running turns are left to recovery
     await runtime.local_node.stop()
+    if runtime.owners is not None:
+        await runtime.owners.stop()
     if runtime.replica is not None:
         await runtime.replica.stop()
     await runtime.store.close()
@@ -289,8 +298,9 @@ def create_app(settings: Settings) -> Starlette:
         settings, hub=hub, tokens=tokens, config=config, scans=scans, on_config_change=configuration_changed
     )
     replicas.extend(filter(None, [replica]))
+    owners = session_owners(replica, hub, store, namespaces)
     subagents = Subagents(hub, config.agent_settings)
-    runtime = Runtime(hub, store, local_node, config, scans, tokens, subagents, replica)
+    runtime = Runtime(hub, store, local_node, config, scans, tokens, subagents, replica, owners)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -312,7 +322,8 @@ def create_app(settings: Settings) -> Starlette:
     )
 
     async def application_ws(websocket: WebSocket) -> None:
-        await serve_application(websocket, hub, authenticator, namespaces, limits, live=tokens.live)
+        relay = owners.relay if owners is not None else None
+        await serve_application(websocket, hub, authenticator, namespaces, limits, live=tokens.live, relay=relay)
 
     async def node_ws(websocket: WebSocket) -> None:
         await serve_node(
@@ -353,8 +364,13 @@ def create_app(settings: Settings) -> Starlette:
         *console_routes(),
         # Dialect bridges (bridges.md 1.1): only those enabled; every other /bridge/ path is 404.
         *bridge_routes(settings, config, hub, authenticator, namespaces),
+        # Replicas: requests forwarded by the replica they arrived at (cluster secret, not the access key).
+        *(owners.routes() if owners is not None else []),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(RootMounts, settings=settings)])
+    middleware = [Middleware(RootMounts, settings=settings)]
+    if owners is not None:  # session RPCs go to the session's owner
+        middleware.append(owners.rpc_middleware())
+    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
     # For the server to call when it starts closing connections (before the lifespan's shutdown).
     app.state.replica = replica
     app.state.begin_stop = _begin_stop(app, hub, replica, settings.drain_delay)

@@ -23,7 +23,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from aophub.access.authenticator import Authenticator
 from aophub.access.live import LiveConnections
 from aophub.access.policy import APPLICATION_ENDPOINT, ENDPOINTS
-from aophub.hub.application import ApplicationConnection, NamespaceHandler
+from aophub.hub.application import ApplicationConnection, NamespaceHandler, Relay
 from aophub.hub.hub import Hub
 from aophub.protocol.mux import NamespaceRouter
 from aophub.settings import (
@@ -61,6 +61,7 @@ async def serve_application(
     limits: PerConnectionBounds = PerConnectionBounds(),
     *,
     live: LiveConnections | None = None,
+    relay: Relay | None = None,
 ) -> None:
     """Serve one application WebSocket until either side closes it, the client stops reading, or its token goes.
 
@@ -90,6 +91,7 @@ async def serve_application(
         principal=authorized.principal,
         peer=peer_address(websocket),
         offer=outbound.offer,
+        relay=relay,  # replicas: requests for sessions other replicas own go there
     )
     writer = asyncio.create_task(_write(websocket, outbound))
     reader = asyncio.create_task(_read(websocket, connection))

@@ -37,6 +37,7 @@ from typing import Any, Literal
 import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.protocol import State
 
 from aophub.logs import LogFormat, logging_config
 from aophub.settings import Settings
@@ -183,6 +184,17 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.conn.debug = False
+
+    def shutdown(self) -> None:
+        # uvicorn 0.54 sends its 1012 close even on a connection already closing (the peer's close
+        # came first): websockets raises InvalidState, and uvicorn's shutdown stopped half-way, so
+        # the hub hung on SIGTERM or exited 1. Such a connection only needs its transport closed.
+        if self.handshake_complete and not self.close_sent and self.conn.state is not State.OPEN:
+            self.stop_keepalive()
+            self.queue.put_nowait({"type": "websocket.disconnect", "code": 1012})
+            self.transport.close()
+            return
+        super().shutdown()
 
     async def send(self, message: Any) -> None:
         await super().send(message)

@@ -1,0 +1,181 @@
+"""Forwarding the ConnectRPC calls that act on a live session to the replica that owns it.
+
+The management calls that change a live session (rename, archive, reset, delete, share, a slash
+command, a summary, the answer to an interaction) and the listing of its commands (its node's
+catalog is on the node's replica) run on the session's owner, like the application
+endpoint's requests (:mod:`aophub.cluster.forwarding`). :class:`ForwardSessionCalls` is an ASGI
+middleware in front of the Connect routes: for those methods it reads the request (Connect with
+``application/proto`` or ``application/json``, or gRPC-Web ``+proto``), finds the session it names,
+and when another replica owns it, sends the same HTTP request there (method path, body, the
+caller's own ``Authorization``/``Cookie`` and protocol headers, plus the cluster secret) and returns
+that replica's answer unchanged: same codes, same body. The owner authenticates the caller itself
+(the access key and the tokens are the same on every replica). A request carrying the cluster
+secret is never forwarded again. Everything else passes through untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import httpx
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError, Message
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as AsgiMessage
+
+from aophub.cluster.forwarding import CLUSTER_HEADER, FORWARD_TIMEOUT, RequestRouter
+from aophub.cluster.ownership import Placement
+from aophub.protocol.errors import HubError
+from aophub.v1 import interaction_pb2, session_pb2
+
+__all__ = ["SESSION_CALLS", "ForwardSessionCalls", "decode_call"]
+
+log = logging.getLogger(__name__)
+
+# Path -> (request type, the field naming the session, or "interaction_id" for an interaction's).
+SESSION_CALLS: dict[str, tuple[type[Message], str]] = {
+    "/aophub.v1.SessionService/UpdateSession": (session_pb2.UpdateSessionRequest, "session_id"),
+    "/aophub.v1.SessionService/ResetSession": (session_pb2.ResetSessionRequest, "session_id"),
+    "/aophub.v1.SessionService/DeleteSession": (session_pb2.DeleteSessionRequest, "session_id"),
+    "/aophub.v1.SessionService/RunCommand": (session_pb2.RunCommandRequest, "session_id"),
+    # a read, but of the session's node's command catalog, which only the node's replica has
+    "/aophub.v1.SessionService/ListCommands": (session_pb2.ListCommandsRequest, "session_id"),
+    "/aophub.v1.SessionService/ShareSession": (session_pb2.ShareSessionRequest, "session_id"),
+    "/aophub.v1.SessionService/UnshareSession": (session_pb2.UnshareSessionRequest, "session_id"),
+    "/aophub.v1.SessionService/SummarizeSession": (session_pb2.SummarizeSessionRequest, "session_id"),
+    "/aophub.v1.InteractionService/AnswerInteraction": (
+        interaction_pb2.AnswerInteractionRequest,
+        "interaction_id",
+    ),
+}
+# Headers the owner needs to see the call as the caller sent it.
+_KEPT = frozenset(
+    {"authorization", "cookie", "content-type", "connect-protocol-version", "connect-timeout-ms", "x-grpc-web", "te"}
+)
+# httpx has decoded the body (gzip): it goes back as it is, its encoding header dropped
+_RETURNED_SKIP = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "date", "server"})
+
+
+def decode_call(body: bytes, content_type: str, request_type: type[Message]) -> Message | None:
+    """The decoded request, or None when it is in an encoding this does not read (it then runs here)."""
+    request = request_type()
+    try:
+        if content_type.startswith("application/proto"):
+            request.ParseFromString(body)
+        elif content_type.startswith("application/json"):
+            json_format.Parse(body or b"{}", request, ignore_unknown_fields=True)
+        elif content_type.startswith("application/grpc-web+proto") or content_type == "application/grpc-web":
+            request.ParseFromString(body[5:])
+        else:
+            return None
+    except (DecodeError, json_format.ParseError, ValueError):
+        return None  # refused by the service itself, here
+    return request
+
+
+class ForwardSessionCalls:
+    """ASGI middleware: session calls go to their owner (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, router: Callable[[], RequestRouter | None], secret: Callable[[], str]) -> None:
+        self.app = app
+        self._router = router
+        self._secret = secret
+        self._client: httpx.AsyncClient | None = None
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        router = self._router()
+        if scope["type"] != "http" or scope["method"] != "POST" or router is None or scope["path"] not in SESSION_CALLS:
+            await self.app(scope, receive, send)
+            return
+        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
+        if CLUSTER_HEADER in headers and router.forwarder.authentic(headers[CLUSTER_HEADER]):
+            await self.app(scope, receive, send)  # forwarded to this replica: run here
+            return
+        body = await _read_body(receive)
+        placement = await self._placement(router, scope["path"], headers.get("content-type", ""), body)
+        if placement is None or placement.local:
+            await self.app(scope, _replay(body, receive), send)
+            return
+        await self._forward(placement, scope, headers, body, send)
+
+    async def _placement(self, router: RequestRouter, path: str, content_type: str, body: bytes) -> Placement | None:
+        request_type, field = SESSION_CALLS[path]
+        request = decode_call(body, content_type, request_type)
+        if request is None:
+            return None
+        try:
+            if field == "interaction_id":
+                return await router.place_interaction(getattr(request, field))
+            target = str(getattr(request, field))
+            return await router.place_session(target) if target else None
+        except HubError:
+            return None  # fenced or the owner unknown: the call runs here, and its writes are fenced
+
+    async def _forward(
+        self, placement: Placement, scope: Scope, headers: dict[str, str], body: bytes, send: Send
+    ) -> None:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=FORWARD_TIMEOUT)
+        kept = {key: value for key, value in headers.items() if key in _KEPT}
+        kept[CLUSTER_HEADER] = self._secret()
+        try:
+            answer = await self._client.post(placement.address.rstrip("/") + scope["path"], content=body, headers=kept)
+        except httpx.HTTPError as error:
+            log.warning("forwarding %s to replica %s failed: %s", scope["path"], placement.replica_id, error)
+            await _unavailable(send, placement.replica_id)
+            return
+        returned = [
+            (key.encode("latin-1"), value.encode("latin-1"))
+            for key, value in answer.headers.multi_items()
+            if key.lower() not in _RETURNED_SKIP
+        ]
+        returned.append((b"content-length", str(len(answer.content)).encode()))
+        await send({"type": "http.response.start", "status": answer.status_code, "headers": returned})
+        await send({"type": "http.response.body", "body": answer.content})
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """``receive`` with the body already read given once more, then the client's own messages (its disconnect)."""
+    sent = False
+
+    async def replay() -> AsgiMessage:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+async def _unavailable(send: Send, replica_id: str) -> None:
+    body = (
+        b'{"code":"unavailable","message":"the session\'s replica '
+        + replica_id.encode()
+        + b' could not be reached; retry"}'
+    )
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 503,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
