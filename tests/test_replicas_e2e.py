@@ -20,7 +20,7 @@ import pytest
 
 from aop import chat_pb2, protocol_pb2
 from aophub.protocol.codec import pack
-from aophub.v1 import extensions_pb2, interaction_pb2, session_pb2
+from aophub.v1 import extensions_pb2, interaction_pb2, session_pb2, subagent_pb2
 
 from .support.postgres import PostgresCluster
 from .support.raw_node import RawNode
@@ -311,3 +311,68 @@ async def interaction_state(url: str, interaction_id: str) -> int:
     finally:
         await db.close()
     return int(interaction_pb2.Interaction.FromString(data).state)
+
+
+async def test_a_starting_replica_leaves_other_replicas_subagents_and_a_takeover_ends_them_once(
+    postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    """r0 runs a subagent of a session on its node; r1 starts (it must not fail it: it does not own the
+    parent, whose events the database would refuse it). The node moves to r1, which takes the parent
+    over and ends the subagent once, telling the parent."""
+    url = migrated_database(postgres)
+    with replicas(url, tmp_path, 1) as pair:
+        async with (
+            await RawNode.dial(pair[0].node_url, "spawner") as node,
+            await AppSocket.open(pair[0].app_url) as app,
+        ):
+            await node.hello()
+            parent = await app.open_session("spawner")
+            # What r0's scheduler stored for a subagent it runs (its child's turn on r0), written as r0 would.
+            await put_subagent(url, parent.id, "sub-running", "SUBAGENT_STATUS_RUNNING")
+            pair.hubs.append(await asyncio.to_thread(pair.process(1).start))
+            assert await subagent_status(url, "sub-running") == subagent_pb2.SUBAGENT_STATUS_RUNNING
+        async with await RawNode.dial(pair[1].node_url, "spawner") as moved:
+            await moved.hello()
+            async with await AppSocket.open(pair[1].app_url) as app1:
+                events = await stored(app1, parent.id)
+        updates = [
+            update
+            for update in (extension_update(delivery) for delivery in events)
+            if update is not None and update.status == subagent_pb2.SUBAGENT_STATUS_FAILED
+        ]
+        assert [(update.id, update.error.code) for update in updates] == [("sub-running", "agent_disconnected")]
+        assert await subagent_status(url, "sub-running") == subagent_pb2.SUBAGENT_STATUS_FAILED
+
+
+def extension_update(delivery: chat_pb2.EventDelivery) -> subagent_pb2.Subagent | None:
+    """The subagent a SubagentUpdate event carries (None for any other event)."""
+    event = delivery.event
+    if event.WhichOneof("payload") != "extension" or not event.extension.type_url.endswith(".SubagentUpdate"):
+        return None
+    return subagent_pb2.SubagentUpdate.FromString(event.extension.value).subagent
+
+
+async def put_subagent(url: str, parent_session_id: str, subagent_id: str, status: str) -> None:
+    subagent = subagent_pb2.Subagent(
+        id=subagent_id, parent_session_id=parent_session_id, status=status, task="count to three"
+    )
+    db = await asyncpg.connect(url)
+    try:
+        await db.execute(
+            "INSERT INTO subagents (id, parent_session_id, status, created_at, data) VALUES ($1, $2, $3, $4, $5)",
+            subagent_id,
+            parent_session_id,
+            subagent.status,
+            time.time(),
+            subagent.SerializeToString(),
+        )
+    finally:
+        await db.close()
+
+
+async def subagent_status(url: str, subagent_id: str) -> int:
+    db = await asyncpg.connect(url)
+    try:
+        return int(await db.fetchval("SELECT status FROM subagents WHERE id = $1", subagent_id))
+    finally:
+        await db.close()

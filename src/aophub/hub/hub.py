@@ -121,6 +121,7 @@ class Hub:
         self._ids = ids
         self._tasks: set[asyncio.Task[None]] = set()
         self._close_observers: list[Callable[[str], None]] = []
+        self._take_observers: list[Callable[[str, str, str], Awaitable[None]]] = []
         self.started_at = clock()
         self.interactions = Interactions(self, policy=interaction_policy, clock=clock)
         self._sessions = LiveSessions(store, clock=clock, ids=ids)
@@ -287,6 +288,11 @@ class Hub:
         """Call ``observer(session_id)`` whenever a session is closed (its ``session_ended`` is stored) or deleted."""
         self._close_observers.append(observer)
 
+    def on_session_taken(self, observer: Callable[[str, str, str], Awaitable[None]]) -> None:
+        """Await ``observer(session_id, code, message)`` after this replica took a session over (replicas only):
+        what another replica ran for it is this one's to end now (e.g. its subagents)."""
+        self._take_observers.append(observer)
+
     def serve_subagents(self, handler: SubagentHandler) -> None:
         """Hand nodes' ``SubagentProtocolMessage`` envelopes to ``handler`` (run in the background)."""
         self._node_router.subagents = handler
@@ -325,7 +331,13 @@ class Hub:
             session.unsaved_endings.clear()  # of an earlier holding: the store has what got in
             self.interactions.session_taken(session_id)
             await self._sessions.refresh_locked(session)
-            return await self._turn_lifecycle.end_left_open_locked(session, code, message)
+            ended = await self._turn_lifecycle.end_left_open_locked(session, code, message)
+        for observer in list(self._take_observers):  # outside the lock: they may write into the session
+            try:
+                await observer(session_id, code, message)
+            except (HubError, StoreError):
+                log.exception("session %s: an observer of its takeover failed", session_id)
+        return ended
 
     def abandon_session(self, session_id: str) -> None:
         """Another replica owns the session now: forget its turns in memory, writing nothing."""

@@ -220,27 +220,58 @@ class Subagents:
         self._hub.on_turn_canceled(self._parent_turn_canceled)
         self._hub.on_session_closed(self._parent_closed)
         self._hub.serve_subagents(self.from_node)
-        interrupted = await self._load(RUNNING)
-        for subagent in interrupted:
-            transition(subagent, FAILED)
-            subagent.error.CopyFrom(
-                _error("hub_restarted", "the hub restarted while this subagent was running", retryable=True)
-            )
-            subagent.finished_at.CopyFrom(_timestamp(self._clock()))
-            await self._report(subagent)
-            if subagent.session_id:
-                await self._close_child(subagent, "subagent failed: the hub restarted")
-        queued = await self._load(QUEUED)
-        for subagent in queued:
-            self._active[subagent.id] = subagent
-            self._queue.append(subagent.id)
+        if self._hub.ownership is not None:
+            # Replicas: the subagents in the store may run on other replicas; those of a session this
+            # replica takes over (from a dead replica, or with its node) are this one's to end.
+            self._hub.on_session_taken(self._parent_taken)
+            return
+        error = _error("hub_restarted", "the hub restarted while this subagent was running", retryable=True)
+        interrupted, queued = await self._recover(await self._load(RUNNING), await self._load(QUEUED), error)
         if interrupted or queued:
             log.info(
                 "recovery: failed %d subagent(s) left running (hub_restarted); %d queued to run",
-                len(interrupted),
-                len(queued),
+                interrupted,
+                queued,
             )
+
+    async def _parent_taken(self, session_id: str, code: str, message: str) -> None:
+        """This replica took over ``session_id``: end its subagents another replica ran; run its queued ones."""
+        records = await self._store.list_subagents(parent_session_id=session_id, statuses=[RUNNING, QUEUED])
+        found = [subagent_pb2.Subagent.FromString(record.data) for record in records]
+        mine = {subagent.id for subagent in found if subagent.id in self._active}
+        found = [subagent for subagent in found if subagent.id not in mine]
+        error = _error(code, f"its session was taken over by another replica ({message})", retryable=True)
+        interrupted, queued = await self._recover(
+            [s for s in found if s.status == RUNNING], [s for s in found if s.status == QUEUED], error
+        )
+        if interrupted or queued:
+            log.info(
+                "session %s taken over: failed %d subagent(s) (%s); %d queued to run",
+                session_id,
+                interrupted,
+                code,
+                queued,
+            )
+
+    async def _recover(
+        self,
+        interrupted: list[subagent_pb2.Subagent],
+        queued: list[subagent_pb2.Subagent],
+        error: event_pb2.ProtocolError,
+    ) -> tuple[int, int]:
+        """Fail ``interrupted`` with ``error`` (told to their parents, children closed) and queue ``queued``."""
+        for subagent in interrupted:
+            transition(subagent, FAILED)
+            subagent.error.CopyFrom(error)
+            subagent.finished_at.CopyFrom(_timestamp(self._clock()))
+            await self._report(subagent)
+            if subagent.session_id:
+                await self._close_child(subagent, f"subagent failed: {error.message}")
+        for subagent in queued:
+            self._active[subagent.id] = subagent
+            self._queue.append(subagent.id)
         self._pump()
+        return len(interrupted), len(queued)
 
     async def stop(self) -> None:
         """Abandon running subagents without writing (the next start ends them); queued ones stay queued."""
