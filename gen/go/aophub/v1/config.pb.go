@@ -1066,7 +1066,7 @@ func (x *Config) GetBridges() *BridgeSettings {
 // systems talk to the hub unchanged, under /bridge/<name>/. Off by default.
 type BridgeSettings struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Names of the enabled bridges (available: "agent-cli"). A change applies to
+	// Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
 	// the next connection; root mounts on listeners of their own are set with
 	// the hub's --bridge NAME=HOST:PORT option only.
 	Enabled       []string `protobuf:"bytes,1,rep,name=enabled,proto3" json:"enabled,omitempty"`

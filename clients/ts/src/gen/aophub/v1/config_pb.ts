@@ -682,7 +682,7 @@ export const ConfigSchema: GenMessage<Config> = /*@__PURE__*/
  */
 export type BridgeSettings = Message<"aophub.v1.BridgeSettings"> & {
   /**
-   * Names of the enabled bridges (available: "agent-cli"). A change applies to
+   * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
    * the next connection; root mounts on listeners of their own are set with
    * the hub's --bridge NAME=HOST:PORT option only.
    *

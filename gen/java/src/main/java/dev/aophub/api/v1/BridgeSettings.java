@@ -61,7 +61,7 @@ private static final long serialVersionUID = 0L;
       com.google.protobuf.LazyStringArrayList.emptyList();
   /**
    * <pre>
-   * Names of the enabled bridges (available: "agent-cli"). A change applies to
+   * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
    * the next connection; root mounts on listeners of their own are set with
    * the hub's --bridge NAME=HOST:PORT option only.
    * </pre>
@@ -75,7 +75,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Names of the enabled bridges (available: "agent-cli"). A change applies to
+   * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
    * the next connection; root mounts on listeners of their own are set with
    * the hub's --bridge NAME=HOST:PORT option only.
    * </pre>
@@ -88,7 +88,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Names of the enabled bridges (available: "agent-cli"). A change applies to
+   * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
    * the next connection; root mounts on listeners of their own are set with
    * the hub's --bridge NAME=HOST:PORT option only.
    * </pre>
@@ -102,7 +102,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Names of the enabled bridges (available: "agent-cli"). A change applies to
+   * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
    * the next connection; root mounts on listeners of their own are set with
    * the hub's --bridge NAME=HOST:PORT option only.
    * </pre>
@@ -441,7 +441,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Names of the enabled bridges (available: "agent-cli"). A change applies to
+     * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
      * the next connection; root mounts on listeners of their own are set with
      * the hub's --bridge NAME=HOST:PORT option only.
      * </pre>
@@ -456,7 +456,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Names of the enabled bridges (available: "agent-cli"). A change applies to
+     * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
      * the next connection; root mounts on listeners of their own are set with
      * the hub's --bridge NAME=HOST:PORT option only.
      * </pre>
@@ -469,7 +469,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Names of the enabled bridges (available: "agent-cli"). A change applies to
+     * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
      * the next connection; root mounts on listeners of their own are set with
      * the hub's --bridge NAME=HOST:PORT option only.
      * </pre>
@@ -483,7 +483,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Names of the enabled bridges (available: "agent-cli"). A change applies to
+     * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
      * the next connection; root mounts on listeners of their own are set with
      * the hub's --bridge NAME=HOST:PORT option only.
      * </pre>
@@ -498,7 +498,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Names of the enabled bridges (available: "agent-cli"). A change applies to
+     * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
      * the next connection; root mounts on listeners of their own are set with
      * the hub's --bridge NAME=HOST:PORT option only.
      * </pre>
@@ -519,7 +519,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Names of the enabled bridges (available: "agent-cli"). A change applies to
+     * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
      * the next connection; root mounts on listeners of their own are set with
      * the hub's --bridge NAME=HOST:PORT option only.
      * </pre>
@@ -539,7 +539,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Names of the enabled bridges (available: "agent-cli"). A change applies to
+     * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
      * the next connection; root mounts on listeners of their own are set with
      * the hub's --bridge NAME=HOST:PORT option only.
      * </pre>
@@ -559,7 +559,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Names of the enabled bridges (available: "agent-cli"). A change applies to
+     * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
      * the next connection; root mounts on listeners of their own are set with
      * the hub's --bridge NAME=HOST:PORT option only.
      * </pre>
@@ -576,7 +576,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Names of the enabled bridges (available: "agent-cli"). A change applies to
+     * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
      * the next connection; root mounts on listeners of their own are set with
      * the hub's --bridge NAME=HOST:PORT option only.
      * </pre>

@@ -12,7 +12,7 @@ public interface BridgeSettingsOrBuilder extends
 
   /**
    * <pre>
-   * Names of the enabled bridges (available: "agent-cli"). A change applies to
+   * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
    * the next connection; root mounts on listeners of their own are set with
    * the hub's --bridge NAME=HOST:PORT option only.
    * </pre>
@@ -24,7 +24,7 @@ public interface BridgeSettingsOrBuilder extends
       getEnabledList();
   /**
    * <pre>
-   * Names of the enabled bridges (available: "agent-cli"). A change applies to
+   * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
    * the next connection; root mounts on listeners of their own are set with
    * the hub's --bridge NAME=HOST:PORT option only.
    * </pre>
@@ -35,7 +35,7 @@ public interface BridgeSettingsOrBuilder extends
   int getEnabledCount();
   /**
    * <pre>
-   * Names of the enabled bridges (available: "agent-cli"). A change applies to
+   * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
    * the next connection; root mounts on listeners of their own are set with
    * the hub's --bridge NAME=HOST:PORT option only.
    * </pre>
@@ -47,7 +47,7 @@ public interface BridgeSettingsOrBuilder extends
   java.lang.String getEnabled(int index);
   /**
    * <pre>
-   * Names of the enabled bridges (available: "agent-cli"). A change applies to
+   * Names of the enabled bridges (available: "agent-cli", "zclaw"). A change applies to
    * the next connection; root mounts on listeners of their own are set with
    * the hub's --bridge NAME=HOST:PORT option only.
    * </pre>
