@@ -26,12 +26,13 @@ from bench.context import Context, Skip
 from bench.machine import machine_info
 from bench.processes import ROOT, Placement, raise_nofile_limit
 from bench.report import ScenarioResult, render_markdown, result_json
-from bench.scenarios import b1_turns, b2_replay, b3_fanout, b4_persist, b5_idle, b6_connect, b7_workspace
+from bench.scenarios import b1_turns, b2_replay, b3_fanout, b4_persist, b5_idle, b6_connect, b7_workspace, b8_held
 
 __all__ = ["SCENARIOS", "main"]
 
 SCENARIOS: dict[str, ModuleType] = {
-    module.KEY: module for module in (b1_turns, b2_replay, b3_fanout, b4_persist, b5_idle, b6_connect, b7_workspace)
+    module.KEY: module
+    for module in (b1_turns, b2_replay, b3_fanout, b4_persist, b5_idle, b6_connect, b7_workspace, b8_held)
 }
 DEFAULT_OUT = ROOT / "bench" / "results"
 
