@@ -339,7 +339,7 @@ async def run(ctx: Context) -> ScenarioResult:
 
 def _at_answer(run: Search) -> Probe | None:
     """The probe of the size that held (the search's answer), or None."""
-    held = [probe for probe in run.probes if probe.held and probe.sessions == run.held]
+    held = [tried for tried in run.probes if tried.held and tried.sessions == run.held]
     return held[-1] if held else None
 
 
@@ -347,7 +347,7 @@ def headroom_figures(hub: list[Search], echo: list[Search]) -> list[Figure]:
     """At each side's answer: server CPU, and the generator's own CPU use and loop lag."""
 
     def values(runs: list[Search], read: Callable[[Probe], float]) -> list[float]:
-        return [read(probe) if (probe := _at_answer(run)) else math.nan for run in runs]
+        return [read(answer) if (answer := _at_answer(run)) else math.nan for run in runs]
 
     return [
         Figure(
