@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +34,16 @@ from aophub.settings import (
 )
 from aophub.transport.auth import authorize_websocket, peer_address
 from aophub.transport.outbound import OutboundFrames
+from aophub.transport.server import SEND_FRAMES
 
 __all__ = ["OUTBOUND_QUEUE", "PerConnectionBounds", "serve_application"]
 
 log = logging.getLogger(__name__)
 
 OUTBOUND_QUEUE = 256
+# The writer hands frames to the server in bursts of at most this many bytes (or one larger frame),
+# waiting between bursts while the socket's buffer is above its high-water mark.
+WRITE_BURST_BYTES = 64 * 1024
 TEXT_FRAME_REASON = "text frames are not part of AOP: send binary aop.Envelope frames"
 # How long the hub waits to hand a closing frame to a client that stopped reading.
 CLOSE_TIMEOUT = 10.0
@@ -168,10 +173,32 @@ async def _read(websocket: WebSocket, connection: ApplicationConnection) -> tupl
 
 
 async def _write(websocket: WebSocket, outbound: OutboundFrames) -> None:
+    send = frame_sender(websocket)
     while True:
-        for frame in await outbound.take():
+        frames = await outbound.take()
+        while frames:
+            burst = [frames.popleft()]
+            size = len(burst[0])
+            while frames and size + len(frames[0]) <= WRITE_BURST_BYTES:
+                size += len(frames[0])
+                burst.append(frames.popleft())
+            await send(burst)
+            for frame in burst:
+                outbound.sent(frame)
+
+
+def frame_sender(websocket: WebSocket) -> Callable[[list[bytes]], Awaitable[None]]:
+    """How to send a burst of frames: the server's ``SEND_FRAMES`` extension (one write), or one message each."""
+    extension = websocket.scope.get("extensions", {}).get(SEND_FRAMES)
+    if extension is not None:
+        send: Callable[[list[bytes]], Awaitable[None]] = extension["send"]
+        return send
+
+    async def one_by_one(frames: list[bytes]) -> None:
+        for frame in frames:
             await websocket.send_bytes(frame)
-            outbound.sent(frame)
+
+    return one_by_one
 
 
 async def _drain(outbound: OutboundFrames, writer: asyncio.Task[None], timeout: float = 2.0) -> None:
