@@ -65,7 +65,7 @@ async def test_without_the_extension_frames_go_one_message_each() -> None:
     sent: list[object] = []
 
     class Recorder(WebSocket):
-        async def send(self, message: object) -> None:  # type: ignore[override]
+        async def send(self, message: object) -> None:
             sent.append(message)
 
     websocket = Recorder({"type": "websocket", "extensions": {}}, receive=None, send=None)  # type: ignore[arg-type]
