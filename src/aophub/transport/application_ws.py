@@ -98,7 +98,7 @@ async def serve_application(
     )
     writer = asyncio.create_task(_write(websocket, outbound))
     reader = asyncio.create_task(_read(websocket, connection))
-    stalled = asyncio.create_task(outbound.stalled(limits.outbound_stall_seconds))
+    stalled = outbound.stall_signal(limits.outbound_stall_seconds)
     close: tuple[int, str] | None = None
     try:
         ends: list[asyncio.Future[Any]] = [reader, stalled, revoked]
