@@ -14,20 +14,21 @@ from websockets.asyncio.client import connect
 
 from aophub.settings import Settings
 from aophub.transport.application_ws import frame_sender
-from aophub.transport.server import SEND_FRAMES, server_config
+from aophub.transport.server import SEND_FRAMES, DenialCompletesHandshake, server_config
+from aophub.transport.waiters import Flag, Inbox
 from tests.support.server import _Server
 
 BURST = [b"first", b"", b"x" * 70_000, b"last"]
 
 
 @contextlib.asynccontextmanager
-async def serving(app: Starlette) -> AsyncIterator[int]:
+async def serving(app: Starlette) -> AsyncIterator[_Server]:
     settings = Settings(access_key="k", port=0)
     server = _Server(server_config(app, settings, log_level="warning", log_format=None))
     task = asyncio.create_task(server.serve())
     await asyncio.wait([task, asyncio.create_task(server.ready.wait())], return_when=asyncio.FIRST_COMPLETED)
     try:
-        yield server.servers[0].sockets[0].getsockname()[1]
+        yield server
     finally:
         server.should_exit = True
         await task
@@ -51,10 +52,16 @@ async def test_a_burst_arrives_as_separate_messages_in_order_and_a_gone_client_r
         else:
             after_disconnect.set_result(None)
 
-    async with serving(Starlette(routes=[WebSocketRoute("/ws", endpoint)])) as port:
+    async with serving(Starlette(routes=[WebSocketRoute("/ws", endpoint)])) as server:
+        port = server.servers[0].sockets[0].getsockname()[1]
         async with connect(f"ws://127.0.0.1:{port}/ws", compression=None) as ws:
             await ws.send(b"go")
             received = [await ws.recv() for _ in BURST]
+            (protocol,) = server.server_state.connections
+            # The connection's received messages and write flow control: the light versions.
+            assert isinstance(protocol, DenialCompletesHandshake)
+            assert isinstance(protocol.queue, Inbox)
+            assert isinstance(protocol.writable, Flag)
         assert received == BURST
         assert isinstance(await asyncio.wait_for(after_disconnect, 10), OSError)
 

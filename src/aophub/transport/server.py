@@ -46,6 +46,7 @@ from aophub.transport.connection_limits import (
     HubConfig,
     raise_open_file_limit,
 )
+from aophub.transport.waiters import Flag, Inbox
 from aophub.version import VERSION
 
 __all__ = [
@@ -181,6 +182,9 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
     frame. Frames carry secrets (the API key of an LLM configuration push, AOP-nodes 9.6.6;
     prompts and tool output), so its frame-level debug log is off.
 
+    Its queue of received messages and its write flow-control event are :mod:`aophub.transport.waiters`'
+    lighter equivalents (3.8 KiB less per idle connection).
+
     ``scope["extensions"][SEND_FRAMES]["send"]`` (see :meth:`send_frames`) sends several binary
     messages with one write to the socket: a connection's writer hands over the burst of frames
     it took (a turn's deltas arrive together) instead of one ASGI message, one pass through the
@@ -190,6 +194,9 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.conn.debug = False
+        # The same behaviour in a fraction of the memory of an asyncio.Queue and Event (aophub.transport.waiters).
+        self.queue = Inbox()  # type: ignore[assignment]
+        self.writable = Flag()  # type: ignore[assignment]
 
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
