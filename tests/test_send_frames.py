@@ -62,6 +62,9 @@ async def test_a_burst_arrives_as_separate_messages_in_order_and_a_gone_client_r
             assert isinstance(protocol, DenialCompletesHandshake)
             assert isinstance(protocol.queue, Inbox)
             assert isinstance(protocol.writable, Flag)
+            # Accepted: the upgrade's parsed request and response are not kept (the scope has the headers).
+            assert (protocol.request, protocol.response) == (None, None)
+            assert protocol.scope["headers"]
         assert received == BURST
         assert isinstance(await asyncio.wait_for(after_disconnect, 10), OSError)
 

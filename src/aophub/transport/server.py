@@ -221,8 +221,14 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
         self.transport.write(b"".join(self.conn.data_to_send()))
 
     async def send(self, message: Any) -> None:
+        handshaking = not self.handshake_complete  # every frame after the handshake: one attribute check
         await super().send(message)
-        if self.handshake_complete:  # every frame after the handshake: one attribute check
+        if not handshaking:
+            return
+        if self.handshake_complete:
+            # Accepted: the upgrade's parsed request and its response are done with (the scope
+            # keeps the request's headers). They were about 3 KiB of every idle connection.
+            self.request = self.response = None  # type: ignore[assignment]
             return
         if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
             self.handshake_complete = True
