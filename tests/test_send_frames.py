@@ -65,6 +65,9 @@ async def test_a_burst_arrives_as_separate_messages_in_order_and_a_gone_client_r
             # Accepted: the upgrade's parsed request and response are not kept (the scope has the headers).
             assert (protocol.request, protocol.response) == (None, None)
             assert protocol.scope["headers"]
+            # The websockets parser's generator still holds the request it parsed: with no headers left.
+            parsed = protocol.conn.parser.gi_frame.f_locals["request"]
+            assert not parsed.headers
         assert received == BURST
         assert isinstance(await asyncio.wait_for(after_disconnect, 10), OSError)
 

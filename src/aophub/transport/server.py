@@ -227,7 +227,10 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
             return
         if self.handshake_complete:
             # Accepted: the upgrade's parsed request and its response are done with (the scope
-            # keeps the request's headers). They were about 3 KiB of every idle connection.
+            # keeps the request's headers). They were about 3 KiB of every idle connection. The
+            # websockets parser's suspended generator still refers to the request: emptied, it
+            # keeps no headers.
+            self.request.headers.clear()
             self.request = self.response = None  # type: ignore[assignment]
             return
         if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
