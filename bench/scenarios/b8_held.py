@@ -89,7 +89,7 @@ FULL = Sizes(
     warmup=3.0,
     seconds=6.0,
     processes=4,
-    budget=150.0,
+    budget=240.0,
     retries=1,
 )
 QUICK = Sizes(
