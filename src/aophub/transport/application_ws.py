@@ -36,7 +36,7 @@ from aophub.transport.auth import authorize_websocket, peer_address
 from aophub.transport.outbound import OutboundFrames
 from aophub.transport.server import SEND_FRAMES
 
-__all__ = ["OUTBOUND_QUEUE", "PerConnectionBounds", "serve_application"]
+__all__ = ["OUTBOUND_QUEUE", "PerConnectionBounds", "frame_sender", "serve_application", "write_frames"]
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +200,11 @@ async def _read(websocket: WebSocket, connection: ApplicationConnection) -> tupl
 
 
 async def _write(websocket: WebSocket, outbound: OutboundFrames) -> None:
+    await write_frames(websocket, outbound)
+
+
+async def write_frames(websocket: WebSocket, outbound: OutboundFrames) -> None:
+    """Send what ``outbound`` queues, in bursts of at most ``WRITE_BURST_BYTES``, until cancelled or a send fails."""
     send = frame_sender(websocket)
     while True:
         frames = await outbound.take()
