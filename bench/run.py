@@ -34,6 +34,7 @@ from bench.scenarios import (
     b5_idle,
     b6_connect,
     b7_replicas,
+    b8_held,
     b9_workspace,
 )
 
@@ -41,7 +42,7 @@ __all__ = ["SCENARIOS", "main"]
 
 SCENARIOS: dict[str, ModuleType] = {
     module.KEY: module
-    for module in (b1_turns, b2_replay, b3_fanout, b4_persist, b5_idle, b6_connect, b7_replicas, b9_workspace)
+    for module in (b1_turns, b2_replay, b3_fanout, b4_persist, b5_idle, b6_connect, b7_replicas, b8_held, b9_workspace)
 }
 DEFAULT_OUT = ROOT / "bench" / "results"
 

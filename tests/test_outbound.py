@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import tracemalloc
 
 import pytest
 
@@ -176,3 +177,39 @@ async def test_offer_queues_only_while_there_is_room() -> None:
     outbound.close()
     assert outbound.offer(b"dropped")
     assert len(outbound) == 0
+
+
+async def test_an_idle_queue_with_its_writer_waiting_and_a_stall_watch_stays_small() -> None:
+    """What an idle connection holds here, the writer's waiting take() included: no event, no timer, no task.
+
+    With five asyncio.Events (0.7 KiB each with its waiters' deque) and a task for the stall watch
+    an idle connection's queue took over 4 KiB.
+    """
+    count = 200
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        queues = [OutboundFrames(256, max_bytes=8 << 20) for _ in range(count)]
+        signals = [queue.stall_signal(30.0) for queue in queues]
+        writers = [queue.take() for queue in queues]
+        for writer in writers:
+            writer.send(None)  # runs take() until it waits for a frame
+        per_queue = (tracemalloc.get_traced_memory()[0] - start) / count
+    finally:
+        tracemalloc.stop()
+    for writer in writers:
+        writer.close()
+    assert not any(signal.done() for signal in signals)
+    assert per_queue < 2048, f"{per_queue:.0f} bytes per idle queue"
+
+
+async def test_stall_signal_fires_only_after_the_grace_with_the_queue_full_throughout() -> None:
+    outbound = OutboundFrames(1)
+    stalled = outbound.stall_signal(0.05)
+    await outbound.put(b"a")  # full from now on: nobody takes
+    await asyncio.wait_for(stalled, TIMEOUT)
+    again = outbound.stall_signal(0.05)
+    await outbound.take()  # room: the new watch's clock does not run
+    outbound.sent(b"a")
+    assert not again.done()
+    again.cancel()

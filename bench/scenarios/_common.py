@@ -66,12 +66,14 @@ def latency_figure(
     )
 
 
-async def hub_sessions(hub: ServerProcess, count: int) -> list[tuple[ClientConnection, str]]:
-    """``count`` connections to the hub, each with its own open session and a watch on it."""
+async def hub_sessions(
+    hub: ServerProcess, count: int, *, compression: str | None = None
+) -> list[tuple[ClientConnection, str]]:
+    """``count`` connections to the hub (offering ``compression``), each with its own open session and a watch."""
     url = hub.url(APPLICATION_PATH)
 
     async def one() -> tuple[ClientConnection, str]:
-        ws = await connect_app(url)
+        ws = await connect_app(url, compression=compression)
         session_id = await open_session(ws)
         await start_watch(ws, session_id)
         return ws, session_id
@@ -89,18 +91,20 @@ def turn_sources(sessions: Iterable[tuple[ClientConnection, str]], text: str | N
     return [source(ws, session_id) for ws, session_id in sessions]
 
 
-async def hub_sources(hub: ServerProcess, count: int) -> list[TurnSource]:
+async def hub_sources(hub: ServerProcess, count: int, *, compression: str | None = None) -> list[TurnSource]:
     """``count`` sessions on the hub, each on its own watched connection, ready for echo turns."""
-    return turn_sources(await hub_sessions(hub, count))
+    return turn_sources(await hub_sessions(hub, count, compression=compression))
 
 
-async def echo_sources(server: ServerProcess, count: int, path: str = "/ws") -> list[TurnSource]:
+async def echo_sources(
+    server: ServerProcess, count: int, path: str = "/ws", *, compression: str | None = None
+) -> list[TurnSource]:
     """``count`` connections to a bare echo baseline, sending the same RunTurn frames as to the hub."""
     url = server.url(path)
     words = echo_text()
 
     async def one() -> TurnSource:
-        ws = await connect_app(url)
+        ws = await connect_app(url, compression=compression)
         return ws, lambda: run_turn_frame("ses-echo-baseline", words)
 
     return await gather_limited(SETUP_CONCURRENCY, [one() for _ in range(count)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
@@ -14,6 +14,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from aophub.access.admin import TokenAdmin
@@ -74,9 +75,12 @@ from aophub.v1 import (
     token_connect,
 )
 
-__all__ = ["Runtime", "create_app"]
+__all__ = ["APPLICATION_WS_PATH", "NODE_WS_PATH", "HubApplication", "Runtime", "create_app"]
 
 log = logging.getLogger(__name__)
+
+APPLICATION_WS_PATH = "/api/aop/application/ws"
+NODE_WS_PATH = "/api/aop/node/ws"
 
 
 @dataclass
@@ -254,6 +258,43 @@ def _agent_services(hub: Hub, agent: BuiltinAgent, config: ConfigStore) -> list[
     return services
 
 
+WebSocketEndpoint = Callable[[WebSocket], Awaitable[None]]
+
+
+class HubApplication(Starlette):
+    """Starlette, except that the AOP WebSocket endpoints are called without its middleware stack.
+
+    A WebSocket's ASGI call lasts as long as the connection. Through Starlette's stack (error and
+    exception middleware, the root mounts, the router, the route and their wrappers) each
+    connection kept about 7 KiB of suspended coroutine frames and closures (memray, B5), a fifth
+    of an idle connection, and every frame the hub received passed each ``receive`` wrapper. The
+    endpoints in ``direct`` (path -> endpoint) get the scope as the server sent it instead,
+    except on a listener of a bridge's root mount, where every path belongs to that bridge
+    (:class:`aophub.bridges.routes.RootMounts`). Their routes stay in the route table too.
+    """
+
+    direct: Mapping[str, WebSocketEndpoint] = {}
+    bridge_ports: frozenset[int] = frozenset()
+
+    def serve_directly(self, endpoints: Mapping[str, WebSocketEndpoint], settings: Settings) -> HubApplication:
+        """Call ``endpoints`` (path -> endpoint) directly, except on the listeners of bridges' root mounts; self."""
+        self.direct = dict(endpoints)
+        self.bridge_ports = frozenset(
+            port for _name, host, port in settings.bridge_roots if (host, port) != (settings.host, settings.port)
+        )
+        return self
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            endpoint = self.direct.get(scope["path"])
+            server = scope.get("server") or (None, None)
+            if endpoint is not None and server[1] not in self.bridge_ports:
+                scope["app"] = self
+                await endpoint(WebSocket(scope, receive, send))
+                return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(settings: Settings) -> Starlette:
     """Build the hub's ASGI application for ``settings``."""
     # Slash commands in both generations' command namespace (AOP-nodes 9.7.1), then the product's.
@@ -357,8 +398,8 @@ def create_app(settings: Settings) -> Starlette:
         Route("/health", health, methods=["GET"]),
         Route("/health/live", live, methods=["GET"]),
         *auth_routes(authenticator, secure_cookies=settings.secure_cookies),
-        WebSocketRoute("/api/aop/application/ws", application_ws),
-        WebSocketRoute("/api/aop/node/ws", node_ws),
+        WebSocketRoute(APPLICATION_WS_PATH, application_ws),
+        WebSocketRoute(NODE_WS_PATH, node_ws),
         *connect_routes(services, authenticator),
         # The web console (web/, built into aophub/console): GET / and its assets.
         *console_routes(),
@@ -371,6 +412,9 @@ def create_app(settings: Settings) -> Starlette:
     if owners is not None:  # session RPCs go to the session's owner
         middleware.append(owners.rpc_middleware())
     app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
+    app = HubApplication(
+        routes=routes, lifespan=lifespan, middleware=[Middleware(RootMounts, settings=settings)]
+    ).serve_directly({APPLICATION_WS_PATH: application_ws, NODE_WS_PATH: node_ws}, settings)
     # For the server to call when it starts closing connections (before the lifespan's shutdown).
     app.state.replica = replica
     app.state.begin_stop = _begin_stop(app, hub, replica, settings.drain_delay)

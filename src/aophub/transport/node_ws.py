@@ -38,6 +38,7 @@ from aophub.protocol.codec import core_message, decode_envelope, encode_envelope
 from aophub.protocol.error_mapping import to_protocol_error
 from aophub.protocol.errors import Code, HubError
 from aophub.settings import DEFAULT_MAX_OUTBOUND_BYTES, DEFAULT_OUTBOUND_STALL_SECONDS
+from aophub.transport.application_ws import write_frames
 from aophub.transport.auth import authorize_websocket, peer_address
 from aophub.transport.outbound import OutboundFrames
 
@@ -68,10 +69,7 @@ class WebSocketNodeLink:
 
     async def _write(self) -> None:
         try:
-            while True:
-                for frame in await self._outbound.take():
-                    await self._websocket.send_bytes(frame)
-                    self._outbound.sent(frame)
+            await write_frames(self._websocket, self._outbound)  # bursts, one write each
         except Exception as error:  # the socket is gone; the reader will notice too
             log.debug("node writer stopped: %s", error)
             self._closed.set()

@@ -10,13 +10,18 @@ the writer; it reports each frame it has sent (:meth:`OutboundFrames.sent`).
 sent (queued, or taken by a writer stuck on a client that does not read) hold ``max_bytes``. So
 a connection holds at most ``max_bytes`` plus one frame, whatever its watch ids and events weigh;
 its watches, blocked, fall back to the store (see ``aophub.hub.watch``).
-:meth:`OutboundFrames.stalled` tells the adapter when the writer has made no room for too long.
+:meth:`OutboundFrames.stall_signal` tells the adapter when the writer has made no room for too long.
+
+An idle connection holds one of these, so it keeps nothing it does not need yet: the writer waits
+on a bare future, producers on an event made the first time the queue is full, the stall watch
+is a timer that exists only while the queue is full (no task), and :meth:`OutboundFrames.written`
+makes its event when first asked. (An ``asyncio.Event`` costs about 0.7 KiB with its waiters'
+deque; five of them per connection were a tenth of an idle connection's memory.)
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
 
 __all__ = ["OutboundFrames"]
@@ -33,12 +38,13 @@ class OutboundFrames:
         self._frames: deque[bytes] = deque()
         self._unsent = 0  # frames queued or taken, not yet sent
         self._unsent_bytes = 0
-        self._queued = asyncio.Event()  # frames are waiting
-        self._space = asyncio.Event()  # a put may proceed
-        self._space.set()
-        self._full = asyncio.Event()  # the opposite of _space: producers must wait
-        self._written = asyncio.Event()  # every frame queued so far was sent
-        self._written.set()
+        self._full = False  # producers must wait
+        self._wake: asyncio.Future[None] | None = None  # the writer, waiting for a frame
+        self._room: asyncio.Event | None = None  # set while not full; made when a producer first waits
+        self._all_written: asyncio.Event | None = None  # set when nothing is unsent; made by written()
+        self._stall: asyncio.Future[None] | None = None  # see stall_signal()
+        self._stall_grace = 0.0
+        self._stall_timer: asyncio.TimerHandle | None = None
         self._closed = False
 
     def __repr__(self) -> str:
@@ -60,8 +66,10 @@ class OutboundFrames:
 
         After :meth:`close` the frame is dropped and ``put`` returns at once.
         """
-        while not self._space.is_set():
-            await self._space.wait()
+        while self._full:
+            if self._room is None:
+                self._room = asyncio.Event()
+            await self._room.wait()
         self._append(frame)
 
     def offer(self, frame: bytes) -> bool:
@@ -69,7 +77,7 @@ class OutboundFrames:
 
         After :meth:`close` the frame is dropped and ``offer`` returns True, as :meth:`put` returns.
         """
-        if not self._space.is_set():
+        if self._full:
             return False
         self._append(frame)
         return True
@@ -80,12 +88,13 @@ class OutboundFrames:
         self._frames.append(frame)
         self._unsent += 1
         self._unsent_bytes += len(frame)
-        self._written.clear()
-        if not self._queued.is_set():
-            self._queued.set()
+        if self._all_written is not None:
+            self._all_written.clear()
+        wake, self._wake = self._wake, None
+        if wake is not None and not wake.done():
+            wake.set_result(None)
         if len(self._frames) >= self._limit or self._unsent_bytes >= self._max_bytes:
-            self._space.clear()
-            self._full.set()
+            self._set_full(True)
 
     async def take(self) -> deque[bytes]:
         """Every queued frame, oldest first, once there is at least one (the writer's call).
@@ -93,10 +102,11 @@ class OutboundFrames:
         The writer calls :meth:`sent` for each frame once it is written; until then its bytes count.
         """
         while not self._frames:
-            self._queued.clear()
-            await self._queued.wait()
+            if self._wake is None or self._wake.done():
+                self._wake = asyncio.get_running_loop().create_future()
+            await self._wake
         frames, self._frames = self._frames, deque()
-        if not self._space.is_set():
+        if self._full:
             self._check_space()
         return frames
 
@@ -106,9 +116,9 @@ class OutboundFrames:
             return
         self._unsent -= 1
         self._unsent_bytes -= len(frame)
-        if not self._unsent:
-            self._written.set()
-        if not self._space.is_set():
+        if not self._unsent and self._all_written is not None:
+            self._all_written.set()
+        if self._full:
             self._check_space()
 
     def close(self) -> None:
@@ -116,31 +126,59 @@ class OutboundFrames:
         self._closed = True
         self._frames.clear()
         self._unsent = self._unsent_bytes = 0
-        self._written.set()
+        if self._all_written is not None:
+            self._all_written.set()
         self._check_space()
 
     def _check_space(self) -> None:
-        if self._closed or (len(self._frames) < self._limit and self._unsent_bytes < self._max_bytes):
-            self._space.set()
-            self._full.clear()
-        else:
-            self._space.clear()
-            self._full.set()
+        full = not self._closed and (len(self._frames) >= self._limit or self._unsent_bytes >= self._max_bytes)
+        if full != self._full:
+            self._set_full(full)
+
+    def _set_full(self, full: bool) -> None:
+        self._full = full
+        if full:
+            if self._room is not None:
+                self._room.clear()
+            if self._stall is not None and not self._stall.done() and self._stall_timer is None:
+                loop = asyncio.get_running_loop()
+                self._stall_timer = loop.call_later(self._stall_grace, self._stalled)
+            return
+        if self._room is not None:
+            self._room.set()
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+
+    def _stalled(self) -> None:
+        self._stall_timer = None
+        if self._stall is not None and not self._stall.done():
+            self._stall.set_result(None)
 
     async def written(self) -> None:
         """Wait until the writer has sent every frame queued so far."""
-        await self._written.wait()
+        if not self._unsent:
+            return
+        if self._all_written is None:
+            self._all_written = asyncio.Event()
+        await self._all_written.wait()
 
-    async def stalled(self, grace: float) -> None:
-        """Return once the queue has stayed full for ``grace`` seconds without a break.
+    def stall_signal(self, grace: float) -> asyncio.Future[None]:
+        """A future that resolves once the queue has stayed full for ``grace`` seconds without a break.
 
         Any frame sent in between that makes room starts the count again, so a client that reads
-        slowly is not stalled; one that stopped reading is.
+        slowly is not stalled; one that stopped reading is. One watch per queue: a second call
+        replaces the first. Cancel the future to stop watching.
         """
-        while True:
-            await self._full.wait()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(grace):
-                    await self._space.wait()
-                continue
-            return
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+        self._stall = asyncio.get_running_loop().create_future()
+        self._stall_grace = grace
+        if self._full:
+            self._set_full(True)  # arms the timer
+        return self._stall
+
+    async def stalled(self, grace: float) -> None:
+        """Return once the queue has stayed full for ``grace`` seconds without a break (see :meth:`stall_signal`)."""
+        await self.stall_signal(grace)
