@@ -47,4 +47,5 @@ async def test_shutting_down_a_closing_websocket_closes_its_transport() -> None:
     protocol.conn.state = State.CLOSING
     protocol.shutdown()
     assert transport.closed
-    assert protocol.queue.get_nowait() == {"type": "websocket.disconnect", "code": 1012}
+    assert protocol.queue.qsize() == 1
+    assert await protocol.queue.get() == {"type": "websocket.disconnect", "code": 1012}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,12 +99,15 @@ async def serve_application(
         relay=relay,  # replicas: requests for sessions other replicas own go there
     )
     writer = asyncio.create_task(_write(websocket, outbound))
+    reader = asyncio.create_task(_read(websocket, connection))
     stalled = outbound.stall_signal(limits.outbound_stall_seconds)
     close: tuple[int, str] | None = None
     try:
-        # Read in this task (a reader task of its own, and asyncio.wait over it, cost an idle connection 1.5 KiB).
-        interrupted, close = await _read_until(websocket, connection, (stalled, revoked))
-        if interrupted and revoked.done():
+        ends: list[asyncio.Future[Any]] = [reader, stalled, revoked]
+        await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
+        if reader.done():
+            close = reader.result()
+        elif revoked.done():
             close = (1008, revoked.result())
             log.info(
                 "closing application connection %s of token %s: %s",
@@ -112,7 +115,7 @@ async def serve_application(
                 authorized.principal.name,
                 close[1],
             )
-        elif interrupted:  # the client stopped reading
+        else:
             waiting = outbound.pending_bytes
             writer.cancel()
             outbound.close()  # what was queued for this client goes; its watches resume from its cursor
@@ -129,6 +132,7 @@ async def serve_application(
     finally:
         forget()
         stalled.cancel()
+        reader.cancel()
         await connection.close()
         if close is not None:
             await _drain(outbound, writer)
@@ -138,7 +142,7 @@ async def serve_application(
                 async with asyncio.timeout(CLOSE_TIMEOUT):  # a client that does not read may never take it
                     await websocket.close(code=close[0], reason=close[1])
         writer.cancel()
-        for task in (writer, stalled):
+        for task in (reader, writer, stalled):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
@@ -151,37 +155,6 @@ def _settle(future: asyncio.Future[str], reason: str) -> None:
 def _stall_reason(seconds: float, pending: int) -> str:
     """The close reason for a client that stopped reading (well under the 123 bytes a close frame holds)."""
     return f"not reading for {seconds:g} s ({pending} bytes waiting); reconnect and resume from your last cursor"
-
-
-async def _read_until(
-    websocket: WebSocket, connection: ApplicationConnection, interruptions: Sequence[asyncio.Future[Any]]
-) -> tuple[bool, tuple[int, str] | None]:
-    """:func:`_read` in this task until it returns, or until one of ``interruptions`` is done.
-
-    Returns ``(False, how to close)`` when the reading ended, ``(True, None)`` when it was
-    interrupted (the read is cancelled then). A cancellation of this task from elsewhere propagates.
-    """
-    task = asyncio.current_task()
-    assert task is not None
-    reading = True
-
-    def interrupt(_done: asyncio.Future[Any]) -> None:
-        if reading:  # a callback scheduled as the reading ended must not cancel what follows it
-            task.cancel()
-
-    for future in interruptions:
-        future.add_done_callback(interrupt)
-    try:
-        return False, await _read(websocket, connection)
-    except asyncio.CancelledError:
-        if not any(future.done() for future in interruptions):
-            raise
-        task.uncancel()
-        return True, None
-    finally:
-        reading = False
-        for future in interruptions:
-            future.remove_done_callback(interrupt)
 
 
 async def _read(websocket: WebSocket, connection: ApplicationConnection) -> tuple[int, str] | None:
