@@ -411,10 +411,9 @@ def create_app(settings: Settings) -> Starlette:
     middleware = [Middleware(RootMounts, settings=settings)]
     if owners is not None:  # session RPCs go to the session's owner
         middleware.append(owners.rpc_middleware())
-    app = Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
-    app = HubApplication(
-        routes=routes, lifespan=lifespan, middleware=[Middleware(RootMounts, settings=settings)]
-    ).serve_directly({APPLICATION_WS_PATH: application_ws, NODE_WS_PATH: node_ws}, settings)
+    app = HubApplication(routes=routes, lifespan=lifespan, middleware=middleware).serve_directly(
+        {APPLICATION_WS_PATH: application_ws, NODE_WS_PATH: node_ws}, settings
+    )
     # For the server to call when it starts closing connections (before the lifespan's shutdown).
     app.state.replica = replica
     app.state.begin_stop = _begin_stop(app, hub, replica, settings.drain_delay)
