@@ -41,7 +41,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,6 +202,12 @@ class Subagents:
         self._queue: deque[str] = deque()
         self._runs: dict[str, _Run] = {}
         self._stopping = False
+        # Replicas: sessions taken over before start (the sweep before serving), handled at start.
+        self._started = False
+        self._taken_early: list[tuple[str, str, str]] = []
+        self._watching_takeovers = hub.ownership is not None
+        if self._watching_takeovers:
+            hub.on_session_taken(self._parent_taken)
 
     def __repr__(self) -> str:
         return f"<Subagents running={len(self._runs)} queued={len(self._queue)}>"
@@ -220,10 +226,17 @@ class Subagents:
         self._hub.on_turn_canceled(self._parent_turn_canceled)
         self._hub.on_session_closed(self._parent_closed)
         self._hub.serve_subagents(self.from_node)
+        self._started = True
         if self._hub.ownership is not None:
             # Replicas: the subagents in the store may run on other replicas; those of a session this
             # replica takes over (from a dead replica, or with its node) are this one's to end.
-            self._hub.on_session_taken(self._parent_taken)
+            if not self._watching_takeovers:
+                self._watching_takeovers = True
+                self._hub.on_session_taken(self._parent_taken)
+            for taken in self._taken_early:
+                await self._parent_taken(*taken)
+            self._taken_early.clear()
+            await self._recover_held(self._hub.ownership.held.keys())
             return
         error = _error("hub_restarted", "the hub restarted while this subagent was running", retryable=True)
         interrupted, queued = await self._recover(await self._load(RUNNING), await self._load(QUEUED), error)
@@ -236,6 +249,9 @@ class Subagents:
 
     async def _parent_taken(self, session_id: str, code: str, message: str) -> None:
         """This replica took over ``session_id``: end its subagents another replica ran; run its queued ones."""
+        if not self._started:
+            self._taken_early.append((session_id, code, message))
+            return
         records = await self._store.list_subagents(parent_session_id=session_id, statuses=[RUNNING, QUEUED])
         found = [subagent_pb2.Subagent.FromString(record.data) for record in records]
         mine = {subagent.id for subagent in found if subagent.id in self._active}
@@ -252,6 +268,40 @@ class Subagents:
                 code,
                 queued,
             )
+        await self._take_parent_of(session_id)
+
+    async def _recover_held(self, held: Iterable[str]) -> None:
+        """At start on replicas: the sessions this replica took over before its scheduler ran (the sweep
+        before serving) may hold subagents an earlier run left, as parents or as children."""
+        held = set(held)
+        parents: set[str] = set()
+        elsewhere: set[str] = set()  # parents of children held here
+        for subagent in await self._load(RUNNING) + await self._load(QUEUED):
+            if subagent.parent_session_id in held:
+                parents.add(subagent.parent_session_id)
+            elif subagent.session_id in held:
+                elsewhere.add(subagent.parent_session_id)
+        for parent in sorted(parents):
+            await self._parent_taken(parent, "hub_restarted", "the hub restarted")
+        for parent in sorted(elsewhere - parents):
+            await self._take_parent(parent)
+
+    async def _take_parent_of(self, session_id: str) -> None:
+        """A subagent's child session was taken over (its turn was left open by a replica that died): take
+        its parent too where it may be taken here, so that the subagent ends there and the parent is told."""
+        for subagent in await self._load(RUNNING):
+            if subagent.session_id == session_id:
+                await self._take_parent(subagent.parent_session_id)
+
+    async def _take_parent(self, parent_id: str) -> None:
+        ownership = self._hub.ownership
+        parent = await self._hub.session(parent_id)
+        if ownership is None or parent is None:
+            return
+        try:
+            await ownership.place(parent.record.id, parent.record.node_id)  # a takeover calls _parent_taken
+        except HubError as error:
+            log.info("subagents: parent session %s was not taken here: %s", parent_id, error)
 
     async def _recover(
         self,
