@@ -42,20 +42,7 @@ async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeOpenAI]:
         yield server
 
 
-@pytest.fixture(
-    params=[
-        "sqlite",
-        pytest.param(
-            "postgres",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="known gap (issue 16): on PostgreSQL the hub runs as a replica; a subagent a crash "
-                "interrupted ends when its parent session is next taken over, and a restarted replica does "
-                "not take over a built-in node's parent session whose dead owner's heartbeat is still fresh",
-            ),
-        ),
-    ]
-)
+@pytest.fixture(params=["sqlite", "postgres"])
 def database(request: pytest.FixtureRequest) -> Iterator[tuple[str, ...]]:
     """The hub's --database option: none (SQLite in the data directory) or a fresh PostgreSQL database."""
     if request.param == "sqlite":

@@ -317,6 +317,26 @@ class Ownership:
             )
         return lost
 
+    async def adopt(self, session_id: str, node_id: str) -> bool:
+        """Take ``session_id`` over here when its holder is gone (its heartbeat lapsed, or it does not
+        answer), as :meth:`sweep` does for sessions with turns left open; whether it is held here now."""
+        if self.fenced or not self._replicas.registered:
+            return False
+        if session_id in self.held:
+            return True
+        external = "" if self._built_in(node_id) else node_id
+        session, _node = await self.leases.lookup(session_id, external)
+        dead: frozenset[str] = frozenset()
+        if session is not None and session.replica_id != self.replica_id:
+            if session.address and await self._probe(session.address):
+                return False  # alive: it runs what the session has
+            dead = frozenset({session.replica_id})
+        try:
+            placement = await self.place(session_id, node_id, dead=dead)
+        except HubError:
+            return False
+        return placement.local
+
     async def sweep(self) -> int:
         """Claim sessions with turns left open under dead leases and end those turns; how many sessions."""
         if self.fenced or not self._replicas.registered:

@@ -256,7 +256,12 @@ class Subagents:
         found = [subagent_pb2.Subagent.FromString(record.data) for record in records]
         mine = {subagent.id for subagent in found if subagent.id in self._active}
         found = [subagent for subagent in found if subagent.id not in mine]
-        error = _error(code, f"its session was taken over by another replica ({message})", retryable=True)
+        if code == "hub_restarted":  # the replica that ran it is gone, as a hub that restarted
+            error = _error(code, "the hub restarted while this subagent was running", retryable=True)
+        else:  # its node moved to another replica, taking the session with it
+            error = _error(
+                code, f"its session moved to another replica while it was running ({message})", retryable=True
+            )
         interrupted, queued = await self._recover(
             [s for s in found if s.status == RUNNING], [s for s in found if s.status == QUEUED], error
         )
@@ -298,10 +303,8 @@ class Subagents:
         parent = await self._hub.session(parent_id)
         if ownership is None or parent is None:
             return
-        try:
-            await ownership.place(parent.record.id, parent.record.node_id)  # a takeover calls _parent_taken
-        except HubError as error:
-            log.info("subagents: parent session %s was not taken here: %s", parent_id, error)
+        if not await ownership.adopt(parent.record.id, parent.record.node_id):  # a takeover calls _parent_taken
+            log.info("subagents: parent session %s is held by a live replica, which ends its subagents", parent_id)
 
     async def _recover(
         self,
