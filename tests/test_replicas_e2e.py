@@ -28,6 +28,7 @@ from .support.replicas import Replicas, external_node, migrated_database, replic
 from .support.server import TOKEN
 from .support.tcp_proxy import tcp_proxy
 from .support.wire import AppSocket, kinds, rejection, run, stored, text_input, wait_cursor
+from .test_subagents_e2e import final_updates
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -335,21 +336,10 @@ async def test_a_starting_replica_leaves_other_replicas_subagents_and_a_takeover
             await moved.hello()
             async with await AppSocket.open(pair[1].app_url) as app1:
                 events = await stored(app1, parent.id)
-        updates = [
-            update
-            for update in (extension_update(delivery) for delivery in events)
-            if update is not None and update.status == subagent_pb2.SUBAGENT_STATUS_FAILED
-        ]
+        updates = final_updates(events)
         assert [(update.id, update.error.code) for update in updates] == [("sub-running", "agent_disconnected")]
+        assert updates[0].status == subagent_pb2.SUBAGENT_STATUS_FAILED
         assert await subagent_status(url, "sub-running") == subagent_pb2.SUBAGENT_STATUS_FAILED
-
-
-def extension_update(delivery: chat_pb2.EventDelivery) -> subagent_pb2.Subagent | None:
-    """The subagent a SubagentUpdate event carries (None for any other event)."""
-    event = delivery.event
-    if event.WhichOneof("payload") != "extension" or not event.extension.type_url.endswith(".SubagentUpdate"):
-        return None
-    return subagent_pb2.SubagentUpdate.FromString(event.extension.value).subagent
 
 
 async def put_subagent(url: str, parent_session_id: str, subagent_id: str, status: str) -> None:
