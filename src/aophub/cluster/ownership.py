@@ -326,11 +326,24 @@ class Ownership:
             return True
         external = "" if self._built_in(node_id) else node_id
         session, _node = await self.leases.lookup(session_id, external)
+        holder, address = (session.replica_id, session.address) if session is not None else ("", "")
+        return await self._claim_unless_answering(session_id, node_id, holder, address, {})
+
+    async def _claim_unless_answering(
+        self, session_id: str, node_id: str, holder: str, address: str | None, answers: dict[str, bool]
+    ) -> bool:
+        """Claim ``session_id`` here unless ``holder`` (another replica; "": none, or its lease lapsed)
+        accepts connections at ``address`` (None: read it); whether it is held here now. ``answers``
+        keeps each holder's probe for the caller's next sessions."""
         dead: frozenset[str] = frozenset()
-        if session is not None and session.replica_id != self.replica_id:
-            if session.address and await self._probe(session.address):
+        if holder and holder != self.replica_id:
+            if holder not in answers:
+                if address is None:
+                    address = await self.leases.address(holder)
+                answers[holder] = bool(address) and await self._probe(address)
+            if answers[holder]:
                 return False  # alive: it runs what the session has
-            dead = frozenset({session.replica_id})
+            dead = frozenset({holder})
         try:
             placement = await self.place(session_id, node_id, dead=dead)
         except HubError:
@@ -346,19 +359,8 @@ class Ownership:
         for session_id, node_id, holder, live in await self.leases.orphans():
             if holder == self.replica_id and session_id in self.held:
                 continue  # its turns are running here
-            dead: frozenset[str] = frozenset()
-            if live and holder != self.replica_id:
-                if holder not in answers:
-                    address = await self.leases.address(holder)
-                    answers[holder] = bool(address) and await self._probe(address)
-                if answers[holder]:
-                    continue  # alive and running them
-                dead = frozenset({holder})
-            try:
-                placement = await self.place(session_id, node_id, dead=dead)
-            except HubError:
-                continue
-            swept += placement.local
+            # A holder whose lease lapsed counts as gone without asking it.
+            swept += await self._claim_unless_answering(session_id, node_id, holder if live else "", None, answers)
         return swept
 
     async def run(self) -> None:
