@@ -294,9 +294,13 @@ class Subagents:
     async def _take_parent_of(self, session_id: str) -> None:
         """A subagent's child session was taken over (its turn was left open by a replica that died): take
         its parent too where it may be taken here, so that the subagent ends there and the parent is told."""
-        for subagent in await self._load(RUNNING):
-            if subagent.session_id == session_id:
-                await self._take_parent(subagent.parent_session_id)
+        child = await self._hub.session(session_id)
+        parent_id = child.record.parent_session_id if child is not None else ""
+        if not parent_id:
+            return  # not a child session: no subagent runs in it
+        running = await self._store.list_subagents(parent_session_id=parent_id, statuses=[RUNNING])
+        if any(subagent_pb2.Subagent.FromString(record.data).session_id == session_id for record in running):
+            await self._take_parent(parent_id)
 
     async def _take_parent(self, parent_id: str) -> None:
         ownership = self._hub.ownership
