@@ -123,12 +123,20 @@ class NodeCommands:
         self._commands[name] = _Command(name, usage, description, handler, scope, subcommands)
 
     def command(
-        self, name: str, *, description: str = "", usage: str = "", scope: str = ""
+        self,
+        name: str,
+        *,
+        description: str = "",
+        usage: str = "",
+        scope: str = "",
+        subcommand_scopes: Mapping[str, str] | None = None,
     ) -> Callable[[CommandHandler], CommandHandler]:
         """:meth:`add` as a decorator."""
 
         def register(handler: CommandHandler) -> CommandHandler:
-            self.add(name, handler, description=description, usage=usage, scope=scope)
+            self.add(
+                name, handler, description=description, usage=usage, scope=scope, subcommand_scopes=subcommand_scopes
+            )
             return handler
 
         return register
