@@ -18,11 +18,12 @@ import pytest
 from connectrpc.code import Code as ConnectCode
 
 from aiscan.agent import detail_pb2
-from aop import chat_pb2, protocol_pb2
+from aop import chat_pb2, event_pb2, protocol_pb2
 from aophub.hub.commands import verb_of
-from aophub.protocol.codec import TYPE_URL_PREFIX
+from aophub.protocol.codec import TYPE_URL_PREFIX, pack
+from aophub.protocol.command_scopes import COMMAND_SCOPES_CAPABILITY
 from aophub.protocol.node_namespaces import Generation
-from aophub.v1 import session_pb2
+from aophub.v1 import agent_pb2, session_pb2
 
 from .support.command_client import protocol_error, receipt, send_command, texts, until_stored
 from .support.lifecycle import checked_hub
@@ -249,6 +250,44 @@ async def test_a_node_that_never_spoke_the_namespace_gets_the_second_generation(
         assert generation is Generation.G2
         assert forwarded.envelope.payload.type_url == TYPE_URL_PREFIX + "aiscan.command.CommandProtocolMessage"
         await until_stored(app, session.id, lambda e: e.message.id == "command-1")
+
+
+def reference_catalog(*verbs: str) -> Any:
+    module = COMMAND_MODULES[Generation.G2]
+    specs = [module.CommandSpec(name=f"/{verb}", description=f"does {verb}") for verb in verbs]
+    return module.CommandProtocolMessage(catalog=module.CommandCatalog(commands=specs))
+
+
+async def test_a_node_that_declares_scopes_gets_no_command_before_its_scoped_catalog(
+    hub: RunningHub, app: AppSocket, rpc: Rpc
+) -> None:
+    """aophub.command-scopes: commands are refused (retryable) until the aophub.v1.CommandCatalog comes;
+    the reference catalog does not replace it, and a command its scope allows is forwarded."""
+    async with await CommandNode.dial(hub.node_url, "scoped") as node:
+        accepted = await node.hello(("chat", COMMAND_SCOPES_CAPABILITY))
+        assert COMMAND_SCOPES_CAPABILITY in accepted.capabilities
+        await node.send(reference_catalog("status"))  # the reference catalog: it fixes the generation only
+        session = await app.open_session("scoped")
+        error = protocol_error((await send_command(app, session.id, "/status"))[1])
+        assert (error.code, error.message, error.retryable) == (
+            "COMMAND_FAILED",
+            "node scoped has not listed its commands yet; try again",
+            True,
+        )
+        listed = agent_pb2.CommandCatalog(
+            commands=[agent_pb2.Command(name="status", required_scope="admin", subcommand_scopes={"x": "read"})]
+        )
+        await node.send_event(event_pb2.Event(extension=pack(listed)))
+        await node.barrier()
+        receipt((await send_command(app, session.id, "/status"))[1])  # the access key holds admin
+        (_, _, message) = await node.command()
+        assert message.request.line == "/status"
+        await node.send(reference_catalog("status", "other"))  # a later reference catalog changes nothing
+        await node.barrier()
+        menu = await rpc.sessions.list_commands(session_pb2.ListCommandsRequest(session_id=session.id))
+        assert [(c.name, c.required_scope, dict(c.subcommand_scopes)) for c in menu.commands][2:] == [
+            ("status", "admin", {"x": "read"})
+        ]
 
 
 async def test_commands_waiting_for_a_node_are_bounded_per_session(tmp_path: Path) -> None:

@@ -306,3 +306,74 @@ async def test_a_watch_refused_for_a_while_watches_again_from_its_cursor() -> No
     assert [(item.cursor, item.event.id) for item in got] == [("1", "e1"), ("2", "e2")]
     assert [cursor for _, cursor in requests] == ["", "1"]
     assert requests[0][0] != requests[1][0]
+
+
+# -- The watch buffer: a slow reader holds at most buffer_bytes, and gets every event -----------
+
+
+async def test_a_slow_watch_reader_holds_at_most_the_bound_and_gets_every_event_in_order(tmp_path: Path) -> None:
+    """Five 3 KB turns read only once they ended: the watch pauses at 8 KiB and resumes from its
+    cursor, so what waits for the reader stays under the bound and the persisted events come
+    exactly once, in the stored order (before: all of them queued, unbounded)."""
+    bound = 8 * 1024
+    async with running_hub(tmp_path) as hub, await HubClient.connect(hub.http, TOKEN) as client:
+        session = await client.open_session("local")
+        async with asyncio.timeout(TIMEOUT), client.watch(session.id, buffer_bytes=bound) as slow:
+            async with client.watch(session.id) as fast:
+                for index in range(5):
+                    receipt = await client.run_turn(session.id, f"turn {index} " + "p" * 3000)
+                    await until_turn_ended(fast, receipt.turn_id)
+            stored = [item.cursor async for item in client.events(session.id)]
+            held: list[int] = []
+            subscriptions = {slow.id}
+            persisted: list[str] = []
+            while len(persisted) < len(stored):
+                held.append(slow.buffered)
+                item = await anext(slow)
+                subscriptions.add(slow.id)
+                if item.cursor:
+                    persisted.append(item.cursor)
+    assert persisted == stored
+    assert max(held) <= bound, held
+    assert len(subscriptions) > 1  # it paused and watched again from its cursor
+
+
+async def test_a_paused_watch_cancels_its_subscription_and_watches_again_after_what_it_holds() -> None:
+    """Past the bound the client cancels the watch, drops what still comes for it, and once the
+    reader has read what it holds watches again after the last event it queued."""
+    requests: list[tuple[str, protocol_pb2.ProtocolMessage]] = []
+    event = event_pb2.Event(session_id="s")
+    event.message.content.add().text.text = "x" * 100
+    size = len(pack(core_message(event=event)).value)
+
+    async def script(number: int, connection: ServerConnection) -> None:
+        watch_id, message = await receive(connection)
+        requests.append((watch_id, message))
+        for cursor in ("1", "2", "3"):  # the third would pass the bound: the watch pauses
+            await connection.send(reply(watch_id, core_message(event=event), cursor=cursor))
+        requests.append(await receive(connection))  # the cancel
+        await connection.send(reply(watch_id, core_message(event=event), cursor="4"))  # in flight: dropped
+        requests.append(await receive(connection))  # the new watch, once the reader has read 1 and 2
+        again = requests[-1][0]
+        for cursor in ("3", "4"):
+            await connection.send(reply(again, core_message(event=event), cursor=cursor))
+        await connection.wait_closed()
+
+    async with (
+        scripted_hub(script) as url,
+        await HubClient.connect(url, TOKEN) as client,
+        asyncio.timeout(TIMEOUT),
+        client.watch("s", buffer_bytes=2 * size) as watcher,
+    ):
+        got = [(await anext(watcher)).cursor for _ in range(4)]
+    assert got == ["1", "2", "3", "4"]
+    (first, _), (_, cancel), (_, rewatch) = requests
+    assert cancel.cancel_operation.target_id == first
+    assert rewatch.watch_events_request.after_cursor == "2"
+
+
+def test_the_watch_bound_must_be_positive() -> None:
+    """buffer_bytes of 0 or less is a ValueError."""
+    client = HubClient("ws://127.0.0.1:1/api/aop/application/ws", TOKEN)
+    with pytest.raises(ValueError, match="buffer_bytes"):
+        client.watch("s", buffer_bytes=0)

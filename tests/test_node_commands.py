@@ -19,6 +19,7 @@ from aophub.node import CommandCall, CommandFailed, CommandOutput, NodeCommands,
 from aophub.node.commands import command_name
 from aophub.node.turn import Turn
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack
+from aophub.v1 import agent_pb2
 from cyber.command import protocol_pb2 as cyber_command_pb2
 
 TIMEOUT = 5.0
@@ -198,6 +199,66 @@ async def test_refusals_are_protocol_errors_without_an_event(line: str, session_
         error = protocol_error(answer)
         assert (error.code, error.message) == (code, text)
         assert wire.sent.empty()
+    finally:
+        await runtime.stop()
+
+
+def scoped_commands() -> NodeCommands:
+    commands = NodeCommands()
+
+    async def rotate(call: CommandCall) -> str:
+        return "rotated"
+
+    async def skills(call: CommandCall) -> str:
+        return f"skills {call.args}".strip()
+
+    commands.add("/rotate", rotate, scope="admin")
+    commands.add("/skills", skills, subcommand_scopes={"enable": "admin"})
+    return commands
+
+
+def test_a_subcommand_is_one_word() -> None:
+    """subcommand_scopes keys are single words: anything else is a ValueError."""
+
+    async def nothing(call: CommandCall) -> None:
+        return None
+
+    for word in ("two words", "", " enable"):
+        with pytest.raises(ValueError, match="subcommand"):
+            NodeCommands().add("/x", nothing, subcommand_scopes={word: "admin"})
+
+
+async def test_with_a_hub_that_checks_scopes_the_scoped_catalog_follows_the_reference_one() -> None:
+    """command_scopes: after the aiscan catalog, an event carrying aophub.v1.CommandCatalog with the scopes."""
+    wire = Wire()
+    runtime = NodeRuntime(protocol_pb2.AgentHello(node_id="node"), GatedAgent(), wire.send, commands=scoped_commands())
+    runtime.command_scopes = True
+    await runtime.send_catalog()
+    assert (await wire.next()).payload.type_url == TYPE_URL_PREFIX + "aiscan.command.CommandProtocolMessage"
+    event = protocol_pb2.ProtocolMessage.FromString((await wire.next()).payload.value).event
+    assert (event.session_id, event.emitter) == ("", "node")
+    listed = agent_pb2.CommandCatalog.FromString(event.extension.value)
+    assert [(c.name, c.required_scope, dict(c.subcommand_scopes)) for c in listed.commands] == [
+        ("rotate", "admin", {}),
+        ("skills", "", {"enable": "admin"}),
+    ]
+
+
+@pytest.mark.parametrize(("line", "refused"), [("/rotate", True), ("/skills ENABLE x", True), ("/skills", False)])
+async def test_without_a_hub_that_checks_scopes_the_node_refuses_its_scoped_commands(line: str, refused: bool) -> None:
+    """A hub that did not accept aophub.command-scopes checked nobody: a scoped command is COMMAND_FAILED."""
+    runtime, wire = await started(commands=scoped_commands())
+    try:
+        await runtime.receive(command_envelope("task", line))
+        answer = await wire.next()
+        if refused:
+            error = protocol_error(answer)
+            assert (error.code, error.message) == (
+                "COMMAND_FAILED",
+                f"{line.split(maxsplit=1)[0].lower()} needs a scope this node's hub does not check: refused",
+            )
+        else:
+            assert protocol_pb2.ProtocolMessage.FromString(answer.payload.value).event.message.content
     finally:
         await runtime.stop()
 

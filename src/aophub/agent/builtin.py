@@ -15,6 +15,7 @@ from pathlib import Path
 
 from aop import content_pb2, event_pb2
 from aophub.access.authenticator import ACCESS_KEY_FILE
+from aophub.access.scopes import Scope
 from aophub.agent.attachments import DEFAULT_INLINE_ATTACHMENT_BYTES
 from aophub.agent.audit import AuditLog
 from aophub.agent.commands import command_search_path
@@ -333,17 +334,23 @@ def builtin_commands(agent: BuiltinAgent) -> NodeCommands:
     commands.add(
         SUMMARIZE_COMMAND, summarize, description="Fold the conversation so far into the session's running summary"
     )
+    # The memory holds what every user of the node told the agent, and the skills reach every
+    # user's prompt: reading the one and switching the others need admin, as MemoryService and
+    # SkillService do. The listing of the skills tells nothing private (their descriptions are in
+    # every prompt already) and stays open.
     commands.add(
         "/memory",
         memory,
         usage="[words]",
         description="Show the long-term memory's newest entries, or those holding every word",
+        scope=Scope.ADMIN,
     )
     commands.add(
         "/skills",
         skills,
         usage="[enable|disable NAME]",
         description="List the skills (and why any is unavailable), or enable or disable one",
+        subcommand_scopes={"enable": Scope.ADMIN, "disable": Scope.ADMIN},
     )
     commands.add("/status", status, description="Show the agent's model and its configuration problems")
     add_subagents_command(commands, agent)

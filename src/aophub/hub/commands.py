@@ -10,7 +10,9 @@ channel, or calls ``SessionService.RunCommand``; both end in :meth:`SessionComma
    menu, :func:`session_menu`) and ``/agents`` (the connected nodes) are run by the hub as a
    system ``message``; the verbs in :data:`REFUSED` are refused (``FAILED_PRECONDITION``:
    they have their own request); everything else, ``!`` lines and plain text included, is
-   forwarded to the session's node (``UNAVAILABLE`` when it is offline);
+   forwarded to the session's node (``UNAVAILABLE`` when it is offline), unless the node's
+   catalog declares a scope for it that the caller lacks (``PERMISSION_DENIED``, naming the
+   scope; :mod:`aophub.protocol.command_scopes`);
 4. a forwarded command is sent after the session is open on the node's connection (9.3.2), as
    ``CommandProtocolMessage{request}`` in the node's generation (9.0.5.2; G2 for a node that
    never spoke the namespace), with a fresh task id as envelope id. The receipt
@@ -37,12 +39,13 @@ from dataclasses import dataclass
 from google.protobuf.message import Message
 
 from aop import content_pb2, event_pb2, protocol_pb2
-from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
+from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal, Scope
 from aophub.hub.live_session import LiveSession, LiveSessions
 from aophub.hub.node_requests import NodeRequests
 from aophub.hub.nodes import NodeGone, NodeHandle, NodeRegistry
 from aophub.hub.request_checks import check_id
 from aophub.ids import IdGenerator
+from aophub.protocol.command_scopes import declared_scopes
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.node_namespaces import COMMAND, NAMESPACES, Generation, message_class
 from aophub.v1 import agent_pb2
@@ -152,6 +155,7 @@ class SessionCommands:
         Raises :class:`HubError`: ``INVALID_ARGUMENT`` (no session id, no line, a line over
         :data:`MAX_LINE_BYTES`), ``NOT_FOUND`` (also a session ``caller`` may not see),
         ``FAILED_PRECONDITION`` (a closed session, a refused verb, a node refusing the open),
+        ``PERMISSION_DENIED`` (``caller`` lacks a scope the node declares for the command),
         ``UNAVAILABLE`` (the node is offline or leaves), ``RESOURCE_EXHAUSTED``.
         """
         if not session_id:
@@ -181,6 +185,7 @@ class SessionCommands:
             raise HubError(Code.FAILED_PRECONDITION, refusal)
         if node is None:
             raise HubError(Code.UNAVAILABLE, f"node {session.record.node_id} is offline", retryable=True)
+        _check_command_scopes(node, line, caller)
         return await self._forward(session, node, line)
 
     # -- run by the hub -------------------------------------------------------------
@@ -283,6 +288,25 @@ class SessionCommands:
             self._pending[session_id] = left
         else:
             self._pending.pop(session_id, None)
+
+
+def _check_command_scopes(node: NodeHandle, line: str, caller: Principal) -> None:
+    """Raise unless ``caller`` holds every scope ``node``'s catalog declares for ``line``
+    (:mod:`aophub.protocol.command_scopes`; a scope the hub does not know counts as admin).
+
+    ``UNAVAILABLE`` (retryable) while a node that declares scopes has not listed its commands yet;
+    ``PERMISSION_DENIED`` naming the missing scope.
+    """
+    if node.scoped_catalog_due:
+        raise HubError(
+            Code.UNAVAILABLE, f"node {node.node_id} has not listed its commands yet; try again", retryable=True
+        )
+    for declared in declared_scopes(node.commands, line):
+        try:
+            need = Scope(declared)
+        except ValueError:
+            need = Scope.ADMIN
+        caller.require(need, f"{line.split(maxsplit=1)[0]} on node {node.node_id}")
 
 
 def _failure(outcome: Message) -> event_pb2.ProtocolError | None:

@@ -33,7 +33,7 @@ from aophub.hub.event_log import EventLog
 from aophub.hub.turns import SessionState, SessionTurns, Turn
 from aophub.ids import IdGenerator
 from aophub.protocol.errors import Code, HubError
-from aophub.store.base import PutSession, SessionRecord, Store, WriteOp
+from aophub.store.base import PutSession, SessionRecord, Store, StoreError, WriteOp
 
 __all__ = ["HUB_EMITTER", "LiveSession", "LiveSessions", "check_access", "unknown_session"]
 
@@ -183,6 +183,24 @@ class LiveSessions:
             raise unknown_session(session_id)
         check_access(session.record, caller, act=act)
         return session
+
+    async def node_of(self, session_id: str, caller: Principal) -> str:
+        """The node id of the session ``session_id`` (an id the caller checked), which ``caller`` may act in:
+        where an upload or a workspace call that names a session goes.
+
+        Raises :class:`HubError`: ``UNAVAILABLE`` when the store fails (retryable as it says),
+        ``NOT_FOUND`` "unknown session" for a session that does not exist or that ``caller`` may
+        not act in (the same refusal), ``FAILED_PRECONDITION`` when the session has no node.
+        """
+        try:
+            session = await self.get(session_id)
+        except StoreError as error:
+            raise HubError(Code.UNAVAILABLE, f"storage unavailable: {error}", retryable=error.retryable) from None
+        if session is None or not may_act(caller, session.record.owner, session.record.shared_with):
+            raise HubError(Code.NOT_FOUND, f"unknown session {session_id}")
+        if not session.record.node_id:
+            raise HubError(Code.FAILED_PRECONDITION, f"session {session.id} has no node")
+        return session.record.node_id
 
     async def refresh_locked(self, session: LiveSession) -> None:
         """Read ``session``'s record and seq afresh from the store (another hub replica wrote into it).

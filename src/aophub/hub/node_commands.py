@@ -7,7 +7,9 @@ the reload namespace, on the node channel. Here:
 
 - the first command-namespace message fixes the node's generation (9.0.5.2);
 - a ``catalog`` replaces the node's command list, which feeds the agent listing
-  and the session's command menu (9.2.2, 9.7.8), each entry with the node as source;
+  and the session's command menu (9.2.2, 9.7.8), each entry with the node as source; not for a
+  node that announced ``aophub.command-scopes``, whose ``aophub.v1.CommandCatalog`` (with the
+  commands' scopes) is its list (:mod:`aophub.protocol.command_scopes`);
 - a ``result`` answering a command the hub forwarded (reply_to = its task id) completes it
   (:mod:`aophub.hub.commands`);
 - a reload ``result`` goes to the LLM configuration push it answers
@@ -29,6 +31,7 @@ from aop import envelope_pb2
 from aophub.hub.llm_push import LlmPusher
 from aophub.hub.nodes import NodeHandle
 from aophub.protocol.codec import decode_into
+from aophub.protocol.command_scopes import COMMAND_SCOPES_CAPABILITY
 from aophub.protocol.errors import Code
 from aophub.protocol.node_namespaces import COMMAND, NAMESPACES, RELOAD
 from aophub.v1 import agent_pb2
@@ -61,7 +64,9 @@ def receive(handle: NodeHandle, envelope: envelope_pb2.Envelope, name: str, push
             handle.generation = spoken.generation
             fixed = True
         if case == "catalog":
-            handle.commands = catalog_commands(message.catalog, handle.node_id)
+            if COMMAND_SCOPES_CAPABILITY not in handle.hello.capabilities:
+                handle.commands = catalog_commands(message.catalog, handle.node_id)
+            # else its aophub.v1.CommandCatalog, which carries the scopes, is the one the hub keeps
             return fixed
         if case == "result" and handle.resolve(envelope.reply_to, message):
             return fixed  # completes the command the hub forwarded (reply_to = its task id, 9.7.5)

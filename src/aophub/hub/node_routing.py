@@ -374,6 +374,7 @@ class NodeRouter:
             for command in catalog.commands:
                 command.source = handle.node_id  # a node speaks for itself, never for the hub
             handle.commands = list(catalog.commands)
+            handle.scoped_catalog_due = False
             handle.changed()
             return
         if await self._node_started_turn(handle, event, kind):

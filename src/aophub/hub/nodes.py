@@ -27,6 +27,7 @@ from google.protobuf.message import Message
 from aop import envelope_pb2, event_pb2, protocol_pb2
 from aophub.hub.continuations import Continuations
 from aophub.protocol.codec import pack
+from aophub.protocol.command_scopes import COMMAND_SCOPES_CAPABILITY
 from aophub.protocol.node_namespaces import Generation
 from aophub.v1 import agent_pb2
 
@@ -110,6 +111,9 @@ class NodeHandle:
         self.opening: dict[str, asyncio.Future[str | None]] = {}
         # The latest command catalog the node sent (either form), each entry with the node as source.
         self.commands: list[agent_pb2.Command] = []
+        # True while a node that declares its commands' scopes (COMMAND_SCOPES_CAPABILITY) has not
+        # sent its aophub.v1.CommandCatalog: its commands are refused until then.
+        self.scoped_catalog_due = COMMAND_SCOPES_CAPABILITY in hello.capabilities
         # The package generation of the first command-namespace message it sent (AOP-nodes 9.0.5.2);
         # None until it sends one. What the hub sends it in those namespaces uses this generation.
         self.generation: Generation | None = None

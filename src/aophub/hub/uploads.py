@@ -28,7 +28,6 @@ from google.protobuf.message import Message
 
 from aop import content_pb2, envelope_pb2, protocol_pb2
 from aop.file import protocol_pb2 as file_pb2
-from aophub.access.ownership import may_act
 from aophub.access.scopes import Principal
 from aophub.hub.live_session import LiveSessions
 from aophub.hub.nodes import NodeGone, NodeHandle, NodeRegistry
@@ -131,20 +130,13 @@ class UploadRelay:
             raise HubError(Code.FILE_UPLOAD_FAILED, "session_id is required")
         check_id("session_id", request.session_id)
         try:
-            session = await self._sessions.get(request.session_id)
-        except StoreError as error:
-            raise HubError(
-                Code.FILE_UPLOAD_FAILED, f"storage unavailable: {error}", retryable=error.retryable
-            ) from None
-        if session is None or not may_act(caller, session.record.owner, session.record.shared_with):
-            raise HubError(Code.FILE_UPLOAD_FAILED, f"unknown session {request.session_id}")
-        node_id = session.record.node_id
-        if not node_id:
-            raise HubError(Code.FILE_UPLOAD_FAILED, f"session {session.id} has no node")
+            node_id = await self._sessions.node_of(request.session_id, caller)
+        except HubError as error:
+            raise HubError(Code.FILE_UPLOAD_FAILED, error.message, retryable=error.retryable) from None
         node = self._nodes.get(node_id)
         if node is None:
             raise HubError(Code.FILE_UPLOAD_FAILED, f"node {node_id} is not connected")
-        return node, session.id
+        return node, request.session_id
 
     async def _exchange(self, uploader: Uploader, node: NodeHandle, request: file_pb2.UploadRequest) -> Message | None:
         """Send the node the hub's upload request and wait for its answer (None: the uploader went away)."""

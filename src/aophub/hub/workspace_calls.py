@@ -31,7 +31,6 @@ from google.protobuf.message import Message
 from aop import envelope_pb2, event_pb2, protocol_pb2
 from aop.exec import protocol_pb2 as exec_pb2
 from aop.file import protocol_pb2 as file_pb2
-from aophub.access.ownership import may_act
 from aophub.access.scopes import Principal
 from aophub.hub.live_session import LiveSessions
 from aophub.hub.nodes import NodeGone, NodeHandle, NodeRegistry
@@ -42,7 +41,6 @@ from aophub.ids import IdGenerator
 from aophub.protocol.codec import core_message, encode_envelope, pack
 from aophub.protocol.error_mapping import to_protocol_error
 from aophub.protocol.errors import Code, HubError
-from aophub.store.base import StoreError
 from aophub.v1 import workspace_pb2
 
 __all__ = ["DEFAULT_CALL_OUTPUT_BYTES", "DEFAULT_CALL_TIMEOUT", "WorkspaceCalls"]
@@ -177,15 +175,7 @@ class WorkspaceCalls:
         node_id = call.node_id
         if call.session_id:
             check_id("session_id", call.session_id)
-            try:
-                session = await self._sessions.get(call.session_id)
-            except StoreError as error:
-                raise HubError(Code.UNAVAILABLE, f"storage unavailable: {error}", retryable=error.retryable) from None
-            if session is None or not may_act(caller, session.record.owner, session.record.shared_with):
-                raise HubError(Code.NOT_FOUND, f"unknown session {call.session_id}")
-            node_id = session.record.node_id
-            if not node_id:
-                raise HubError(Code.FAILED_PRECONDITION, f"session {session.id} has no node")
+            node_id = await self._sessions.node_of(call.session_id, caller)
         check_id("node_id", node_id)
         node = self._nodes.get(node_id)
         if node is None:

@@ -24,7 +24,14 @@ from websockets.frames import CloseCode
 from aop import envelope_pb2, protocol_pb2
 from aophub.ids import new_id
 from aophub.node.commands import NodeCommands
-from aophub.node.runtime import INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY, Agent, NodeRuntime, runtime_info
+from aophub.node.runtime import (
+    COMMAND_SCOPES_CAPABILITY,
+    INTERACTIONS_CAPABILITY,
+    SUBAGENTS_CAPABILITY,
+    Agent,
+    NodeRuntime,
+    runtime_info,
+)
 from aophub.node.workspace import WorkspaceServices
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, unpack
 from aophub.protocol.errors import HubError
@@ -74,11 +81,17 @@ def make_hello(
 ) -> protocol_pb2.AgentHello:
     """The hello of a node speaking chat and durable interactions (and the workspace namespaces it serves).
 
-    ``capabilities`` replaces ``chat``, ``aophub.interactions`` and ``aophub.subagents`` (a node
-    that cannot ask the application anything, or spawn, leaves those out); ``metadata`` goes into ``runtime.metadata``.
+    ``capabilities`` replaces ``chat``, ``aophub.interactions``, ``aophub.subagents`` and
+    ``aophub.command-scopes`` (a node that cannot ask the application anything, or spawn, leaves
+    those out; one that leaves the last out refuses its commands that declare a scope itself);
+    ``metadata`` goes into ``runtime.metadata``.
     """
     served = workspace.capabilities() if workspace is not None else []
-    spoken = list(capabilities) if capabilities is not None else ["chat", INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY]
+    spoken = (
+        list(capabilities)
+        if capabilities is not None
+        else ["chat", INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY, COMMAND_SCOPES_CAPABILITY]
+    )
     runtime = runtime_info()
     if metadata:
         runtime.metadata.update(metadata)
@@ -248,6 +261,7 @@ async def _handshake(
     runtime = NodeRuntime(hello, agent, send, commands=commands, workspace=workspace)
     runtime.interactions = INTERACTIONS_CAPABILITY in message.agent_accepted.capabilities
     runtime.subagents = SUBAGENTS_CAPABILITY in message.agent_accepted.capabilities
+    runtime.command_scopes = COMMAND_SCOPES_CAPABILITY in message.agent_accepted.capabilities
     await runtime.send_catalog()  # first after the acceptance (AOP-nodes 9.2.1)
     await runtime.announce()
     return runtime

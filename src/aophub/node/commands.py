@@ -15,14 +15,22 @@ command request with the output event and a ``result``, or ``COMMAND_FAILED``.
 
 Names are what a user types: ``/verb`` or ``!name``. A line's command is its first word,
 lower-cased for a verb.
+
+A command that reads or changes what every user of the node shares declares the scope a caller
+needs (``scope="admin"``), for the whole command or for some of its forms
+(``subcommand_scopes={"enable": "admin"}``: ``/skills enable NAME``). The hub refuses the command
+to a caller without it (:mod:`aophub.protocol.command_scopes`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 
 from google.protobuf import any_pb2
+
+from aophub.protocol.command_scopes import declared_scopes
+from aophub.v1 import agent_pb2
 
 __all__ = ["CommandCall", "CommandFailed", "CommandHandler", "CommandOutput", "NodeCommands", "command_name"]
 
@@ -67,6 +75,8 @@ class _Command:
     usage: str
     description: str
     handler: CommandHandler
+    scope: str = ""
+    subcommand_scopes: Mapping[str, str] = field(default_factory=dict)
 
 
 def command_name(line: str) -> str:
@@ -86,24 +96,47 @@ class NodeCommands:
     def __repr__(self) -> str:
         return f"<NodeCommands {sorted(self._commands)}>"
 
-    def add(self, name: str, handler: CommandHandler, *, description: str = "", usage: str = "") -> None:
+    def add(
+        self,
+        name: str,
+        handler: CommandHandler,
+        *,
+        description: str = "",
+        usage: str = "",
+        scope: str = "",
+        subcommand_scopes: Mapping[str, str] | None = None,
+    ) -> None:
         """Serve ``name`` (``/verb`` or ``!name``, one word) with ``handler``; ``usage`` shows its arguments.
 
-        Raises ``ValueError`` for a malformed name, ``/help`` or a name already served.
+        ``scope`` is the scope a caller needs to run it (e.g. ``"admin"``), ``subcommand_scopes``
+        the scope of the forms whose first argument is a key (one word, compared case-insensitively).
+        Raises ``ValueError`` for a malformed name, ``/help``, a name already served or a
+        subcommand that is not one word.
         """
         if command_name(name) != name or name != name.strip():
             raise ValueError(f"a command is one word starting with / or ! (verbs in lower case), not {name!r}")
         if name == "/help" or name in self._commands:
             raise ValueError(f"command {name} is already served")
-        self._commands[name] = _Command(name, usage, description, handler)
+        subcommands = dict(subcommand_scopes or {})
+        if any(len(word.split()) != 1 or word != word.strip() for word in subcommands):
+            raise ValueError(f"a subcommand is one word, not {sorted(subcommands)!r}")
+        self._commands[name] = _Command(name, usage, description, handler, scope, subcommands)
 
     def command(
-        self, name: str, *, description: str = "", usage: str = ""
+        self,
+        name: str,
+        *,
+        description: str = "",
+        usage: str = "",
+        scope: str = "",
+        subcommand_scopes: Mapping[str, str] | None = None,
     ) -> Callable[[CommandHandler], CommandHandler]:
         """:meth:`add` as a decorator."""
 
         def register(handler: CommandHandler) -> CommandHandler:
-            self.add(name, handler, description=description, usage=usage)
+            self.add(
+                name, handler, description=description, usage=usage, scope=scope, subcommand_scopes=subcommand_scopes
+            )
             return handler
 
         return register
@@ -114,6 +147,23 @@ class NodeCommands:
             (command.name, f"{command.name} {command.usage}".strip(), command.description)
             for command in self._commands.values()
         ]
+
+    def listing(self) -> list[agent_pb2.Command]:
+        """Every command but ``/help`` as ``aophub.v1.Command`` (name without its ``/``), with its scopes."""
+        return [
+            agent_pb2.Command(
+                name=command.name.removeprefix("/"),
+                description=command.description,
+                usage=command.usage,
+                required_scope=command.scope,
+                subcommand_scopes=command.subcommand_scopes,
+            )
+            for command in self._commands.values()
+        ]
+
+    def declares_scopes(self, line: str) -> bool:
+        """Whether running ``line`` needs a scope (:mod:`aophub.protocol.command_scopes`)."""
+        return bool(declared_scopes(self.listing(), line))
 
     def serves(self, name: str) -> bool:
         return name == "/help" or name in self._commands

@@ -18,6 +18,7 @@ from aophub.hub.nodes import NodeGone, NodeHandle
 from aophub.node.commands import CommandCall, CommandFailed, NodeCommands
 from aophub.node.runtime import INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY, Agent, NodeRuntime, runtime_info
 from aophub.node.workspace import WorkspaceServices
+from aophub.protocol.command_scopes import COMMAND_SCOPES_CAPABILITY
 from aophub.protocol.errors import HubError
 
 __all__ = ["LOCAL_NODE_ID", "LocalNode"]
@@ -48,7 +49,7 @@ class LocalNode:
         self.hello = protocol_pb2.AgentHello(
             node_id=node_id,
             name=name,
-            capabilities=["chat", INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY, *served],
+            capabilities=["chat", INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY, COMMAND_SCOPES_CAPABILITY, *served],
             runtime=runtime_info(),
         )
         commands = commands or NodeCommands()
@@ -58,6 +59,7 @@ class LocalNode:
         )
         self.runtime.interactions = True  # the hub in this process speaks them
         self.runtime.subagents = True  # and runs subagents (aophub.hub.subagents)
+        self.runtime.command_scopes = True  # and checks the scopes of its commands
         self._inbox: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
         self._handle: NodeHandle | None = None
         self._worker: asyncio.Task[None] | None = None

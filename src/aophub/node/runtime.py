@@ -39,13 +39,15 @@ from aophub.node.commands import CommandFailed, CommandOutput, NodeCommands, com
 from aophub.node.turn import EmitEvent, Turn, TurnFailed
 from aophub.node.workspace import TerminalLink, WorkspaceServices
 from aophub.protocol.codec import core_message, pack, payload_name, unpack
+from aophub.protocol.command_scopes import COMMAND_SCOPES_CAPABILITY
 from aophub.protocol.error_mapping import to_rejection
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.extensions import turn_options
 from aophub.protocol.node_namespaces import COMMAND, NAMESPACES, Generation, NamespaceName, message_class
-from aophub.v1 import interaction_pb2, subagent_pb2
+from aophub.v1 import agent_pb2, interaction_pb2, subagent_pb2
 
 __all__ = [
+    "COMMAND_SCOPES_CAPABILITY",
     "INTERACTIONS_CAPABILITY",
     "SUBAGENTS_CAPABILITY",
     "Agent",
@@ -200,6 +202,8 @@ class NodeRuntime:
         self.stats = protocol_pb2.AgentStats()
         # Set once the hub accepted INTERACTIONS_CAPABILITY.
         self.interactions = False
+        # Set once the hub accepted COMMAND_SCOPES_CAPABILITY: it checks the scopes the commands declare.
+        self.command_scopes = False
         # Requests to the hub in SubagentProtocolMessage awaiting its answer, by envelope id.
         self._subagent_requests: dict[str, asyncio.Future[subagent_pb2.SubagentAnswer]] = {}
         self._subagents = False
@@ -240,7 +244,9 @@ class NodeRuntime:
         await self._send(envelope)
 
     async def send_catalog(self) -> None:
-        """List the node's commands, ``CommandProtocolMessage{catalog}`` in ``aiscan.command`` (AOP-nodes 9.2.1).
+        """List the node's commands, ``CommandProtocolMessage{catalog}`` in ``aiscan.command`` (AOP-nodes 9.2.1);
+        then, when the hub checks scopes (:attr:`command_scopes`), as ``aophub.v1.CommandCatalog``
+        with their scopes (:mod:`aophub.protocol.command_scopes`).
 
         Send it right after the hub accepted the hello, before :meth:`announce`.
         """
@@ -251,6 +257,10 @@ class NodeRuntime:
         ]
         catalog = message_type(catalog={"commands": specs})
         await self._send(envelope_pb2.Envelope(id=new_id("node"), payload=pack(catalog)))
+        if self.command_scopes:
+            listed = event_pb2.Event(id=new_id("evt"), emitter=self.hello.node_id)
+            listed.extension.CopyFrom(pack(agent_pb2.CommandCatalog(commands=self.commands.listing())))
+            await self._send(envelope_pb2.Envelope(id=new_id("node"), payload=pack(core_message(event=listed))))
 
     async def announce(self) -> None:
         """Send the agent's status and counters (after the hub accepted the hello)."""
@@ -521,6 +531,12 @@ class NodeRuntime:
         if not self.commands.serves(name):
             await self._refuse(
                 task_id, Code.COMMAND_FAILED, f"{name} is not a command of this node; /help lists its commands"
+            )
+            return
+        if not self.command_scopes and self.commands.declares_scopes(line):
+            # Nobody checked who sent it: the hub did not accept COMMAND_SCOPES_CAPABILITY.
+            await self._refuse(
+                task_id, Code.COMMAND_FAILED, f"{name} needs a scope this node's hub does not check: refused"
             )
             return
         command = _QueuedCommand(task_id, spoken.generation, request.session_id, line)

@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -49,6 +47,7 @@ from aophub.store.base import (
     TurnRecord,
     WriteOp,
 )
+from aophub.store.group_commit import GroupAnswers, GroupCommit
 from aophub.store.postgres_schema import (
     check_schema,
     connect,
@@ -79,12 +78,6 @@ class _State(enum.Enum):
     OPEN = "open"
     CLOSING = "closing"
     CLOSED = "closed"
-
-
-@dataclass(slots=True)
-class _Batch:
-    ops: tuple[WriteOp, ...]
-    future: asyncio.Future[list[int | None]]
 
 
 def _session(row: Any) -> SessionRecord:
@@ -140,7 +133,6 @@ class PostgresStore:
             raise ValueError(f"reader_connections must be at least 1, not {reader_connections}")
         self.url = validate_url(url)
         self._synchronous = synchronous.upper() == "FULL"
-        self._max_group_ops = max_group_ops
         self._reader_connections = reader_connections
         self._connect_timeout = connect_timeout
         self._migrate = migrate
@@ -149,9 +141,9 @@ class PostgresStore:
         self._state = _State.NEW
         self._writer: asyncpg.Connection | None = None
         self._readers: asyncpg.Pool | None = None
-        self._pending: deque[_Batch] = deque()
-        self._wakeup = asyncio.Event()
-        self._writer_task: asyncio.Task[None] | None = None
+        self._group_commit = GroupCommit(
+            self._commit_group, max_group_ops=max_group_ops, name=f"store-writer {redact_url(self.url)}"
+        )
         self._close_task: asyncio.Task[None] | None = None
         self.commits = 0  # transactions committed (for tests and benchmarks)
         self.batches = 0  # batches committed
@@ -159,7 +151,7 @@ class PostgresStore:
     def __repr__(self) -> str:
         return (
             f"<PostgresStore {redact_url(self.url)!r} {self._state.value} commits={self.commits}"
-            f" batches={self.batches} pending={len(self._pending)}>"
+            f" batches={self.batches} pending={len(self._group_commit)}>"
         )
 
     # -- lifecycle -------------------------------------------------------------
@@ -194,7 +186,7 @@ class PostgresStore:
             await self._close_connections()  # and stay NEW
             raise
         self._state = _State.OPEN
-        self._writer_task = asyncio.create_task(self._write_loop(), name=f"store-writer {redact_url(self.url)}")
+        self._group_commit.start()
 
     async def _connect_writer(self, *, first: bool) -> asyncpg.Connection:
         db = await connect(
@@ -225,10 +217,8 @@ class PostgresStore:
 
     async def _shut_down(self) -> None:
         self._state = _State.CLOSING
-        self._wakeup.set()
         try:
-            if self._writer_task is not None:
-                await self._writer_task
+            await self._group_commit.drain()
         finally:
             await self._close_connections()
             self._state = _State.CLOSED
@@ -254,66 +244,24 @@ class PostgresStore:
 
     def submit(self, ops: Sequence[WriteOp]) -> asyncio.Future[list[int | None]]:
         """Queue ``ops`` as one batch; the future resolves once it is committed (see ``Store.submit``)."""
-        future: asyncio.Future[list[int | None]] = asyncio.get_running_loop().create_future()
-        if self._state is not _State.OPEN or self._writer_task is None or self._writer_task.done():
-            future.set_exception(StoreError(f"store is {self._state.value}: not accepting writes", retryable=False))
-            return future
-        self._pending.append(_Batch(tuple(ops), future))
-        self._wakeup.set()
-        return future
+        return self._group_commit.submit(ops, self._state.value)
 
-    async def _write_loop(self) -> None:
-        group: list[_Batch] = []
+    async def _commit_group(self, group: list[tuple[WriteOp, ...]]) -> GroupAnswers:
+        """Commit ``group`` in one transaction; if that fails, each batch alone, so only a bad batch fails."""
         try:
-            while True:
-                if not self._pending:
-                    if self._state is not _State.OPEN:
-                        return
-                    self._wakeup.clear()
-                    await self._wakeup.wait()
-                    continue
-                group = self._take_group()
-                await self._commit_group(group)
-                group = []
-        finally:
-            stopped = StoreError("store writer stopped", retryable=False)
-            for batch in [*group, *self._pending]:
-                if not batch.future.done():
-                    batch.future.set_exception(stopped)
-            self._pending.clear()
-
-    def _take_group(self) -> list[_Batch]:
-        group = [self._pending.popleft()]
-        size = len(group[0].ops)
-        while self._pending and size + len(self._pending[0].ops) <= self._max_group_ops:
-            batch = self._pending.popleft()
-            size += len(batch.ops)
-            group.append(batch)
-        return group
-
-    async def _commit_group(self, group: list[_Batch]) -> None:
-        answers: list[list[int | None] | StoreError]
-        try:
-            answers = list(await self._transaction([batch.ops for batch in group]))
+            return list(await self._transaction(group))
         except StoreError as error:
             if len(group) == 1 or self._writer is None:  # alone, or the connection was lost: maybe committed
-                answers = [error] * len(group)
+                return [error] * len(group)
+        answers: GroupAnswers = []
+        for ops in group:
+            try:
+                [result] = await self._transaction([ops])
+            except StoreError as alone:
+                answers.append(alone)
             else:
-                answers = []
-                for batch in group:
-                    try:
-                        [result] = await self._transaction([batch.ops])
-                    except StoreError as alone:
-                        answers.append(alone)
-                    else:
-                        answers.append(result)
-        for batch, answer in zip(group, answers, strict=True):
-            if batch.future.done():
-                continue
-            if isinstance(answer, StoreError):
-                batch.future.set_exception(answer)
-            else:
-                batch.future.set_result(answer)
+                answers.append(result)
+        return answers
 
     async def _transaction(self, group: list[tuple[WriteOp, ...]]) -> list[list[int | None]]:
         """Write ``group`` atomically on the writer connection (connecting again if it was lost)."""

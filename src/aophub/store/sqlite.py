@@ -23,10 +23,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,6 +46,7 @@ from aophub.store.base import (
     TurnRecord,
     WriteOp,
 )
+from aophub.store.group_commit import GroupAnswers, GroupCommit
 from aophub.store.sqlite_schema import SYNCHRONOUS, TURN_COLUMNS, map_exceptions, visible_sessions
 from aophub.store.sqlite_writer import SQLiteWriter
 from aophub.store.title_search import LIKE_ESCAPE, contains_pattern
@@ -62,12 +61,6 @@ class _State(enum.Enum):
     OPEN = "open"
     CLOSING = "closing"
     CLOSED = "closed"
-
-
-@dataclass(slots=True)
-class _Batch:
-    ops: tuple[WriteOp, ...]
-    future: asyncio.Future[list[int | None]]
 
 
 _SESSION_COLUMNS = (
@@ -134,22 +127,19 @@ class SQLiteStore:
             raise ValueError(f"max_group_ops must be at least 1, not {max_group_ops}")
         self.path = path
         self._synchronous = synchronous.upper()
-        self._max_group_ops = max_group_ops
         self._max_page_count = max_page_count
         self._state = _State.NEW
         # The writer is used only on its own thread (see _on_writer); reads use aiosqlite.
         self._writer = SQLiteWriter(path)
         self._executor: ThreadPoolExecutor | None = None
         self._reader: aiosqlite.Connection | None = None
-        self._pending: deque[_Batch] = deque()
-        self._wakeup = asyncio.Event()
-        self._writer_task: asyncio.Task[None] | None = None
+        self._group_commit = GroupCommit(self._commit_group, max_group_ops=max_group_ops, name=f"store-writer {path}")
         self._close_task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return (
             f"<SQLiteStore {str(self.path)!r} {self._state.value} commits={self._writer.commits}"
-            f" batches={self._writer.batches} pending={len(self._pending)}>"
+            f" batches={self._writer.batches} pending={len(self._group_commit)}>"
         )
 
     @property
@@ -188,7 +178,7 @@ class SQLiteStore:
             await self._close_connections()  # and stay NEW: a retryable failure may be retried
             raise
         self._state = _State.OPEN
-        self._writer_task = asyncio.create_task(self._write_loop(), name=f"store-writer {self.path}")
+        self._group_commit.start()
 
     async def _on_writer(self, function: Callable[..., _T], *args: Any) -> _T:
         """Run ``function(*args)`` on the writer thread, which alone uses the writer connection."""
@@ -207,10 +197,8 @@ class SQLiteStore:
 
     async def _shut_down(self) -> None:
         self._state = _State.CLOSING
-        self._wakeup.set()
         try:
-            if self._writer_task is not None:
-                await self._writer_task
+            await self._group_commit.drain()
         finally:
             await self._close_connections()
             self._state = _State.CLOSED
@@ -251,54 +239,10 @@ class SQLiteStore:
         event log) need no task for it. Cancelling the future does not withdraw
         the batch.
         """
-        future: asyncio.Future[list[int | None]] = asyncio.get_running_loop().create_future()
-        if self._state is not _State.OPEN or self._writer_task is None or self._writer_task.done():
-            future.set_exception(StoreError(f"store is {self._state.value}: not accepting writes", retryable=False))
-            return future
-        self._pending.append(_Batch(tuple(ops), future))
-        self._wakeup.set()
-        return future
+        return self._group_commit.submit(ops, self._state.value)
 
-    async def _write_loop(self) -> None:
-        group: list[_Batch] = []
-        try:
-            while True:
-                if not self._pending:
-                    if self._state is not _State.OPEN:
-                        return
-                    self._wakeup.clear()
-                    await self._wakeup.wait()
-                    continue
-                group = self._take_group()
-                await self._commit_group(group)
-                group = []
-        finally:
-            # Only reached with batches left if the writer died (a bug, or
-            # cancelled): fail them rather than leave their callers hanging.
-            stopped = StoreError("store writer stopped", retryable=False)
-            for batch in [*group, *self._pending]:
-                if not batch.future.done():
-                    batch.future.set_exception(stopped)
-            self._pending.clear()
-
-    def _take_group(self) -> list[_Batch]:
-        group = [self._pending.popleft()]
-        size = len(group[0].ops)
-        while self._pending and size + len(self._pending[0].ops) <= self._max_group_ops:
-            batch = self._pending.popleft()
-            size += len(batch.ops)
-            group.append(batch)
-        return group
-
-    async def _commit_group(self, group: list[_Batch]) -> None:
-        answers = await self._on_writer(self._writer.commit, [batch.ops for batch in group])
-        for batch, answer in zip(group, answers, strict=True):
-            if batch.future.done():
-                continue
-            if isinstance(answer, StoreError):
-                batch.future.set_exception(answer)
-            else:
-                batch.future.set_result(answer)
+    async def _commit_group(self, group: list[tuple[WriteOp, ...]]) -> GroupAnswers:
+        return await self._on_writer(self._writer.commit, group)
 
     # -- reads -----------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from aophub.access.scopes import Principal
 from aophub.hub.hub import Hub
 from aophub.hub.nodes import NodeGone, NodeHandle
 from aophub.hub.request_checks import check_id
-from aophub.node.runtime import INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY
+from aophub.node.runtime import COMMAND_SCOPES_CAPABILITY, INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY
 from aophub.protocol.codec import core_message, decode_envelope, encode_envelope, pack, payload_name, unpack
 from aophub.protocol.error_mapping import to_protocol_error
 from aophub.protocol.errors import Code, HubError
@@ -51,7 +51,7 @@ OUTBOUND_QUEUE = 1024
 # How long the hub waits to hand a closing frame to a node that stopped reading.
 CLOSE_TIMEOUT = 10.0
 _CORE = protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
-HUB_CAPABILITIES = (INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY)
+HUB_CAPABILITIES = (INTERACTIONS_CAPABILITY, SUBAGENTS_CAPABILITY, COMMAND_SCOPES_CAPABILITY)
 
 
 class WebSocketNodeLink:

@@ -96,9 +96,18 @@ type Command struct {
 	// Usage hint for arguments, e.g. "<title>".
 	Usage string `protobuf:"bytes,3,opt,name=usage,proto3" json:"usage,omitempty"`
 	// Who implements it: "hub" or the node id.
-	Source        string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Source string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	// The scope a caller needs to run the command, beside acting in the
+	// session (e.g. "admin"); empty: none. The node declares it, the hub
+	// refuses the command with PERMISSION_DENIED before forwarding it. A scope
+	// the hub does not know counts as "admin".
+	RequiredScope string `protobuf:"bytes,5,opt,name=required_scope,json=requiredScope,proto3" json:"required_scope,omitempty"`
+	// Forms of the command that need a scope: the first word after the
+	// command (compared case-insensitively) -> that scope, e.g. {"enable":
+	// "admin"} for "/skills enable NAME". Checked as required_scope is.
+	SubcommandScopes map[string]string `protobuf:"bytes,6,rep,name=subcommand_scopes,json=subcommandScopes,proto3" json:"subcommand_scopes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Command) Reset() {
@@ -157,6 +166,20 @@ func (x *Command) GetSource() string {
 		return x.Source
 	}
 	return ""
+}
+
+func (x *Command) GetRequiredScope() string {
+	if x != nil {
+		return x.RequiredScope
+	}
+	return ""
+}
+
+func (x *Command) GetSubcommandScopes() map[string]string {
+	if x != nil {
+		return x.SubcommandScopes
+	}
+	return nil
 }
 
 // CommandCatalog is what a node publishes about its commands: an aop.Event
@@ -718,12 +741,17 @@ var File_aophub_v1_agent_proto protoreflect.FileDescriptor
 
 const file_aophub_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x15aophub/v1/agent.proto\x12\taophub.v1\x1a\x12aop/protocol.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"m\n" +
+	"\x15aophub/v1/agent.proto\x12\taophub.v1\x1a\x12aop/protocol.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb0\x02\n" +
 	"\aCommand\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x14\n" +
 	"\x05usage\x18\x03 \x01(\tR\x05usage\x12\x16\n" +
-	"\x06source\x18\x04 \x01(\tR\x06source\"@\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\x12%\n" +
+	"\x0erequired_scope\x18\x05 \x01(\tR\rrequiredScope\x12U\n" +
+	"\x11subcommand_scopes\x18\x06 \x03(\v2(.aophub.v1.Command.SubcommandScopesEntryR\x10subcommandScopes\x1aC\n" +
+	"\x15SubcommandScopesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"@\n" +
 	"\x0eCommandCatalog\x12.\n" +
 	"\bcommands\x18\x01 \x03(\v2\x12.aophub.v1.CommandR\bcommands\"\xa4\x04\n" +
 	"\x05Agent\x12\x17\n" +
@@ -788,7 +816,7 @@ func file_aophub_v1_agent_proto_rawDescGZIP() []byte {
 }
 
 var file_aophub_v1_agent_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_aophub_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_aophub_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_aophub_v1_agent_proto_goTypes = []any{
 	(LlmPushState)(0),             // 0: aophub.v1.LlmPushState
 	(*Command)(nil),               // 1: aophub.v1.Command
@@ -799,34 +827,36 @@ var file_aophub_v1_agent_proto_goTypes = []any{
 	(*ListAgentsResponse)(nil),    // 6: aophub.v1.ListAgentsResponse
 	(*WatchAgentsRequest)(nil),    // 7: aophub.v1.WatchAgentsRequest
 	(*WatchAgentsResponse)(nil),   // 8: aophub.v1.WatchAgentsResponse
-	(*aop.AgentHello)(nil),        // 9: aop.AgentHello
-	(*aop.AgentStatus)(nil),       // 10: aop.AgentStatus
-	(*aop.AgentStats)(nil),        // 11: aop.AgentStats
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	nil,                           // 9: aophub.v1.Command.SubcommandScopesEntry
+	(*aop.AgentHello)(nil),        // 10: aop.AgentHello
+	(*aop.AgentStatus)(nil),       // 11: aop.AgentStatus
+	(*aop.AgentStats)(nil),        // 12: aop.AgentStats
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
 }
 var file_aophub_v1_agent_proto_depIdxs = []int32{
-	1,  // 0: aophub.v1.CommandCatalog.commands:type_name -> aophub.v1.Command
-	9,  // 1: aophub.v1.Agent.hello:type_name -> aop.AgentHello
-	10, // 2: aophub.v1.Agent.status:type_name -> aop.AgentStatus
-	11, // 3: aophub.v1.Agent.stats:type_name -> aop.AgentStats
-	12, // 4: aophub.v1.Agent.connected_at:type_name -> google.protobuf.Timestamp
-	1,  // 5: aophub.v1.Agent.commands:type_name -> aophub.v1.Command
-	12, // 6: aophub.v1.Agent.last_seen_at:type_name -> google.protobuf.Timestamp
-	4,  // 7: aophub.v1.Agent.llm_push:type_name -> aophub.v1.LlmPush
-	0,  // 8: aophub.v1.LlmPush.state:type_name -> aophub.v1.LlmPushState
-	12, // 9: aophub.v1.LlmPush.pushed_at:type_name -> google.protobuf.Timestamp
-	3,  // 10: aophub.v1.ListAgentsResponse.agents:type_name -> aophub.v1.Agent
-	6,  // 11: aophub.v1.WatchAgentsResponse.snapshot:type_name -> aophub.v1.ListAgentsResponse
-	3,  // 12: aophub.v1.WatchAgentsResponse.changed:type_name -> aophub.v1.Agent
-	5,  // 13: aophub.v1.AgentService.ListAgents:input_type -> aophub.v1.ListAgentsRequest
-	7,  // 14: aophub.v1.AgentService.WatchAgents:input_type -> aophub.v1.WatchAgentsRequest
-	6,  // 15: aophub.v1.AgentService.ListAgents:output_type -> aophub.v1.ListAgentsResponse
-	8,  // 16: aophub.v1.AgentService.WatchAgents:output_type -> aophub.v1.WatchAgentsResponse
-	15, // [15:17] is the sub-list for method output_type
-	13, // [13:15] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	9,  // 0: aophub.v1.Command.subcommand_scopes:type_name -> aophub.v1.Command.SubcommandScopesEntry
+	1,  // 1: aophub.v1.CommandCatalog.commands:type_name -> aophub.v1.Command
+	10, // 2: aophub.v1.Agent.hello:type_name -> aop.AgentHello
+	11, // 3: aophub.v1.Agent.status:type_name -> aop.AgentStatus
+	12, // 4: aophub.v1.Agent.stats:type_name -> aop.AgentStats
+	13, // 5: aophub.v1.Agent.connected_at:type_name -> google.protobuf.Timestamp
+	1,  // 6: aophub.v1.Agent.commands:type_name -> aophub.v1.Command
+	13, // 7: aophub.v1.Agent.last_seen_at:type_name -> google.protobuf.Timestamp
+	4,  // 8: aophub.v1.Agent.llm_push:type_name -> aophub.v1.LlmPush
+	0,  // 9: aophub.v1.LlmPush.state:type_name -> aophub.v1.LlmPushState
+	13, // 10: aophub.v1.LlmPush.pushed_at:type_name -> google.protobuf.Timestamp
+	3,  // 11: aophub.v1.ListAgentsResponse.agents:type_name -> aophub.v1.Agent
+	6,  // 12: aophub.v1.WatchAgentsResponse.snapshot:type_name -> aophub.v1.ListAgentsResponse
+	3,  // 13: aophub.v1.WatchAgentsResponse.changed:type_name -> aophub.v1.Agent
+	5,  // 14: aophub.v1.AgentService.ListAgents:input_type -> aophub.v1.ListAgentsRequest
+	7,  // 15: aophub.v1.AgentService.WatchAgents:input_type -> aophub.v1.WatchAgentsRequest
+	6,  // 16: aophub.v1.AgentService.ListAgents:output_type -> aophub.v1.ListAgentsResponse
+	8,  // 17: aophub.v1.AgentService.WatchAgents:output_type -> aophub.v1.WatchAgentsResponse
+	16, // [16:18] is the sub-list for method output_type
+	14, // [14:16] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_aophub_v1_agent_proto_init() }
@@ -845,7 +875,7 @@ func file_aophub_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_aophub_v1_agent_proto_rawDesc), len(file_aophub_v1_agent_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

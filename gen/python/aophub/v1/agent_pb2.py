@@ -26,7 +26,7 @@ from aop import protocol_pb2 as aop_dot_protocol__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61ophub/v1/agent.proto\x12\taophub.v1\x1a\x12\x61op/protocol.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"m\n\x07\x43ommand\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12\x14\n\x05usage\x18\x03 \x01(\tR\x05usage\x12\x16\n\x06source\x18\x04 \x01(\tR\x06source\"@\n\x0e\x43ommandCatalog\x12.\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x12.aophub.v1.CommandR\x08\x63ommands\"\xa4\x04\n\x05\x41gent\x12\x17\n\x07node_id\x18\x01 \x01(\tR\x06nodeId\x12%\n\x05hello\x18\x02 \x01(\x0b\x32\x0f.aop.AgentHelloR\x05hello\x12(\n\x06status\x18\x03 \x01(\x0b\x32\x10.aop.AgentStatusR\x06status\x12%\n\x05stats\x18\x04 \x01(\x0b\x32\x0f.aop.AgentStatsR\x05stats\x12=\n\x0c\x63onnected_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0b\x63onnectedAt\x12.\n\x08\x63ommands\x18\x06 \x03(\x0b\x32\x12.aophub.v1.CommandR\x08\x63ommands\x12\x12\n\x04\x62usy\x18\x07 \x01(\x08R\x04\x62usy\x12\x16\n\x06online\x18\x08 \x01(\x08R\x06online\x12\x19\n\x08\x62uilt_in\x18\t \x01(\x08R\x07\x62uiltIn\x12#\n\ropen_sessions\x18\n \x01(\rR\x0copenSessions\x12#\n\rrunning_turns\x18\x0b \x01(\rR\x0crunningTurns\x12<\n\x0clast_seen_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nlastSeenAt\x12-\n\x08llm_push\x18\r \x01(\x0b\x32\x12.aophub.v1.LlmPushR\x07llmPush\x12\x1d\n\ntoken_name\x18\x0e \x01(\tR\ttokenName\"\x86\x02\n\x07LlmPush\x12-\n\x05state\x18\x01 \x01(\x0e\x32\x17.aophub.v1.LlmPushStateR\x05state\x12\x1d\n\nprofile_id\x18\x02 \x01(\tR\tprofileId\x12\x1a\n\x08provider\x18\x03 \x01(\tR\x08provider\x12\x14\n\x05model\x18\x04 \x01(\tR\x05model\x12\x14\n\x05\x65rror\x18\x05 \x01(\tR\x05\x65rror\x12\x37\n\tpushed_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08pushedAt\x12,\n\x12\x61pi_key_configured\x18\x07 \x01(\x08R\x10\x61piKeyConfigured\"<\n\x11ListAgentsRequest\x12\'\n\x0finclude_offline\x18\x01 \x01(\x08R\x0eincludeOffline\">\n\x12ListAgentsResponse\x12(\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x10.aophub.v1.AgentR\x06\x61gents\"=\n\x12WatchAgentsRequest\x12\'\n\x0finclude_offline\x18\x01 \x01(\x08R\x0eincludeOffline\"\xb5\x01\n\x13WatchAgentsResponse\x12;\n\x08snapshot\x18\x01 \x01(\x0b\x32\x1d.aophub.v1.ListAgentsResponseH\x00R\x08snapshot\x12,\n\x07\x63hanged\x18\x02 \x01(\x0b\x32\x10.aophub.v1.AgentH\x00R\x07\x63hanged\x12(\n\x0fremoved_node_id\x18\x03 \x01(\tH\x00R\rremovedNodeIdB\t\n\x07message*|\n\x0cLlmPushState\x12\x1e\n\x1aLLM_PUSH_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16LLM_PUSH_STATE_PENDING\x10\x01\x12\x15\n\x11LLM_PUSH_STATE_OK\x10\x02\x12\x19\n\x15LLM_PUSH_STATE_FAILED\x10\x03\x32\xae\x01\n\x0c\x41gentService\x12N\n\nListAgents\x12\x1c.aophub.v1.ListAgentsRequest\x1a\x1d.aophub.v1.ListAgentsResponse\"\x03\x90\x02\x01\x12N\n\x0bWatchAgents\x12\x1d.aophub.v1.WatchAgentsRequest\x1a\x1e.aophub.v1.WatchAgentsResponse0\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15\x61ophub/v1/agent.proto\x12\taophub.v1\x1a\x12\x61op/protocol.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb0\x02\n\x07\x43ommand\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12 \n\x0b\x64\x65scription\x18\x02 \x01(\tR\x0b\x64\x65scription\x12\x14\n\x05usage\x18\x03 \x01(\tR\x05usage\x12\x16\n\x06source\x18\x04 \x01(\tR\x06source\x12%\n\x0erequired_scope\x18\x05 \x01(\tR\rrequiredScope\x12U\n\x11subcommand_scopes\x18\x06 \x03(\x0b\x32(.aophub.v1.Command.SubcommandScopesEntryR\x10subcommandScopes\x1a\x43\n\x15SubcommandScopesEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"@\n\x0e\x43ommandCatalog\x12.\n\x08\x63ommands\x18\x01 \x03(\x0b\x32\x12.aophub.v1.CommandR\x08\x63ommands\"\xa4\x04\n\x05\x41gent\x12\x17\n\x07node_id\x18\x01 \x01(\tR\x06nodeId\x12%\n\x05hello\x18\x02 \x01(\x0b\x32\x0f.aop.AgentHelloR\x05hello\x12(\n\x06status\x18\x03 \x01(\x0b\x32\x10.aop.AgentStatusR\x06status\x12%\n\x05stats\x18\x04 \x01(\x0b\x32\x0f.aop.AgentStatsR\x05stats\x12=\n\x0c\x63onnected_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0b\x63onnectedAt\x12.\n\x08\x63ommands\x18\x06 \x03(\x0b\x32\x12.aophub.v1.CommandR\x08\x63ommands\x12\x12\n\x04\x62usy\x18\x07 \x01(\x08R\x04\x62usy\x12\x16\n\x06online\x18\x08 \x01(\x08R\x06online\x12\x19\n\x08\x62uilt_in\x18\t \x01(\x08R\x07\x62uiltIn\x12#\n\ropen_sessions\x18\n \x01(\rR\x0copenSessions\x12#\n\rrunning_turns\x18\x0b \x01(\rR\x0crunningTurns\x12<\n\x0clast_seen_at\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nlastSeenAt\x12-\n\x08llm_push\x18\r \x01(\x0b\x32\x12.aophub.v1.LlmPushR\x07llmPush\x12\x1d\n\ntoken_name\x18\x0e \x01(\tR\ttokenName\"\x86\x02\n\x07LlmPush\x12-\n\x05state\x18\x01 \x01(\x0e\x32\x17.aophub.v1.LlmPushStateR\x05state\x12\x1d\n\nprofile_id\x18\x02 \x01(\tR\tprofileId\x12\x1a\n\x08provider\x18\x03 \x01(\tR\x08provider\x12\x14\n\x05model\x18\x04 \x01(\tR\x05model\x12\x14\n\x05\x65rror\x18\x05 \x01(\tR\x05\x65rror\x12\x37\n\tpushed_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08pushedAt\x12,\n\x12\x61pi_key_configured\x18\x07 \x01(\x08R\x10\x61piKeyConfigured\"<\n\x11ListAgentsRequest\x12\'\n\x0finclude_offline\x18\x01 \x01(\x08R\x0eincludeOffline\">\n\x12ListAgentsResponse\x12(\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x10.aophub.v1.AgentR\x06\x61gents\"=\n\x12WatchAgentsRequest\x12\'\n\x0finclude_offline\x18\x01 \x01(\x08R\x0eincludeOffline\"\xb5\x01\n\x13WatchAgentsResponse\x12;\n\x08snapshot\x18\x01 \x01(\x0b\x32\x1d.aophub.v1.ListAgentsResponseH\x00R\x08snapshot\x12,\n\x07\x63hanged\x18\x02 \x01(\x0b\x32\x10.aophub.v1.AgentH\x00R\x07\x63hanged\x12(\n\x0fremoved_node_id\x18\x03 \x01(\tH\x00R\rremovedNodeIdB\t\n\x07message*|\n\x0cLlmPushState\x12\x1e\n\x1aLLM_PUSH_STATE_UNSPECIFIED\x10\x00\x12\x1a\n\x16LLM_PUSH_STATE_PENDING\x10\x01\x12\x15\n\x11LLM_PUSH_STATE_OK\x10\x02\x12\x19\n\x15LLM_PUSH_STATE_FAILED\x10\x03\x32\xae\x01\n\x0c\x41gentService\x12N\n\nListAgents\x12\x1c.aophub.v1.ListAgentsRequest\x1a\x1d.aophub.v1.ListAgentsResponse\"\x03\x90\x02\x01\x12N\n\x0bWatchAgents\x12\x1d.aophub.v1.WatchAgentsRequest\x1a\x1e.aophub.v1.WatchAgentsResponse0\x01\x42I\n\x11\x64\x65v.aophub.api.v1P\x01Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,26 +34,30 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'aophub.v1.agent_pb2', _glob
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\021dev.aophub.api.v1P\001Z2github.com/aophub/aophub/gen/go/aophub/v1;aophubv1'
+  _globals['_COMMAND_SUBCOMMANDSCOPESENTRY']._loaded_options = None
+  _globals['_COMMAND_SUBCOMMANDSCOPESENTRY']._serialized_options = b'8\001'
   _globals['_AGENTSERVICE'].methods_by_name['ListAgents']._loaded_options = None
   _globals['_AGENTSERVICE'].methods_by_name['ListAgents']._serialized_options = b'\220\002\001'
-  _globals['_LLMPUSHSTATE']._serialized_start=1455
-  _globals['_LLMPUSHSTATE']._serialized_end=1579
-  _globals['_COMMAND']._serialized_start=89
-  _globals['_COMMAND']._serialized_end=198
-  _globals['_COMMANDCATALOG']._serialized_start=200
-  _globals['_COMMANDCATALOG']._serialized_end=264
-  _globals['_AGENT']._serialized_start=267
-  _globals['_AGENT']._serialized_end=815
-  _globals['_LLMPUSH']._serialized_start=818
-  _globals['_LLMPUSH']._serialized_end=1080
-  _globals['_LISTAGENTSREQUEST']._serialized_start=1082
-  _globals['_LISTAGENTSREQUEST']._serialized_end=1142
-  _globals['_LISTAGENTSRESPONSE']._serialized_start=1144
-  _globals['_LISTAGENTSRESPONSE']._serialized_end=1206
-  _globals['_WATCHAGENTSREQUEST']._serialized_start=1208
-  _globals['_WATCHAGENTSREQUEST']._serialized_end=1269
-  _globals['_WATCHAGENTSRESPONSE']._serialized_start=1272
-  _globals['_WATCHAGENTSRESPONSE']._serialized_end=1453
-  _globals['_AGENTSERVICE']._serialized_start=1582
-  _globals['_AGENTSERVICE']._serialized_end=1756
+  _globals['_LLMPUSHSTATE']._serialized_start=1651
+  _globals['_LLMPUSHSTATE']._serialized_end=1775
+  _globals['_COMMAND']._serialized_start=90
+  _globals['_COMMAND']._serialized_end=394
+  _globals['_COMMAND_SUBCOMMANDSCOPESENTRY']._serialized_start=327
+  _globals['_COMMAND_SUBCOMMANDSCOPESENTRY']._serialized_end=394
+  _globals['_COMMANDCATALOG']._serialized_start=396
+  _globals['_COMMANDCATALOG']._serialized_end=460
+  _globals['_AGENT']._serialized_start=463
+  _globals['_AGENT']._serialized_end=1011
+  _globals['_LLMPUSH']._serialized_start=1014
+  _globals['_LLMPUSH']._serialized_end=1276
+  _globals['_LISTAGENTSREQUEST']._serialized_start=1278
+  _globals['_LISTAGENTSREQUEST']._serialized_end=1338
+  _globals['_LISTAGENTSRESPONSE']._serialized_start=1340
+  _globals['_LISTAGENTSRESPONSE']._serialized_end=1402
+  _globals['_WATCHAGENTSREQUEST']._serialized_start=1404
+  _globals['_WATCHAGENTSREQUEST']._serialized_end=1465
+  _globals['_WATCHAGENTSRESPONSE']._serialized_start=1468
+  _globals['_WATCHAGENTSRESPONSE']._serialized_end=1649
+  _globals['_AGENTSERVICE']._serialized_start=1778
+  _globals['_AGENTSERVICE']._serialized_end=1952
 # @@protoc_insertion_point(module_scope)

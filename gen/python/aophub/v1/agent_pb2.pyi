@@ -23,16 +23,27 @@ LLM_PUSH_STATE_OK: LlmPushState
 LLM_PUSH_STATE_FAILED: LlmPushState
 
 class Command(_message.Message):
-    __slots__ = ("name", "description", "usage", "source")
+    __slots__ = ("name", "description", "usage", "source", "required_scope", "subcommand_scopes")
+    class SubcommandScopesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
+    REQUIRED_SCOPE_FIELD_NUMBER: _ClassVar[int]
+    SUBCOMMAND_SCOPES_FIELD_NUMBER: _ClassVar[int]
     name: str
     description: str
     usage: str
     source: str
-    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., usage: _Optional[str] = ..., source: _Optional[str] = ...) -> None: ...
+    required_scope: str
+    subcommand_scopes: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., usage: _Optional[str] = ..., source: _Optional[str] = ..., required_scope: _Optional[str] = ..., subcommand_scopes: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class CommandCatalog(_message.Message):
     __slots__ = ("commands",)

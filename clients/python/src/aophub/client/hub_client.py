@@ -67,7 +67,7 @@ from .messages import (
     user_text,
 )
 from .terminal import BUFFER_BYTES, Terminal
-from .watch import Watcher, WatchItem, _Watch
+from .watch import WATCH_BUFFER_BYTES, Watcher, WatchItem, _Watch
 from .workspace import ExecRun, workspace_call
 
 __all__ = [
@@ -327,7 +327,7 @@ class HubClient:
                 call.generation = self._generation
                 await self._write(call.frame)
         for watch_id, watch in list(self._state.watches.items()):
-            if watch.generation != self._generation:
+            if watch.generation != self._generation and not watch.paused:
                 await self._write(self._resubscribe(watch_id, watch))
         for stream in list(self._state.streams.values()):
             await stream.reconnected()
@@ -760,7 +760,7 @@ class HubClient:
 
     # -- watches --------------------------------------------------------------------------------
 
-    def watch(self, session_id: str, after_cursor: str = "") -> Watcher:
+    def watch(self, session_id: str, after_cursor: str = "", *, buffer_bytes: int = WATCH_BUFFER_BYTES) -> Watcher:
         """Watch the session's events after ``after_cursor`` ("" = from the beginning).
 
         Iterate the result (``async for item in hub.watch(...)``), or ``async with`` it, or
@@ -770,8 +770,12 @@ class HubClient:
         nothing missed and nothing twice (deltas sent while disconnected are lost; the complete
         message that follows carries the whole text). It ends with :class:`HubClientError` when
         the hub refuses it (``NOT_FOUND``, ``RESOURCE_EXHAUSTED`` over ``--max-watches``).
+
+        ``buffer_bytes`` (default 4 MiB) bounds the events received and not yet read: past it the
+        watch pauses on the hub until the reader has read them, then resumes from its cursor, and
+        loses no persisted event (see :mod:`aophub.client.watch`). ``ValueError`` unless positive.
         """
-        return Watcher(self, _Watch(session_id, after_cursor))
+        return Watcher(self, _Watch(session_id, after_cursor, buffer_bytes))
 
     def _subscribe_frame(self, watch: _Watch) -> bytes | None:
         """Register ``watch``; the watch request to send now (None: the next connection's resume sends it)."""
@@ -805,8 +809,10 @@ class HubClient:
             await self._write(self._frame(new_id(), pack(protocol_pb2.ProtocolMessage(cancel_operation=cancel))))
 
     def _deliver(self, envelope: envelope_pb2.Envelope, watch: _Watch) -> None:
-        """Queue one frame of a watch for its reader; never waits for the reader."""
-        if envelope.payload.type_url != CORE_TYPE_URL:
+        """Queue one frame of a watch for its reader; never waits for the reader.
+
+        A paused watch drops what still comes for its cancelled subscription (it is replayed)."""
+        if envelope.payload.type_url != CORE_TYPE_URL or watch.paused:
             return
         message = protocol_pb2.ProtocolMessage()
         try:
@@ -819,11 +825,31 @@ class HubClient:
             self._watch_failed(watch, HubClientError(error.code, error.message, retryable=error.retryable))
         elif kind == "event":
             cursor = envelope.delivery_cursor
+            if cursor and cursor == watch.cursor:
+                return  # already delivered (a replay that overlapped): never twice
+            if not watch.push(WatchItem(cursor, message.event), len(envelope.payload.value)):
+                self._pause(watch)
+                return
             if cursor:
-                if cursor == watch.cursor:
-                    return  # already delivered (a replay that overlapped): never twice
                 watch.cursor = cursor
-            watch.push(WatchItem(cursor, message.event))
+
+    def _pause(self, watch: _Watch) -> None:
+        """The reader is behind: cancel the subscription until it has read what the watch holds."""
+        watch.paused = True
+        if watch.generation == self._generation:
+            cancel = protocol_pb2.CancelOperation(target_id=watch.id, reason="reader behind")
+            frame = self._frame(new_id(), pack(protocol_pb2.ProtocolMessage(cancel_operation=cancel)))
+            watch.cancelling = asyncio.get_running_loop().create_task(self._write(frame))
+        watch.generation = 0  # no live subscription: _unpause, or the next connection's resume, sends one
+
+    async def _unpause(self, watch: _Watch) -> None:
+        """The reader has read what ``watch`` held: watch again after its cursor (if it still runs)."""
+        watch.paused = False
+        if watch.cancelling is not None:
+            await watch.cancelling  # the cancel goes out first (the hub may refuse a watch over its bound)
+            watch.cancelling = None
+        if self._state.watches.get(watch.id) is watch and self._connected.is_set():
+            await self._write(self._resubscribe(watch.id, watch))
 
     def _watch_failed(self, watch: _Watch, error: HubClientError) -> None:
         """End ``watch`` on a refusal; watch again after a backoff when the hub says it is temporary."""
@@ -836,7 +862,12 @@ class HubClient:
 
         async def retry() -> None:
             await asyncio.sleep(jitter(self.reconnect_min))
-            if self._state.watches.get(subscription) is watch and watch.generation == 0 and self._connected.is_set():
+            if (
+                self._state.watches.get(subscription) is watch
+                and watch.generation == 0
+                and not watch.paused
+                and self._connected.is_set()
+            ):
                 await self._write(self._resubscribe(subscription, watch))
 
         watch.retry = asyncio.get_running_loop().create_task(retry())

@@ -1,4 +1,14 @@
-"""A running watch of one session's events: :class:`Watcher`, yielding :class:`WatchItem`."""
+"""A running watch of one session's events: :class:`Watcher`, yielding :class:`WatchItem`.
+
+Events received and not yet read are bounded (``buffer_bytes``, :data:`WATCH_BUFFER_BYTES` by
+default, counted as the bytes of the events as received): an event that would take the buffer past
+it is not queued; the client cancels the watch on the hub instead and drops what still comes for
+it, and once the reader has read everything queued it watches again after the last persisted
+event it queued. The hub replays from there, so a reader that falls behind holds at most the bound
+(or one event, when a single one is larger) and still gets every persisted event, once and in
+order. Deltas sent while the watch was paused are lost, as during a disconnect: they are live only,
+and the complete message that follows carries the whole text.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +24,10 @@ from aop import event_pb2
 if TYPE_CHECKING:
     from .hub_client import HubClient
 
-__all__ = ["WatchItem", "Watcher"]
+__all__ = ["WATCH_BUFFER_BYTES", "WatchItem", "Watcher"]
+
+# Events a watch keeps for its reader before it pauses (cancels) until the reader has read them.
+WATCH_BUFFER_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -29,19 +42,31 @@ class WatchItem:
 class _Watch:
     """One watch's state, shared by the client's reader (which pushes) and the :class:`Watcher` (which pops)."""
 
-    def __init__(self, session_id: str, after_cursor: str) -> None:
+    def __init__(self, session_id: str, after_cursor: str, buffer_bytes: int = WATCH_BUFFER_BYTES) -> None:
+        if buffer_bytes <= 0:
+            raise ValueError(f"buffer_bytes must be positive, not {buffer_bytes}")
         self.session_id = session_id
-        self.cursor = after_cursor  # the last persisted cursor delivered: where a resumed watch starts
+        self.cursor = after_cursor  # the last persisted cursor queued: where a resumed watch starts
         self.id = ""  # the envelope id of the current subscription
         self.generation = 0  # the connection the current subscription was sent on
         self.retry: asyncio.Task[None] | None = None
-        self._items: deque[WatchItem] = deque()  # received, not yet read: the reader never waits
+        self.cancelling: asyncio.Task[None] | None = None  # the cancel of a paused subscription, being sent
+        self.buffer_bytes = buffer_bytes
+        self.buffered = 0  # bytes of the events queued and not yet read
+        self.paused = False  # cancelled on the hub because the reader fell behind; watches again once it has read
+        self._items: deque[tuple[WatchItem, int]] = deque()  # received, not yet read: the reader never waits
         self._ready = asyncio.Event()
         self._error: BaseException | None = None
 
-    def push(self, item: WatchItem) -> None:
-        self._items.append(item)
+    def push(self, item: WatchItem, size: int) -> bool:
+        """Queue ``item`` (``size`` bytes as received) unless that takes the buffer past its bound and
+        the buffer holds something already; False: not queued, the watch must pause."""
+        if self.buffered and self.buffered + size > self.buffer_bytes:
+            return False
+        self._items.append((item, size))
+        self.buffered += size
         self._ready.set()
+        return True
 
     def end(self, error: BaseException) -> None:
         if self._error is None:
@@ -57,7 +82,9 @@ class _Watch:
                 raise self._error
             self._ready.clear()
             await self._ready.wait()
-        return self._items.popleft()
+        item, size = self._items.popleft()
+        self.buffered -= size
+        return item
 
 
 class Watcher:
@@ -87,8 +114,13 @@ class Watcher:
 
     @property
     def cursor(self) -> str:
-        """The cursor of the last persisted event delivered (or the one it started after): where to resume."""
+        """The cursor of the last persisted event received (or the one it started after): where to resume."""
         return self._watch.cursor
+
+    @property
+    def buffered(self) -> int:
+        """Bytes of the events received and not yet read (at most ``buffer_bytes``, or one larger event)."""
+        return self._watch.buffered
 
     async def start(self) -> Self:
         """Start the watch on the hub (once); anything sent after this returns is seen whole."""
@@ -107,7 +139,10 @@ class Watcher:
         if self._stopped:
             raise StopAsyncIteration
         await self.start()
-        return await self._watch.pop()
+        item = await self._watch.pop()
+        if self._watch.paused and not self._watch.buffered:
+            await self._client._unpause(self._watch)  # read all it held: watch again from its cursor
+        return item
 
     async def __aenter__(self) -> Self:
         return await self.start()

@@ -32,6 +32,11 @@ public final class AgentOuterClass extends com.google.protobuf.GeneratedFile {
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_aophub_v1_Command_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_aophub_v1_Command_SubcommandScopesEntry_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_aophub_v1_Command_SubcommandScopesEntry_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_aophub_v1_CommandCatalog_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -77,50 +82,55 @@ public final class AgentOuterClass extends com.google.protobuf.GeneratedFile {
     java.lang.String[] descriptorData = {
       "\n\025aophub/v1/agent.proto\022\taophub.v1\032\022aop/" +
       "protocol.proto\032\037google/protobuf/timestam" +
-      "p.proto\"m\n\007Command\022\022\n\004name\030\001 \001(\tR\004name\022 " +
-      "\n\013description\030\002 \001(\tR\013description\022\024\n\005usag" +
-      "e\030\003 \001(\tR\005usage\022\026\n\006source\030\004 \001(\tR\006source\"@" +
-      "\n\016CommandCatalog\022.\n\010commands\030\001 \003(\0132\022.aop" +
-      "hub.v1.CommandR\010commands\"\244\004\n\005Agent\022\027\n\007no" +
-      "de_id\030\001 \001(\tR\006nodeId\022%\n\005hello\030\002 \001(\0132\017.aop" +
-      ".AgentHelloR\005hello\022(\n\006status\030\003 \001(\0132\020.aop" +
-      ".AgentStatusR\006status\022%\n\005stats\030\004 \001(\0132\017.ao" +
-      "p.AgentStatsR\005stats\022=\n\014connected_at\030\005 \001(" +
-      "\0132\032.google.protobuf.TimestampR\013connected" +
-      "At\022.\n\010commands\030\006 \003(\0132\022.aophub.v1.Command" +
-      "R\010commands\022\022\n\004busy\030\007 \001(\010R\004busy\022\026\n\006online" +
-      "\030\010 \001(\010R\006online\022\031\n\010built_in\030\t \001(\010R\007builtI" +
-      "n\022#\n\ropen_sessions\030\n \001(\rR\014openSessions\022#" +
-      "\n\rrunning_turns\030\013 \001(\rR\014runningTurns\022<\n\014l" +
-      "ast_seen_at\030\014 \001(\0132\032.google.protobuf.Time" +
-      "stampR\nlastSeenAt\022-\n\010llm_push\030\r \001(\0132\022.ao" +
-      "phub.v1.LlmPushR\007llmPush\022\035\n\ntoken_name\030\016" +
-      " \001(\tR\ttokenName\"\206\002\n\007LlmPush\022-\n\005state\030\001 \001" +
-      "(\0162\027.aophub.v1.LlmPushStateR\005state\022\035\n\npr" +
-      "ofile_id\030\002 \001(\tR\tprofileId\022\032\n\010provider\030\003 " +
-      "\001(\tR\010provider\022\024\n\005model\030\004 \001(\tR\005model\022\024\n\005e" +
-      "rror\030\005 \001(\tR\005error\0227\n\tpushed_at\030\006 \001(\0132\032.g" +
-      "oogle.protobuf.TimestampR\010pushedAt\022,\n\022ap" +
-      "i_key_configured\030\007 \001(\010R\020apiKeyConfigured" +
-      "\"<\n\021ListAgentsRequest\022\'\n\017include_offline" +
-      "\030\001 \001(\010R\016includeOffline\">\n\022ListAgentsResp" +
-      "onse\022(\n\006agents\030\001 \003(\0132\020.aophub.v1.AgentR\006" +
-      "agents\"=\n\022WatchAgentsRequest\022\'\n\017include_" +
-      "offline\030\001 \001(\010R\016includeOffline\"\265\001\n\023WatchA" +
-      "gentsResponse\022;\n\010snapshot\030\001 \001(\0132\035.aophub" +
-      ".v1.ListAgentsResponseH\000R\010snapshot\022,\n\007ch" +
-      "anged\030\002 \001(\0132\020.aophub.v1.AgentH\000R\007changed" +
-      "\022(\n\017removed_node_id\030\003 \001(\tH\000R\rremovedNode" +
-      "IdB\t\n\007message*|\n\014LlmPushState\022\036\n\032LLM_PUS" +
-      "H_STATE_UNSPECIFIED\020\000\022\032\n\026LLM_PUSH_STATE_" +
-      "PENDING\020\001\022\025\n\021LLM_PUSH_STATE_OK\020\002\022\031\n\025LLM_" +
-      "PUSH_STATE_FAILED\020\0032\256\001\n\014AgentService\022N\n\n" +
-      "ListAgents\022\034.aophub.v1.ListAgentsRequest" +
-      "\032\035.aophub.v1.ListAgentsResponse\"\003\220\002\001\022N\n\013" +
-      "WatchAgents\022\035.aophub.v1.WatchAgentsReque" +
-      "st\032\036.aophub.v1.WatchAgentsResponse0\001BI\n\021" +
-      "dev.aophub.api.v1P\001Z2github.com/aophub/a" +
-      "ophub/gen/go/aophub/v1;aophubv1b\006proto3"
+      "p.proto\"\260\002\n\007Command\022\022\n\004name\030\001 \001(\tR\004name\022" +
+      " \n\013description\030\002 \001(\tR\013description\022\024\n\005usa" +
+      "ge\030\003 \001(\tR\005usage\022\026\n\006source\030\004 \001(\tR\006source\022" +
+      "%\n\016required_scope\030\005 \001(\tR\rrequiredScope\022U" +
+      "\n\021subcommand_scopes\030\006 \003(\0132(.aophub.v1.Co" +
+      "mmand.SubcommandScopesEntryR\020subcommandS" +
+      "copes\032C\n\025SubcommandScopesEntry\022\020\n\003key\030\001 " +
+      "\001(\tR\003key\022\024\n\005value\030\002 \001(\tR\005value:\0028\001\"@\n\016Co" +
+      "mmandCatalog\022.\n\010commands\030\001 \003(\0132\022.aophub." +
+      "v1.CommandR\010commands\"\244\004\n\005Agent\022\027\n\007node_i" +
+      "d\030\001 \001(\tR\006nodeId\022%\n\005hello\030\002 \001(\0132\017.aop.Age" +
+      "ntHelloR\005hello\022(\n\006status\030\003 \001(\0132\020.aop.Age" +
+      "ntStatusR\006status\022%\n\005stats\030\004 \001(\0132\017.aop.Ag" +
+      "entStatsR\005stats\022=\n\014connected_at\030\005 \001(\0132\032." +
+      "google.protobuf.TimestampR\013connectedAt\022." +
+      "\n\010commands\030\006 \003(\0132\022.aophub.v1.CommandR\010co" +
+      "mmands\022\022\n\004busy\030\007 \001(\010R\004busy\022\026\n\006online\030\010 \001" +
+      "(\010R\006online\022\031\n\010built_in\030\t \001(\010R\007builtIn\022#\n" +
+      "\ropen_sessions\030\n \001(\rR\014openSessions\022#\n\rru" +
+      "nning_turns\030\013 \001(\rR\014runningTurns\022<\n\014last_" +
+      "seen_at\030\014 \001(\0132\032.google.protobuf.Timestam" +
+      "pR\nlastSeenAt\022-\n\010llm_push\030\r \001(\0132\022.aophub" +
+      ".v1.LlmPushR\007llmPush\022\035\n\ntoken_name\030\016 \001(\t" +
+      "R\ttokenName\"\206\002\n\007LlmPush\022-\n\005state\030\001 \001(\0162\027" +
+      ".aophub.v1.LlmPushStateR\005state\022\035\n\nprofil" +
+      "e_id\030\002 \001(\tR\tprofileId\022\032\n\010provider\030\003 \001(\tR" +
+      "\010provider\022\024\n\005model\030\004 \001(\tR\005model\022\024\n\005error" +
+      "\030\005 \001(\tR\005error\0227\n\tpushed_at\030\006 \001(\0132\032.googl" +
+      "e.protobuf.TimestampR\010pushedAt\022,\n\022api_ke" +
+      "y_configured\030\007 \001(\010R\020apiKeyConfigured\"<\n\021" +
+      "ListAgentsRequest\022\'\n\017include_offline\030\001 \001" +
+      "(\010R\016includeOffline\">\n\022ListAgentsResponse" +
+      "\022(\n\006agents\030\001 \003(\0132\020.aophub.v1.AgentR\006agen" +
+      "ts\"=\n\022WatchAgentsRequest\022\'\n\017include_offl" +
+      "ine\030\001 \001(\010R\016includeOffline\"\265\001\n\023WatchAgent" +
+      "sResponse\022;\n\010snapshot\030\001 \001(\0132\035.aophub.v1." +
+      "ListAgentsResponseH\000R\010snapshot\022,\n\007change" +
+      "d\030\002 \001(\0132\020.aophub.v1.AgentH\000R\007changed\022(\n\017" +
+      "removed_node_id\030\003 \001(\tH\000R\rremovedNodeIdB\t" +
+      "\n\007message*|\n\014LlmPushState\022\036\n\032LLM_PUSH_ST" +
+      "ATE_UNSPECIFIED\020\000\022\032\n\026LLM_PUSH_STATE_PEND" +
+      "ING\020\001\022\025\n\021LLM_PUSH_STATE_OK\020\002\022\031\n\025LLM_PUSH" +
+      "_STATE_FAILED\020\0032\256\001\n\014AgentService\022N\n\nList" +
+      "Agents\022\034.aophub.v1.ListAgentsRequest\032\035.a" +
+      "ophub.v1.ListAgentsResponse\"\003\220\002\001\022N\n\013Watc" +
+      "hAgents\022\035.aophub.v1.WatchAgentsRequest\032\036" +
+      ".aophub.v1.WatchAgentsResponse0\001BI\n\021dev." +
+      "aophub.api.v1P\001Z2github.com/aophub/aophu" +
+      "b/gen/go/aophub/v1;aophubv1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -133,7 +143,13 @@ public final class AgentOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_aophub_v1_Command_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_aophub_v1_Command_descriptor,
-        new java.lang.String[] { "Name", "Description", "Usage", "Source", });
+        new java.lang.String[] { "Name", "Description", "Usage", "Source", "RequiredScope", "SubcommandScopes", });
+    internal_static_aophub_v1_Command_SubcommandScopesEntry_descriptor =
+      internal_static_aophub_v1_Command_descriptor.getNestedType(0);
+    internal_static_aophub_v1_Command_SubcommandScopesEntry_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_aophub_v1_Command_SubcommandScopesEntry_descriptor,
+        new java.lang.String[] { "Key", "Value", });
     internal_static_aophub_v1_CommandCatalog_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_aophub_v1_CommandCatalog_fieldAccessorTable = new

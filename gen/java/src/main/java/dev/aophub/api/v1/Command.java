@@ -36,6 +36,7 @@ private static final long serialVersionUID = 0L;
     description_ = "";
     usage_ = "";
     source_ = "";
+    requiredScope_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -48,6 +49,18 @@ private static final long serialVersionUID = 0L;
     return dev.aophub.api.v1.AgentOuterClass.internal_static_aophub_v1_Command_descriptor;
   }
 
+  @SuppressWarnings({"rawtypes"})
+  @java.lang.Override
+  protected com.google.protobuf.MapFieldReflectionAccessor internalGetMapFieldReflection(
+      int number) {
+    switch (number) {
+      case 6:
+        return internalGetSubcommandScopes();
+      default:
+        throw new RuntimeException(
+            "Invalid map field number: " + number);
+    }
+  }
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
@@ -246,6 +259,162 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int REQUIRED_SCOPE_FIELD_NUMBER = 5;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object requiredScope_ = "";
+  /**
+   * <pre>
+   * The scope a caller needs to run the command, beside acting in the
+   * session (e.g. "admin"); empty: none. The node declares it, the hub
+   * refuses the command with PERMISSION_DENIED before forwarding it. A scope
+   * the hub does not know counts as "admin".
+   * </pre>
+   *
+   * <code>string required_scope = 5 [json_name = "requiredScope"];</code>
+   * @return The requiredScope.
+   */
+  @java.lang.Override
+  public java.lang.String getRequiredScope() {
+    java.lang.Object ref = requiredScope_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      requiredScope_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * The scope a caller needs to run the command, beside acting in the
+   * session (e.g. "admin"); empty: none. The node declares it, the hub
+   * refuses the command with PERMISSION_DENIED before forwarding it. A scope
+   * the hub does not know counts as "admin".
+   * </pre>
+   *
+   * <code>string required_scope = 5 [json_name = "requiredScope"];</code>
+   * @return The bytes for requiredScope.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getRequiredScopeBytes() {
+    java.lang.Object ref = requiredScope_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      requiredScope_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int SUBCOMMAND_SCOPES_FIELD_NUMBER = 6;
+  private static final class SubcommandScopesDefaultEntryHolder {
+    static final com.google.protobuf.MapEntry<
+        java.lang.String, java.lang.String> defaultEntry =
+            com.google.protobuf.MapEntry
+            .<java.lang.String, java.lang.String>newDefaultInstance(
+                dev.aophub.api.v1.AgentOuterClass.internal_static_aophub_v1_Command_SubcommandScopesEntry_descriptor, 
+                com.google.protobuf.WireFormat.FieldType.STRING,
+                "",
+                com.google.protobuf.WireFormat.FieldType.STRING,
+                "");
+  }
+  @SuppressWarnings("serial")
+  private com.google.protobuf.MapField<
+      java.lang.String, java.lang.String> subcommandScopes_;
+  private com.google.protobuf.MapField<java.lang.String, java.lang.String>
+  internalGetSubcommandScopes() {
+    if (subcommandScopes_ == null) {
+      return com.google.protobuf.MapField.emptyMapField(
+          SubcommandScopesDefaultEntryHolder.defaultEntry);
+    }
+    return subcommandScopes_;
+  }
+  public int getSubcommandScopesCount() {
+    return internalGetSubcommandScopes().getMap().size();
+  }
+  /**
+   * <pre>
+   * Forms of the command that need a scope: the first word after the
+   * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+   * "admin"} for "/skills enable NAME". Checked as required_scope is.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+   */
+  @java.lang.Override
+  public boolean containsSubcommandScopes(
+      java.lang.String key) {
+    java.util.Objects.requireNonNull(key, "map key");
+    return internalGetSubcommandScopes().getMap().containsKey(key);
+  }
+  /**
+   * Use {@link #getSubcommandScopesMap()} instead.
+   */
+  @java.lang.Override
+  @java.lang.Deprecated
+  public java.util.Map<java.lang.String, java.lang.String> getSubcommandScopes() {
+    return getSubcommandScopesMap();
+  }
+  /**
+   * <pre>
+   * Forms of the command that need a scope: the first word after the
+   * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+   * "admin"} for "/skills enable NAME". Checked as required_scope is.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+   */
+  @java.lang.Override
+  public java.util.Map<java.lang.String, java.lang.String> getSubcommandScopesMap() {
+    return internalGetSubcommandScopes().getMap();
+  }
+  /**
+   * <pre>
+   * Forms of the command that need a scope: the first word after the
+   * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+   * "admin"} for "/skills enable NAME". Checked as required_scope is.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+   */
+  @java.lang.Override
+  public /* nullable */
+java.lang.String getSubcommandScopesOrDefault(
+      java.lang.String key,
+      /* nullable */
+java.lang.String defaultValue) {
+    java.util.Objects.requireNonNull(key, "map key");
+    java.util.Map<java.lang.String, java.lang.String> map =
+        internalGetSubcommandScopes().getMap();
+    return map.containsKey(key) ? map.get(key) : defaultValue;
+  }
+  /**
+   * <pre>
+   * Forms of the command that need a scope: the first word after the
+   * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+   * "admin"} for "/skills enable NAME". Checked as required_scope is.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+   */
+  @java.lang.Override
+  public java.lang.String getSubcommandScopesOrThrow(
+      java.lang.String key) {
+    java.util.Objects.requireNonNull(key, "map key");
+    java.util.Map<java.lang.String, java.lang.String> map =
+        internalGetSubcommandScopes().getMap();
+    if (!map.containsKey(key)) {
+      throw new java.lang.IllegalArgumentException();
+    }
+    return map.get(key);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -272,6 +441,15 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(source_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 4, source_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(requiredScope_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 5, requiredScope_);
+    }
+    com.google.protobuf.GeneratedMessage
+      .serializeStringMapTo(
+        output,
+        internalGetSubcommandScopes(),
+        SubcommandScopesDefaultEntryHolder.defaultEntry,
+        6);
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -287,6 +465,19 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(source_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(4, source_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(requiredScope_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(5, requiredScope_);
+    }
+    for (java.util.Map.Entry<java.lang.String, java.lang.String> entry
+         : internalGetSubcommandScopes().getMap().entrySet()) {
+      com.google.protobuf.MapEntry<java.lang.String, java.lang.String>
+      subcommandScopes__ = SubcommandScopesDefaultEntryHolder.defaultEntry.newBuilderForType()
+          .setKey(entry.getKey())
+          .setValue(entry.getValue())
+          .buildPartial();
+      size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(6, subcommandScopes__);
     }
     return size;
   }
@@ -320,6 +511,10 @@ private static final long serialVersionUID = 0L;
         .equals(other.getUsage())) return false;
     if (!getSource()
         .equals(other.getSource())) return false;
+    if (!getRequiredScope()
+        .equals(other.getRequiredScope())) return false;
+    if (!internalGetSubcommandScopes().equals(
+        other.internalGetSubcommandScopes())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -339,6 +534,12 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getUsage().hashCode();
     hash = (37 * hash) + SOURCE_FIELD_NUMBER;
     hash = (53 * hash) + getSource().hashCode();
+    hash = (37 * hash) + REQUIRED_SCOPE_FIELD_NUMBER;
+    hash = (53 * hash) + getRequiredScope().hashCode();
+    if (!internalGetSubcommandScopes().getMap().isEmpty()) {
+      hash = (37 * hash) + SUBCOMMAND_SCOPES_FIELD_NUMBER;
+      hash = (53 * hash) + internalGetSubcommandScopes().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -452,6 +653,28 @@ private static final long serialVersionUID = 0L;
       return dev.aophub.api.v1.AgentOuterClass.internal_static_aophub_v1_Command_descriptor;
     }
 
+    @SuppressWarnings({"rawtypes"})
+    protected com.google.protobuf.MapFieldReflectionAccessor internalGetMapFieldReflection(
+        int number) {
+      switch (number) {
+        case 6:
+          return internalGetSubcommandScopes();
+        default:
+          throw new RuntimeException(
+              "Invalid map field number: " + number);
+      }
+    }
+    @SuppressWarnings({"rawtypes"})
+    protected com.google.protobuf.MapFieldReflectionAccessor internalGetMutableMapFieldReflection(
+        int number) {
+      switch (number) {
+        case 6:
+          return internalGetMutableSubcommandScopes();
+        default:
+          throw new RuntimeException(
+              "Invalid map field number: " + number);
+      }
+    }
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
@@ -478,6 +701,8 @@ private static final long serialVersionUID = 0L;
       description_ = "";
       usage_ = "";
       source_ = "";
+      requiredScope_ = "";
+      internalGetMutableSubcommandScopes().clear();
       return this;
     }
 
@@ -523,6 +748,13 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.source_ = source_;
       }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.requiredScope_ = requiredScope_;
+      }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.subcommandScopes_ = internalGetSubcommandScopes();
+        result.subcommandScopes_.makeImmutable();
+      }
     }
 
     @java.lang.Override
@@ -557,6 +789,14 @@ private static final long serialVersionUID = 0L;
         bitField0_ |= 0x00000008;
         onChanged();
       }
+      if (!other.getRequiredScope().isEmpty()) {
+        requiredScope_ = other.requiredScope_;
+        bitField0_ |= 0x00000010;
+        onChanged();
+      }
+      internalGetMutableSubcommandScopes().mergeFrom(
+          other.internalGetSubcommandScopes());
+      bitField0_ |= 0x00000020;
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -601,6 +841,20 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 34
+            case 42: {
+              requiredScope_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
+            case 50: {
+              com.google.protobuf.MapEntry<java.lang.String, java.lang.String>
+              subcommandScopes__ = input.readMessage(
+                  SubcommandScopesDefaultEntryHolder.defaultEntry.getParserForType(), extensionRegistry);
+              internalGetMutableSubcommandScopes().getMutableMap().put(
+                  subcommandScopes__.getKey(), subcommandScopes__.getValue());
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 50
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -988,6 +1242,282 @@ private static final long serialVersionUID = 0L;
       source_ = value;
       bitField0_ |= 0x00000008;
       onChanged();
+      return this;
+    }
+
+    private java.lang.Object requiredScope_ = "";
+    /**
+     * <pre>
+     * The scope a caller needs to run the command, beside acting in the
+     * session (e.g. "admin"); empty: none. The node declares it, the hub
+     * refuses the command with PERMISSION_DENIED before forwarding it. A scope
+     * the hub does not know counts as "admin".
+     * </pre>
+     *
+     * <code>string required_scope = 5 [json_name = "requiredScope"];</code>
+     * @return The requiredScope.
+     */
+    public java.lang.String getRequiredScope() {
+      java.lang.Object ref = requiredScope_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        requiredScope_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The scope a caller needs to run the command, beside acting in the
+     * session (e.g. "admin"); empty: none. The node declares it, the hub
+     * refuses the command with PERMISSION_DENIED before forwarding it. A scope
+     * the hub does not know counts as "admin".
+     * </pre>
+     *
+     * <code>string required_scope = 5 [json_name = "requiredScope"];</code>
+     * @return The bytes for requiredScope.
+     */
+    public com.google.protobuf.ByteString
+        getRequiredScopeBytes() {
+      java.lang.Object ref = requiredScope_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        requiredScope_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * The scope a caller needs to run the command, beside acting in the
+     * session (e.g. "admin"); empty: none. The node declares it, the hub
+     * refuses the command with PERMISSION_DENIED before forwarding it. A scope
+     * the hub does not know counts as "admin".
+     * </pre>
+     *
+     * <code>string required_scope = 5 [json_name = "requiredScope"];</code>
+     * @param value The requiredScope to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRequiredScope(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      requiredScope_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The scope a caller needs to run the command, beside acting in the
+     * session (e.g. "admin"); empty: none. The node declares it, the hub
+     * refuses the command with PERMISSION_DENIED before forwarding it. A scope
+     * the hub does not know counts as "admin".
+     * </pre>
+     *
+     * <code>string required_scope = 5 [json_name = "requiredScope"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearRequiredScope() {
+      requiredScope_ = getDefaultInstance().getRequiredScope();
+      bitField0_ = (bitField0_ & ~0x00000010);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * The scope a caller needs to run the command, beside acting in the
+     * session (e.g. "admin"); empty: none. The node declares it, the hub
+     * refuses the command with PERMISSION_DENIED before forwarding it. A scope
+     * the hub does not know counts as "admin".
+     * </pre>
+     *
+     * <code>string required_scope = 5 [json_name = "requiredScope"];</code>
+     * @param value The bytes for requiredScope to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRequiredScopeBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      requiredScope_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.MapField<
+        java.lang.String, java.lang.String> subcommandScopes_;
+    private com.google.protobuf.MapField<java.lang.String, java.lang.String>
+        internalGetSubcommandScopes() {
+      if (subcommandScopes_ == null) {
+        return com.google.protobuf.MapField.emptyMapField(
+            SubcommandScopesDefaultEntryHolder.defaultEntry);
+      }
+      return subcommandScopes_;
+    }
+    private com.google.protobuf.MapField<java.lang.String, java.lang.String>
+        internalGetMutableSubcommandScopes() {
+      if (subcommandScopes_ == null) {
+        subcommandScopes_ = com.google.protobuf.MapField.newMapField(
+            SubcommandScopesDefaultEntryHolder.defaultEntry);
+      }
+      if (!subcommandScopes_.isMutable()) {
+        subcommandScopes_ = subcommandScopes_.copy();
+      }
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return subcommandScopes_;
+    }
+    public int getSubcommandScopesCount() {
+      return internalGetSubcommandScopes().getMap().size();
+    }
+    /**
+     * <pre>
+     * Forms of the command that need a scope: the first word after the
+     * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+     * "admin"} for "/skills enable NAME". Checked as required_scope is.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+     */
+    @java.lang.Override
+    public boolean containsSubcommandScopes(
+        java.lang.String key) {
+      java.util.Objects.requireNonNull(key, "map key");
+      return internalGetSubcommandScopes().getMap().containsKey(key);
+    }
+    /**
+     * Use {@link #getSubcommandScopesMap()} instead.
+     */
+    @java.lang.Override
+    @java.lang.Deprecated
+    public java.util.Map<java.lang.String, java.lang.String> getSubcommandScopes() {
+      return getSubcommandScopesMap();
+    }
+    /**
+     * <pre>
+     * Forms of the command that need a scope: the first word after the
+     * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+     * "admin"} for "/skills enable NAME". Checked as required_scope is.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+     */
+    @java.lang.Override
+    public java.util.Map<java.lang.String, java.lang.String> getSubcommandScopesMap() {
+      return internalGetSubcommandScopes().getMap();
+    }
+    /**
+     * <pre>
+     * Forms of the command that need a scope: the first word after the
+     * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+     * "admin"} for "/skills enable NAME". Checked as required_scope is.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+     */
+    @java.lang.Override
+    public /* nullable */
+java.lang.String getSubcommandScopesOrDefault(
+        java.lang.String key,
+        /* nullable */
+java.lang.String defaultValue) {
+      java.util.Objects.requireNonNull(key, "map key");
+      java.util.Map<java.lang.String, java.lang.String> map =
+          internalGetSubcommandScopes().getMap();
+      return map.containsKey(key) ? map.get(key) : defaultValue;
+    }
+    /**
+     * <pre>
+     * Forms of the command that need a scope: the first word after the
+     * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+     * "admin"} for "/skills enable NAME". Checked as required_scope is.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+     */
+    @java.lang.Override
+    public java.lang.String getSubcommandScopesOrThrow(
+        java.lang.String key) {
+      java.util.Objects.requireNonNull(key, "map key");
+      java.util.Map<java.lang.String, java.lang.String> map =
+          internalGetSubcommandScopes().getMap();
+      if (!map.containsKey(key)) {
+        throw new java.lang.IllegalArgumentException();
+      }
+      return map.get(key);
+    }
+    public Builder clearSubcommandScopes() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      internalGetMutableSubcommandScopes().getMutableMap()
+          .clear();
+      return this;
+    }
+    /**
+     * <pre>
+     * Forms of the command that need a scope: the first word after the
+     * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+     * "admin"} for "/skills enable NAME". Checked as required_scope is.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+     */
+    public Builder removeSubcommandScopes(
+        java.lang.String key) {
+      java.util.Objects.requireNonNull(key, "map key");
+      internalGetMutableSubcommandScopes().getMutableMap()
+          .remove(key);
+      return this;
+    }
+    /**
+     * Use alternate mutation accessors instead.
+     */
+    @java.lang.Deprecated
+    public java.util.Map<java.lang.String, java.lang.String>
+        getMutableSubcommandScopes() {
+      bitField0_ |= 0x00000020;
+      return internalGetMutableSubcommandScopes().getMutableMap();
+    }
+    /**
+     * <pre>
+     * Forms of the command that need a scope: the first word after the
+     * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+     * "admin"} for "/skills enable NAME". Checked as required_scope is.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+     */
+    public Builder putSubcommandScopes(
+        java.lang.String key,
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(key, "map key");
+      java.util.Objects.requireNonNull(value, "map value");
+      internalGetMutableSubcommandScopes().getMutableMap()
+          .put(key, value);
+      bitField0_ |= 0x00000020;
+      return this;
+    }
+    /**
+     * <pre>
+     * Forms of the command that need a scope: the first word after the
+     * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+     * "admin"} for "/skills enable NAME". Checked as required_scope is.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+     */
+    public Builder putAllSubcommandScopes(
+        java.util.Map<java.lang.String, java.lang.String> values) {
+      internalGetMutableSubcommandScopes().getMutableMap()
+          .putAll(values);
+      bitField0_ |= 0x00000020;
       return this;
     }
 

@@ -91,4 +91,94 @@ public interface CommandOrBuilder extends
    */
   com.google.protobuf.ByteString
       getSourceBytes();
+
+  /**
+   * <pre>
+   * The scope a caller needs to run the command, beside acting in the
+   * session (e.g. "admin"); empty: none. The node declares it, the hub
+   * refuses the command with PERMISSION_DENIED before forwarding it. A scope
+   * the hub does not know counts as "admin".
+   * </pre>
+   *
+   * <code>string required_scope = 5 [json_name = "requiredScope"];</code>
+   * @return The requiredScope.
+   */
+  java.lang.String getRequiredScope();
+  /**
+   * <pre>
+   * The scope a caller needs to run the command, beside acting in the
+   * session (e.g. "admin"); empty: none. The node declares it, the hub
+   * refuses the command with PERMISSION_DENIED before forwarding it. A scope
+   * the hub does not know counts as "admin".
+   * </pre>
+   *
+   * <code>string required_scope = 5 [json_name = "requiredScope"];</code>
+   * @return The bytes for requiredScope.
+   */
+  com.google.protobuf.ByteString
+      getRequiredScopeBytes();
+
+  /**
+   * <pre>
+   * Forms of the command that need a scope: the first word after the
+   * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+   * "admin"} for "/skills enable NAME". Checked as required_scope is.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+   */
+  int getSubcommandScopesCount();
+  /**
+   * <pre>
+   * Forms of the command that need a scope: the first word after the
+   * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+   * "admin"} for "/skills enable NAME". Checked as required_scope is.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+   */
+  boolean containsSubcommandScopes(
+      java.lang.String key);
+  /**
+   * Use {@link #getSubcommandScopesMap()} instead.
+   */
+  @java.lang.Deprecated
+  java.util.Map<java.lang.String, java.lang.String>
+  getSubcommandScopes();
+  /**
+   * <pre>
+   * Forms of the command that need a scope: the first word after the
+   * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+   * "admin"} for "/skills enable NAME". Checked as required_scope is.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+   */
+  java.util.Map<java.lang.String, java.lang.String>
+  getSubcommandScopesMap();
+  /**
+   * <pre>
+   * Forms of the command that need a scope: the first word after the
+   * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+   * "admin"} for "/skills enable NAME". Checked as required_scope is.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+   */
+  /* nullable */
+java.lang.String getSubcommandScopesOrDefault(
+      java.lang.String key,
+      /* nullable */
+java.lang.String defaultValue);
+  /**
+   * <pre>
+   * Forms of the command that need a scope: the first word after the
+   * command (compared case-insensitively) -&gt; that scope, e.g. {"enable":
+   * "admin"} for "/skills enable NAME". Checked as required_scope is.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; subcommand_scopes = 6 [json_name = "subcommandScopes"];</code>
+   */
+  java.lang.String getSubcommandScopesOrThrow(
+      java.lang.String key);
 }
