@@ -9,6 +9,7 @@ stopped before the store closes. It owns
   :class:`~aophub.cluster.fanout.RemoteEvents` brings events other replicas persist to this
   replica's watchers, and changes of the tokens, the configuration and the queued scans are
   re-read (:class:`~aophub.cluster.refresh.Refresher`); after a lost connection, all of them;
+- the cluster's node list (:class:`~aophub.cluster.agent_views.AgentViews`), for AgentService;
 - the :class:`~aophub.cluster.shared_config.SharedConfig` and the
   :class:`~aophub.cluster.leader.ScanLeader` (started last, once the hub has recovered);
 - the :class:`~aophub.cluster.journal_locks.JournalLocks` the hub's journal holds its keys with.
@@ -22,6 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aophub.access.admin import TokenAdmin
+from aophub.cluster.agent_views import AgentViews
 from aophub.cluster.fanout import RemoteEvents
 from aophub.cluster.health import ReplicaHealth
 from aophub.cluster.journal_locks import JournalLocks
@@ -67,6 +69,15 @@ class LocalReplica:
             url, name=f"aophub listen {replica_id}", keepalive=settings.replica_lease / 2
         )
         self.remote_events = RemoteEvents(hub, self.notifications)
+        # The cluster's node list: this replica's nodes published, the others' mirrored (AgentService).
+        self.agent_views = AgentViews(
+            url,
+            hub,
+            self.notifications,
+            replica_id=replica_id,
+            lease_ttl=settings.replica_lease,
+            publish_interval=settings.agent_publish_interval,
+        )
         # One holder of a journal key across replicas (a retry on another replica waits, then replays).
         self.journal_locks = JournalLocks(url, name=f"aophub journal locks {replica_id}")
         hub.journal.key_guard = self.journal_locks.hold
@@ -100,6 +111,7 @@ class LocalReplica:
             await self.journal_locks.start()
             await self.notifications.start()
             await self.shared_config.start()
+            await self.agent_views.start()
         except BaseException:
             await self.stop()
             raise
@@ -141,6 +153,7 @@ class LocalReplica:
         await self.scan_leader.stop()
         for refresher in self._refreshers.values():
             await refresher.stop()
+        await self.agent_views.stop()
         await self.notifications.stop()
         await self.journal_locks.stop()
         await self.membership.stop()

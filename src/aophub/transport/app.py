@@ -385,7 +385,11 @@ def create_app(settings: Settings) -> Starlette:
             config_connect.ConfigServiceASGIApplication,
             ConfigServiceImpl(hub, config, on_change=configuration_changed),
         ),
-        (agent_connect.AgentServiceASGIApplication, AgentServiceImpl(hub, live=tokens.live)),
+        (
+            agent_connect.AgentServiceASGIApplication,
+            # Replicas: the cluster's nodes (aophub.cluster.agent_views).
+            AgentServiceImpl(hub, live=tokens.live, others=replica.agent_views if replica is not None else None),
+        ),
         (system_connect.SystemServiceASGIApplication, SystemServiceImpl(hub, config)),
         (artifact_connect.ArtifactServiceASGIApplication, ArtifactServiceImpl(hub)),
         (interaction_connect.InteractionServiceASGIApplication, InteractionServiceImpl(hub)),
