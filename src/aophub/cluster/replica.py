@@ -32,6 +32,7 @@ from aophub.cluster.membership import Membership, ReplicaState
 from aophub.cluster.notifications import Notifications
 from aophub.cluster.options import advertised_address
 from aophub.cluster.refresh import Refresher
+from aophub.cluster.scan_forwarding import ScanLeaderLookup
 from aophub.cluster.shared_config import SharedConfig
 from aophub.config import ConfigStore
 from aophub.hub.hub import Hub
@@ -83,10 +84,12 @@ class LocalReplica:
         hub.journal.key_guard = self.journal_locks.hold
         self.shared_config = SharedConfig(url, config, on_config_change, replica_id=replica_id)
         self.scan_leader = ScanLeader(url, scans, replica_id=replica_id, retry_interval=settings.replica_lease / 5)
+        # Where a CancelScan arriving here goes (aophub.cluster.scan_forwarding).
+        self.scan_lookup = ScanLeaderLookup(url, replica_id=replica_id, lease_ttl=settings.replica_lease)
         self._refreshers = {
             TOKENS_CHANNEL: Refresher("tokens", tokens.reload),
             CONFIG_CHANNEL: Refresher("configuration", self.shared_config.refresh),
-            SCANS_CHANNEL: Refresher("queued scans", scans.adopt_queued),
+            SCANS_CHANNEL: Refresher("scans", scans.changed_elsewhere),
         }
         for channel, refresher in self._refreshers.items():
             self.notifications.on(channel, refresher.changed)
@@ -154,6 +157,7 @@ class LocalReplica:
         for refresher in self._refreshers.values():
             await refresher.stop()
         await self.agent_views.stop()
+        await self.scan_lookup.close()
         await self.notifications.stop()
         await self.journal_locks.stop()
         await self.membership.stop()

@@ -51,7 +51,16 @@ SESSION_CALLS: dict[str, tuple[type[Message], str]] = {
 }
 # Headers the owner needs to see the call as the caller sent it.
 _KEPT = frozenset(
-    {"authorization", "cookie", "content-type", "connect-protocol-version", "connect-timeout-ms", "x-grpc-web", "te"}
+    {
+        "authorization",
+        "cookie",
+        "content-type",
+        "content-encoding",
+        "connect-protocol-version",
+        "connect-timeout-ms",
+        "x-grpc-web",
+        "te",
+    }
 )
 # httpx has decoded the body (gzip): it goes back as it is, its encoding header dropped
 _RETURNED_SKIP = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "date", "server"})

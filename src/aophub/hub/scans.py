@@ -31,6 +31,13 @@ submitted there is stored QUEUED and the leader adopts it
 leader calls :meth:`Scans.lead` (recovery as at start: the RUNNING scans of a
 dead leader fail with ``hub_restarted``, queued ones run); one that loses the
 lead calls :meth:`Scans.follow`, abandoning its running scans as on a stop.
+The leader opens a scan's session as any request would, so with replicas it
+runs on the replica the scan's node is connected to (``aophub.cluster``
+forwards it) and the leader follows its events from the database. A replica's
+watchers of a scan run elsewhere get it as stored whenever another replica
+writes a scan (:meth:`Scans.changed_elsewhere`); CancelScan is forwarded to
+the leader (``aophub.cluster.scan_forwarding``), and a replica that does not
+lead refuses it ``UNAVAILABLE`` for a scan still queued or running.
 
 The parts without I/O (state machine, task template, progress) are in
 ``aophub.hub._scan_model``.
@@ -245,6 +252,17 @@ class Scans:
                 self._active[scan.id] = scan
                 self._queue.append(scan.id)
         self._pump()
+
+    async def changed_elsewhere(self) -> None:
+        """Replicas: another replica wrote a scan (``aophub_scans``). The leader adopts queued ones; the
+        watchers here of scans run elsewhere get each one as stored now (its status, its progress)."""
+        await self.adopt_queued()
+        for scan_id in list(self._feeds):
+            if scan_id in self._active:
+                continue  # run here: its watchers hear of it directly
+            record = await self._store.get_scan(scan_id)
+            if record is not None:
+                self._notify(scan_pb2.Scan.FromString(record.data))
 
     async def _recover(self) -> None:
         interrupted = await self._load([RUNNING])
@@ -490,6 +508,12 @@ class Scans:
         if not request.request_id:
             missing = HubError(Code.INVALID_ARGUMENT, "request_id (the idempotency key) is required")
             return scan_pb2.CancelScanResponse(rejected=to_rejection(missing))
+        if not self._leading and not await self._finished(request.scan_id):
+            # Replicas: only the leader has the scan's run (aophub.cluster.scan_forwarding sends it there).
+            elsewhere = HubError(
+                Code.UNAVAILABLE, "this replica does not schedule scans and no leader answered; retry", retryable=True
+            )
+            return scan_pb2.CancelScanResponse(rejected=to_rejection(elsewhere))
         return await self._hub.journaled(
             request.request_id,
             "CancelScan",
@@ -499,8 +523,14 @@ class Scans:
             caller=caller,
         )
 
+    async def _finished(self, scan_id: str) -> bool:
+        record = await self._store.get_scan(scan_id) if scan_id else None
+        return record is None or record.status in TERMINAL
+
     async def _cancel(self, request: scan_pb2.CancelScanRequest, caller: Principal) -> scan_pb2.CancelScanResponse:
-        await self.require(request.scan_id, caller, act=True)
+        stored = await self.require(request.scan_id, caller, act=True)
+        if stored.status == QUEUED and request.scan_id not in self._active:
+            await self.adopt_queued()  # replicas: submitted to another replica a moment ago
         scan = self._active.get(request.scan_id)
         if scan is None or scan.status in TERMINAL:
             return scan_pb2.CancelScanResponse(accepted=await self.require(request.scan_id))
@@ -584,10 +614,12 @@ class Scans:
         except HubError as refused:
             await self._finish(run, FAILED, scan_error(ScanErrorCode.INVALID_MODE, refused.message))
             return
+        # As the scan's owner (its session is theirs) with the scheduler's rights: with replicas the
+        # request is forwarded to the replica the node is connected to, and the session runs there.
         opened = await self._hub.open_session(
             f"{scan.id}:open",
             chat_pb2.OpenSessionRequest(node_id=scan.node_id, title=f"scan {scan.mode}: {scan.target}"),
-            owner=scan_owner(scan),
+            Principal(scan_owner(scan), ACCESS_KEY_PRINCIPAL.scopes),
         )
         if opened.WhichOneof("outcome") != "accepted":
             message = f"could not open a session on node {scan.node_id}: {opened.rejected.message}"
