@@ -215,3 +215,28 @@ async def test_killing_the_replica_that_runs_a_scan_ends_it_once(database: str, 
         f"\nscan of a killed leader failed (hub_restarted) {ended_after * 1000:.0f} ms after kill -9"
         f" (lease {LEASE:g} s)"
     )
+
+
+async def test_killing_the_replica_of_a_scans_node_ends_the_scan_once(database: str, tmp_path: Path) -> None:
+    """kill -9 r2, where the scan's turn runs (its node's replica), r1 leading: the session is taken over,
+    its turn ends hub_restarted once, and the scan fails once with that error; a watch on r3 sees it."""
+    write_configs(tmp_path)
+    with hub_replicas(tmp_path, database, 3, "--replica-lease", str(LEASE)) as (r1, r2, r3):
+        assert await leader_of(database) == "r1"
+        async with external_node(r2.http, "scan-n4", delay=SLOW), await AppSocket.open(r3.app_url) as app:
+            scan = await submit(r3, "scan-n4", LONG, "scan-node-replica-killed")
+            watch = await ScanWatch.start(app, scan.id)
+            await turn_started(watch, scan.id)
+            r2.kill()
+            killed = time.perf_counter()
+            failed = await watch.status(FAILED)
+            ended_after = time.perf_counter() - killed
+            assert failed.error.code == "hub_restarted", failed.error
+            assert await scan_turn_once(app, failed) == ("error", "hub_restarted")
+            for hub in (r1, r3):
+                assert (await get_scan(hub, scan.id)).status == FAILED
+            assert ended_as(watch) == FAILED
+    print(
+        f"\nscan whose node's replica was killed failed (hub_restarted) {ended_after * 1000:.0f} ms after kill -9"
+        f" (lease {LEASE:g} s)"
+    )

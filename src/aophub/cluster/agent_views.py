@@ -128,7 +128,8 @@ class AgentViews:
         Raises StoreError when the database cannot be reached.
         """
         await self._use("clearing this replica's nodes", self._delete_mine)
-        await self._read()
+        self._reader.changed()  # every row (one reader at a time: notifications may come already)
+        await self._reader.idle()
         self._tasks = [
             asyncio.create_task(self._publish_changes(), name=f"publish nodes {self.replica_id}"),
             asyncio.create_task(self._follow_replicas(), name=f"node liveness {self.replica_id}"),
