@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 
 from aophub.store.postgres_schema import migrate_database
@@ -25,7 +26,7 @@ from .support.postgres import PostgresCluster
 from .support.replicas import external_node
 from .support.rpc import BearerKey
 from .support.server import TOKEN, HubProcess
-from .support.wire import AppSocket
+from .support.wire import AppSocket, run
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -185,3 +186,44 @@ async def test_nodes_of_a_killed_replica_leave_the_listing_within_the_lease(data
             assert not offline["agents-n3"].online
     print(f"\nnode of a killed replica gone from the other's listing after {gone * 1000:.0f} ms (lease {LEASE:g} s)")
     assert gone < LEASE + 0.5
+
+
+async def test_a_node_that_moves_is_listed_online_by_every_replica(cluster: list[HubProcess]) -> None:
+    """The node leaves r1 and connects to r2: r1 (which saw it leave) and r3 list it online again, as r2
+    shows it, and a watch on r1 is told it changed (online), not removed."""
+    r1, r2, r3 = cluster
+    async with external_node(r1.http, "agents-n4"):
+        await listed_when(r3, lambda agents: "agents-n4" in agents)
+    await listed_when(r1, lambda agents: "agents-n4" not in agents)
+    async with watching(r1, include_offline=True) as (stream, listed), external_node(r2.http, "agents-n4"):
+        assert "agents-n4" in listed  # offline, as r1 last saw it
+        while not (await change_of(stream, "agents-n4")).changed.online:
+            pass
+        for hub in (r1, r3):
+            await same_as(hub, r2, "agents-n4")
+
+
+async def test_a_busy_node_is_written_at_most_once_per_publish_interval(database: str, tmp_path: Path) -> None:
+    """30 turns in a row on a node (each one flips it busy and idle): its replica writes the node list at
+    most once per --agent-publish-interval, and the other replica ends with the node idle."""
+    interval = 0.5
+    with hub_replicas(tmp_path, database, 2, "--agent-publish-interval", str(interval)) as (r1, r2):
+        db = await asyncpg.connect(database)
+        written: list[str] = []
+        await db.add_listener("aophub_nodes", lambda *args: written.append(args[3]))
+        try:
+            async with external_node(r1.http, "agents-n5", delay=0), await AppSocket.open(r1.app_url) as app:
+                session = await app.open_session("agents-n5")
+                watch = await app.watch(session.id)
+                await listed_when(r2, lambda agents: agents.get("agents-n5", agent_pb2.Agent()).open_sessions == 1)
+                before = written.count("agents-n5")
+                started = time.perf_counter()
+                for _ in range(30):
+                    await app.turn_ended(watch, (await run(app, session.id, "hi")).turn_id)
+                elapsed = time.perf_counter() - started
+                await listed_when(r2, lambda agents: not agents["agents-n5"].busy)
+                writes = written.count("agents-n5") - before
+        finally:
+            await db.close()
+    print(f"\n30 turns in {elapsed:.2f} s: the node list written {writes} times (interval {interval:g} s)")
+    assert 1 <= writes <= elapsed / interval + 2
