@@ -185,7 +185,7 @@ async def test_nodes_of_a_killed_replica_leave_the_listing_within_the_lease(data
             offline = await listing(r2, include_offline=True)
             assert not offline["agents-n3"].online
     print(f"\nnode of a killed replica gone from the other's listing after {gone * 1000:.0f} ms (lease {LEASE:g} s)")
-    assert gone < LEASE + 0.5
+    assert gone < LEASE + 1.0  # the lease, and the look at the heartbeats and the listing polled after it
 
 
 async def test_a_node_that_moves_is_listed_online_by_every_replica(cluster: list[HubProcess]) -> None:
