@@ -205,7 +205,8 @@ async def test_a_node_that_moves_is_listed_online_by_every_replica(cluster: list
 
 async def test_a_busy_node_is_written_at_most_once_per_publish_interval(database: str, tmp_path: Path) -> None:
     """30 turns in a row on a node (each one flips it busy and idle): its replica writes the node list at
-    most once per --agent-publish-interval, and the other replica ends with the node idle."""
+    most once per --agent-publish-interval (and only what changed), and the other replica ends with the
+    node idle."""
     interval = 0.5
     with hub_replicas(tmp_path, database, 2, "--agent-publish-interval", str(interval)) as (r1, r2):
         db = await asyncpg.connect(database)
@@ -226,4 +227,6 @@ async def test_a_busy_node_is_written_at_most_once_per_publish_interval(database
         finally:
             await db.close()
     print(f"\n30 turns in {elapsed:.2f} s: the node list written {writes} times (interval {interval:g} s)")
-    assert 1 <= writes <= elapsed / interval + 2
+    # Without coalescing: 60 writes (busy and idle per turn). With it: none at all when each look at the
+    # node found it idle, as it was last written.
+    assert writes <= elapsed / interval + 2

@@ -37,9 +37,9 @@ COMPLETED = scan_pb2.SCAN_STATUS_COMPLETED
 FAILED = scan_pb2.SCAN_STATUS_FAILED
 CANCELED = scan_pb2.SCAN_STATUS_CANCELED
 TERMINAL = {COMPLETED, FAILED, CANCELED}
-# With the node's echo delay SLOW, a scan of LONG runs for about 10 s.
+# With the node's echo delay SLOW, a scan of LONG runs for about 30 s (it is canceled or killed long before).
 SLOW = 0.05
-LONG = " ".join(f"word{index}" for index in range(200))
+LONG = " ".join(f"word{index}" for index in range(600))
 
 
 def write_configs(directory: Path) -> None:
