@@ -23,6 +23,7 @@ from aophub.v1.scan_connect import ScanServiceClient
 
 from .support.hub_replicas import hub_replicas
 from .support.postgres import PostgresCluster
+from .support.raw_node import IGNORE, RawNode
 from .support.replicas import external_node
 from .support.server import TOKEN, HubProcess
 from .support.wire import AppSocket, kinds, stored
@@ -240,3 +241,28 @@ async def test_killing_the_replica_of_a_scans_node_ends_the_scan_once(database: 
         f"\nscan whose node's replica was killed failed (hub_restarted) {ended_after * 1000:.0f} ms after kill -9"
         f" (lease {LEASE:g} s)"
     )
+
+
+async def test_a_scan_whose_nodes_replica_dies_while_its_turn_starts_ends_once(database: str, tmp_path: Path) -> None:
+    """The leader's RunTurn is forwarded to r2, whose node has not answered yet, when r2 is killed: the leader
+    asks again (the same request, so the journal answers it if it got in), and the scan fails once with why
+    (its node is gone), not with an internal error."""
+    write_configs(tmp_path)
+    with hub_replicas(tmp_path, database, 3, "--replica-lease", str(LEASE)) as (r1, r2, r3):
+        assert await leader_of(database) == "r1"
+        node = await RawNode.connect(r2.node_url, "scan-raw")
+        node.answers["run_turn_request"] = IGNORE  # the hub waits for the node: the forwarded RunTurn too
+        try:
+            async with await AppSocket.open(r3.app_url) as app:
+                scan = await submit(r3, "scan-raw", "hello", "scan-raw-1")
+                watch = await ScanWatch.start(app, scan.id)
+                await node.request("run_turn_request")
+                r2.kill()
+                failed = await watch.status(FAILED)
+                assert failed.error.code in ("start_failed", "hub_restarted"), failed.error
+                assert failed.error.retryable
+                assert ended_as(watch) == FAILED
+                for hub in (r1, r3):
+                    assert (await get_scan(hub, scan.id)).status == FAILED
+        finally:
+            await node.close()

@@ -51,7 +51,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from aop import chat_pb2, content_pb2, event_pb2
 from aophub.access.ownership import may_act, may_see, sees_everything
@@ -95,6 +95,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "MAX_QUEUED",
     "PROGRESS_INTERVAL",
+    "RETRY_DELAYS",
     "TERMINAL",
     "ScanErrorCode",
     "ScanFeed",
@@ -117,6 +118,10 @@ PROGRESS_INTERVAL = 1.0
 _LOAD_PAGE = 500
 _READ_PAGE = 1000
 _READ_BYTES = 4 * 1024 * 1024  # one read of a scan's events loads at most this much (at least one event)
+# Pauses before asking the hub again when a request of a scan's run was refused retryable (replicas:
+# the session's replica died during the call, and the next try reaches its new owner).
+RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8)
+_R = TypeVar("_R")
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -184,8 +189,10 @@ class Scans:
         max_queued: int = MAX_QUEUED,
         progress_interval: float = PROGRESS_INTERVAL,
         leading: bool = True,
+        retry_delays: Sequence[float] = RETRY_DELAYS,
     ) -> None:
         self._hub = hub
+        self._retry_delays = tuple(retry_delays)
         self._leading = leading
         self._store = hub.store
         self._settings = settings
@@ -616,11 +623,12 @@ class Scans:
             return
         # As the scan's owner (its session is theirs) with the scheduler's rights: with replicas the
         # request is forwarded to the replica the node is connected to, and the session runs there.
-        opened = await self._hub.open_session(
-            f"{scan.id}:open",
-            chat_pb2.OpenSessionRequest(node_id=scan.node_id, title=f"scan {scan.mode}: {scan.target}"),
-            Principal(scan_owner(scan), ACCESS_KEY_PRINCIPAL.scopes),
-        )
+        open_request = chat_pb2.OpenSessionRequest(node_id=scan.node_id, title=f"scan {scan.mode}: {scan.target}")
+        opener = Principal(scan_owner(scan), ACCESS_KEY_PRINCIPAL.scopes)
+        try:
+            opened = await self._ask(lambda: self._hub.open_session(f"{scan.id}:open", open_request, opener))
+        except HubError as error:
+            opened = chat_pb2.OpenSessionResponse(rejected=to_rejection(error))
         if opened.WhichOneof("outcome") != "accepted":
             message = f"could not open a session on node {scan.node_id}: {opened.rejected.message}"
             await self._finish(
@@ -662,7 +670,10 @@ class Scans:
             max_turns=mode.max_turns,
             extensions=[pack(extensions_pb2.TurnOptions(ask_before_tools=False))],
         )
-        accepted = await self._hub.run_turn(f"{scan.id}:turn", request)
+        try:
+            accepted = await self._ask(lambda: self._hub.run_turn(f"{scan.id}:turn", request))
+        except HubError as error:
+            accepted = chat_pb2.RunTurnResponse(rejected=to_rejection(error))
         if accepted.WhichOneof("outcome") != "accepted":
             message = f"node {scan.node_id} did not take the turn: {accepted.rejected.message}"
             return FAILED, scan_error(ScanErrorCode.START_FAILED, message, retryable=accepted.rejected.retryable)
@@ -690,6 +701,21 @@ class Scans:
         tracker.result()  # re-raises what stopped the tracker
         raise RuntimeError("the scan's event tracker ended")
 
+    async def _ask(self, request: Callable[[], Awaitable[_R]]) -> _R:
+        """``request()``, a journaled hub call of a scan's run, asked again (the same key) after each
+        pause of ``retry_delays`` while it raises a retryable :class:`HubError`: with replicas, the
+        session's replica died during the call; the journal answers the retry if the call got in,
+        else it runs on the session's new owner. Raises the last error."""
+        for delay in self._retry_delays:
+            try:
+                return await request()
+            except HubError as error:
+                if not error.retryable:
+                    raise
+                log.info("a scan's request failed (%s); asking again in %g s", error.message, delay)
+            await asyncio.sleep(delay)
+        return await request()
+
     async def _track(self, run: _Run, session: LiveSession) -> None:
         """Follow the scan's session from its first event: progress, the turn's end, the session's end."""
         scan = run.scan
@@ -714,7 +740,10 @@ class Scans:
     async def _close_session(self, scan: scan_pb2.Scan, reason: str) -> bool:
         """Close the scan's session (ending its turn if it still runs); False if it could not be closed."""
         request = chat_pb2.CloseSessionRequest(session_id=scan.session_id, reason=reason)
-        closed = await self._hub.close_session(f"{scan.id}:close", request)
+        try:
+            closed = await self._ask(lambda: self._hub.close_session(f"{scan.id}:close", request))
+        except HubError as error:
+            closed = chat_pb2.CloseSessionResponse(rejected=to_rejection(error))
         if closed.WhichOneof("outcome") != "accepted":
             log.warning("scan %s: closing session %s failed: %s", scan.id, scan.session_id, closed.rejected.message)
             return False
