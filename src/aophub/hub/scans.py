@@ -627,8 +627,8 @@ class Scans:
         opener = Principal(scan_owner(scan), ACCESS_KEY_PRINCIPAL.scopes)
         try:
             opened = await self._ask(lambda: self._hub.open_session(f"{scan.id}:open", open_request, opener))
-        except HubError as error:
-            opened = chat_pb2.OpenSessionResponse(rejected=to_rejection(error))
+        except HubError as unreachable:
+            opened = chat_pb2.OpenSessionResponse(rejected=to_rejection(unreachable))
         if opened.WhichOneof("outcome") != "accepted":
             message = f"could not open a session on node {scan.node_id}: {opened.rejected.message}"
             await self._finish(
@@ -672,8 +672,8 @@ class Scans:
         )
         try:
             accepted = await self._ask(lambda: self._hub.run_turn(f"{scan.id}:turn", request))
-        except HubError as error:
-            accepted = chat_pb2.RunTurnResponse(rejected=to_rejection(error))
+        except HubError as unreachable:
+            accepted = chat_pb2.RunTurnResponse(rejected=to_rejection(unreachable))
         if accepted.WhichOneof("outcome") != "accepted":
             message = f"node {scan.node_id} did not take the turn: {accepted.rejected.message}"
             return FAILED, scan_error(ScanErrorCode.START_FAILED, message, retryable=accepted.rejected.retryable)
@@ -742,8 +742,8 @@ class Scans:
         request = chat_pb2.CloseSessionRequest(session_id=scan.session_id, reason=reason)
         try:
             closed = await self._ask(lambda: self._hub.close_session(f"{scan.id}:close", request))
-        except HubError as error:
-            closed = chat_pb2.CloseSessionResponse(rejected=to_rejection(error))
+        except HubError as unreachable:
+            closed = chat_pb2.CloseSessionResponse(rejected=to_rejection(unreachable))
         if closed.WhichOneof("outcome") != "accepted":
             log.warning("scan %s: closing session %s failed: %s", scan.id, scan.session_id, closed.rejected.message)
             return False
