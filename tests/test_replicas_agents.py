@@ -18,6 +18,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from aophub.cli import build_parser
+from aophub.cluster.options import with_replica_options
+from aophub.settings import Settings
 from aophub.store.postgres_schema import migrate_database
 from aophub.v1 import agent_connect, agent_pb2
 
@@ -230,3 +233,15 @@ async def test_a_busy_node_is_written_at_most_once_per_publish_interval(database
     # Without coalescing: 60 writes (busy and idle per turn). With it: none at all when each look at the
     # node found it idle, as it was last written.
     assert writes <= elapsed / interval + 2
+
+
+def test_the_publish_interval_is_an_option_of_serve(capsys: pytest.CaptureFixture[str]) -> None:
+    """--agent-publish-interval reaches the settings (0.05 s by default, 0 allowed); beyond 0-60 s it is refused."""
+    parser = build_parser()
+    assert with_replica_options(Settings(access_key="k"), parser.parse_args(["serve"])).agent_publish_interval == 0.05
+    args = parser.parse_args(["serve", "--agent-publish-interval", "0"])
+    assert with_replica_options(Settings(access_key="k"), args).agent_publish_interval == 0.0
+    for refused in ("-1", "61", "soon"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["serve", "--agent-publish-interval", refused])
+        assert f"expected seconds between 0 and 60, got '{refused}'" in capsys.readouterr().err
