@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+
 import httpx
 import pytest
 from starlette.applications import Starlette
@@ -77,3 +79,13 @@ def test_session_calls_are_read_in_each_encoding() -> None:
         assert decoded.session_id == "ses_1", content_type
     assert decode_call(body, "text/plain", session_pb2.UpdateSessionRequest) is None
     assert decode_call(b"\xff", "application/proto", session_pb2.UpdateSessionRequest) is None
+
+
+def test_session_calls_are_read_gzipped() -> None:
+    """A gzipped body (the generated Connect clients' default) is read; an unknown or broken compression runs here."""
+    body = session_pb2.UpdateSessionRequest(session_id="ses_1", title="t").SerializeToString()
+    decoded = decode_call(gzip.compress(body), "application/proto", session_pb2.UpdateSessionRequest, "gzip")
+    assert isinstance(decoded, session_pb2.UpdateSessionRequest)
+    assert decoded.session_id == "ses_1"
+    assert decode_call(body, "application/proto", session_pb2.UpdateSessionRequest, "br") is None
+    assert decode_call(b"\x1f\x8b broken", "application/proto", session_pb2.UpdateSessionRequest, "gzip") is None

@@ -191,6 +191,7 @@ async def running(
         sleep=timers.sleep,
         max_queued=max_queued,
         progress_interval=progress_interval,
+        retry_delays=(0.0, 0.0, 0.0),
     )
     await scans.start()
     try:
@@ -340,6 +341,54 @@ async def test_failed_turn_fails_the_scan_with_the_turns_error(bench: Bench) -> 
     with pytest.raises(HubError) as refused:
         await bench.scans.report(scan.id)
     assert refused.value.code is Code.FAILED_PRECONDITION
+
+
+class LostReplica:
+    """``Hub.remote`` of a replica whose session owner dies during the first ``losses`` requests of ``case``:
+    those raise the retryable error the forwarding raises then; every other request runs here."""
+
+    def __init__(self, case: str, losses: int) -> None:
+        self.case = case
+        self.losses = losses
+        self.asked: list[str] = []
+
+    async def __call__(self, case: str, key: str, request: object, caller: object) -> None:
+        if case == self.case:
+            self.asked.append(key)
+            if len(self.asked) <= self.losses:
+                raise HubError(Code.UNAVAILABLE, "the session's replica r2 could not be reached; retry", retryable=True)
+
+
+async def test_a_turn_request_lost_with_its_replica_is_asked_again_with_the_same_key(bench: Bench) -> None:
+    """Replicas: the RunTurn forwarded to the session's replica is lost (it died): the scan asks again with
+    the same key (the journal answers it if it got in) and completes, instead of failing internal."""
+    lost = LostReplica("run_turn_request", 2)
+    bench.hub.remote = lost
+    scan = await bench.accepted()
+    await bench.answer(scan.id, "done")
+    assert (await bench.status(scan.id, COMPLETED)).report_ready
+    assert lost.asked == [f"{scan.id}:turn"] * 3
+
+
+@pytest.mark.parametrize(
+    ("case", "code"), [("open_session_request", ScanErrorCode.START_FAILED), ("run_turn_request", "start_failed")]
+)
+async def test_a_replica_that_stays_unreachable_fails_the_scan_retryable(bench: Bench, case: str, code: str) -> None:
+    """Every try of the open or of the turn is lost: the scan fails start_failed, retryable, saying why."""
+    bench.hub.remote = LostReplica(case, 100)
+    scan = await bench.accepted()
+    failed = await bench.status(scan.id, FAILED)
+    assert failed.error.code == code
+    assert failed.error.retryable
+    assert "could not be reached" in failed.error.message
+
+
+async def test_a_close_lost_with_its_replica_leaves_the_scans_outcome(bench: Bench) -> None:
+    """The session's close never reaches its replica: the scan still completes (its close is logged as failed)."""
+    bench.hub.remote = LostReplica("close_session_request", 100)
+    scan = await bench.accepted()
+    await bench.answer(scan.id, "done")
+    assert (await bench.status(scan.id, COMPLETED)).report_ready
 
 
 async def test_unknown_node_fails_the_scan_at_start(bench: Bench) -> None:

@@ -126,6 +126,9 @@ class Settings:
     advertise_url: str = ""
     replica_id: str = ""
     replica_lease: float = 10.0
+    # Least seconds between two writes of this replica's changed nodes to the cluster's node list
+    # (aophub.cluster.agent_views): a node's busy/idle flips cost at most one write per interval.
+    agent_publish_interval: float = 0.05
     # On SIGTERM: seconds to keep serving while /health says "draining", so a load balancer stops
     # sending new connections before the open ones are closed.
     drain_delay: float = 0.0

@@ -37,7 +37,8 @@ def _lease(text: str) -> float:
 
 
 def add_replica_options(serve: argparse.ArgumentParser) -> None:
-    """``--advertise-url``, ``--replica-id``, ``--replica-lease``: only used with ``--database``."""
+    """``--advertise-url``, ``--replica-id``, ``--replica-lease``, ``--agent-publish-interval``: only used with
+    ``--database``."""
     group = serve.add_argument_group("replicas (with --database postgresql://...: several hubs on one database)")
     group.add_argument(
         "--advertise-url",
@@ -59,6 +60,14 @@ def add_replica_options(serve: argparse.ArgumentParser) -> None:
         " it heartbeats three times per lease",
     )
     group.add_argument(
+        "--agent-publish-interval",
+        type=_interval,
+        default=0.05,
+        metavar="SECONDS",
+        help="the least time between two writes of this replica's changed nodes to the cluster's node list"
+        " (AgentService shows every replica's nodes; a busy node changes with each turn); default 0.05",
+    )
+    group.add_argument(
         "--drain-delay",
         type=_delay,
         default=0.0,
@@ -67,6 +76,16 @@ def add_replica_options(serve: argparse.ArgumentParser) -> None:
         " stops sending new connections first; then open connections are closed (1012) and the hub exits"
         " within --shutdown-timeout (default 0; any hub, SQLite too)",
     )
+
+
+def _interval(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 60:
+        raise argparse.ArgumentTypeError(f"expected seconds between 0 and 60, got {text!r}")
+    return value
 
 
 def _delay(text: str) -> float:
@@ -87,6 +106,7 @@ def with_replica_options(settings: Settings, args: argparse.Namespace) -> Settin
         replica_id=args.replica_id,
         replica_lease=args.replica_lease,
         drain_delay=args.drain_delay,
+        agent_publish_interval=args.agent_publish_interval,
     )
 
 

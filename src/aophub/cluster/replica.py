@@ -9,6 +9,7 @@ stopped before the store closes. It owns
   :class:`~aophub.cluster.fanout.RemoteEvents` brings events other replicas persist to this
   replica's watchers, and changes of the tokens, the configuration and the queued scans are
   re-read (:class:`~aophub.cluster.refresh.Refresher`); after a lost connection, all of them;
+- the cluster's node list (:class:`~aophub.cluster.agent_views.AgentViews`), for AgentService;
 - the :class:`~aophub.cluster.shared_config.SharedConfig` and the
   :class:`~aophub.cluster.leader.ScanLeader` (started last, once the hub has recovered);
 - the :class:`~aophub.cluster.journal_locks.JournalLocks` the hub's journal holds its keys with.
@@ -22,6 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aophub.access.admin import TokenAdmin
+from aophub.cluster.agent_views import AgentViews
 from aophub.cluster.fanout import RemoteEvents
 from aophub.cluster.health import ReplicaHealth
 from aophub.cluster.journal_locks import JournalLocks
@@ -30,6 +32,7 @@ from aophub.cluster.membership import Membership, ReplicaState
 from aophub.cluster.notifications import Notifications
 from aophub.cluster.options import advertised_address
 from aophub.cluster.refresh import Refresher
+from aophub.cluster.scan_forwarding import ScanLeaderLookup
 from aophub.cluster.shared_config import SharedConfig
 from aophub.config import ConfigStore
 from aophub.hub.hub import Hub
@@ -67,15 +70,26 @@ class LocalReplica:
             url, name=f"aophub listen {replica_id}", keepalive=settings.replica_lease / 2
         )
         self.remote_events = RemoteEvents(hub, self.notifications)
+        # The cluster's node list: this replica's nodes published, the others' mirrored (AgentService).
+        self.agent_views = AgentViews(
+            url,
+            hub,
+            self.notifications,
+            replica_id=replica_id,
+            lease_ttl=settings.replica_lease,
+            publish_interval=settings.agent_publish_interval,
+        )
         # One holder of a journal key across replicas (a retry on another replica waits, then replays).
         self.journal_locks = JournalLocks(url, name=f"aophub journal locks {replica_id}")
         hub.journal.key_guard = self.journal_locks.hold
         self.shared_config = SharedConfig(url, config, on_config_change, replica_id=replica_id)
         self.scan_leader = ScanLeader(url, scans, replica_id=replica_id, retry_interval=settings.replica_lease / 5)
+        # Where a CancelScan arriving here goes (aophub.cluster.scan_forwarding).
+        self.scan_lookup = ScanLeaderLookup(url, replica_id=replica_id, lease_ttl=settings.replica_lease)
         self._refreshers = {
             TOKENS_CHANNEL: Refresher("tokens", tokens.reload),
             CONFIG_CHANNEL: Refresher("configuration", self.shared_config.refresh),
-            SCANS_CHANNEL: Refresher("queued scans", scans.adopt_queued),
+            SCANS_CHANNEL: Refresher("scans", scans.changed_elsewhere),
         }
         for channel, refresher in self._refreshers.items():
             self.notifications.on(channel, refresher.changed)
@@ -100,6 +114,7 @@ class LocalReplica:
             await self.journal_locks.start()
             await self.notifications.start()
             await self.shared_config.start()
+            await self.agent_views.start()
         except BaseException:
             await self.stop()
             raise
@@ -141,6 +156,8 @@ class LocalReplica:
         await self.scan_leader.stop()
         for refresher in self._refreshers.values():
             await refresher.stop()
+        await self.agent_views.stop()
+        await self.scan_lookup.close()
         await self.notifications.stop()
         await self.journal_locks.stop()
         await self.membership.stop()

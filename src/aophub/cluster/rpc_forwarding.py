@@ -15,6 +15,7 @@ secret is never forwarded again. Everything else passes through untouched.
 
 from __future__ import annotations
 
+import gzip
 import logging
 from collections.abc import Callable
 
@@ -51,16 +52,35 @@ SESSION_CALLS: dict[str, tuple[type[Message], str]] = {
 }
 # Headers the owner needs to see the call as the caller sent it.
 _KEPT = frozenset(
-    {"authorization", "cookie", "content-type", "connect-protocol-version", "connect-timeout-ms", "x-grpc-web", "te"}
+    {
+        "authorization",
+        "cookie",
+        "content-type",
+        "content-encoding",
+        "connect-protocol-version",
+        "connect-timeout-ms",
+        "x-grpc-web",
+        "te",
+    }
 )
 # httpx has decoded the body (gzip): it goes back as it is, its encoding header dropped
 _RETURNED_SKIP = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "date", "server"})
 
 
-def decode_call(body: bytes, content_type: str, request_type: type[Message]) -> Message | None:
-    """The decoded request, or None when it is in an encoding this does not read (it then runs here)."""
+def decode_call(
+    body: bytes, content_type: str, request_type: type[Message], content_encoding: str = ""
+) -> Message | None:
+    """The decoded request, or None when it is in an encoding this does not read (it then runs here).
+
+    ``content_encoding`` is the request's ``Content-Encoding`` (the generated Connect clients gzip
+    their requests by default).
+    """
     request = request_type()
     try:
+        if content_encoding == "gzip":
+            body = gzip.decompress(body)
+        elif content_encoding not in ("", "identity"):
+            return None
         if content_type.startswith("application/proto"):
             request.ParseFromString(body)
         elif content_type.startswith("application/json"):
@@ -69,7 +89,7 @@ def decode_call(body: bytes, content_type: str, request_type: type[Message]) -> 
             request.ParseFromString(body[5:])
         else:
             return None
-    except (DecodeError, json_format.ParseError, ValueError):
+    except (DecodeError, json_format.ParseError, ValueError, OSError, EOFError):  # gzip: OSError, EOFError
         return None  # refused by the service itself, here
     return request
 
@@ -97,15 +117,19 @@ class ForwardSessionCalls:
             await self.app(scope, receive, send)  # forwarded to this replica: run here
             return
         body = await _read_body(receive)
-        placement = await self._placement(router, scope["path"], headers.get("content-type", ""), body)
+        placement = await self._placement(router, scope["path"], headers, body)
         if placement is None or placement.local:
             await self.app(scope, _replay(body, receive), send)
             return
         await self._forward(placement, scope, headers, body, send)
 
-    async def _placement(self, router: RequestRouter, path: str, content_type: str, body: bytes) -> Placement | None:
+    async def _placement(
+        self, router: RequestRouter, path: str, headers: dict[str, str], body: bytes
+    ) -> Placement | None:
         request_type, field = SESSION_CALLS[path]
-        request = decode_call(body, content_type, request_type)
+        request = decode_call(
+            body, headers.get("content-type", ""), request_type, headers.get("content-encoding", "").strip().lower()
+        )
         if request is None:
             return None
         try:

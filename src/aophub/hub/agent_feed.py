@@ -6,6 +6,10 @@ node changed (it connected or left; its status, counters, commands, load or LLM 
 themselves: a watcher that reads slowly gets each changed node's state once, as it is when it
 looks, and holds at most one entry per known node however many changes it missed.
 
+With replicas, the node list is the cluster's: :attr:`AgentFeed.observers` hear of every change
+made here (``aophub.cluster.agent_views`` publishes it to the other replicas), and
+:meth:`AgentFeed.changed_elsewhere` tells the watchers of a change another replica published.
+
 A token name may hold at most ``max_per_principal`` watchers at once (the hub's per-connection
 watch bound, ``aophub serve --max-watches``: a Connect stream has no connection of its own to
 count on). :meth:`AgentFeed.close` (the hub stopping) ends every watcher with ``UNAVAILABLE``;
@@ -15,11 +19,15 @@ count on). :meth:`AgentFeed.close` (the hub stopping) ends every watcher with ``
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable
 
 from aophub.protocol.errors import Code, HubError
 from aophub.settings import DEFAULT_MAX_WATCHES_PER_CONNECTION
 
 __all__ = ["AgentFeed", "AgentWatcher"]
+
+log = logging.getLogger(__name__)
 
 
 class AgentWatcher:
@@ -74,6 +82,8 @@ class AgentFeed:
         self.max_per_principal = max_per_principal
         self._watchers: dict[str, set[AgentWatcher]] = {}
         self._closed = False
+        # Called (synchronously) with the id of each node changed here (replicas publish it).
+        self.observers: list[Callable[[str], None]] = []
 
     def __repr__(self) -> str:
         return f"<AgentFeed watchers={len(self)} closed={self._closed}>"
@@ -109,7 +119,16 @@ class AgentFeed:
                 del self._watchers[watcher.owner]
 
     def changed(self, node_id: str) -> None:
-        """Tell every watcher that what a listing shows of ``node_id`` changed."""
+        """Tell every watcher and observer that what a listing shows of ``node_id`` changed here."""
+        self.changed_elsewhere(node_id)
+        for observer in list(self.observers):
+            try:
+                observer(node_id)
+            except Exception:
+                log.exception("an agent feed observer failed")
+
+    def changed_elsewhere(self, node_id: str) -> None:
+        """Tell every watcher that what a listing shows of ``node_id`` changed (on another replica)."""
         for watchers in self._watchers.values():
             for watcher in watchers:
                 watcher.mark(node_id)

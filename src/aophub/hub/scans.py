@@ -31,6 +31,13 @@ submitted there is stored QUEUED and the leader adopts it
 leader calls :meth:`Scans.lead` (recovery as at start: the RUNNING scans of a
 dead leader fail with ``hub_restarted``, queued ones run); one that loses the
 lead calls :meth:`Scans.follow`, abandoning its running scans as on a stop.
+The leader opens a scan's session as any request would, so with replicas it
+runs on the replica the scan's node is connected to (``aophub.cluster``
+forwards it) and the leader follows its events from the database. A replica's
+watchers of a scan run elsewhere get it as stored whenever another replica
+writes a scan (:meth:`Scans.changed_elsewhere`); CancelScan is forwarded to
+the leader (``aophub.cluster.scan_forwarding``), and a replica that does not
+lead refuses it ``UNAVAILABLE`` for a scan still queued or running.
 
 The parts without I/O (state machine, task template, progress) are in
 ``aophub.hub._scan_model``.
@@ -44,7 +51,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from aop import chat_pb2, content_pb2, event_pb2
 from aophub.access.ownership import may_act, may_see, sees_everything
@@ -88,6 +95,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "MAX_QUEUED",
     "PROGRESS_INTERVAL",
+    "RETRY_DELAYS",
     "TERMINAL",
     "ScanErrorCode",
     "ScanFeed",
@@ -110,6 +118,10 @@ PROGRESS_INTERVAL = 1.0
 _LOAD_PAGE = 500
 _READ_PAGE = 1000
 _READ_BYTES = 4 * 1024 * 1024  # one read of a scan's events loads at most this much (at least one event)
+# Pauses before asking the hub again when a request of a scan's run was refused retryable (replicas:
+# the session's replica died during the call, and the next try reaches its new owner).
+RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8)
+_R = TypeVar("_R")
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -177,8 +189,10 @@ class Scans:
         max_queued: int = MAX_QUEUED,
         progress_interval: float = PROGRESS_INTERVAL,
         leading: bool = True,
+        retry_delays: Sequence[float] = RETRY_DELAYS,
     ) -> None:
         self._hub = hub
+        self._retry_delays = tuple(retry_delays)
         self._leading = leading
         self._store = hub.store
         self._settings = settings
@@ -245,6 +259,17 @@ class Scans:
                 self._active[scan.id] = scan
                 self._queue.append(scan.id)
         self._pump()
+
+    async def changed_elsewhere(self) -> None:
+        """Replicas: another replica wrote a scan (``aophub_scans``). The leader adopts queued ones; the
+        watchers here of scans run elsewhere get each one as stored now (its status, its progress)."""
+        await self.adopt_queued()
+        for scan_id in list(self._feeds):
+            if scan_id in self._active:
+                continue  # run here: its watchers hear of it directly
+            record = await self._store.get_scan(scan_id)
+            if record is not None:
+                self._notify(scan_pb2.Scan.FromString(record.data))
 
     async def _recover(self) -> None:
         interrupted = await self._load([RUNNING])
@@ -490,6 +515,12 @@ class Scans:
         if not request.request_id:
             missing = HubError(Code.INVALID_ARGUMENT, "request_id (the idempotency key) is required")
             return scan_pb2.CancelScanResponse(rejected=to_rejection(missing))
+        if not self._leading and not await self._finished(request.scan_id):
+            # Replicas: only the leader has the scan's run (aophub.cluster.scan_forwarding sends it there).
+            elsewhere = HubError(
+                Code.UNAVAILABLE, "this replica does not schedule scans and no leader answered; retry", retryable=True
+            )
+            return scan_pb2.CancelScanResponse(rejected=to_rejection(elsewhere))
         return await self._hub.journaled(
             request.request_id,
             "CancelScan",
@@ -499,8 +530,14 @@ class Scans:
             caller=caller,
         )
 
+    async def _finished(self, scan_id: str) -> bool:
+        record = await self._store.get_scan(scan_id) if scan_id else None
+        return record is None or record.status in TERMINAL
+
     async def _cancel(self, request: scan_pb2.CancelScanRequest, caller: Principal) -> scan_pb2.CancelScanResponse:
-        await self.require(request.scan_id, caller, act=True)
+        stored = await self.require(request.scan_id, caller, act=True)
+        if stored.status == QUEUED and request.scan_id not in self._active:
+            await self.adopt_queued()  # replicas: submitted to another replica a moment ago
         scan = self._active.get(request.scan_id)
         if scan is None or scan.status in TERMINAL:
             return scan_pb2.CancelScanResponse(accepted=await self.require(request.scan_id))
@@ -584,11 +621,14 @@ class Scans:
         except HubError as refused:
             await self._finish(run, FAILED, scan_error(ScanErrorCode.INVALID_MODE, refused.message))
             return
-        opened = await self._hub.open_session(
-            f"{scan.id}:open",
-            chat_pb2.OpenSessionRequest(node_id=scan.node_id, title=f"scan {scan.mode}: {scan.target}"),
-            owner=scan_owner(scan),
-        )
+        # As the scan's owner (its session is theirs) with the scheduler's rights: with replicas the
+        # request is forwarded to the replica the node is connected to, and the session runs there.
+        open_request = chat_pb2.OpenSessionRequest(node_id=scan.node_id, title=f"scan {scan.mode}: {scan.target}")
+        opener = Principal(scan_owner(scan), ACCESS_KEY_PRINCIPAL.scopes)
+        try:
+            opened = await self._ask(lambda: self._hub.open_session(f"{scan.id}:open", open_request, opener))
+        except HubError as unreachable:
+            opened = chat_pb2.OpenSessionResponse(rejected=to_rejection(unreachable))
         if opened.WhichOneof("outcome") != "accepted":
             message = f"could not open a session on node {scan.node_id}: {opened.rejected.message}"
             await self._finish(
@@ -630,7 +670,10 @@ class Scans:
             max_turns=mode.max_turns,
             extensions=[pack(extensions_pb2.TurnOptions(ask_before_tools=False))],
         )
-        accepted = await self._hub.run_turn(f"{scan.id}:turn", request)
+        try:
+            accepted = await self._ask(lambda: self._hub.run_turn(f"{scan.id}:turn", request))
+        except HubError as unreachable:
+            accepted = chat_pb2.RunTurnResponse(rejected=to_rejection(unreachable))
         if accepted.WhichOneof("outcome") != "accepted":
             message = f"node {scan.node_id} did not take the turn: {accepted.rejected.message}"
             return FAILED, scan_error(ScanErrorCode.START_FAILED, message, retryable=accepted.rejected.retryable)
@@ -658,6 +701,21 @@ class Scans:
         tracker.result()  # re-raises what stopped the tracker
         raise RuntimeError("the scan's event tracker ended")
 
+    async def _ask(self, request: Callable[[], Awaitable[_R]]) -> _R:
+        """``request()``, a journaled hub call of a scan's run, asked again (the same key) after each
+        pause of ``retry_delays`` while it raises a retryable :class:`HubError`: with replicas, the
+        session's replica died during the call; the journal answers the retry if the call got in,
+        else it runs on the session's new owner. Raises the last error."""
+        for delay in self._retry_delays:
+            try:
+                return await request()
+            except HubError as error:
+                if not error.retryable:
+                    raise
+                log.info("a scan's request failed (%s); asking again in %g s", error.message, delay)
+            await asyncio.sleep(delay)
+        return await request()
+
     async def _track(self, run: _Run, session: LiveSession) -> None:
         """Follow the scan's session from its first event: progress, the turn's end, the session's end."""
         scan = run.scan
@@ -682,7 +740,10 @@ class Scans:
     async def _close_session(self, scan: scan_pb2.Scan, reason: str) -> bool:
         """Close the scan's session (ending its turn if it still runs); False if it could not be closed."""
         request = chat_pb2.CloseSessionRequest(session_id=scan.session_id, reason=reason)
-        closed = await self._hub.close_session(f"{scan.id}:close", request)
+        try:
+            closed = await self._ask(lambda: self._hub.close_session(f"{scan.id}:close", request))
+        except HubError as unreachable:
+            closed = chat_pb2.CloseSessionResponse(rejected=to_rejection(unreachable))
         if closed.WhichOneof("outcome") != "accepted":
             log.warning("scan %s: closing session %s failed: %s", scan.id, scan.session_id, closed.rejected.message)
             return False

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, Protocol
 
 from aophub.access.live import LiveConnections
 from aophub.agent.isolation import Isolation, SandboxState
@@ -18,7 +18,7 @@ from aophub.rpc.timestamps import to_timestamp
 from aophub.v1 import agent_pb2, config_pb2, system_pb2
 from aophub.version import VERSION
 
-__all__ = ["AgentServiceImpl", "SystemServiceImpl"]
+__all__ = ["AgentServiceImpl", "OtherReplicasNodes", "SystemServiceImpl"]
 
 Ctx = Any
 
@@ -68,16 +68,31 @@ def agent_view(hub: Hub, handle: NodeHandle, online: bool) -> agent_pb2.Agent:
     return agent
 
 
+class OtherReplicasNodes(Protocol):
+    """The nodes other hub replicas published (:class:`aophub.cluster.agent_views.AgentViews`)."""
+
+    def node_ids(self) -> Iterable[str]: ...
+
+    def agent(self, node_id: str) -> agent_pb2.Agent | None:
+        """The node as its replica shows it, ``online`` only while that replica lives; None: unknown."""
+
+
 class AgentServiceImpl:
     """aophub.v1.AgentService over the hub's node registry and its agent feed.
 
     With ``live``, a WatchAgents stream counts as an open connection of its token: revoking the
-    token, or its expiry, ends the stream (``UNAUTHENTICATED``).
+    token, or its expiry, ends the stream (``UNAUTHENTICATED``). With ``others`` (replicas), the
+    listing is the cluster's: a node connected here is shown as this hub sees it, one online on
+    another replica as that replica published it; one offline everywhere (with ``include_offline``)
+    as this hub last saw it, else as another replica did.
     """
 
-    def __init__(self, hub: Hub, *, live: LiveConnections | None = None) -> None:
+    def __init__(
+        self, hub: Hub, *, live: LiveConnections | None = None, others: OtherReplicasNodes | None = None
+    ) -> None:
         self.hub = hub
         self._live = live
+        self._others = others
 
     def __repr__(self) -> str:
         return "<AgentServiceImpl>"
@@ -87,12 +102,27 @@ class AgentServiceImpl:
 
     def _listing(self, include_offline: bool) -> agent_pb2.ListAgentsResponse:
         response = agent_pb2.ListAgentsResponse()
-        for node_id in sorted(self.hub.known_nodes):
-            online = self.hub.nodes.get(node_id)
-            if online is None and not include_offline:
-                continue
-            response.agents.append(agent_view(self.hub, online or self.hub.known_nodes[node_id], online is not None))
+        node_ids = set(self.hub.known_nodes)
+        if self._others is not None:
+            node_ids.update(self._others.node_ids())
+        for node_id in sorted(node_ids):
+            agent = self._agent(node_id, include_offline)
+            if agent is not None:
+                response.agents.append(agent)
         return response
+
+    def _agent(self, node_id: str, include_offline: bool) -> agent_pb2.Agent | None:
+        """What the listing shows of ``node_id``; None when it is not listed."""
+        online = self.hub.nodes.get(node_id)
+        if online is not None:
+            return agent_view(self.hub, online, True)
+        elsewhere = self._others.agent(node_id) if self._others is not None else None
+        if elsewhere is not None and elsewhere.online:
+            return elsewhere
+        if not include_offline:
+            return None
+        known = self.hub.known_nodes.get(node_id)
+        return agent_view(self.hub, known, False) if known is not None else elsewhere
 
     async def watch_agents(
         self, request: agent_pb2.WatchAgentsRequest, ctx: Ctx
@@ -125,15 +155,14 @@ class AgentServiceImpl:
 
     def _change(self, node_id: str, include_offline: bool, listed: set[str]) -> agent_pb2.WatchAgentsResponse | None:
         """The message telling a watcher that has ``listed`` what ``node_id`` is now; None when nothing to tell."""
-        online = self.hub.nodes.get(node_id)
-        handle = online or self.hub.known_nodes.get(node_id)
-        if handle is None or (online is None and not include_offline):
+        agent = self._agent(node_id, include_offline)
+        if agent is None:
             if node_id not in listed:
                 return None
             listed.discard(node_id)
             return agent_pb2.WatchAgentsResponse(removed_node_id=node_id)
         listed.add(node_id)
-        return agent_pb2.WatchAgentsResponse(changed=agent_view(self.hub, handle, online is not None))
+        return agent_pb2.WatchAgentsResponse(changed=agent)
 
 
 class SystemServiceImpl:

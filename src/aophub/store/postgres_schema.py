@@ -467,6 +467,33 @@ MIGRATIONS = (
     CREATE TRIGGER turns_fenced_update AFTER UPDATE ON turns REFERENCING NEW TABLE AS changed
         FOR EACH STATEMENT EXECUTE FUNCTION aophub_fence();
     """,
+    # The cluster's node list (aophub.cluster.agent_views): what AgentService shows of each external
+    # node, written by the replica it is connected to (the serialized aophub.v1.Agent), online or
+    # since it left. A node is online in the cluster while its row says so and its replica is alive
+    # (its row in ``replicas`` has a fresh heartbeat). Each change notifies ``aophub_nodes`` with the
+    # node id; the replicas read the row.
+    """
+    CREATE TABLE node_views (
+        node_id TEXT COLLATE "C" PRIMARY KEY,
+        replica_id TEXT COLLATE "C" NOT NULL,
+        online BOOLEAN NOT NULL,
+        view BYTEA NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX node_views_by_replica ON node_views (replica_id);
+    CREATE FUNCTION aophub_notify_node() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' THEN
+            PERFORM pg_notify('aophub_nodes', OLD.node_id);
+        ELSE
+            PERFORM pg_notify('aophub_nodes', NEW.node_id);
+        END IF;
+        RETURN NULL;
+    END
+    $$;
+    CREATE TRIGGER node_views_notify AFTER INSERT OR UPDATE OR DELETE ON node_views
+        FOR EACH ROW EXECUTE FUNCTION aophub_notify_node();
+    """,
 )
 
 # The channels of the notifications above (aophub.cluster listens to them).
@@ -474,6 +501,7 @@ EVENTS_CHANNEL = "aophub_events"  # payload "SESSION_ID LAST_CURSOR"
 TOKENS_CHANNEL = "aophub_tokens"
 CONFIG_CHANNEL = "aophub_config"
 SCANS_CHANNEL = "aophub_scans"
+NODES_CHANNEL = "aophub_nodes"  # payload "NODE_ID"
 
 # SQLSTATE classes and codes -> (what the operator reads, retryable). Codes win over their class.
 _SQLSTATES: dict[str, tuple[str, bool]] = {

@@ -27,6 +27,7 @@ from aophub.agent.loop import BuiltinAgent
 from aophub.bridges.routes import RootMounts, bridge_routes
 from aophub.cluster.health import readiness
 from aophub.cluster.replica import LocalReplica, local_replica
+from aophub.cluster.scan_forwarding import scan_calls_middleware
 from aophub.cluster.session_owners import SessionOwners, session_owners
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
@@ -385,7 +386,11 @@ def create_app(settings: Settings) -> Starlette:
             config_connect.ConfigServiceASGIApplication,
             ConfigServiceImpl(hub, config, on_change=configuration_changed),
         ),
-        (agent_connect.AgentServiceASGIApplication, AgentServiceImpl(hub, live=tokens.live)),
+        (
+            agent_connect.AgentServiceASGIApplication,
+            # Replicas: the cluster's nodes (aophub.cluster.agent_views).
+            AgentServiceImpl(hub, live=tokens.live, others=replica.agent_views if replica is not None else None),
+        ),
         (system_connect.SystemServiceASGIApplication, SystemServiceImpl(hub, config)),
         (artifact_connect.ArtifactServiceASGIApplication, ArtifactServiceImpl(hub)),
         (interaction_connect.InteractionServiceASGIApplication, InteractionServiceImpl(hub)),
@@ -409,8 +414,8 @@ def create_app(settings: Settings) -> Starlette:
         *(owners.routes() if owners is not None else []),
     ]
     middleware = [Middleware(RootMounts, settings=settings)]
-    if owners is not None:  # session RPCs go to the session's owner
-        middleware.append(owners.rpc_middleware())
+    if owners is not None:  # session RPCs go to the session's owner, CancelScan to the scan leader
+        middleware += [owners.rpc_middleware(), scan_calls_middleware(owners, replica, scans)]
     app = HubApplication(routes=routes, lifespan=lifespan, middleware=middleware).serve_directly(
         {APPLICATION_WS_PATH: application_ws, NODE_WS_PATH: node_ws}, settings
     )
