@@ -16,6 +16,7 @@ secret is never forwarded again. Everything else passes through untouched.
 from __future__ import annotations
 
 import logging
+import zlib
 from collections.abc import Callable
 
 import httpx
@@ -27,6 +28,7 @@ from starlette.types import Message as AsgiMessage
 from aophub.cluster.forwarding import CLUSTER_HEADER, FORWARD_TIMEOUT, RequestRouter
 from aophub.cluster.ownership import Placement
 from aophub.protocol.errors import HubError
+from aophub.rpc.mount import MAX_MESSAGE_BYTES
 from aophub.v1 import interaction_pb2, session_pb2
 
 __all__ = ["SESSION_CALLS", "ForwardSessionCalls", "decode_call"]
@@ -51,27 +53,58 @@ SESSION_CALLS: dict[str, tuple[type[Message], str]] = {
 }
 # Headers the owner needs to see the call as the caller sent it.
 _KEPT = frozenset(
-    {"authorization", "cookie", "content-type", "connect-protocol-version", "connect-timeout-ms", "x-grpc-web", "te"}
+    {
+        "authorization",
+        "cookie",
+        "content-type",
+        "content-encoding",  # the body goes as it came, compressed or not
+        "grpc-encoding",
+        "connect-protocol-version",
+        "connect-timeout-ms",
+        "x-grpc-web",
+        "te",
+    }
 )
 # httpx has decoded the body (gzip): it goes back as it is, its encoding header dropped
 _RETURNED_SKIP = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "date", "server"})
 
 
-def decode_call(body: bytes, content_type: str, request_type: type[Message]) -> Message | None:
-    """The decoded request, or None when it is in an encoding this does not read (it then runs here)."""
+def decode_call(body: bytes, content_type: str, request_type: type[Message], *, encoding: str = "") -> Message | None:
+    """The decoded request, or None when it is in an encoding this does not read (it then runs here).
+
+    ``encoding`` is the request's compression: Connect's ``content-encoding`` (the whole body) or
+    gRPC-Web's ``grpc-encoding`` (a message whose frame is flagged compressed). Clients compress by
+    default (connectrpc's Python client gzips every request), so ``gzip`` is read, up to the
+    services' own limit on a message (:data:`~aophub.rpc.mount.MAX_MESSAGE_BYTES`).
+    """
     request = request_type()
     try:
-        if content_type.startswith("application/proto"):
+        if content_type.startswith("application/grpc-web+proto") or content_type == "application/grpc-web":
+            compressed, body = bool(body[:1] and body[0] & 1), body[5:]
+        else:
+            compressed = encoding not in ("", "identity")
+        if compressed:
+            body = _gunzip(body, encoding)
+        if content_type.startswith("application/proto") or content_type.startswith("application/grpc-web"):
             request.ParseFromString(body)
         elif content_type.startswith("application/json"):
             json_format.Parse(body or b"{}", request, ignore_unknown_fields=True)
-        elif content_type.startswith("application/grpc-web+proto") or content_type == "application/grpc-web":
-            request.ParseFromString(body[5:])
         else:
             return None
-    except (DecodeError, json_format.ParseError, ValueError):
+    except (DecodeError, json_format.ParseError, ValueError, OSError, EOFError, zlib.error):
         return None  # refused by the service itself, here
     return request
+
+
+def _gunzip(body: bytes, encoding: str) -> bytes:
+    """``body`` inflated, if ``encoding`` is gzip and it stays within the services' limit (ValueError otherwise)."""
+    if encoding != "gzip":
+        raise ValueError(f"request compression {encoding!r} is not read here")
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    inflated = inflater.decompress(body, MAX_MESSAGE_BYTES + 1)
+    if len(inflated) > MAX_MESSAGE_BYTES or inflater.unconsumed_tail:
+        raise ValueError("the request inflates past the message limit")
+    return inflated
 
 
 class ForwardSessionCalls:
@@ -97,15 +130,18 @@ class ForwardSessionCalls:
             await self.app(scope, receive, send)  # forwarded to this replica: run here
             return
         body = await _read_body(receive)
-        placement = await self._placement(router, scope["path"], headers.get("content-type", ""), body)
+        placement = await self._placement(router, scope["path"], headers, body)
         if placement is None or placement.local:
             await self.app(scope, _replay(body, receive), send)
             return
         await self._forward(placement, scope, headers, body, send)
 
-    async def _placement(self, router: RequestRouter, path: str, content_type: str, body: bytes) -> Placement | None:
+    async def _placement(
+        self, router: RequestRouter, path: str, headers: dict[str, str], body: bytes
+    ) -> Placement | None:
         request_type, field = SESSION_CALLS[path]
-        request = decode_call(body, content_type, request_type)
+        encoding = headers.get("content-encoding") or headers.get("grpc-encoding", "")
+        request = decode_call(body, headers.get("content-type", ""), request_type, encoding=encoding.strip().lower())
         if request is None:
             return None
         try:
