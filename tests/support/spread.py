@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -50,6 +50,7 @@ __all__ = [
     "SINGLE_PROCESS",
     "ReplicaClusters",
     "SpreadHub",
+    "over_replicas",
     "scripted_node",
     "serving",
 ]
@@ -137,6 +138,9 @@ SINGLE_PROCESS: dict[str, str] = {
         "holds the hub's interactions in-process (monkeypatch on hub.runtime.hub.interactions)"
     ),
     "test_reference_node.py::test_the_nodes_turn_ended_after_a_hub_cancel_is_dropped": _STORE_IN_PROCESS,
+    "test_interactions_e2e.py::test_a_session_done_asking_is_not_remembered": (
+        "reads the hub's interactions in-process (hub.runtime.hub.interactions)"
+    ),
     "test_reference_node.py::test_repeated_node_event_ids_and_restarting_seqs_get_the_hubs_own": (
         "asserts seqs dense from 1 (1, 2, 3...). The restarted node reconnects to another replica, which"
         " takes the session over and continues above the old owner's seq reservation, as a restarted hub"
@@ -212,13 +216,26 @@ class ReplicaClusters:
         self._stack = contextlib.ExitStack()
         self._hubs: dict[tuple[str, ...], SpreadHub] = {}
 
-    def spread(self, overrides: dict[str, object]) -> SpreadHub:
-        extra = flags(overrides)
-        if extra not in self._hubs:
+    def spread(
+        self, overrides: dict[str, object], *, prepare: Callable[[Path], None] | None = None, kind: str = ""
+    ) -> SpreadHub:
+        """The module's cluster for ``overrides`` and ``kind``, started at the first call.
+
+        ``prepare`` fills each replica's data directory before it starts (a config.yaml, a workspace);
+        clusters prepared differently must differ in ``kind``.
+        """
+        key = (kind, *flags(overrides))
+        if key not in self._hubs:
             url = migrated_database(self.postgres)
             directory = self.base / f"cluster-{len(self._hubs)}"
-            self._hubs[extra] = SpreadHub(self._stack.enter_context(replicas(url, directory, COUNT, *extra)))
-        return self._hubs[extra]
+            if prepare is not None:
+                for index in range(COUNT):
+                    replica_dir = directory / f"replica-{index}"
+                    replica_dir.mkdir(parents=True)
+                    prepare(replica_dir)
+            running = self._stack.enter_context(replicas(url, directory, COUNT, *key[1:]))
+            self._hubs[key] = SpreadHub(running)
+        return self._hubs[key]
 
     def close(self) -> None:
         self._stack.close()
@@ -259,17 +276,32 @@ def scripted_node(hub: RunningHub, node_id: str = "scripted") -> ScriptedNode:
     return ScriptedNode(hub.runtime.hub, node_id)
 
 
+def over_replicas(request: pytest.FixtureRequest) -> bool:
+    """Whether the test of ``request`` runs over replicas (its ``hub`` fixture's param is :data:`REPLICAS`)."""
+    callspec = getattr(request.node, "callspec", None)
+    return callspec is not None and REPLICAS in callspec.params.values()
+
+
 @contextlib.asynccontextmanager
-async def serving(request: pytest.FixtureRequest, data_dir: Path, **overrides: Any) -> AsyncIterator[RunningHub]:
+async def serving(
+    request: pytest.FixtureRequest,
+    data_dir: Path,
+    *,
+    prepare: Callable[[Path], None] | None = None,
+    kind: str = "",
+    **overrides: Any,
+) -> AsyncIterator[RunningHub]:
     """The hub of a test whose ``hub`` fixture has the params :data:`SERVES`: one hub, or three replicas.
 
     Typed as the one hub so that test bodies stay unchanged: a :class:`SpreadHub` has its addresses,
     the only attributes the tests that run over replicas use (the others are in :data:`SINGLE_PROCESS`).
     """
     if request.param == ONE_HUB:
+        if prepare is not None:
+            prepare(data_dir)
         async with checked_hub(data_dir, **overrides) as running:
             yield running
         return
     clusters: ReplicaClusters = request.getfixturevalue("replica_clusters")
-    async with checked_spread(clusters.spread(overrides)) as spread:
+    async with checked_spread(clusters.spread(overrides, prepare=prepare, kind=kind)) as spread:
         yield cast(RunningHub, spread)
