@@ -79,6 +79,9 @@ _STORE_IN_PROCESS = "counts rows through the hub's store in-process (hub.runtime
 _LOGS_IN_PROCESS = "asserts on the hub's log records, captured in-process (caplog); a replica logs to its own output"
 _TURNS_IN_PROCESS = "checks the hub's in-memory turn table in-process (hub.runtime.hub._turns)"
 _COMMANDS_IN_PROCESS = "reads the hub's pending commands in-process (hub.runtime.hub.commands)"
+_CONSTANT_IN_PROCESS = (
+    "patches a constant of the hub's modules in this process (monkeypatch), which a replica process never sees"
+)
 
 # "test_file.py::test_name" -> why the test cannot run over replica processes (it is skipped there).
 SINGLE_PROCESS: dict[str, str] = {
@@ -127,6 +130,28 @@ SINGLE_PROCESS: dict[str, str] = {
     ),
     "test_commands.py::test_an_offline_node_is_command_failed": _NODES_IN_PROCESS,
     "test_commands.py::test_an_answer_after_the_session_closed_adds_nothing": _COMMANDS_IN_PROCESS,
+    "test_node_endpoint.py::test_a_node_dropping_mid_turn_ends_the_turn_agent_disconnected": _NODES_IN_PROCESS,
+    "test_node_endpoint.py::test_a_node_that_says_nothing_is_closed_after_the_hello_timeout": _CONSTANT_IN_PROCESS,
+    "test_node_endpoint.py::test_a_protocol_violation_drops_that_node_only": _NODES_IN_PROCESS,
+    "test_node_endpoint.py::test_a_refused_or_unanswered_open_is_refused_and_leaves_no_session": (
+        "shortens the hub's node timeout in-process (monkeypatch on hub.runtime.hub)"
+    ),
+    "test_node_endpoint.py::test_a_remote_node_cannot_take_the_built_in_node_id": _NODES_IN_PROCESS,
+    "test_node_endpoint.py::test_a_replacement_is_logged_with_both_peers_addresses": _LOGS_IN_PROCESS,
+    "test_node_endpoint.py::test_agent_hello_with_a_node_id_over_256_bytes_closes_the_connection": _NODES_IN_PROCESS,
+    "test_node_endpoint.py::test_agent_hello_without_node_id_closes_the_connection": _NODES_IN_PROCESS,
+    "test_node_endpoint.py::test_agent_status_and_stats_are_kept": _NODES_IN_PROCESS,
+    "test_node_endpoint.py::test_an_envelope_id_over_256_bytes_drops_the_node": _NODES_IN_PROCESS,
+    "test_node_endpoint.py::test_anything_but_agent_hello_first_closes_the_connection": _NODES_IN_PROCESS,
+    "test_node_endpoint.py::test_hello_is_answered_with_agent_accepted_and_the_common_capabilities": _NODES_IN_PROCESS,
+    "test_node_endpoint.py::test_node_upgrade_without_the_access_key_is_refused_with_401": _NODES_IN_PROCESS,
+    "test_node_endpoint.py::test_reconnect_with_the_same_node_id_replaces_the_old_connection": (
+        _NODES_IN_PROCESS + "; its replacement across replicas is test_replicas_e2e's"
+        " test_a_node_that_reconnects_to_another_replica_is_replaced_on_the_first"
+    ),
+    "test_node_endpoint.py::test_two_live_connections_with_one_id_do_not_take_it_from_each_other": (
+        _CONSTANT_IN_PROCESS + "; it also reads the node registry and the log in-process"
+    ),
     "test_reference_node.py::test_a_payload_the_hub_cannot_read_is_answered_in_band_and_the_node_stays": (
         _NODES_IN_PROCESS
     ),
@@ -150,7 +175,12 @@ SINGLE_PROCESS: dict[str, str] = {
 
 # "test_file.py::test_name" -> the known gap of the replica code it hits, fixed in parallel: these run
 # over replicas marked xfail(strict=True), so each mark must be removed once its gap is fixed.
+_DELTAS_GAP = "live deltas do not reach watchers on a replica other than the node's (persisted events do)"
+
 KNOWN_REPLICA_GAPS: dict[str, str] = {
+    "test_node_endpoint.py::test_run_turn_reaches_the_node_under_the_turn_id_and_its_events_are_routed_by_it": (
+        _DELTAS_GAP
+    ),
     "test_commands.py::test_agents_lists_the_connected_nodes": (
         "ListAgents lists only the answering replica's nodes (docs/replicas.md, Limits)"
     ),
