@@ -188,12 +188,7 @@ KNOWN_REPLICA_GAPS: dict[str, str] = {
 
 # "test_file.py::test_name" -> a defect of the replica code found by running the test over replicas and
 # not fixed yet (xfail(strict=True) until it is).
-OPEN_REPLICA_DEFECTS: dict[str, str] = {
-    "test_application_auth.py::test_logged_out_cookie_is_refused": (
-        "logout revokes the cookie on the replica that answered it only (revocations are kept in memory):"
-        " the cookie still opens a WebSocket on the other replicas"
-    ),
-}
+OPEN_REPLICA_DEFECTS: dict[str, str] = {}
 
 
 def flags(overrides: dict[str, object]) -> tuple[str, ...]:
