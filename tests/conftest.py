@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from .support.postgres import REQUIRE_ENV, PostgresCluster, find_bin_dir, postgres_cluster
-from .support.spread import KNOWN_REPLICA_GAPS, OPEN_REPLICA_DEFECTS, REPLICAS, SINGLE_PROCESS, ReplicaClusters
+from .support.spread import KNOWN_REPLICA_GAPS, REPLICAS, SINGLE_PROCESS, ReplicaClusters
 
 
 @pytest.fixture(scope="session")
@@ -48,5 +48,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.skip(reason=f"not over replicas: {SINGLE_PROCESS[name]}"))
         elif name in KNOWN_REPLICA_GAPS:
             item.add_marker(pytest.mark.xfail(strict=True, reason=f"replica gap: {KNOWN_REPLICA_GAPS[name]}"))
-        elif name in OPEN_REPLICA_DEFECTS:
-            item.add_marker(pytest.mark.xfail(strict=True, reason=f"replica defect: {OPEN_REPLICA_DEFECTS[name]}"))

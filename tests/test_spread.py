@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from .support.spread import KNOWN_REPLICA_GAPS, OPEN_REPLICA_DEFECTS, SINGLE_PROCESS, flags
+from .support.spread import KNOWN_REPLICA_GAPS, SINGLE_PROCESS, flags
 
 TESTS = Path(__file__).resolve().parent
 
 
 def test_every_listed_test_exists_in_a_module_served_over_replicas() -> None:
     """A renamed or deleted test must leave the lists too (a stale entry would hide nothing and mislead)."""
-    lists = (SINGLE_PROCESS, KNOWN_REPLICA_GAPS, OPEN_REPLICA_DEFECTS)
+    lists = (SINGLE_PROCESS, KNOWN_REPLICA_GAPS)
     for listed in lists:
         for name, reason in listed.items():
             module, _, function = name.partition("::")

@@ -17,7 +17,8 @@ section 6 are checked over what the database stored for them.
 Tests that cannot run over replica processes are listed in :data:`SINGLE_PROCESS` with the
 reason (they read or drive the hub object in-process); tests that fail only because of a known
 gap of the replica code are in :data:`KNOWN_REPLICA_GAPS`, marked ``xfail(strict=True)`` with the
-gap named, so that the mark must go when the gap is fixed. ``tests/conftest.py`` applies both.
+gap named, so that the mark must go when the gap is fixed. ``tests/conftest.py`` applies both
+(``pytest -m replicas`` runs only the replica variants, ``-m "not replicas"`` only the one hub).
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ from .wire import AppSocket
 __all__ = [
     "KNOWN_REPLICA_GAPS",
     "ONE_HUB",
-    "OPEN_REPLICA_DEFECTS",
     "REPLICAS",
     "SERVES",
     "SINGLE_PROCESS",
@@ -185,10 +185,6 @@ KNOWN_REPLICA_GAPS: dict[str, str] = {
         "ListAgents lists only the answering replica's nodes (docs/replicas.md, Limits)"
     ),
 }
-
-# "test_file.py::test_name" -> a defect of the replica code found by running the test over replicas and
-# not fixed yet (xfail(strict=True) until it is).
-OPEN_REPLICA_DEFECTS: dict[str, str] = {}
 
 
 def flags(overrides: dict[str, object]) -> tuple[str, ...]:
