@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from .support.postgres import REQUIRE_ENV, PostgresCluster, find_bin_dir, postgres_cluster
+from .support.spread import KNOWN_REPLICA_GAPS, REPLICAS, SINGLE_PROCESS, ReplicaClusters
 
 
 @pytest.fixture(scope="session")
@@ -24,3 +25,26 @@ def postgres() -> Iterator[PostgresCluster]:
         pytest.skip(reason)
     with postgres_cluster(bin_dir) as cluster:
         yield cluster
+
+
+@pytest.fixture(scope="module")
+def replica_clusters(postgres: PostgresCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReplicaClusters]:
+    """The replica clusters a module's tests share when they run over three replicas (tests/support/spread.py)."""
+    clusters = ReplicaClusters(postgres, tmp_path_factory.mktemp("spread"))
+    try:
+        yield clusters
+    finally:
+        clusters.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Over replicas, skip the tests of SINGLE_PROCESS and expect the known gaps to fail (tests/support/spread.py)."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or REPLICAS not in callspec.params.values():
+            continue
+        name = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
+        if name in SINGLE_PROCESS:
+            item.add_marker(pytest.mark.skip(reason=f"not over replicas: {SINGLE_PROCESS[name]}"))
+        elif name in KNOWN_REPLICA_GAPS:
+            item.add_marker(pytest.mark.xfail(strict=True, reason=f"replica gap: {KNOWN_REPLICA_GAPS[name]}"))

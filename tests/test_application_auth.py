@@ -14,14 +14,14 @@ from websockets.http11 import Response
 
 from aophub.access.authenticator import SESSION_COOKIE
 
-from .support.lifecycle import checked_hub
 from .support.server import TOKEN, RunningHub
+from .support.spread import SERVES, serving
 from .support.wire import AppSocket
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with checked_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path) as running:
         yield running
 
 

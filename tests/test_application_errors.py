@@ -18,12 +18,13 @@ from aop import chat_pb2, envelope_pb2, protocol_pb2
 
 from .support.lifecycle import checked_hub
 from .support.server import RunningHub
+from .support.spread import SERVES, serving
 from .support.wire import AppSocket, protocol_error, rejection, run, stored, text_input, wait_cursor
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with checked_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path) as running:
         yield running
 
 

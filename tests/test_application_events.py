@@ -15,15 +15,14 @@ import pytest
 
 from aop import chat_pb2, event_pb2, protocol_pb2
 
-from .support.lifecycle import checked_hub
-from .support.node import ScriptedNode
 from .support.server import RunningHub
+from .support.spread import SERVES, scripted_node, serving
 from .support.wire import AppSocket, first_event, kinds, list_events, protocol_error, run, stored, wait_cursor
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with checked_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path) as running:
         yield running
 
 
@@ -194,7 +193,7 @@ async def test_cancel_operation_ends_the_watch(app: AppSocket) -> None:
 
 async def test_disconnecting_a_watcher_does_not_cancel_the_turn(hub: RunningHub) -> None:
     """The connection that started and watched a turn goes away; the turn runs on and completes."""
-    async with ScriptedNode(hub.runtime.hub) as node:
+    async with scripted_node(hub) as node:
         async with await AppSocket.open(hub.app_url) as first:
             session = await first.open_session(node.node_id)
             watch = await first.watch(session.id)

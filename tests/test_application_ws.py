@@ -19,9 +19,8 @@ from aop import chat_pb2, event_pb2, protocol_pb2
 from aophub.protocol.codec import pack
 from aophub.v1 import extensions_pb2
 
-from .support.lifecycle import checked_hub
-from .support.node import ScriptedNode
 from .support.server import RunningHub
+from .support.spread import SERVES, scripted_node, serving
 from .support.wire import (
     AppSocket,
     first_event,
@@ -40,17 +39,17 @@ LONG_TEXT = " ".join(f"w{index}" for index in range(1000))
 SLOW_ECHO_DELAY = 0.05
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    """A hub whose echo answers at once; lifecycle invariants are checked afterwards."""
-    async with checked_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    """A hub whose echo answers at once (or 3 replicas); lifecycle invariants are checked afterwards."""
+    async with serving(request, tmp_path) as running:
         yield running
 
 
-@pytest.fixture
-async def slow_hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    """A hub whose echo streams one word per 50 ms, so a long input keeps a turn running."""
-    async with checked_hub(tmp_path, echo_delay=SLOW_ECHO_DELAY) as running:
+@pytest.fixture(params=SERVES)
+async def slow_hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    """A hub whose echo streams one word per 50 ms (or 3 such replicas), so a long input keeps a turn running."""
+    async with serving(request, tmp_path, echo_delay=SLOW_ECHO_DELAY) as running:
         yield running
 
 
@@ -109,7 +108,7 @@ async def test_open_session_on_an_offline_node_is_unavailable(app: AppSocket) ->
 
 async def test_open_session_bound_to_another_node_is_already_exists(hub: RunningHub, app: AppSocket) -> None:
     """An explicit session_id already bound to another node is refused with ALREADY_EXISTS."""
-    async with ScriptedNode(hub.runtime.hub, "other") as node:
+    async with scripted_node(hub, "other") as node:
         session = await app.open_session(node.node_id, session_id="bound")
         assert session.node_id == "other"
         request = chat_pb2.OpenSessionRequest(node_id="local", session_id="bound")
@@ -123,7 +122,7 @@ async def test_open_session_bound_to_another_node_is_already_exists(hub: Running
 
 async def test_open_session_refused_by_the_node_leaves_no_session(hub: RunningHub, app: AppSocket) -> None:
     """A node's refusal is FAILED_PRECONDITION and the id stays free (no record, no events)."""
-    async with ScriptedNode(hub.runtime.hub, "picky") as node:
+    async with scripted_node(hub, "picky") as node:
         node.refuse.add("open_session_request")
         request = chat_pb2.OpenSessionRequest(node_id="picky", session_id="refused")
         assert rejection(await app.call(open_session_request=request)).code == "FAILED_PRECONDITION"
@@ -170,14 +169,14 @@ async def test_journaled_rejection_replays_after_the_cause_is_gone(hub: RunningH
     """Rejections are journaled too: the same id gets the stored UNAVAILABLE once the node is back; a new id works."""
     request = chat_pb2.OpenSessionRequest(node_id="late")
     assert rejection(await app.call("open-late", open_session_request=request)).code == "UNAVAILABLE"
-    async with ScriptedNode(hub.runtime.hub, "late"):
+    async with scripted_node(hub, "late"):
         assert rejection(await app.call("open-late", open_session_request=request)).code == "UNAVAILABLE"
         assert (await app.call("open-late-2", open_session_request=request)).open_session_response.accepted.id
 
 
 async def test_requests_are_answered_concurrently(hub: RunningHub, app: AppSocket) -> None:
     """A request waiting on a stalled node does not hold up later requests of the same connection."""
-    async with ScriptedNode(hub.runtime.hub) as node:
+    async with scripted_node(hub) as node:
         node.answering.clear()
         slow = await app.send(
             protocol_pb2.ProtocolMessage(open_session_request=chat_pb2.OpenSessionRequest(node_id=node.node_id))
@@ -334,7 +333,7 @@ async def test_run_turn_on_an_unknown_session_is_not_found(app: AppSocket) -> No
 
 async def test_run_turn_when_the_node_is_gone_is_unavailable(hub: RunningHub, app: AppSocket) -> None:
     """A session whose node went offline refuses new turns with a retryable UNAVAILABLE."""
-    async with ScriptedNode(hub.runtime.hub) as node:
+    async with scripted_node(hub) as node:
         session = await app.open_session(node.node_id)
     refused = (await app.run_turn(session.id, turn_id="t")).rejected
     assert (refused.code, refused.retryable) == ("UNAVAILABLE", True)
@@ -343,7 +342,7 @@ async def test_run_turn_when_the_node_is_gone_is_unavailable(hub: RunningHub, ap
 
 async def test_node_dropping_mid_turn_ends_it_agent_disconnected(hub: RunningHub, app: AppSocket) -> None:
     """When the node drops during a turn the hub ends it: error agent_disconnected."""
-    async with ScriptedNode(hub.runtime.hub) as node:
+    async with scripted_node(hub) as node:
         session = await app.open_session(node.node_id)
         watch = await app.watch(session.id)
         receipt = await run(app, session.id)
@@ -356,7 +355,7 @@ async def test_node_dropping_mid_turn_ends_it_agent_disconnected(hub: RunningHub
 
 async def test_queued_turn_of_a_lost_node_ends_dispatch_failed(hub: RunningHub, app: AppSocket) -> None:
     """When the node drops, its running turn ends agent_disconnected and the queued one dispatch_failed."""
-    async with ScriptedNode(hub.runtime.hub) as node:
+    async with scripted_node(hub) as node:
         session = await app.open_session(node.node_id)
         watch = await app.watch(session.id)
         await run(app, session.id, turn_id="t1")
@@ -370,7 +369,7 @@ async def test_queued_turn_of_a_lost_node_ends_dispatch_failed(hub: RunningHub, 
 
 async def test_turn_the_node_refuses_ends_agent_run_failed(hub: RunningHub, app: AppSocket) -> None:
     """A turn the hub accepted but the node refuses still ends: error agent_run_failed."""
-    async with ScriptedNode(hub.runtime.hub) as node:
+    async with scripted_node(hub) as node:
         node.refuse.add("run_turn_request")
         session = await app.open_session(node.node_id)
         watch = await app.watch(session.id)
@@ -395,7 +394,7 @@ async def test_node_events_are_resequenced_and_relayed_verbatim(hub: RunningHub,
     """The hub assigns seq to a node's events; unknown Any values reach watchers and ListEvents unchanged."""
     unknown = any_pb2.Any(type_url="type.googleapis.com/vendor.x.Meta", value=b"\x08\x96\x01\xff")
     payload = any_pb2.Any(type_url="type.googleapis.com/vendor.x.Payload", value=b"\x12\x00\x01")
-    async with ScriptedNode(hub.runtime.hub) as node:
+    async with scripted_node(hub) as node:
         session = await app.open_session(node.node_id)
         watch = await app.watch(session.id)
         await run(app, session.id, turn_id="t1")
@@ -430,7 +429,7 @@ async def test_reject_policy_refuses_while_a_turn_runs(slow_hub: RunningHub) -> 
 
 async def test_enqueue_policy_queues_and_runs_fifo(hub: RunningHub, app: AppSocket) -> None:
     """While a turn runs, ENQUEUE (explicit or default) answers "queued" and turns run one by one, FIFO."""
-    async with ScriptedNode(hub.runtime.hub) as node:
+    async with scripted_node(hub) as node:
         session = await app.open_session(node.node_id)
         watch = await app.watch(session.id)
         first = await run(app, session.id, "one", turn_id="t1")
@@ -456,7 +455,7 @@ async def test_enqueue_policy_queues_and_runs_fifo(hub: RunningHub, app: AppSock
 
 async def test_interrupt_policy_cancels_the_running_turn(hub: RunningHub, app: AppSocket) -> None:
     """INTERRUPT ends the running turn "canceled", tells its node, runs the new one; late output is dropped."""
-    async with ScriptedNode(hub.runtime.hub) as node:
+    async with scripted_node(hub) as node:
         session = await app.open_session(node.node_id)
         watch = await app.watch(session.id)
         await run(app, session.id, "one", turn_id="t1")
@@ -535,7 +534,7 @@ async def test_cancel_turn_ends_it_exactly_once(slow_hub: RunningHub) -> None:
 
 async def test_cancel_a_queued_turn(hub: RunningHub, app: AppSocket) -> None:
     """A queued turn canceled before it ran gets its turn_started and turn_ended, and never reaches the node."""
-    async with ScriptedNode(hub.runtime.hub) as node:
+    async with scripted_node(hub) as node:
         session = await app.open_session(node.node_id)
         watch = await app.watch(session.id)
         await run(app, session.id, "one", turn_id="t1")
@@ -589,7 +588,7 @@ async def test_close_session_ends_it_once_and_refuses_new_turns(app: AppSocket) 
 
 async def test_close_session_ends_its_running_turn(hub: RunningHub, app: AppSocket) -> None:
     """Closing a session cancels its running turn (one turn_ended) and tells the node both."""
-    async with ScriptedNode(hub.runtime.hub) as node:
+    async with scripted_node(hub) as node:
         session = await app.open_session(node.node_id)
         watch = await app.watch(session.id)
         await run(app, session.id, turn_id="t1")
@@ -604,7 +603,7 @@ async def test_close_session_ends_its_running_turn(hub: RunningHub, app: AppSock
 
 async def test_close_session_of_an_offline_node(hub: RunningHub, app: AppSocket) -> None:
     """With its node offline the hub closes the session and emits session_ended itself."""
-    async with ScriptedNode(hub.runtime.hub) as node:
+    async with scripted_node(hub) as node:
         session = await app.open_session(node.node_id)
     reply = await app.call(close_session_request=chat_pb2.CloseSessionRequest(session_id=session.id, reason="gone"))
     assert reply.close_session_response.accepted.state == "closed"

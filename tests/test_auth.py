@@ -231,6 +231,20 @@ def test_revoked_cookie_is_refused(authenticator: Authenticator) -> None:
     assert not authenticator.revoke("v1.1.forged")
 
 
+def test_a_revocation_by_nonce_is_what_another_replica_does_on_a_logout(clock: FakeClock) -> None:
+    """Replicas sign cookies with one key: a logout on one revokes (nonce, expiry) on the others too."""
+    here, there = Authenticator(KEY, clock=clock), Authenticator(KEY, clock=clock)
+    value = here.issue_cookie()
+    assert there.authenticate({}, cookie(value)).ok
+    nonce, expiry = here.cookie_nonce(value) or ("", 0)
+    assert here.revoke(value)
+    assert there.revoke_nonce(nonce, expiry)
+    assert there.authenticate({}, cookie(value)) == AuthResult(False, "cookie", "session revoked")
+    assert here.cookie_nonce("v1.1.forged") is None
+    assert not there.revoke_nonce("x" * 22, int(clock()) - 1)  # expired anyway: not remembered
+    assert "revoked=1" in repr(there)
+
+
 def test_revocations_are_forgotten_after_expiry(authenticator: Authenticator, clock: FakeClock) -> None:
     """A revoked nonce is dropped once its cookie has expired anyway."""
     authenticator.revoke(authenticator.issue_cookie())

@@ -7,11 +7,12 @@ read as JSON. Each numbered step of the scenario is a test here.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 from connectrpc.code import Code as ConnectCode
@@ -33,35 +34,43 @@ from aophub.client import (
 )
 from aophub.v1 import extensions_pb2, interaction_pb2, session_pb2, system_pb2
 
+from .support.postgres import PostgresCluster
+from .support.replicas import migrated_database
 from .support.server import ROOT
+from .support.spread import REPLICAS, SERVES
 
 pytestmark = pytest.mark.timeout(60)
 CUTS = 20
 
 
-@dataclass(frozen=True)
+@dataclass
 class Hub:
-    url: str
+    """The launcher's hub; over replicas, each ``url`` asked for is the next replica's (the node is on r0)."""
+
+    urls: list[str]
     token: str
     node: str
     max_watches: int
+    _turn: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def url(self) -> str:
+        return self.urls[next(self._turn) % len(self.urls)]
 
 
-@pytest.fixture(scope="module")
-def hub() -> Iterator[Hub]:
-    """The launcher's hub; it stops (and removes its data) when its stdin closes."""
-    launcher = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.conformance_hub"],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+@pytest.fixture(scope="module", params=SERVES)
+def hub(request: pytest.FixtureRequest) -> Iterator[Hub]:
+    """The launcher's hub (or its 3 replicas on PostgreSQL); it stops (and removes its data) when its stdin closes."""
+    command = [sys.executable, "-m", "tests.support.conformance_hub"]
+    if request.param == REPLICAS:
+        postgres: PostgresCluster = request.getfixturevalue("postgres")
+        command += ["--database", migrated_database(postgres), "--replicas", "3"]
+    launcher = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert launcher.stdin is not None
     assert launcher.stdout is not None
     try:
         ready = json.loads(launcher.stdout.readline())
-        yield Hub(ready["url"], ready["token"], ready["node"], ready["max_watches"])
+        yield Hub(ready.get("urls", [ready["url"]]), ready["token"], ready["node"], ready["max_watches"])
     finally:
         launcher.stdin.close()
         launcher.wait(timeout=30)

@@ -15,6 +15,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from aop import chat_pb2, protocol_pb2
+from aophub.cluster.logouts import logout_payload, parse_logout
 from aophub.config import ConfigStore, default_config
 from aophub.store.postgres_schema import migrate_database
 from aophub.v1 import (
@@ -198,3 +199,11 @@ async def test_one_leader_runs_scans_and_another_takes_over_when_it_is_killed(
             )
             done = await scan_when(scans, second.accepted.id, scan_pb2.SCAN_STATUS_COMPLETED)
             assert done.finished_at.seconds
+
+
+def test_a_logout_notification_names_the_nonce_and_its_expiry() -> None:
+    """The ``aophub_logout`` payload round-trips; anything else is not a logout (and is ignored)."""
+    nonce = "A" * 22
+    assert parse_logout(logout_payload(nonce, 1_800_000_000)) == (nonce, 1_800_000_000)
+    for bad in ("", "1800000000", f"x {nonce}", f"1800000000 {nonce} extra", "1800000000 short", f"-1 {nonce}"):
+        assert parse_logout(bad) is None, bad

@@ -31,14 +31,15 @@ from .support.reference_commands import COMMAND_MODULES, CommandNode
 from .support.reference_node import ReferenceNode
 from .support.rpc import Rpc, connect_error, rpc_clients
 from .support.server import RunningHub
+from .support.spread import SERVES, serving
 from .support.wire import AppSocket, run, stored
 
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with checked_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path) as running:
         yield running
 
 

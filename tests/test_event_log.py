@@ -18,8 +18,9 @@ from aophub.hub.event_log import (
     Subscription,
     is_persisted,
 )
+from aophub.hub.watch import _Position
 from aophub.protocol.codec import unpack
-from aophub.store import PutSession, SessionRecord, SQLiteStore, StoreError, WriteOp
+from aophub.store import PutSession, SessionRecord, SQLiteStore, StoredEvent, StoreError, WriteOp
 
 SESSION = "s1"
 
@@ -34,6 +35,10 @@ class FaultyStore(SQLiteStore):
         self.gate_after_commit = False
         self.entered = asyncio.Event()
         self.submits = 0
+        self.committed = 0  # submits whose commit went through
+        self.commit_seen = asyncio.Event()
+        # Rows the next read_events answers at once (a read of rows already committed), instead of reading.
+        self.canned_read: list[StoredEvent] | None = None
 
     def submit(self, ops: Sequence[WriteOp]) -> asyncio.Future[list[int | None]]:
         return asyncio.ensure_future(self._submit(ops))
@@ -47,9 +52,19 @@ class FaultyStore(SQLiteStore):
             self.fail_next = False
             raise StoreError("disk full: armed by the test", retryable=True)
         results = await super().submit(ops)
+        self.committed += 1
+        self.commit_seen.set()
         if self.gate is not None and self.gate_after_commit:
             await self.gate.wait()
         return results
+
+    async def read_events(
+        self, session_id: str, after_cursor: int, limit: int, *, max_bytes: int | None = None
+    ) -> list[StoredEvent]:
+        if self.canned_read is not None:
+            rows, self.canned_read = self.canned_read, None
+            return [row for row in rows if row.cursor > after_cursor][:limit]
+        return await super().read_events(session_id, after_cursor, limit, max_bytes=max_bytes)
 
 
 @pytest.fixture
@@ -190,6 +205,34 @@ async def test_delta_after_a_pending_event_waits_for_it(store: FaultyStore) -> N
     deliveries = await drain(subscription)
     assert texts(deliveries) == ["slow", "fast"]
     assert [d.seq for d in deliveries] == [2, 3]
+
+
+async def test_a_notification_of_its_own_commit_does_not_let_its_rows_overtake_its_deltas(store: FaultyStore) -> None:
+    """Replicas: the notification of a commit reaches every replica, the writing one too, possibly before its
+    commit callback. Its own rows then go out by its own path, after the deltas queued before them: read back
+    ahead of them (before: "slow", "final" first), a watcher drops those deltas as older than what it has."""
+    log = EventLog(SESSION, store)
+    await log.publish(message("reserve"))  # reserves seqs, so the delta needs no write
+    subscription = log.subscribe(100)
+    store.gate, store.gate_after_commit = asyncio.Event(), True
+    before = store.committed
+    slow = asyncio.create_task(log.publish(message("slow")))  # committed, its callback held
+    while store.committed < before + 1:
+        store.commit_seen.clear()
+        await store.commit_seen.wait()
+    assert await log.publish(delta("fast")) == 0  # queued behind "slow"
+    final = asyncio.create_task(log.publish(message("final")))
+    while store.committed < before + 2:
+        store.commit_seen.clear()
+        await store.commit_seen.wait()
+    store.canned_read = await SQLiteStore.read_events(store, SESSION, 0, 100)  # both rows are in the database
+    log.committed_elsewhere(3)  # this replica's own commit, notified before its callback ran
+    store.gate.set()  # the reader, scheduled first, reads now; then the commits' callbacks run
+    assert (await slow, await final) == (2, 3)
+    await log.settled()
+    position = _Position(1)
+    watched = [delivery for delivery in await drain(subscription) if position.admit(delivery)]
+    assert texts(watched) == ["slow", "fast", "final"]
 
 
 async def test_failed_publish_stores_and_delivers_nothing(store: FaultyStore) -> None:

@@ -21,6 +21,7 @@ from aophub.cluster.forwarding import (
 )
 from aophub.cluster.rpc_forwarding import decode_call
 from aophub.protocol.codec import pack
+from aophub.rpc.mount import MAX_MESSAGE_BYTES
 from aophub.v1 import session_pb2
 
 
@@ -81,11 +82,23 @@ def test_session_calls_are_read_in_each_encoding() -> None:
     assert decode_call(b"\xff", "application/proto", session_pb2.UpdateSessionRequest) is None
 
 
-def test_session_calls_are_read_gzipped() -> None:
-    """A gzipped body (the generated Connect clients' default) is read; an unknown or broken compression runs here."""
-    body = session_pb2.UpdateSessionRequest(session_id="ses_1", title="t").SerializeToString()
-    decoded = decode_call(gzip.compress(body), "application/proto", session_pb2.UpdateSessionRequest, "gzip")
-    assert isinstance(decoded, session_pb2.UpdateSessionRequest)
-    assert decoded.session_id == "ses_1"
-    assert decode_call(body, "application/proto", session_pb2.UpdateSessionRequest, "br") is None
-    assert decode_call(b"\x1f\x8b broken", "application/proto", session_pb2.UpdateSessionRequest, "gzip") is None
+def test_compressed_session_calls_are_read_too() -> None:
+    """A gzip body (connectrpc's Python client compresses every request) names its session as a plain one does.
+
+    Before, such a call for a session another replica owns ran where it arrived and failed INTERNAL (fenced write).
+    """
+    request = session_pb2.RunCommandRequest(session_id="ses_1", line="/status")
+    body = gzip.compress(request.SerializeToString())
+    framed = b"\x01" + len(body).to_bytes(4, "big") + body
+    for content_type, data in (
+        ("application/proto", body),
+        ("application/json", gzip.compress(b'{"sessionId": "ses_1", "line": "/status"}')),
+        ("application/grpc-web+proto", framed),
+    ):
+        decoded = decode_call(data, content_type, session_pb2.RunCommandRequest, encoding="gzip")
+        assert isinstance(decoded, session_pb2.RunCommandRequest), content_type
+        assert decoded.session_id == "ses_1", content_type
+    for refused in ("br", ""):  # an encoding it does not read, or gzip bytes said to be plain: runs here
+        assert decode_call(body, "application/proto", session_pb2.RunCommandRequest, encoding=refused) is None
+    bomb = gzip.compress(b"\0" * (MAX_MESSAGE_BYTES + 1))  # inflating past the RPC limit: not read, runs here
+    assert decode_call(bomb, "application/proto", session_pb2.RunCommandRequest, encoding="gzip") is None

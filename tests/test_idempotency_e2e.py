@@ -17,18 +17,17 @@ from aophub.protocol.codec import pack
 
 from .support.lifecycle import assert_lifecycle, close_everything
 from .support.server import RunningHub, running_hub
+from .support.spread import SERVES, serving
 from .support.wire import AppSocket, text_input
 
 CONNECTIONS = 5
 DUPLICATES = 50
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with running_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path) as running:
         yield running
-        await close_everything(running.runtime)
-        await assert_lifecycle(running.runtime)
 
 
 @pytest.fixture

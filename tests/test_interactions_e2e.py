@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from aophub.node import NodeRuntime, Turn, serve_agent
 from aophub.protocol.codec import pack
 from aophub.v1 import extensions_pb2, interaction_pb2
 
-from .support.fake_openai import FakeOpenAI, answer, fake_openai, tool_calls
+from .support.fake_openai import FakeOpenAI, answer, fake_openai, fake_openai_in_thread, tool_calls
 from .support.interactions import (
     NOTES,
     agent_hub,
@@ -33,11 +34,13 @@ from .support.interactions import (
     assert_well_formed,
     interaction_event,
     persisted,
+    prepare_agent,
     results,
     states,
     text_output,
 )
 from .support.server import TOKEN, RunningHub
+from .support.spread import SERVES, over_replicas, serving
 from .support.wire import AppSocket
 
 PENDING = interaction_pb2.INTERACTION_STATE_PENDING
@@ -47,15 +50,28 @@ CANCELED = interaction_pb2.INTERACTION_STATE_CANCELED
 READ_NOTES = ("call_read", "read_file", '{"path": "notes.txt"}')
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    async with fake_openai(api_key="sk-test") as server:
+@pytest.fixture(scope="module")
+def shared_fake() -> Iterator[FakeOpenAI]:
+    """One fake for the module's replicas (their config.yaml names its address), reset for each test."""
+    with fake_openai_in_thread(api_key="sk-test") as server:
         yield server
 
 
 @pytest.fixture
-async def hub(tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[RunningHub]:
-    async with agent_hub(tmp_path, fake) as running:
+async def fake(request: pytest.FixtureRequest) -> AsyncIterator[FakeOpenAI]:
+    if over_replicas(request):
+        server: FakeOpenAI = request.getfixturevalue("shared_fake")
+        server.reset()
+        yield server
+        return
+    async with fake_openai(api_key="sk-test") as server:
+        yield server
+
+
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[RunningHub]:
+    """A hub whose built-in agent talks to ``fake`` (or 3 such replicas)."""
+    async with serving(request, tmp_path, prepare=functools.partial(prepare_agent, fake=fake), kind="agent") as running:
         yield running
 
 

@@ -20,10 +20,10 @@ from aophub.hub.nodes import NodeHandle
 from aophub.ids import new_id
 from aophub.protocol.codec import core_message
 
-from .support.lifecycle import checked_hub
 from .support.raw_node import REJECT
 from .support.reference_dispatch import ReferenceAgentNode, not_open
 from .support.server import RunningHub
+from .support.spread import SERVES, serving
 from .support.wire import AppSocket, rejection, run, stored, text_input
 
 pytestmark = pytest.mark.timeout(60)
@@ -31,9 +31,9 @@ pytestmark = pytest.mark.timeout(60)
 NODE = "ref"
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with checked_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path) as running:
         yield running
 
 

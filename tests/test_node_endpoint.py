@@ -35,15 +35,16 @@ from aophub.v1 import extensions_pb2, interaction_pb2
 from .support.lifecycle import checked_hub
 from .support.raw_node import ACCEPT, IGNORE, REJECT, RawNode
 from .support.server import TOKEN, RunningHub
+from .support.spread import SERVES, serving
 from .support.wire import AppSocket, text_input
 
 _CORE_URL = TYPE_URL_PREFIX + protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
 _INTERACTION_URL = TYPE_URL_PREFIX + interaction_pb2.InteractionProtocolMessage.DESCRIPTOR.full_name
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with checked_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path) as running:
         yield running
 
 

@@ -16,9 +16,9 @@ import pytest
 
 from aop import chat_pb2, event_pb2
 
-from .support.lifecycle import checked_hub
 from .support.reference_node import NO_PROVIDER, ReferenceNode
 from .support.server import RunningHub
+from .support.spread import SERVES, serving
 from .support.wire import AppSocket
 from .test_reference_node import barrier, kinds, run, stored, turn_on
 
@@ -27,9 +27,9 @@ NO_LLM = "node_no_llm"
 TOO_MANY_NODE_TURNS = "node_turn_flood"
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with checked_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path) as running:
         yield running
 
 
@@ -110,9 +110,9 @@ async def test_a_scheduled_node_turn_is_relayed_whole_as_a_turn_of_the_session(h
 # -- 9.5.8: a unit is relayed whole or dropped whole; past the bound the session is closed ----------
 
 
-@pytest.fixture
-async def strict_hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with checked_hub(tmp_path, node_turns_per_minute=2) as running:
+@pytest.fixture(params=SERVES)
+async def strict_hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path, node_turns_per_minute=2) as running:
         yield running
 
 

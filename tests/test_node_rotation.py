@@ -18,9 +18,9 @@ import pytest
 from aop import chat_pb2, event_pb2
 
 from .support.command_client import receipt, send_command
-from .support.lifecycle import checked_hub
 from .support.rotating_node import RotatingNode
 from .support.server import RunningHub
+from .support.spread import SERVES, serving
 from .support.wire import AppSocket, run, stored
 
 pytestmark = pytest.mark.timeout(60)
@@ -30,9 +30,9 @@ NODE = "ref"
 START_WAIT = 0.3
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with checked_hub(tmp_path, turn_start_timeout=START_WAIT) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path, turn_start_timeout=START_WAIT) as running:
         yield running
 
 

@@ -231,6 +231,7 @@ class Keeper:
 
     taken: list[tuple[str, str]] = field(default_factory=list)
     abandoned: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
     open_turns: int = 1
 
     async def take_session(self, session_id: str, code: str, message: str) -> int:
@@ -239,6 +240,9 @@ class Keeper:
 
     def abandon_session(self, session_id: str) -> None:
         self.abandoned.append(session_id)
+
+    async def node_moved(self, node_id: str) -> None:
+        self.moved.append(node_id)
 
 
 @dataclass
@@ -284,6 +288,36 @@ async def test_ownership_takes_over_ends_left_turns_and_drops_lost_sessions(clus
         with pytest.raises(HubError) as refused:
             await a.place("s2", "local")
         assert refused.value.code is Code.UNAVAILABLE
+    finally:
+        await a.leases.close()
+        await b.leases.close()
+
+
+async def test_a_node_that_attached_elsewhere_is_closed_here_once(cluster: Cluster) -> None:
+    """n1 attaches to A, then to B while its connection to A is still open: A's next check closes it there
+    (once), and leaves B's lease alone when that stale connection ends. n2, still A's, stays."""
+    await cluster.alive(A)
+    await cluster.alive(B)
+    keeper_a = Keeper()
+    a = Ownership(
+        cluster.leases(A), Registration(A), keeper_a, node_connected=lambda _n: True, built_in=lambda _n: False
+    )
+    b = Ownership(
+        cluster.leases(B), Registration(B), Keeper(), node_connected=lambda _n: True, built_in=lambda _n: False
+    )
+    try:
+        await a.node_attached("n1")
+        await a.node_attached("n2")
+        await a.check_lost()
+        assert keeper_a.moved == []
+        await b.node_attached("n1")
+        await a.check_lost()
+        await a.check_lost()
+        assert keeper_a.moved == ["n1"]
+        await a.node_detached("n1")  # the stale connection ends: B's lease stays
+        _session, node = await b.leases.lookup("", "n1")
+        assert node is not None
+        assert node.replica_id == B
     finally:
         await a.leases.close()
         await b.leases.close()

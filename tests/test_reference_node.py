@@ -21,11 +21,11 @@ from aophub.hub.live_session import LiveSession
 from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack
 from aophub.v1 import agent_pb2, artifact_pb2, interaction_pb2
 
-from .support.lifecycle import checked_hub
 from .support.raw_node import IGNORE, RawNode, Received
 from .support.reference_node import CONTEXT_CANCELED, UNSUPPORTED_CORE, ReferenceNode
 from .support.rpc import rpc_clients
 from .support.server import RunningHub
+from .support.spread import SERVES, serving
 from .support.wire import AppSocket
 
 _CORE_URL = TYPE_URL_PREFIX + protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
@@ -34,9 +34,9 @@ _INTERACTION_URL = TYPE_URL_PREFIX + interaction_pb2.InteractionProtocolMessage.
 _FOREIGN_URL = TYPE_URL_PREFIX + "example.v1.ProtocolMessage"
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with checked_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path) as running:
         yield running
 
 

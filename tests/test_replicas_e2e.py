@@ -366,3 +366,21 @@ async def subagent_status(url: str, subagent_id: str) -> int:
         return int(await db.fetchval("SELECT status FROM subagents WHERE id = $1", subagent_id))
     finally:
         await db.close()
+
+
+async def test_a_node_that_reconnects_to_another_replica_is_replaced_on_the_first(cluster: Replicas) -> None:
+    """Node n5 on r0 dials r1 while its connection to r0 is still open (a load balancer moved it): r0 closes
+    the old connection as one hub closes a replaced one, so no stale connection can take sessions back.
+
+    Before, r0 kept the old connection open for good, listing the node and routing to it."""
+    first = await RawNode.connect(cluster[0].node_url, "n5")
+    async with first, await RawNode.dial(cluster[1].node_url, "n5") as second:
+        await second.hello()
+        started = time.perf_counter()
+        assert await first.closed() == (1000, "replaced by a new connection")
+        closed_ms = (time.perf_counter() - started) * 1000
+        async with await AppSocket.open(cluster[0].app_url) as app0:
+            session = await app0.open_session("n5")
+        assert await owner_of(cluster.url, session.id) == "r1"
+        assert [item.case for item in second.received if item.case.endswith("_request")] == ["open_session_request"]
+    print(f"\nthe old connection on the first replica closed {closed_ms:.0f} ms after the node moved")

@@ -12,6 +12,10 @@ to it, and then prints one JSON line on stdout::
 It runs until its standard input ends (the test runner closes the pipe, or dies) or it gets
 SIGTERM/SIGINT; then it stops the node and the hub and removes the data directory. Everything
 else it or the hub prints goes to stderr. Any client's test runner can start it the same way.
+
+With ``--database postgresql://... --replicas N`` it starts N replicas (``r0``...) on that (migrated)
+database instead, each with a data directory of its own, connects the node to ``r0``, and adds
+``"urls"``, every replica's address, to the ready line (``"url"`` is r0's).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import signal
 import sys
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from aop import content_pb2, protocol_pb2, value_pb2
@@ -129,8 +134,8 @@ async def _until_stopped() -> None:
     await stopped.wait()
 
 
-async def _serve(hub: HubProcess, token: str, max_watches: int) -> None:
-    """Connect the node, print the ready line, and run until stopped."""
+async def _serve(hub: HubProcess, token: str, max_watches: int, others: Sequence[HubProcess] = ()) -> None:
+    """Connect the node to ``hub``, print the ready line, and run until stopped."""
     connected = asyncio.Event()
 
     def on_connected(_runtime: NodeRuntime) -> None:
@@ -152,6 +157,8 @@ async def _serve(hub: HubProcess, token: str, max_watches: int) -> None:
             "max_frame_bytes": DEFAULT_MAX_FRAME_BYTES,
             "data_dir": str(hub.data_dir),
         }
+        if others:
+            ready["urls"] = [replica.http for replica in (hub, *others)]
         print(json.dumps(ready), flush=True)
         await _until_stopped()
     finally:
@@ -167,18 +174,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--http2", action="store_true", help="start the hub with --http2 (gRPC for the management services)"
     )
+    parser.add_argument("--database", default="", help="a migrated PostgreSQL database for --replicas")
+    parser.add_argument("--replicas", type=int, default=0, help="start this many replicas on --database")
     args = parser.parse_args(argv)
+    if bool(args.database) != bool(args.replicas):
+        parser.error("--database and --replicas go together")
     token = secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="aophub-conformance-") as data_dir:
         extra = ["--max-watches", str(args.max_watches)] + (["--http2"] if args.http2 else [])
-        hub = HubProcess(Path(data_dir), *extra, token=None)
-        hub.env["AOPHUB_TOKEN"] = token
-        hub.start()
+        hubs: list[HubProcess] = []
+        if args.replicas:
+            for index in range(args.replicas):
+                where = ["--database", args.database, "--replica-id", f"r{index}"]
+                hubs.append(HubProcess(Path(data_dir) / f"r{index}", *extra, *where, token=None))
+        else:
+            hubs.append(HubProcess(Path(data_dir), *extra, token=None))
         try:
-            asyncio.run(_serve(hub, token, args.max_watches))
+            for hub in hubs:
+                hub.env["AOPHUB_TOKEN"] = token
+                hub.start()
+            asyncio.run(_serve(hubs[0], token, args.max_watches, hubs[1:]))
         finally:
-            hub.terminate()
-            sys.stderr.writelines(hub.output)
+            for hub in hubs:
+                if hub.process is not None:
+                    hub.terminate()
+                    sys.stderr.writelines(hub.output)
     return 0
 
 

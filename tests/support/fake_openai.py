@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import queue
+import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +44,7 @@ __all__ = [
     "answer",
     "failure",
     "fake_openai",
+    "fake_openai_in_thread",
     "tool_calls",
 ]
 
@@ -399,3 +402,33 @@ async def fake_openai(*, api_key: str | None = None, models: Sequence[str] = (MO
         fake._stopping.set()
         server.should_exit = True
         await task
+
+
+@contextlib.contextmanager
+def fake_openai_in_thread(*, api_key: str | None = None, models: Sequence[str] = (MODEL,)) -> Iterator[FakeOpenAI]:
+    """:func:`fake_openai` served from a thread with an event loop of its own, until the block exits: one
+    server for the tests of a module, whichever event loops they run in (share it with :meth:`FakeOpenAI.reset`)."""
+    started: queue.Queue[FakeOpenAI | BaseException] = queue.Queue()
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+
+    async def serve() -> None:
+        try:
+            async with fake_openai(api_key=api_key, models=models) as fake:
+                started.put(fake)
+                await stop.wait()
+        except BaseException as error:
+            started.put(error)
+            raise
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), name="fake openai", daemon=True)
+    thread.start()
+    try:
+        item = started.get(timeout=20)
+        if isinstance(item, BaseException):
+            raise RuntimeError("the fake OpenAI server did not start") from item
+        yield item
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(20)
+        loop.close()

@@ -35,6 +35,7 @@ __all__ = [
     "interaction_event",
     "interaction_of",
     "persisted",
+    "prepare_agent",
     "results",
     "states",
     "text_output",
@@ -82,12 +83,17 @@ def configure(
 async def agent_hub(data_dir: Path, fake: FakeOpenAI, **settings: Any) -> AsyncIterator[RunningHub]:
     """A checked hub whose built-in agent uses ``fake`` (``settings`` go to :func:`configure`), with
     ``notes.txt`` (:data:`NOTES`) in its workspace."""
+    prepare_agent(data_dir, fake, **settings)
+    async with checked_hub(data_dir) as running:
+        yield running
+
+
+def prepare_agent(data_dir: Path, fake: FakeOpenAI, **settings: Any) -> None:
+    """Make ``data_dir`` an agent hub's before it starts: config.yaml (:func:`configure`) and notes.txt."""
     configure(data_dir, fake, **settings)
     workspace = data_dir / "workspace"
     workspace.mkdir()
     (workspace / "notes.txt").write_text(NOTES)
-    async with checked_hub(data_dir) as running:
-        yield running
 
 
 def interaction_of(event: event_pb2.Event) -> interaction_pb2.Interaction | None:

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from aop import chat_pb2, event_pb2
+from aophub.store.base import Store
 from aophub.transport.app import Runtime
 
 from .server import RunningHub, running_hub
 
-__all__ = ["assert_lifecycle", "checked_hub", "close_everything"]
+__all__ = ["assert_lifecycle", "check_stored_lifecycle", "checked_hub", "close_everything"]
 
 _ALL = 1_000_000
 
@@ -34,12 +35,20 @@ async def assert_lifecycle(runtime: Runtime) -> None:
 
     Call after :func:`close_everything` (or once everything has ended).
     """
-    store = runtime.store
+    await check_stored_lifecycle(runtime.store)
+
+
+async def check_stored_lifecycle(store: Store, only: set[str] | None = None) -> None:
+    """:func:`assert_lifecycle` over what ``store`` holds, for the sessions in ``only`` (None: all)."""
     accepted: dict[str, set[str]] = {}
     for turn in await store.list_turns(["queued", "running", "ended"]):
+        if only is not None and turn.session_id not in only:
+            continue
         assert turn.state == "ended", turn
         accepted.setdefault(turn.session_id, set()).add(turn.turn_id)
     for record in await store.list_sessions(limit=_ALL, include_closed=True, include_archived=True):
+        if only is not None and record.id not in only:
+            continue
         rows = await store.read_events(record.id, 0, _ALL)
         assert [row.cursor for row in rows] == list(range(1, len(rows) + 1)), record.id
         seqs = [row.seq for row in rows]

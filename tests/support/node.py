@@ -1,19 +1,28 @@
-"""A node the test drives, attached to a hub in-process through ``Hub.attach_node``."""
+"""A node the test drives, attached to a hub in-process through ``Hub.attach_node``, or over a real
+node WebSocket to a hub in another process (:class:`SocketScriptedNode`, for hub replicas)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from types import TracebackType
 
+import asyncpg
 from google.protobuf.message import Message
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 from aop import chat_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aophub.hub.hub import Hub
 from aophub.hub.nodes import NodeGone, NodeHandle
-from aophub.protocol.codec import core_message, pack, unpack
+from aophub.protocol.codec import TYPE_URL_PREFIX, core_message, pack, unpack
 
-__all__ = ["ScriptedNode"]
+from .server import TOKEN
+
+__all__ = ["ScriptedNode", "SocketScriptedNode"]
+
+_CORE_URL = TYPE_URL_PREFIX + protocol_pb2.ProtocolMessage.DESCRIPTOR.full_name
 
 _ANSWERS = {
     "open_session_request": "open_session_response",
@@ -33,7 +42,7 @@ class ScriptedNode:
     node speak with :meth:`emit` and :meth:`end_turn`.
     """
 
-    def __init__(self, hub: Hub, node_id: str = "scripted") -> None:
+    def __init__(self, hub: Hub | None, node_id: str = "scripted") -> None:
         self.hub = hub
         self.hello = protocol_pb2.AgentHello(node_id=node_id, name="scripted test node")
         self.refuse: set[str] = set()
@@ -53,6 +62,7 @@ class ScriptedNode:
         return self.hello.node_id
 
     async def __aenter__(self) -> ScriptedNode:
+        assert self.hub is not None
         self._worker = asyncio.create_task(self._answer())
         self._handle = await self.hub.attach_node(self.hello, self)
         return self
@@ -70,6 +80,7 @@ class ScriptedNode:
                 await self._worker
             self._worker = None
         if self._handle is not None:
+            assert self.hub is not None
             handle, self._handle = self._handle, None
             await self.hub.detach_node(handle)
 
@@ -117,6 +128,7 @@ class ScriptedNode:
 
     async def _to_hub(self, envelope: envelope_pb2.Envelope) -> None:
         assert self._handle is not None, "the node is not attached"
+        assert self.hub is not None
         await self.hub.node_message(self._handle, envelope)
 
     async def _answer(self) -> None:
@@ -149,3 +161,73 @@ class ScriptedNode:
                 chat_pb2.TurnReceipt(session_id=request.session_id, turn_id=request.turn_id, state=state)
             )
         return answer
+
+
+class SocketScriptedNode(ScriptedNode):
+    """:class:`ScriptedNode` on a real node WebSocket to ``url``: for a hub in another process (a replica).
+
+    It answers and records the hub's requests as the in-process node does. Two differences a test
+    cannot see in what it asserts: an event it sends returns once sent (the hub handles it in
+    order, before anything the test sends the node afterwards), and leaving waits until the hub
+    has let the node go, ended its turns and released its node lease in ``database``.
+    """
+
+    def __init__(self, url: str, node_id: str, database: str) -> None:
+        super().__init__(None, node_id)
+        self.url = url
+        self.database = database
+        self._socket: ClientConnection | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> SocketScriptedNode:
+        self._socket = await connect(self.url, additional_headers={"Authorization": f"Bearer {TOKEN}"})
+        hello = envelope_pb2.Envelope(id=uuid.uuid4().hex, payload=pack(core_message(agent_hello=self.hello)))
+        await self._socket.send(hello.SerializeToString())
+        async with asyncio.timeout(10):
+            while True:
+                envelope = envelope_pb2.Envelope.FromString(await self._socket.recv(decode=False))
+                if envelope.reply_to == hello.id:
+                    answer = unpack(envelope, protocol_pb2.ProtocolMessage)
+                    assert answer.HasField("agent_accepted"), answer
+                    break
+        self._worker = asyncio.create_task(self._answer())
+        self._reader = asyncio.create_task(self._read(self._socket))
+        return self
+
+    async def _read(self, socket: ClientConnection) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            async for frame in socket:
+                assert isinstance(frame, bytes), "the hub sent a text frame"
+                envelope = envelope_pb2.Envelope.FromString(frame)
+                if envelope.payload.type_url == _CORE_URL:
+                    self._inbox.put_nowait(envelope)
+
+    async def detach(self) -> None:
+        """Close the connection, then wait until the hub released the node (its lease row is gone)."""
+        for task in (self._reader, self._worker):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._reader = self._worker = None
+        if self._socket is None:
+            return
+        socket, self._socket = self._socket, None
+        await socket.close()
+        db = await asyncpg.connect(self.database)
+        try:
+            async with asyncio.timeout(10):
+                while True:  # a bounded wait on a condition another process changes (no event to await)
+                    if not await db.fetchval("SELECT 1 FROM node_leases WHERE node_id = $1", self.node_id):
+                        break
+                    await asyncio.sleep(0.01)
+        finally:
+            await db.close()
+
+    async def _to_hub(self, envelope: envelope_pb2.Envelope) -> None:
+        assert self._socket is not None, "the node is not connected"
+        sent = envelope_pb2.Envelope()
+        sent.CopyFrom(envelope)
+        sent.id = uuid.uuid4().hex  # a node's envelope ids are its own, and unique
+        with contextlib.suppress(ConnectionClosed):
+            await self._socket.send(sent.SerializeToString())

@@ -303,14 +303,27 @@ class Authenticator:
         revocations, but logout also clears the browser's cookie. Forged or expired values are
         ignored, so unauthenticated callers cannot grow the revocation list.
         """
+        parsed = self.cookie_nonce(cookie_value)
+        return parsed is not None and self.revoke_nonce(*parsed)
+
+    def cookie_nonce(self, cookie_value: str) -> tuple[str, int] | None:
+        """The nonce and expiry of a cookie signed with this key (what a logout revokes), else None."""
         parsed = self._verified(cookie_value)
+        return None if parsed is None else (parsed[1], parsed[0])
+
+    def revoke_nonce(self, nonce: str, expiry: int) -> bool:
+        """Refuse the cookie with ``nonce`` until ``expiry`` (seconds since the epoch); False if that has passed.
+
+        Hub replicas sign cookies with one key: a logout on one replica is revoked on the others by
+        its nonce (``aophub.cluster.logouts``).
+        """
         now = self._clock()
-        if parsed is None or now >= parsed[0]:
+        if now >= expiry:
             return False
-        for nonce, expiry in list(self._revoked.items()):
-            if now >= expiry:
-                del self._revoked[nonce]
-        self._revoked[parsed[1]] = parsed[0]
+        for known, until in list(self._revoked.items()):
+            if now >= until:
+                del self._revoked[known]
+        self._revoked[nonce] = expiry
         return True
 
     def origin_allowed(self, origin: str | None, host: str | None, scheme: str) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
 import asyncpg
@@ -231,6 +231,21 @@ class LeaseTable:
             return [row[0] for row in rows]
 
         return await self._use("checking leases", run)
+
+    async def nodes_lost(self, held: Mapping[str, int]) -> list[str]:
+        """Which of the nodes ``held`` (node id -> the epoch of its lease taken here) another replica took since
+        (their connection here is stale: the node dialled another replica)."""
+        if not held:
+            return []
+
+        async def run(db: asyncpg.Connection) -> list[str]:
+            rows = await db.fetch(
+                "SELECT node_id, replica_id, epoch FROM node_leases WHERE node_id = ANY($1::text[])", list(held)
+            )
+            leases = {row[0]: (row[1], int(row[2])) for row in rows}
+            return [node_id for node_id, epoch in held.items() if leases.get(node_id) != (self.replica_id, epoch)]
+
+        return await self._use("checking node leases", run)
 
     async def orphans(self, limit: int = SWEEP_BATCH) -> list[tuple[str, str, str, bool]]:
         """Sessions with turns left running or queued: (id, node id, lease holder or "", whether it is live).

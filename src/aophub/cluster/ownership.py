@@ -71,6 +71,9 @@ class SessionKeeper(Protocol):
     def abandon_session(self, session_id: str) -> None:
         """Forget the session's running turns in memory without writing anything (another replica owns it)."""
 
+    async def node_moved(self, node_id: str) -> None:
+        """The node connected to another replica: close its stale connection here, as a replaced one."""
+
 
 class Replicas(Protocol):
     """The part of :class:`~aophub.cluster.membership.Membership` ownership needs."""
@@ -303,7 +306,8 @@ class Ownership:
         log.warning("replica %s: database back; serving %d sessions", self.replica_id, len(self.held))
 
     async def check_lost(self) -> list[str]:
-        """Abandon the sessions another replica took from this one; their ids."""
+        """Abandon the sessions another replica took from this one; their ids. Then close the connections
+        here of the nodes that dialled another replica since (stale: it took their lease and sessions)."""
         lost = await self.leases.lost(list(self.held))
         for session_id in lost:
             self.held.pop(session_id, None)
@@ -315,6 +319,13 @@ class Ownership:
                 len(lost),
                 "" if len(lost) == 1 else "s",
             )
+        held_nodes = dict(self._node_epochs)
+        for node_id in await self.leases.nodes_lost(held_nodes):
+            if self._node_epochs.get(node_id) != held_nodes[node_id]:
+                continue  # it connected here again meanwhile
+            del self._node_epochs[node_id]  # its lease is another replica's: leave it alone
+            log.warning("node %s: connected to another replica; closing its connection here", node_id)
+            await self._keeper.node_moved(node_id)
         return lost
 
     async def adopt(self, session_id: str, node_id: str) -> bool:

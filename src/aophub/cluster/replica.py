@@ -23,11 +23,13 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aophub.access.admin import TokenAdmin
+from aophub.access.authenticator import Authenticator
 from aophub.cluster.agent_views import AgentViews
 from aophub.cluster.fanout import RemoteEvents
 from aophub.cluster.health import ReplicaHealth
 from aophub.cluster.journal_locks import JournalLocks
 from aophub.cluster.leader import ScanLeader
+from aophub.cluster.logouts import SharedLogouts
 from aophub.cluster.membership import Membership, ReplicaState
 from aophub.cluster.notifications import Notifications
 from aophub.cluster.options import advertised_address
@@ -58,6 +60,7 @@ class LocalReplica:
         config: ConfigStore,
         scans: Scans,
         on_config_change: Callable[[], Awaitable[None]],
+        authenticator: Authenticator,
     ) -> None:
         self._settings = settings
         url = settings.database_url
@@ -79,6 +82,7 @@ class LocalReplica:
             lease_ttl=settings.replica_lease,
             publish_interval=settings.agent_publish_interval,
         )
+        self.logouts = SharedLogouts(url, authenticator, self.notifications)
         # One holder of a journal key across replicas (a retry on another replica waits, then replays).
         self.journal_locks = JournalLocks(url, name=f"aophub journal locks {replica_id}")
         hub.journal.key_guard = self.journal_locks.hold
@@ -171,8 +175,17 @@ def local_replica(
     config: ConfigStore,
     scans: Scans,
     on_config_change: Callable[[], Awaitable[None]],
+    authenticator: Authenticator,
 ) -> LocalReplica | None:
     """This process's replica when the store is PostgreSQL, else None."""
     if not settings.database_url:
         return None
-    return LocalReplica(settings, hub=hub, tokens=tokens, config=config, scans=scans, on_config_change=on_config_change)
+    return LocalReplica(
+        settings,
+        hub=hub,
+        tokens=tokens,
+        config=config,
+        scans=scans,
+        on_config_change=on_config_change,
+        authenticator=authenticator,
+    )

@@ -15,8 +15,8 @@ secret is never forwarded again. Everything else passes through untouched.
 
 from __future__ import annotations
 
-import gzip
 import logging
+import zlib
 from collections.abc import Callable
 
 import httpx
@@ -28,6 +28,7 @@ from starlette.types import Message as AsgiMessage
 from aophub.cluster.forwarding import CLUSTER_HEADER, FORWARD_TIMEOUT, RequestRouter
 from aophub.cluster.ownership import Placement
 from aophub.protocol.errors import HubError
+from aophub.rpc.mount import MAX_MESSAGE_BYTES
 from aophub.v1 import interaction_pb2, session_pb2
 
 __all__ = ["SESSION_CALLS", "ForwardSessionCalls", "decode_call"]
@@ -56,7 +57,8 @@ _KEPT = frozenset(
         "authorization",
         "cookie",
         "content-type",
-        "content-encoding",
+        "content-encoding",  # the body goes as it came, compressed or not
+        "grpc-encoding",
         "connect-protocol-version",
         "connect-timeout-ms",
         "x-grpc-web",
@@ -67,31 +69,42 @@ _KEPT = frozenset(
 _RETURNED_SKIP = frozenset({"content-length", "content-encoding", "transfer-encoding", "connection", "date", "server"})
 
 
-def decode_call(
-    body: bytes, content_type: str, request_type: type[Message], content_encoding: str = ""
-) -> Message | None:
+def decode_call(body: bytes, content_type: str, request_type: type[Message], *, encoding: str = "") -> Message | None:
     """The decoded request, or None when it is in an encoding this does not read (it then runs here).
 
-    ``content_encoding`` is the request's ``Content-Encoding`` (the generated Connect clients gzip
-    their requests by default).
+    ``encoding`` is the request's compression: Connect's ``content-encoding`` (the whole body) or
+    gRPC-Web's ``grpc-encoding`` (a message whose frame is flagged compressed). Clients compress by
+    default (connectrpc's Python client gzips every request), so ``gzip`` is read, up to the
+    services' own limit on a message (:data:`~aophub.rpc.mount.MAX_MESSAGE_BYTES`).
     """
     request = request_type()
     try:
-        if content_encoding == "gzip":
-            body = gzip.decompress(body)
-        elif content_encoding not in ("", "identity"):
-            return None
-        if content_type.startswith("application/proto"):
+        if content_type.startswith("application/grpc-web+proto") or content_type == "application/grpc-web":
+            compressed, body = bool(body[:1] and body[0] & 1), body[5:]
+        else:
+            compressed = encoding not in ("", "identity")
+        if compressed:
+            body = _gunzip(body, encoding)
+        if content_type.startswith("application/proto") or content_type.startswith("application/grpc-web"):
             request.ParseFromString(body)
         elif content_type.startswith("application/json"):
             json_format.Parse(body or b"{}", request, ignore_unknown_fields=True)
-        elif content_type.startswith("application/grpc-web+proto") or content_type == "application/grpc-web":
-            request.ParseFromString(body[5:])
         else:
             return None
-    except (DecodeError, json_format.ParseError, ValueError, OSError, EOFError):  # gzip: OSError, EOFError
+    except (DecodeError, json_format.ParseError, ValueError, OSError, EOFError, zlib.error):
         return None  # refused by the service itself, here
     return request
+
+
+def _gunzip(body: bytes, encoding: str) -> bytes:
+    """``body`` inflated, if ``encoding`` is gzip and it stays within the services' limit (ValueError otherwise)."""
+    if encoding != "gzip":
+        raise ValueError(f"request compression {encoding!r} is not read here")
+    inflater = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    inflated = inflater.decompress(body, MAX_MESSAGE_BYTES + 1)
+    if len(inflated) > MAX_MESSAGE_BYTES or inflater.unconsumed_tail:
+        raise ValueError("the request inflates past the message limit")
+    return inflated
 
 
 class ForwardSessionCalls:
@@ -127,9 +140,8 @@ class ForwardSessionCalls:
         self, router: RequestRouter, path: str, headers: dict[str, str], body: bytes
     ) -> Placement | None:
         request_type, field = SESSION_CALLS[path]
-        request = decode_call(
-            body, headers.get("content-type", ""), request_type, headers.get("content-encoding", "").strip().lower()
-        )
+        encoding = headers.get("content-encoding") or headers.get("grpc-encoding", "")
+        request = decode_call(body, headers.get("content-type", ""), request_type, encoding=encoding.strip().lower())
         if request is None:
             return None
         try:

@@ -391,10 +391,19 @@ class EventLog:
 
     async def _read_remote(self) -> None:
         try:
-            while self._wanted_cursor > self.fanned_cursor and self._subscriptions and not self._closed:
+            while True:
+                # The notification may be of this log's own commit (every replica is notified, the
+                # writer too, maybe before its commit callback ran): its own writes go out first, by
+                # its own path and in publish order, never read back ahead of the deltas queued
+                # behind them (a watcher would drop those as older than what it has).
+                await self.settled()
+                if not (self._wanted_cursor > self.fanned_cursor and self._subscriptions and not self._closed):
+                    return
                 rows = await self._store.read_events(
                     self.session_id, self.fanned_cursor, REMOTE_PAGE, max_bytes=REMOTE_PAGE_BYTES
                 )
+                if self._unsettled:
+                    continue  # a write of this log committed meanwhile may be among the rows: it goes first
                 if not rows:
                     self._wanted_cursor = self.fanned_cursor  # "read all" ended, or not visible yet
                     return

@@ -347,6 +347,13 @@ class Hub:
         self._turn_lifecycle.forget_locked(session, "the session moved to another replica")
         session.unsaved_endings.clear()
 
+    async def node_moved(self, node_id: str) -> None:
+        """Replicas: node ``node_id`` connected to another replica, which took its sessions: its connection
+        here is stale and is closed as a replaced one (its turns here were abandoned with its sessions)."""
+        handle = self.nodes.get(node_id)
+        if handle is not None and not handle.built_in:
+            await handle.link.close("replaced by a new connection")
+
     # -- sessions in memory -----------------------------------------------------
 
     async def session(self, session_id: str) -> LiveSession | None:

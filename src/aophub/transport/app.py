@@ -337,7 +337,13 @@ def create_app(settings: Settings) -> Starlette:
     replicas: list[LocalReplica] = []  # filled below: the configuration change publishes through it
     configuration_changed = on_configuration_change(hub, local_node, replicas)
     replica = local_replica(
-        settings, hub=hub, tokens=tokens, config=config, scans=scans, on_config_change=configuration_changed
+        settings,
+        hub=hub,
+        tokens=tokens,
+        config=config,
+        scans=scans,
+        on_config_change=configuration_changed,
+        authenticator=authenticator,
     )
     replicas.extend(filter(None, [replica]))
     owners = session_owners(replica, hub, store, namespaces)
@@ -402,7 +408,11 @@ def create_app(settings: Settings) -> Starlette:
     routes = [
         Route("/health", health, methods=["GET"]),
         Route("/health/live", live, methods=["GET"]),
-        *auth_routes(authenticator, secure_cookies=settings.secure_cookies),
+        *auth_routes(
+            authenticator,
+            secure_cookies=settings.secure_cookies,
+            on_logout=replica.logouts.publish if replica is not None else None,
+        ),
         WebSocketRoute(APPLICATION_WS_PATH, application_ws),
         WebSocketRoute(NODE_WS_PATH, node_ws),
         *connect_routes(services, authenticator),

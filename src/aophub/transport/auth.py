@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
@@ -157,7 +157,11 @@ async def _read_limited(request: Request, limit: int) -> bytes | None:
 
 
 def auth_routes(
-    authenticator: Authenticator, *, secure_cookies: bool = False, login_body_timeout: float = LOGIN_BODY_TIMEOUT
+    authenticator: Authenticator,
+    *,
+    secure_cookies: bool = False,
+    login_body_timeout: float = LOGIN_BODY_TIMEOUT,
+    on_logout: Callable[[str], Awaitable[None]] | None = None,
 ) -> list[Route]:
     """The browser login endpoints: ``POST /api/auth/login``, ``POST /api/auth/logout``,
     ``GET /api/auth/session``.
@@ -170,7 +174,9 @@ def auth_routes(
     Cookies are HttpOnly, SameSite=Strict, Path=/, and Secure when ``secure_cookies`` is set or
     the request arrived over https. Failed logins count in the authenticator's throttle, with
     failures on the other paths. A login body that takes longer than ``login_body_timeout``
-    seconds to arrive is answered 408, so no one holds the route open without the key.
+    seconds to arrive is answered 408, so no one holds the route open without the key. A logout
+    revokes the cookie, then awaits ``on_logout(cookie)`` before answering (replicas: it tells the
+    others, :mod:`aophub.cluster.logouts`).
     """
     limiter = authenticator.throttle
 
@@ -210,8 +216,8 @@ def auth_routes(
 
     async def logout(request: Request) -> Response:
         cookie = request.cookies.get(SESSION_COOKIE)
-        if cookie is not None:
-            authenticator.revoke(cookie)
+        if cookie is not None and authenticator.revoke(cookie) and on_logout is not None:
+            await on_logout(cookie)  # replicas: the other replicas revoke it too (aophub.cluster.logouts)
         response = JSONResponse({"authenticated": False})
         secure = secure_cookies or request.url.scheme == "https"
         response.headers.append("Set-Cookie", _cookie_header("", 0, secure))
