@@ -44,12 +44,13 @@ from typing import TypeVar
 import asyncpg
 
 from aophub.cluster.notifications import Notifications
+from aophub.cluster.own_connection import OwnConnection
 from aophub.cluster.refresh import Refresher
 from aophub.hub.hub import Hub
 from aophub.rpc.agents import agent_view
 from aophub.rpc.timestamps import to_timestamp
 from aophub.store.base import StoreError
-from aophub.store.postgres_schema import NODES_CHANNEL, connect, map_exceptions
+from aophub.store.postgres_schema import NODES_CHANNEL
 from aophub.v1 import agent_pb2
 
 __all__ = ["DEFAULT_PUBLISH_INTERVAL", "AgentViews", "RemoteNode"]
@@ -95,9 +96,9 @@ class AgentViews:
         self.replica_id = replica_id
         self.lease_ttl = lease_ttl
         self.publish_interval = publish_interval
-        self._connect_timeout = connect_timeout
-        self._db: asyncpg.Connection | None = None
-        self._lock = asyncio.Lock()
+        self._connection = OwnConnection(
+            url, name=f"aophub {replica_id} nodes", answer_timeout=lease_ttl, connect_timeout=connect_timeout
+        )
         # Publishing: nodes changed here and not yet written; what was last written of each.
         self._dirty: dict[str, None] = {}
         self._wake = asyncio.Event()
@@ -146,10 +147,7 @@ class AgentViews:
             await self._use("removing this replica's nodes", self._delete_mine)
         except StoreError as error:
             log.warning("replica %s: could not remove its nodes from the cluster's list: %s", self.replica_id, error)
-        async with self._lock:
-            db, self._db = self._db, None
-            if db is not None:
-                db.terminate()
+        await self._connection.close()
 
     async def _delete_mine(self, db: asyncpg.Connection) -> None:
         await db.execute("DELETE FROM node_views WHERE replica_id = $1", self.replica_id)
@@ -364,21 +362,4 @@ class AgentViews:
     # -- the connection ---------------------------------------------------------
 
     async def _use(self, action: str, operation: Callable[[asyncpg.Connection], Awaitable[_T]]) -> _T:
-        async with self._lock:
-            if self._db is None or self._db.is_closed():
-                self._db = None
-                self._db = await connect(
-                    self.url,
-                    timeout=min(self._connect_timeout, self.lease_ttl),
-                    application_name=f"aophub {self.replica_id} nodes",
-                )
-            db = self._db
-            try:
-                with map_exceptions(action):
-                    return await asyncio.wait_for(operation(db), self.lease_ttl)
-            except TimeoutError:
-                db.terminate()
-                raise StoreError(f"database connection lost: {action}: no answer in time", retryable=True) from None
-            finally:
-                if db.is_closed():
-                    self._db = None
+        return await self._connection.use(action, operation)

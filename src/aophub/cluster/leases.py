@@ -6,16 +6,14 @@ See :mod:`aophub.cluster.ownership` for what the leases mean; the decisions are
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
 import asyncpg
 
+from aophub.cluster.own_connection import OwnConnection
 from aophub.cluster.placement import Claim, Decision, Lease, decide
-from aophub.store.base import StoreError
-from aophub.store.postgres_schema import connect, map_exceptions
 
 __all__ = ["SWEEP_BATCH", "LeaseTable"]
 
@@ -38,39 +36,22 @@ class LeaseTable:
         self.url = url
         self.replica_id = replica_id
         self.lease_ttl = lease_ttl
-        self._connect_timeout = connect_timeout
-        self._db: asyncpg.Connection | None = None
-        self._lock = asyncio.Lock()
+        self._connection = OwnConnection(
+            url,
+            name=f"aophub {replica_id} leases",
+            answer_timeout=lease_ttl,
+            connect_timeout=connect_timeout,
+            replica_id=replica_id,
+        )
 
     def __repr__(self) -> str:
         return f"<LeaseTable {self.replica_id} ttl={self.lease_ttl:g}>"
 
     async def close(self) -> None:
-        async with self._lock:
-            db, self._db = self._db, None
-            if db is not None:
-                db.terminate()
+        await self._connection.close()
 
     async def _use(self, action: str, operation: Callable[[asyncpg.Connection], Awaitable[_T]]) -> _T:
-        async with self._lock:
-            if self._db is None or self._db.is_closed():
-                self._db = None
-                self._db = await connect(
-                    self.url,
-                    timeout=min(self._connect_timeout, self.lease_ttl),
-                    application_name=f"aophub {self.replica_id} leases",
-                    replica_id=self.replica_id,
-                )
-            db = self._db
-            try:
-                with map_exceptions(action):
-                    return await asyncio.wait_for(operation(db), self.lease_ttl)
-            except TimeoutError:
-                db.terminate()
-                raise StoreError(f"database connection lost: {action}: no answer in time", retryable=True) from None
-            finally:
-                if db.is_closed():
-                    self._db = None
+        return await self._connection.use(action, operation)
 
     def _live(self, ttl_parameter: int) -> str:
         return _LIVE.format(now=_NOW, ttl=ttl_parameter)

@@ -22,7 +22,6 @@ scan's session events come from the database as for any session watch.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -33,10 +32,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from aophub.cluster.forwarding import CLUSTER_HEADER, RequestRouter
 from aophub.cluster.leader import current_leader
+from aophub.cluster.own_connection import OwnConnection
 from aophub.cluster.ownership import Placement
 from aophub.cluster.rpc_forwarding import ForwardSessionCalls, _read_body
 from aophub.store.base import StoreError
-from aophub.store.postgres_schema import connect, map_exceptions
 
 if TYPE_CHECKING:
     from aophub.cluster.replica import LocalReplica
@@ -60,47 +59,37 @@ class ScanLeaderLookup:
         self.url = url
         self.replica_id = replica_id
         self.lease_ttl = lease_ttl
-        self._connect_timeout = connect_timeout
-        self._db: asyncpg.Connection | None = None
-        self._lock = asyncio.Lock()
+        self._connection = OwnConnection(
+            url, name=f"aophub {replica_id} scan lookups", answer_timeout=lease_ttl, connect_timeout=connect_timeout
+        )
 
     def __repr__(self) -> str:
         return f"<ScanLeaderLookup {self.replica_id}>"
 
     async def leader(self) -> Placement | None:
         """Where the leader is (``local`` when it is this replica); None while no live replica leads."""
-        async with self._lock:
-            if self._db is None or self._db.is_closed():
-                self._db = None
-                self._db = await connect(
-                    self.url,
-                    timeout=min(self._connect_timeout, self.lease_ttl),
-                    application_name=f"aophub {self.replica_id} scan lookups",
-                )
-            db = self._db
-            try:
-                replica_id = await current_leader(db)
-                if replica_id is None:
-                    return None
-                with map_exceptions("finding the scan leader's address"):
-                    address = await db.fetchval(
-                        f"SELECT address FROM replicas WHERE id = $1 AND heartbeat_at > {_NOW} - $2",
-                        replica_id,
-                        self.lease_ttl,
-                        timeout=self.lease_ttl,
-                    )
-            finally:
-                if db.is_closed():
-                    self._db = None
+
+        async def find(db: asyncpg.Connection) -> tuple[str | None, object]:
+            replica_id = await current_leader(db)
+            if replica_id is None:
+                return None, None
+            address = await db.fetchval(
+                f"SELECT address FROM replicas WHERE id = $1 AND heartbeat_at > {_NOW} - $2",
+                replica_id,
+                self.lease_ttl,
+                timeout=self.lease_ttl,
+            )
+            return replica_id, address
+
+        replica_id, address = await self._connection.use("finding the scan leader's address", find)
+        if replica_id is None:
+            return None
         if replica_id == self.replica_id:
             return Placement(True, replica_id)
         return Placement(False, replica_id, str(address)) if address else None
 
     async def close(self) -> None:
-        async with self._lock:
-            db, self._db = self._db, None
-            if db is not None:
-                db.terminate()
+        await self._connection.close()
 
 
 class ForwardScanCalls(ForwardSessionCalls):
