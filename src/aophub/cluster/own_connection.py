@@ -1,6 +1,6 @@
 """One PostgreSQL connection a part of a replica keeps for itself.
 
-Leases, the cluster's node list and the scan leader lookup each talk to the database on a
+Membership, leases, the cluster's node list and the scan leader lookup each talk to the database on a
 connection of their own, so that a slow statement of one never waits behind another. The
 connection is opened at first use and again after it is lost; one operation runs at a time; an
 operation that gets no answer within ``answer_timeout`` seconds ends the connection and is
