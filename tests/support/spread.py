@@ -181,9 +181,6 @@ KNOWN_REPLICA_GAPS: dict[str, str] = {
     "test_node_endpoint.py::test_run_turn_reaches_the_node_under_the_turn_id_and_its_events_are_routed_by_it": (
         _DELTAS_GAP
     ),
-    "test_commands.py::test_agents_lists_the_connected_nodes": (
-        "the /agents slash command lists only the answering replica's nodes (ListAgents is the cluster's)"
-    ),
 }
 
 

@@ -184,6 +184,11 @@ class AgentViews:
             agent.online = False
         return agent
 
+    def online_elsewhere(self) -> list[agent_pb2.Agent]:
+        """The nodes online on other live replicas, as :meth:`agent` shows them (for ``/agents``)."""
+        agents = (self.agent(node_id) for node_id in list(self._remote))
+        return [agent for agent in agents if agent is not None and agent.online]
+
     # -- publishing -------------------------------------------------------------
 
     def _changed_here(self, node_id: str) -> None:
