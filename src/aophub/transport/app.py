@@ -397,7 +397,10 @@ def create_app(settings: Settings) -> Starlette:
             # Replicas: the cluster's nodes (aophub.cluster.agent_views).
             AgentServiceImpl(hub, live=tokens.live, others=replica.agent_views if replica is not None else None),
         ),
-        (system_connect.SystemServiceASGIApplication, SystemServiceImpl(hub, config)),
+        (
+            system_connect.SystemServiceASGIApplication,
+            SystemServiceImpl(hub, config, others=replica.agent_views if replica is not None else None),
+        ),
         (artifact_connect.ArtifactServiceASGIApplication, ArtifactServiceImpl(hub)),
         (interaction_connect.InteractionServiceASGIApplication, InteractionServiceImpl(hub)),
         (scan_connect.ScanServiceASGIApplication, ScanServiceImpl(scans)),
