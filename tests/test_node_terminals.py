@@ -133,3 +133,40 @@ async def test_no_sandboxed_terminal_starts_when_the_workspace_disk_is_nearly_fu
     assert "sandbox.min_free_mib" in error.error.message
     assert "opened" not in recorder.cases()
     await terminals.close()
+
+
+async def test_a_node_cancelled_while_a_detach_stops_its_stream_stays_cancelled(tmp_path: Path) -> None:
+    """A detach cancels the stream's output pump and waits for it; the node cancelled in that wait must end.
+
+    The wait swallowed the node's own cancellation with the pump's: the node's task went on reading its
+    hub connection, and an SDK node cancelled as its app detached never stopped.
+    """
+    terminals = Terminals(TerminalSettings, plain_launch(tmp_path))
+    sending = asyncio.Event()
+    pump_cancelled = asyncio.Event()
+
+    async def send(message: pty_pb2.ProtocolMessage) -> None:
+        if message.WhichOneof("message") != "output":
+            return
+        sending.set()
+        try:
+            await asyncio.Event().wait()  # the hub connection takes nothing
+        except asyncio.CancelledError:
+            pump_cancelled.set()
+            await asyncio.sleep(0.2)  # a send finishing its write before it gives up
+            raise
+
+    link = terminals.connect(send)
+    await link.receive(
+        pty_pb2.ProtocolMessage(open=pty_pb2.Open(stream_id="a", kind="command", command="echo hi; sleep 600"))
+    )
+    await asyncio.wait_for(sending.wait(), 10)
+    detaching = asyncio.create_task(link.receive(pty_pb2.ProtocolMessage(detach=pty_pb2.Detach(stream_id="a"))))
+    await asyncio.wait_for(pump_cancelled.wait(), 5)  # the detach now waits for the pump
+    detaching.cancel()
+    try:
+        done, _ = await asyncio.wait([detaching], timeout=5)
+        assert done, "the detach did not end"
+        assert detaching.cancelled(), "the cancellation of the node's task was lost in the detach"
+    finally:
+        await terminals.close()

@@ -647,11 +647,14 @@ class TerminalStreams:
         binding = self._bound.pop(stream_id, None)
         if binding is None:
             return
-        if binding.task is not None and binding.task is not asyncio.current_task():
-            binding.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await binding.task
-        self._drop(binding)
+        try:
+            if binding.task is not None and binding.task is not asyncio.current_task():
+                binding.task.cancel()
+                # asyncio.wait, not ``await task`` under suppress(CancelledError): that took a cancellation of
+                # this task (the node stopping during a detach) for the pump's, and the node went on running.
+                await asyncio.wait((binding.task,))
+        finally:
+            self._drop(binding)
 
     async def close(self) -> None:
         for stream_id in list(self._bound):
