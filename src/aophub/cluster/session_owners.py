@@ -32,11 +32,13 @@ from aophub.cluster.forwarding import (
 from aophub.cluster.ownership import LeaseTable, Ownership, Replicas
 from aophub.cluster.replica import LocalReplica
 from aophub.cluster.rpc_forwarding import ForwardSessionCalls
+from aophub.cluster.workspace_links import WorkspaceLinks
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
 from aophub.protocol.codec import pack, unpack
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
+from aophub.settings import DEFAULT_MAX_FRAME_BYTES
 from aophub.store.base import Store
 from aophub.store.postgres import PostgresStore
 
@@ -66,8 +68,10 @@ class SessionOwners:
         namespaces: NamespaceRouter[NamespaceHandler],
         *,
         check_interval: float | None = None,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     ) -> None:
         self._url = url
+        self._max_frame_bytes = max_frame_bytes
         self._replicas = replicas
         self._hub = hub
         self._namespaces = namespaces
@@ -76,6 +80,8 @@ class SessionOwners:
         self.router: RequestRouter | None = None
         self._forwarder: Forwarder | None = None
         self._task: asyncio.Task[None] | None = None
+        # Terminals, uploads and workspace calls for nodes on other replicas (set by start()).
+        self.workspace: WorkspaceLinks | None = None
 
     def __repr__(self) -> str:
         return f"<SessionOwners {self.ownership!r}>"
@@ -97,6 +103,14 @@ class SessionOwners:
         self.router = RequestRouter(self.ownership, self._forwarder, hub.store, node_of=self._node_of)
         hub.ownership = self.ownership
         hub.remote = self.remote
+        ownership = self.ownership
+        self.workspace = WorkspaceLinks(
+            hub,
+            lambda node_id, dead: ownership.place_node(node_id, dead=dead),
+            self.secret_header,
+            max_frame_bytes=self._max_frame_bytes,
+            max_streams=hub.terminals.max_streams,
+        )
         # Turns earlier runs left open end before this replica serves (as one hub's recovery at start).
         swept = await self.ownership.sweep()
         log.info(
@@ -111,6 +125,10 @@ class SessionOwners:
     def secret_header(self) -> str:
         """The cluster secret as replica-to-replica calls carry it ("" before :meth:`start`)."""
         return self._forwarder.secret_header if self._forwarder is not None else ""
+
+    def authentic(self) -> Callable[[str], bool] | None:
+        """How to check a replica's ``x-aophub-cluster`` header (None before :meth:`start`)."""
+        return self._forwarder.authentic if self._forwarder is not None else None
 
     def rpc_middleware(self) -> Middleware:
         """The middleware that sends session RPCs to their owner (:mod:`aophub.cluster.rpc_forwarding`)."""
@@ -174,7 +192,12 @@ class SessionOwners:
 
 
 def session_owners(
-    replica: LocalReplica | None, hub: Hub, store: Store, namespaces: NamespaceRouter[NamespaceHandler]
+    replica: LocalReplica | None,
+    hub: Hub,
+    store: Store,
+    namespaces: NamespaceRouter[NamespaceHandler],
+    *,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
 ) -> SessionOwners | None:
     """This replica's session ownership (None without replicas, on SQLite).
 
@@ -184,6 +207,6 @@ def session_owners(
         return None
     membership = replica.membership
     store.replica_id = membership.replica_id
-    owners = SessionOwners(store.url, membership, hub, namespaces)
+    owners = SessionOwners(store.url, membership, hub, namespaces, max_frame_bytes=max_frame_bytes)
     membership.on_connection_lost(owners.fence)
     return owners
