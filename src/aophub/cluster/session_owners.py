@@ -69,8 +69,10 @@ class SessionOwners:
         *,
         check_interval: float | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        node_replica: Callable[[str], str | None] = lambda _node_id: None,
     ) -> None:
         self._url = url
+        self._node_replica = node_replica
         self._max_frame_bytes = max_frame_bytes
         self._replicas = replicas
         self._hub = hub
@@ -110,6 +112,7 @@ class SessionOwners:
             self.secret_header,
             max_frame_bytes=self._max_frame_bytes,
             max_streams=hub.terminals.max_streams,
+            node_replica=self._node_replica,
         )
         # Turns earlier runs left open end before this replica serves (as one hub's recovery at start).
         swept = await self.ownership.sweep()
@@ -144,6 +147,8 @@ class SessionOwners:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self.workspace is not None:
+            self.workspace.close()
         if self._forwarder is not None:
             await self._forwarder.close()
         if self.ownership is not None:
@@ -207,6 +212,13 @@ def session_owners(
         return None
     membership = replica.membership
     store.replica_id = membership.replica_id
-    owners = SessionOwners(store.url, membership, hub, namespaces, max_frame_bytes=max_frame_bytes)
+    owners = SessionOwners(
+        store.url,
+        membership,
+        hub,
+        namespaces,
+        max_frame_bytes=max_frame_bytes,
+        node_replica=replica.agent_views.replica_of,  # terminal streams follow their node to another replica
+    )
     membership.on_connection_lost(owners.fence)
     return owners

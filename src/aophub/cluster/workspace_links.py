@@ -75,6 +75,8 @@ __all__ = ["LINK_PATH", "LINK_QUEUE", "PEER_HEADER", "WorkspaceLinks", "link_end
 log = logging.getLogger(__name__)
 
 LINK_PATH = "/internal/aop/link"
+# The ``reply_to`` of a link's own message: list this stream to its node here (see :func:`carried`).
+RELIST = "aophub-relist"
 PEER_HEADER = "x-aophub-peer"
 # Frames a link's client buffers before it stops reading the far replica (which then holds the rest).
 LINK_QUEUE = 8
@@ -93,6 +95,8 @@ _WORKSPACE_URL = "type.googleapis.com/" + _WORKSPACE
 _LINKED = frozenset({_PTY, _FILE, _WORKSPACE})
 
 PlaceNode = Callable[[str, frozenset[str]], Awaitable[Placement]]
+# Where :meth:`WorkspaceLinks._move` put a stream that the relay here now holds.
+_HERE = "here"
 
 
 @dataclass(eq=False)
@@ -272,7 +276,8 @@ class WorkspaceLinks:
     """This replica's side of the links: where workspace envelopes run (see the module docstring).
 
     ``place_node(node_id, dead)`` is :meth:`~aophub.cluster.ownership.Ownership.place_node`;
-    ``secret()`` the cluster secret's header value. Implements
+    ``secret()`` the cluster secret's header value; ``node_replica(node_id)`` the other replica a node
+    is connected to as the cluster's node list says (:meth:`AgentViews.replica_of`). Implements
     :class:`~aophub.hub.application.RemoteWorkspace`.
     """
 
@@ -284,8 +289,13 @@ class WorkspaceLinks:
         *,
         max_frame_bytes: int,
         max_streams: int,
+        node_replica: Callable[[str], str | None] = lambda _node_id: None,
     ) -> None:
         self._hub = hub
+        self._node_replica = node_replica
+        self._following: dict[str, None] = {}
+        self._follower: asyncio.Task[None] | None = None
+        hub.agent_feed.followers.append(self._node_changed)
         self._place_node = place_node
         self._secret = secret
         self.max_frame_bytes = max_frame_bytes
@@ -409,35 +419,108 @@ class WorkspaceLinks:
             if not await stream.link.send(frame):
                 raise HubError(Code.PTY_FORWARD_FAILED, f"node {stream.node_id}'s replica went away")
             return True
-        previous = stream.link
-        near.drop(stream)
-        if previous is not None:
-            cancel = core_message(cancel_operation=protocol_pb2.CancelOperation(target_id=stream.stream_id))
-            await previous.send(encode_envelope(cancel))  # unbound there; its node is told to detach
         case = pty_pb2.ProtocolMessage.FromString(decode_envelope(frame).payload.value).WhichOneof("message")
-        rebinding = case not in ("open", "list")
-        listing = pty_pb2.ProtocolMessage(list=pty_pb2.List(stream_id=stream.stream_id, node_id=stream.node_id))
-        if placement is None:  # the node is here, built in, or connected nowhere
-            if self._hub.nodes.get(stream.node_id) is None and not self._hub.nodes.is_built_in(stream.node_id):
-                near.streams[stream.stream_id] = stream  # stays bound to its node, as on one hub
-                raise HubError(Code.PTY_FORWARD_FAILED, f"node {stream.node_id} is not connected")
-            if rebinding:
-                await self._hub.terminals.from_app(connection, listing)
+        binding = case in ("open", "list")
+        first_id = decode_envelope(frame).id if binding else ""
+        target = await self._move(
+            near, stream.stream_id, stream.node_id, stream, placement=placement, first_id=first_id
+        )
+        if target == _HERE:
             return False
+        if not isinstance(target, _Link):
+            raise HubError(Code.PTY_FORWARD_FAILED, f"node {stream.node_id} is not connected")
+        if not await target.send(frame):
+            raise HubError(Code.PTY_FORWARD_FAILED, f"node {stream.node_id}'s replica {target.replica_id} went away")
+        return True
+
+    async def _move(
+        self,
+        near: _Near,
+        stream_id: str,
+        node_id: str,
+        stream: _Stream | None,
+        *,
+        placement: Placement | None,
+        first_id: str = "",
+    ) -> _Link | str | None:
+        """Move a stream to where its node is now (``placement``; None: here or nowhere), unbinding it where it
+        was; there it is listed first (8.4.11) unless ``first_id`` names the open or list that binds it.
+
+        The stream's link (or :data:`_HERE`: the relay here holds it); None: the node is connected nowhere
+        reachable, and the stream stays bound to it, waiting.
+        """
+        if stream is not None:
+            near.drop(stream)
+            if stream.link is not None:  # unbound there (its node, if still there, is told to detach)
+                cancel = core_message(cancel_operation=protocol_pb2.CancelOperation(target_id=stream_id))
+                await stream.link.send(encode_envelope(cancel))
+        if placement is None:
+            if self._hub.nodes.get(node_id) is None and not self._hub.nodes.is_built_in(node_id):
+                near.streams[stream_id] = _Stream(stream_id, node_id, None)  # waits for its node, as on one hub
+                return None
+            if not first_id:
+                await _adopt(near.connection, stream_id, node_id)
+            return _HERE
         link = await near.link(placement)
         if link is None:
-            near.streams[stream.stream_id] = stream
-            raise HubError(Code.PTY_FORWARD_FAILED, f"node {stream.node_id}'s replica cannot be reached")
-        if rebinding:
-            listed = envelope_pb2.Envelope(id=f"pty-{uuid.uuid4().hex}", payload=pack(listing)).SerializeToString()
-            near.bind(stream.stream_id, stream.node_id, link, decode_envelope(listed).id)
-            sent = await link.send(listed) and await link.send(frame)
-        else:
-            near.bind(stream.stream_id, stream.node_id, link, decode_envelope(frame).id)
-            sent = await link.send(frame)
-        if not sent:
-            raise HubError(Code.PTY_FORWARD_FAILED, f"node {stream.node_id}'s replica {link.replica_id} went away")
-        return True
+            near.streams[stream_id] = _Stream(stream_id, node_id, None)
+            return None
+        if first_id:
+            near.bind(stream_id, node_id, link, first_id)
+            return link
+        # The link's one message of its own: "list the stream to its node there" (see carried()).
+        listing = pty_pb2.ProtocolMessage(list=pty_pb2.List(stream_id=stream_id, node_id=node_id))
+        listed = envelope_pb2.Envelope(id=f"pty-{uuid.uuid4().hex}", reply_to=RELIST, payload=pack(listing))
+        near.bind(stream_id, node_id, link, listed.id)
+        if not await link.send(listed.SerializeToString()):
+            return None
+        return link
+
+    # -- following nodes that move ------------------------------------------------------
+
+    def _node_changed(self, node_id: str) -> None:
+        """A node changed here or on another replica: its streams that are not where it is now follow it."""
+        held = any(stream.node_id == node_id for near in self._near.values() for stream in near.streams.values())
+        if not held and not self._hub.terminals.bound_to(node_id):
+            return
+        self._following[node_id] = None
+        if self._follower is None or self._follower.done():
+            self._follower = asyncio.create_task(self._follow_all(), name="terminal streams follow their nodes")
+
+    async def _follow_all(self) -> None:
+        while self._following:
+            node_id = next(iter(self._following))
+            del self._following[node_id]
+            try:
+                await self._follow(node_id)
+            except Exception:
+                log.exception("terminal streams of node %s could not follow it", node_id)
+
+    async def _follow(self, node_id: str) -> None:
+        """Streams of ``node_id`` bound where it no longer is move to where it is now, listed there (8.4.11)."""
+        where = _HERE if self._hub.nodes.get(node_id) is not None else self._node_replica(node_id)
+        if where is None:
+            return  # connected nowhere now: its streams wait (they got detached where it left)
+        for near in list(self._near.values()):
+            for stream in [stream for stream in near.streams.values() if stream.node_id == node_id]:
+                if stream.link is not None and stream.link.replica_id == where:
+                    continue  # that replica lists it again itself when the node registers there
+                if near.connection.gone.is_set() or self._near.get(near.connection) is not near:
+                    break
+                await self._move(near, stream.stream_id, node_id, stream, placement=await self._place(node_id))
+        if where == _HERE:
+            return
+        for viewer, stream_id in self._hub.terminals.bound_to(node_id):
+            if isinstance(viewer, ApplicationConnection) and viewer.workspace is self and not viewer.gone.is_set():
+                self._hub.terminals.release(stream_id)  # its node left this replica for another
+                await self._move(self._near_of(viewer), stream_id, node_id, None, placement=await self._place(node_id))
+
+    def close(self) -> None:
+        """Stop following nodes (the replica stops)."""
+        with contextlib.suppress(ValueError):
+            self._hub.agent_feed.followers.remove(self._node_changed)
+        if self._follower is not None:
+            self._follower.cancel()
 
     # -- placement and links -----------------------------------------------------------
 
@@ -449,11 +532,15 @@ class WorkspaceLinks:
             return None  # this replica is fenced: what runs here gives one hub's errors
         return None if placement.local else placement
 
-    async def _link_to(self, connection: ApplicationConnection, node_id: str) -> tuple[_Near, _Link | None]:
-        """The link to the replica of ``node_id`` (None: it runs here), trying again once without a dead one."""
+    def _near_of(self, connection: ApplicationConnection) -> _Near:
         near = self._near.get(connection)
         if near is None:
             near = self._near[connection] = _Near(self, connection)
+        return near
+
+    async def _link_to(self, connection: ApplicationConnection, node_id: str) -> tuple[_Near, _Link | None]:
+        """The link to the replica of ``node_id`` (None: it runs here), trying again once without a dead one."""
+        near = self._near_of(connection)
         placement = await self._place(node_id)
         if placement is None or connection.gone.is_set():
             return near, None
@@ -487,6 +574,15 @@ class WorkspaceLinks:
             return None
         self.links_opened += 1
         return socket
+
+
+async def _adopt(connection: ApplicationConnection, stream_id: str, node_id: str) -> None:
+    """Bind a stream that followed its node here and list it to the node (no answer to the application, as
+    for the list of a node registering again; a refusal leaves the stream as the relay has it)."""
+    try:
+        await connection.hub.terminals.adopt(connection, stream_id, node_id)
+    except HubError as error:
+        log.info("terminal stream %s could not follow node %s here: %s", stream_id, node_id, error.message)
 
 
 def _last_answer(envelope: envelope_pb2.Envelope) -> bool:
@@ -535,10 +631,19 @@ def link_endpoint(
 
 
 async def carried(connection: ApplicationConnection, frame: bytes) -> bool:
-    """Whether a link may carry ``frame`` (a workspace namespace or ``cancel_operation``); answers the others."""
+    """Whether a link may carry ``frame`` (a workspace namespace or ``cancel_operation``); answers the others.
+
+    A ``pty.list`` whose envelope has ``reply_to`` :data:`RELIST` (which no application sends: requests
+    answer nothing) is the near replica moving a stream here after its node: the stream is bound and
+    listed to the node as a node registering again gets it (8.4.11, no node id), and nothing is answered.
+    """
     try:
         envelope = decode_envelope(frame)
         name = payload_name(envelope)
+        if name == _PTY and envelope.reply_to == RELIST:
+            listing = unpack(envelope, pty_pb2.ProtocolMessage).list
+            await _adopt(connection, listing.stream_id, listing.node_id)
+            return False
         if name in _LINKED:
             return True
         if name == _CORE and unpack(envelope, protocol_pb2.ProtocolMessage).WhichOneof("message") == "cancel_operation":

@@ -155,6 +155,11 @@ class ApplicationConnection:
         self._max_watches = max_watches
         self._first = True
 
+    @property
+    def workspace(self) -> RemoteWorkspace | None:
+        """Where its terminals and workspace calls for nodes on other replicas go (None: one hub, or a link)."""
+        return self._workspace
+
     def __repr__(self) -> str:
         return f"<ApplicationConnection {self.principal.name} requests={len(self._tasks)} watches={len(self._watches)}>"
 
