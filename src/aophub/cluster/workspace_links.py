@@ -237,16 +237,24 @@ class _Near:
             error = HubError(Code.UNAVAILABLE, f"{where} during the call", retryable=True)
         await self.connection.send_protocol_error(entry.envelope_id, error)
 
-    def bind(self, stream_id: str, node_id: str, link: _Link, first_id: str) -> None:
+    def bind(self, stream_id: str, node_id: str, link: _Link | None, first_id: str = "") -> None:
+        """Hold the stream as bound over ``link`` (None: waiting for its node) by the message ``first_id``."""
         stream = self.streams.get(stream_id)
         if stream is not None:
-            self.first_ids.pop(stream.first_id, None)
+            self.drop(stream)
         self.streams[stream_id] = _Stream(stream_id, node_id, link, first_id)
-        self.first_ids[first_id] = stream_id
+        self.owner.streams_of_node[node_id] = self.owner.streams_of_node.get(node_id, 0) + 1
+        if first_id:
+            self.first_ids[first_id] = stream_id
 
     def drop(self, stream: _Stream) -> None:
         if self.streams.get(stream.stream_id) is stream:
             del self.streams[stream.stream_id]
+            left = self.owner.streams_of_node.get(stream.node_id, 1) - 1
+            if left > 0:
+                self.owner.streams_of_node[stream.node_id] = left
+            else:
+                self.owner.streams_of_node.pop(stream.node_id, None)
         self.first_ids.pop(stream.first_id, None)
 
     async def lost(self, link: _Link) -> None:
@@ -264,6 +272,8 @@ class _Near:
                 await self.fail(entry)
 
     async def close(self) -> None:
+        for stream in list(self.streams.values()):
+            self.drop(stream)
         for link in list(self.links.values()):
             await link.close()
         self.links.clear()
@@ -301,6 +311,8 @@ class WorkspaceLinks:
         self.max_frame_bytes = max_frame_bytes
         self.max_streams = max_streams
         self._near: dict[ApplicationConnection, _Near] = {}
+        # How many streams on links (or waiting for their node) each node has, over every connection.
+        self.streams_of_node: dict[str, int] = {}
         self.links_opened = 0
 
     def __repr__(self) -> str:
@@ -456,14 +468,14 @@ class WorkspaceLinks:
                 await stream.link.send(encode_envelope(cancel))
         if placement is None:
             if self._hub.nodes.get(node_id) is None and not self._hub.nodes.is_built_in(node_id):
-                near.streams[stream_id] = _Stream(stream_id, node_id, None)  # waits for its node, as on one hub
+                near.bind(stream_id, node_id, None)  # waits for its node, as on one hub
                 return None
             if not first_id:
                 await _adopt(near.connection, stream_id, node_id)
             return _HERE
         link = await near.link(placement)
         if link is None:
-            near.streams[stream_id] = _Stream(stream_id, node_id, None)
+            near.bind(stream_id, node_id, None)
             return None
         if first_id:
             near.bind(stream_id, node_id, link, first_id)
@@ -480,8 +492,7 @@ class WorkspaceLinks:
 
     def _node_changed(self, node_id: str) -> None:
         """A node changed here or on another replica: its streams that are not where it is now follow it."""
-        held = any(stream.node_id == node_id for near in self._near.values() for stream in near.streams.values())
-        if not held and not self._hub.terminals.bound_to(node_id):
+        if node_id not in self.streams_of_node and not self._hub.terminals.bound_to(node_id):
             return
         self._following[node_id] = None
         if self._follower is None or self._follower.done():
