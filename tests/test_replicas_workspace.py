@@ -584,3 +584,27 @@ async def test_the_nodes_replica_dying_ends_what_was_carried_to_it_and_the_strea
             await moved.send(pty(sessions=pty_pb2.Sessions(stream_id=stream, sessions=[pty_pb2.Session(id="t1")])))
             _, sessions = await app_pty(app, stream, "sessions")
             assert [s.id for s in sessions.sessions.sessions] == ["t1"]
+
+
+async def test_a_stream_bound_on_its_nodes_replica_follows_the_node_to_another(cluster: list[HubProcess]) -> None:
+    """App and node on r2, a stream bound there; the node leaves and connects to r1: the app gets detached,
+    the node on r1 gets list{stream_id} (8.4.11, no node id) without the app asking, its sessions answer
+    reaches the app, and the stream's next input reaches the node on r1."""
+    r1, r2 = cluster
+    node_id = f"ws-moves-{uuid.uuid4().hex[:6]}"
+    stream = new_stream()
+    async with await AppSocket.open(r2.app_url) as app:
+        async with await RawNode.connect(r2.node_url, node_id) as node:
+            await app.send(pty(open=pty_pb2.Open(stream_id=stream, node_id=node_id, kind="shell")))
+            await node_pty(node, "open", stream)
+        await app_pty(app, stream, "detached")
+        async with await RawNode.connect(r1.node_url, node_id) as moved:
+            _, listing = await node_pty(moved, "list", stream)
+            assert listing == pty(list=pty_pb2.List(stream_id=stream))
+            sessions = pty(sessions=pty_pb2.Sessions(stream_id=stream, sessions=[pty_pb2.Session(id="t1")]))
+            await moved.send(sessions)
+            _, relayed = await app_pty(app, stream, "sessions")
+            assert relayed == sessions
+            await app.send(pty(input=pty_pb2.Input(stream_id=stream, data=b"again")))
+            _, typed = await node_pty(moved, "input", stream)
+            assert typed.input.data == b"again"

@@ -82,6 +82,8 @@ PEER_HEADER = "x-aophub-peer"
 LINK_QUEUE = 8
 # Seconds to open a link (the far replica is then taken as gone for this envelope).
 LINK_OPEN_TIMEOUT = 5.0
+# Seconds a link's close waits for the far replica's answer (an application's close waits for it).
+LINK_CLOSE_TIMEOUT = 2.0
 # Keepalive of a link: a far replica cut off without a close is noticed within about twice this.
 LINK_PING_INTERVAL = 10.0
 
@@ -579,6 +581,7 @@ class WorkspaceLinks:
                 ping_interval=LINK_PING_INTERVAL,
                 ping_timeout=LINK_PING_INTERVAL,
                 compression=None,
+                close_timeout=LINK_CLOSE_TIMEOUT,
             )
         except (OSError, TimeoutError, InvalidHandshake) as error:
             log.warning("workspace link to replica %s failed: %s", placement.replica_id, error)
