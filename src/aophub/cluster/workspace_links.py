@@ -32,11 +32,19 @@ replica holds at most ``--max-terminal-streams`` streams on links per connection
 
 **The far replica going away** (killed, stopped, its connection cut) ends the link. Every stream
 bound over it gets ``detached`` (its node left this replica's reach, 8.4.10) and stays bound to its
-node: the stream's next message finds where the node is now and, there, first lists the stream
-(``list{stream_id, node_id}``, as a hub does for a node that registers again, 8.4.11: the
-``sessions`` answer comes to the application) before the message; a node connected nowhere answers
-``PTY_FORWARD_FAILED``. A call in flight fails ``UNAVAILABLE`` (retryable) and an upload
-``FILE_UPLOAD_FAILED``, as when the node itself goes away during them on one hub.
+node (a message for it before the node is back anywhere is answered ``PTY_FORWARD_FAILED``). A call
+in flight fails ``UNAVAILABLE`` (retryable) and an upload ``FILE_UPLOAD_FAILED``, as when the node
+itself goes away during them on one hub.
+
+**Streams follow their node.** When a node connects to a replica, every replica hears of it
+(:attr:`AgentFeed.followers`: here, or through the cluster's node list), and the streams of that
+node held where it no longer is move: unbound there (``cancel_operation`` over the link; a stream of
+the relay here is released), bound where the node is now, and listed to it as a node registering
+again lists them (8.4.11: ``list{stream_id}``, no node id; the ``sessions`` answer comes to the
+application). Over a link that is the link's one message of its own: a ``pty.list`` naming the node
+in an envelope whose ``reply_to`` is :data:`RELIST`, which the far replica turns into
+:meth:`TerminalRelay.adopt`. A stream whose node reconnects to the replica it is bound on is listed
+by that replica itself.
 """
 
 from __future__ import annotations
@@ -70,7 +78,16 @@ from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
 from aophub.v1 import workspace_pb2
 
-__all__ = ["LINK_PATH", "LINK_QUEUE", "PEER_HEADER", "WorkspaceLinks", "link_endpoint"]
+__all__ = [
+    "LINK_PATH",
+    "LINK_QUEUE",
+    "PEER_HEADER",
+    "RELIST",
+    "WorkspaceLinks",
+    "carried",
+    "link_endpoint",
+    "link_namespaces",
+]
 
 log = logging.getLogger(__name__)
 
