@@ -34,7 +34,7 @@ from .support.hub_replicas import hub_replicas
 from .support.postgres import PostgresCluster
 from .support.raw_node import RawNode
 from .support.rpc import BearerKey
-from .support.server import TOKEN, HubProcess
+from .support.server import TOKEN, HubProcess, running_hub
 from .support.wire import AppSocket, protocol_error, stored
 from .support.workspace import EXEC_URL, FILE_URL, PTY_URL, app_pty, audit_lines, decode_pty, node_pty, pty
 
@@ -608,3 +608,44 @@ async def test_a_stream_bound_on_its_nodes_replica_follows_the_node_to_another(c
             await app.send(pty(input=pty_pb2.Input(stream_id=stream, data=b"again")))
             _, typed = await node_pty(moved, "input", stream)
             assert typed.input.data == b"again"
+
+
+# -- nothing is left behind -------------------------------------------------------------------
+
+
+async def test_a_closed_connection_leaves_nothing_on_either_replica(
+    postgres: PostgresCluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Two replicas in this process (to look inside): after the application on B closes, B holds no link,
+    stream or call of it, and A (the node's replica) no stream or call of the link; the node got detach."""
+    url = postgres.create_database("workspace_inside")
+    await migrate_database(url)
+    base = tmp_path_factory.mktemp("inside")
+    async with (
+        running_hub(base / "a", database_url=url, replica_id="a", replica_lease=LEASE) as a,
+        running_hub(base / "b", database_url=url, replica_id="b", replica_lease=LEASE) as b,
+        await RawNode.connect(a.node_url, "ws-inside") as node,
+    ):
+        links = b.runtime.owners.workspace if b.runtime.owners is not None else None
+        assert links is not None
+        stream = new_stream()
+        async with await AppSocket.open(b.app_url) as app:
+            await app.send(pty(open=pty_pb2.Open(stream_id=stream, node_id=node.node_id, kind="shell")))
+            await node_pty(node, "open", stream)
+            await app.send(
+                call(node_id=node.node_id, exec=exec_pb2.ProtocolMessage(request=exec_pb2.Request(command="x")))
+            )
+            await node.wait_for(lambda i: i.envelope.payload.type_url == EXEC_URL)
+            assert links.streams_of_node == {node.node_id: 1}
+            assert len(a.runtime.hub.terminals) == 1
+            assert len(a.runtime.hub.workspace_calls) == 1
+        await node_pty(node, "detach", stream)
+        await node.wait_for(lambda i: i.case == "cancel_operation")
+        async with asyncio.timeout(5):  # A sees the link close a moment after the node's messages
+            while True:
+                if not len(a.runtime.hub.terminals) and not len(a.runtime.hub.workspace_calls):
+                    break
+                await asyncio.sleep(0.02)
+        assert links.streams_of_node == {}
+        assert repr(links).startswith("<WorkspaceLinks connections=0 ")
+        assert len(b.runtime.hub.terminals) == 0
