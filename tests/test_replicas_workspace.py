@@ -43,7 +43,10 @@ pytestmark = pytest.mark.timeout(120)
 LEASE = 2.0
 WORKSPACE_URL = "type.googleapis.com/aophub.v1.WorkspaceProtocolMessage"
 # Small relay bounds, so that an overrun is reached with little data.
-BOUNDS = ("--terminal-buffer-bytes", "262144", "--max-outbound-bytes", "1048576", "--outbound-stall-seconds", "60")
+BOUNDS = (
+    *("--terminal-buffer-bytes", "262144", "--max-outbound-bytes", "1048576", "--outbound-stall-seconds", "60"),
+    *("--max-upload-bytes", "65536"),
+)
 # Exec output may wait for the application up to this (the throughput measurement reads as fast as it can).
 CALL_BUFFER = ("--workspace-output-bytes", str(64 * 1024 * 1024))
 
@@ -349,7 +352,8 @@ async def test_an_upload_via_another_replica_reaches_the_node_and_its_notice_is_
     cluster: list[HubProcess], node: RawNode
 ) -> None:
     """Upload on r2 for a session of the node on r1: the node gets r1's upload request (media type sniffed),
-    the app gets the node's result unchanged, the notice is in the session; a refusal is FILE_UPLOAD_FAILED."""
+    the app gets the node's result unchanged, the notice is in the session; a refusal is FILE_UPLOAD_FAILED,
+    and an upload over the size limit is refused with the same words on both replicas."""
     r1, r2 = cluster
     async with await AppSocket.open(r2.app_url) as app:
         session = await app.open_session(node.node_id)
@@ -380,6 +384,18 @@ async def test_an_upload_via_another_replica_reaches_the_node_and_its_notice_is_
         error = protocol_error(await app.reply(sent))
         assert error.code == "FILE_UPLOAD_FAILED"
         assert "OPERATION_FAILED: no uploads here" in error.message
+    sizes = []
+    for hub in (r1, r2):
+        async with await AppSocket.open(hub.app_url) as app:
+            large = file_pb2.UploadRequest(session_id=session.id, filename="big.bin", data=b"\x00" * 70000)
+            sent = await app.send(file_pb2.ProtocolMessage(upload_request=large))
+            error = protocol_error(await app.reply(sent))
+            sizes.append((error.code, error.message))
+    assert sizes[0] == sizes[1], sizes
+    assert sizes[0] == (
+        "FILE_UPLOAD_FAILED",
+        "the upload is 70000 bytes; this hub takes at most 65536 (aophub serve --max-upload-bytes)",
+    )
     uploads = [line for line in audit_lines(r1.data_dir) if line.get("operation") == "upload"]
     assert any(line.get("session_id") == session.id and line.get("outcome") == "ok" for line in uploads), uploads
 
