@@ -23,7 +23,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from aophub.access.authenticator import Authenticator
 from aophub.access.live import LiveConnections
 from aophub.access.policy import APPLICATION_ENDPOINT, ENDPOINTS
-from aophub.hub.application import ApplicationConnection, NamespaceHandler, Relay
+from aophub.access.scopes import Principal
+from aophub.hub.application import ApplicationConnection, NamespaceHandler, Relay, RemoteWorkspace
 from aophub.hub.hub import Hub
 from aophub.protocol.mux import NamespaceRouter
 from aophub.settings import (
@@ -36,7 +37,14 @@ from aophub.transport.outbound import OutboundFrames
 from aophub.transport.server import SEND_FRAMES
 from aophub.transport.waiters import until_interrupted
 
-__all__ = ["OUTBOUND_QUEUE", "PerConnectionBounds", "frame_sender", "serve_application", "write_frames"]
+__all__ = [
+    "OUTBOUND_QUEUE",
+    "PerConnectionBounds",
+    "frame_sender",
+    "serve_application",
+    "serve_link",
+    "write_frames",
+]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +75,7 @@ async def serve_application(
     *,
     live: LiveConnections | None = None,
     relay: Relay | None = None,
+    workspace: RemoteWorkspace | None = None,
 ) -> None:
     """Serve one application WebSocket until either side closes it, the client stops reading, or its token goes.
 
@@ -97,6 +106,7 @@ async def serve_application(
         peer=peer_address(websocket),
         offer=outbound.offer,
         relay=relay,  # replicas: requests for sessions other replicas own go there
+        workspace=workspace,  # replicas: terminals and workspace calls for nodes on other replicas go there
     )
     writer = asyncio.create_task(_write(websocket, outbound))
     stalled = outbound.stall_signal(limits.outbound_stall_seconds)
@@ -141,6 +151,51 @@ async def serve_application(
         for task in (writer, stalled):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+async def serve_link(
+    websocket: WebSocket,
+    hub: Hub,
+    namespaces: NamespaceRouter[NamespaceHandler],
+    principal: Principal,
+    peer: str,
+    *,
+    max_outbound_bytes: int,
+    carried: Callable[[ApplicationConnection, bytes], Awaitable[bool]],
+) -> None:
+    """Serve a replica's workspace link (:mod:`aophub.cluster.workspace_links`), already authenticated.
+
+    The link is an application connection of ``principal`` (``peer``: the application's address):
+    the same bounded outbound queue and writer, no stall close (the replica at the other end reads
+    as fast as its application does; what waits here is bounded by the relays). Frames ``carried``
+    refuses are answered by it and not run.
+    """
+    await websocket.accept()
+    outbound = OutboundFrames(OUTBOUND_QUEUE, max_bytes=max_outbound_bytes)
+    connection = ApplicationConnection(
+        hub, outbound.put, namespaces=namespaces, principal=principal, peer=peer, offer=outbound.offer
+    )
+    writer = asyncio.create_task(write_frames(websocket, outbound))
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            frame = message.get("bytes")
+            if frame is None:
+                return
+            if await carried(connection, frame):
+                await connection.receive(frame)
+    except WebSocketDisconnect:
+        return
+    finally:
+        await connection.close()  # its streams detach, its calls are cancelled on their nodes
+        outbound.close()
+        writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await writer
+        with contextlib.suppress(Exception):
+            await websocket.close()
 
 
 def _settle(future: asyncio.Future[str], reason: str) -> None:
