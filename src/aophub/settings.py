@@ -132,6 +132,11 @@ class Settings:
     # On SIGTERM: seconds to keep serving while /health says "draining", so a load balancer stops
     # sending new connections before the open ones are closed.
     drain_delay: float = 0.0
+    # Live deltas between replicas (aophub.cluster.live_relay): the frames one feed of a session's
+    # deltas may queue for its subscriber before it is dropped (and subscribes again), and the most
+    # feeds a replica serves, and follows, at once.
+    live_relay_queue: int = 1024
+    live_relay_sessions: int = 1000
 
     @property
     def database(self) -> Path:

@@ -194,13 +194,7 @@ SINGLE_PROCESS: dict[str, str] = {
 
 # "test_file.py::test_name" -> the known gap of the replica code it hits, fixed in parallel: these run
 # over replicas marked xfail(strict=True), so each mark must be removed once its gap is fixed.
-_DELTAS_GAP = "live deltas do not reach watchers on a replica other than the node's (persisted events do)"
-
-KNOWN_REPLICA_GAPS: dict[str, str] = {
-    "test_node_endpoint.py::test_run_turn_reaches_the_node_under_the_turn_id_and_its_events_are_routed_by_it": (
-        _DELTAS_GAP
-    ),
-}
+KNOWN_REPLICA_GAPS: dict[str, str] = {}  # none known now
 
 
 def flags(overrides: dict[str, object]) -> tuple[str, ...]:

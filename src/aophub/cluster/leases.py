@@ -2,10 +2,16 @@
 
 See :mod:`aophub.cluster.ownership` for what the leases mean; the decisions are
 :func:`aophub.cluster.placement.decide`'s.
+
+When a session's lease changes hands, the transaction that moves it also notifies
+``aophub_owners`` (:data:`OWNERS_CHANNEL`) with ``["SESSION_ID", "REPLICA_ID"]`` (JSON), delivered
+at commit: replicas following the old owner's live feed of the session move to the new one
+(:mod:`aophub.cluster.live_feeds`).
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
@@ -15,7 +21,11 @@ import asyncpg
 from aophub.cluster.own_connection import OwnConnection
 from aophub.cluster.placement import Claim, Decision, Lease, decide
 
-__all__ = ["SWEEP_BATCH", "LeaseTable"]
+__all__ = ["OWNERS_CHANNEL", "SWEEP_BATCH", "LeaseTable", "parse_owners_payload"]
+
+OWNERS_CHANNEL = "aophub_owners"
+# The notification of a lease that changed hands (parameters: session id, replica id).
+_NOTIFY_OWNER = f"SELECT pg_notify('{OWNERS_CHANNEL}', json_build_array($1::text, $2::text)::text)"
 
 _NOW = "extract(epoch FROM clock_timestamp())"
 # A lease row's replica is alive (parameter $ttl: the lease time in seconds).
@@ -25,6 +35,17 @@ _T = TypeVar("_T")
 SWEEP_BATCH = 100
 
 
+def parse_owners_payload(payload: str) -> tuple[str, str] | None:
+    """``(session id, new owner)`` from an ``aophub_owners`` payload, or None if it is not one."""
+    try:
+        parsed = json.loads(payload)
+    except ValueError:
+        return None
+    if not (isinstance(parsed, list) and len(parsed) == 2 and all(isinstance(item, str) for item in parsed)):
+        return None
+    return parsed[0], parsed[1]
+
+
 class LeaseTable:
     """The lease tables in SQL, on a connection of their own (see the module docstring).
 
@@ -32,13 +53,15 @@ class LeaseTable:
     heartbeat (the membership's). Every method raises :class:`StoreError` when the database fails.
     """
 
-    def __init__(self, url: str, *, replica_id: str, lease_ttl: float, connect_timeout: float = 10.0) -> None:
+    def __init__(
+        self, url: str, *, replica_id: str, lease_ttl: float, connect_timeout: float = 10.0, purpose: str = "leases"
+    ) -> None:
         self.url = url
         self.replica_id = replica_id
         self.lease_ttl = lease_ttl
         self._connection = OwnConnection(
             url,
-            name=f"aophub {replica_id} leases",
+            name=f"aophub {replica_id} {purpose}",
             answer_timeout=lease_ttl,
             connect_timeout=connect_timeout,
             replica_id=replica_id,
@@ -132,6 +155,7 @@ class LeaseTable:
                     session_id,
                     self.replica_id,
                 )
+                await db.execute(_NOTIFY_OWNER, session_id, self.replica_id)
                 return decision, "", Claim(session_id, int(epoch), session)
 
         try:
@@ -175,6 +199,12 @@ class LeaseTable:
                     "UPDATE session_leases SET replica_id = $2, epoch = epoch + 1"
                     " WHERE session_id = ANY($1::text[]) RETURNING session_id, epoch",
                     [row[0] for row in rows],
+                    self.replica_id,
+                )
+                await db.execute(
+                    f"SELECT pg_notify('{OWNERS_CHANNEL}', json_build_array(s, $2::text)::text)"
+                    " FROM unnest($1::text[]) AS s",
+                    [row[0] for row in taken],
                     self.replica_id,
                 )
                 epochs = {row[0]: int(row[1]) for row in taken}

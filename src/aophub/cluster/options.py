@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import socket
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from aophub.cluster.membership import DEFAULT_LEASE_TTL
@@ -37,8 +38,8 @@ def _lease(text: str) -> float:
 
 
 def add_replica_options(serve: argparse.ArgumentParser) -> None:
-    """``--advertise-url``, ``--replica-id``, ``--replica-lease``, ``--agent-publish-interval``: only used with
-    ``--database``."""
+    """``--advertise-url``, ``--replica-id``, ``--replica-lease``, ``--agent-publish-interval``,
+    ``--live-relay-queue``, ``--live-relay-sessions``: only used with ``--database``."""
     group = serve.add_argument_group("replicas (with --database postgresql://...: several hubs on one database)")
     group.add_argument(
         "--advertise-url",
@@ -76,6 +77,36 @@ def add_replica_options(serve: argparse.ArgumentParser) -> None:
         " stops sending new connections first; then open connections are closed (1012) and the hub exits"
         " within --shutdown-timeout (default 0; any hub, SQLite too)",
     )
+    group.add_argument(
+        "--live-relay-queue",
+        type=_positive(1_000_000),
+        default=1024,
+        metavar="FRAMES",
+        help="live deltas between replicas: the frames (and at most 4 MiB) one feed of a session's deltas may"
+        " queue for a replica that watches it; a replica that reads slower is dropped and subscribes again,"
+        " missing deltas meanwhile, never persisted events (default 1024)",
+    )
+    group.add_argument(
+        "--live-relay-sessions",
+        type=_positive(1_000_000),
+        default=1000,
+        metavar="N",
+        help="the most live feeds of sessions this replica serves to other replicas, and the most it follows"
+        " for its own watchers, at once; watchers past it see persisted events only (default 1000)",
+    )
+
+
+def _positive(limit: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if not 1 <= value <= limit:
+            raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {limit}, got {text!r}")
+        return value
+
+    return parse
 
 
 def _interval(text: str) -> float:
@@ -107,6 +138,8 @@ def with_replica_options(settings: Settings, args: argparse.Namespace) -> Settin
         replica_lease=args.replica_lease,
         drain_delay=args.drain_delay,
         agent_publish_interval=args.agent_publish_interval,
+        live_relay_queue=args.live_relay_queue,
+        live_relay_sessions=args.live_relay_sessions,
     )
 
 

@@ -7,8 +7,12 @@ stopped before the store closes. It owns
 - this replica's :class:`~aophub.cluster.membership.Membership` (registration and heartbeats);
 - its :class:`~aophub.cluster.notifications.Notifications` (one LISTEN connection), on which
   :class:`~aophub.cluster.fanout.RemoteEvents` brings events other replicas persist to this
-  replica's watchers, and changes of the tokens, the configuration and the queued scans are
-  re-read (:class:`~aophub.cluster.refresh.Refresher`); after a lost connection, all of them;
+  replica's watchers, :class:`~aophub.cluster.live_feeds.LiveFeeds` follows the live deltas of the
+  sessions watched here that other replicas own (moving when their owner changes), and changes
+  of the tokens, the configuration and the queued scans are re-read
+  (:class:`~aophub.cluster.refresh.Refresher`); after a lost connection, all of them;
+- the :class:`~aophub.cluster.live_relay.LiveRelay` serving the live deltas of the sessions it
+  owns to the other replicas;
 - the cluster's node list (:class:`~aophub.cluster.agent_views.AgentViews`), for AgentService;
 - the :class:`~aophub.cluster.shared_config.SharedConfig` and the
   :class:`~aophub.cluster.leader.ScanLeader` (started last, once the hub has recovered);
@@ -29,6 +33,8 @@ from aophub.cluster.fanout import RemoteEvents
 from aophub.cluster.health import ReplicaHealth
 from aophub.cluster.journal_locks import JournalLocks
 from aophub.cluster.leader import ScanLeader
+from aophub.cluster.live_feeds import LiveFeeds
+from aophub.cluster.live_relay import LiveRelay
 from aophub.cluster.logouts import SharedLogouts
 from aophub.cluster.membership import Membership, ReplicaState
 from aophub.cluster.notifications import Notifications
@@ -73,6 +79,25 @@ class LocalReplica:
             url, name=f"aophub listen {replica_id}", keepalive=settings.replica_lease / 2
         )
         self.remote_events = RemoteEvents(hub, self.notifications)
+        # The owners' live deltas for this replica's watchers (the secret and ownership come with
+        # aophub.cluster.session_owners).
+        self.live_feeds = LiveFeeds(
+            url,
+            hub,
+            self.notifications,
+            replica_id=replica_id,
+            lease_ttl=settings.replica_lease,
+            max_feeds=settings.live_relay_sessions,
+        )
+        # The live deltas of the sessions this replica owns, for the others' watchers (its endpoint
+        # and who may subscribe come with aophub.cluster.session_owners).
+        self.live_relay = LiveRelay(
+            hub,
+            authentic=lambda _header: False,
+            owns=lambda _session_id: False,
+            queue_frames=settings.live_relay_queue,
+            max_feeds=settings.live_relay_sessions,
+        )
         # The cluster's node list: this replica's nodes published, the others' mirrored (AgentService).
         self.agent_views = AgentViews(
             url,
@@ -162,6 +187,7 @@ class LocalReplica:
         for refresher in self._refreshers.values():
             await refresher.stop()
         await self.agent_views.stop()
+        await self.live_feeds.stop()
         await self.scan_lookup.close()
         await self.notifications.stop()
         await self.journal_locks.stop()

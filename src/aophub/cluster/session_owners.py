@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 
 from google.protobuf.message import Message
 from starlette.middleware import Middleware
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from aop import envelope_pb2, protocol_pb2
 from aophub.access.scopes import Principal
@@ -29,6 +29,9 @@ from aophub.cluster.forwarding import (
     forward_endpoint,
     run_envelope,
 )
+from aophub.cluster.live_feeds import LiveFeeds
+from aophub.cluster.live_relay import LiveRelay
+from aophub.cluster.live_wire import LIVE_PATH
 from aophub.cluster.ownership import LeaseTable, Ownership, Replicas
 from aophub.cluster.replica import LocalReplica
 from aophub.cluster.rpc_forwarding import ForwardSessionCalls
@@ -70,10 +73,21 @@ class SessionOwners:
         check_interval: float | None = None,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         node_replica: Callable[[str], str | None] = lambda _node_id: None,
+        live_relay: LiveRelay | None = None,
+        live_feeds: LiveFeeds | None = None,
     ) -> None:
         self._url = url
         self._node_replica = node_replica
         self._max_frame_bytes = max_frame_bytes
+        self.live_relay = live_relay
+        self.live_feeds = live_feeds
+        # The live feed between replicas: subscribers show the cluster secret, and only the owner serves.
+        if live_relay is not None:
+            live_relay.authentic = lambda header: self._forwarder is not None and self._forwarder.authentic(header)
+            live_relay.owns = self._owns
+        if live_feeds is not None:
+            live_feeds.secret = self.secret_header
+            live_feeds.owned_here = self._owns
         self._replicas = replicas
         self._hub = hub
         self._namespaces = namespaces
@@ -120,6 +134,9 @@ class SessionOwners:
             "replica %s: took %d session%s with turns left open", leases.replica_id, swept, "" if swept == 1 else "s"
         )
         self._task = asyncio.create_task(self.ownership.run(), name="session ownership")
+
+    def _owns(self, session_id: str) -> bool:
+        return self.ownership is not None and session_id in self.ownership.held
 
     def _node_of(self, session_id: str) -> str | None:
         session = self._hub.live_session(session_id)
@@ -187,13 +204,19 @@ class SessionOwners:
             self._hub, send, namespaces=self._namespaces, principal=principal, relay=self.relay
         )
 
-    def routes(self) -> list[Route]:
-        """The internal forwarding endpoint (authenticated by the cluster secret, not by the access key)."""
+    def routes(self) -> list[BaseRoute]:
+        """The internal forwarding endpoint and live feed (authenticated by the cluster secret, not by the
+        access key)."""
 
         async def run_here(principal: Principal, frame: bytes) -> bytes:
             return await run_envelope(self._connection, principal, frame)
 
-        return [Route(FORWARD_PATH, forward_endpoint(lambda: self._forwarder, run_here), methods=["POST"])]
+        routes: list[BaseRoute] = [
+            Route(FORWARD_PATH, forward_endpoint(lambda: self._forwarder, run_here), methods=["POST"])
+        ]
+        if self.live_relay is not None:
+            routes.append(WebSocketRoute(LIVE_PATH, self.live_relay.serve))
+        return routes
 
 
 def session_owners(
@@ -219,6 +242,8 @@ def session_owners(
         namespaces,
         max_frame_bytes=max_frame_bytes,
         node_replica=replica.agent_views.replica_of,  # terminal streams follow their node to another replica
+        live_relay=replica.live_relay,
+        live_feeds=replica.live_feeds,
     )
     membership.on_connection_lost(owners.fence)
     return owners

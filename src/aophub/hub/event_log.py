@@ -21,6 +21,14 @@ notification, see ``aophub.cluster.fanout``): the log reads the rows after the
 highest cursor it has fanned out and fans them out in cursor order. A watcher
 drops what it already has and catches up from the store on a gap, so a row that
 arrives both ways, or out of order with local events, is delivered once.
+
+Deltas another replica produced come through :meth:`EventLog.relayed_delta` (the owner's live
+feed, ``aophub.cluster.live_feeds``), each with the cursor of the last persisted event the owner
+fanned out before it. A relayed delta goes to the watchers right after that event, waiting (in a
+bounded queue) until it has been read from the store, and is dropped when a later persisted event
+already went out: watchers see seqs strictly increasing, and deltas stay best-effort. The
+:attr:`EventLog.on_watchers` hook tells the replica when a log gets its first watcher and loses its
+last, so that it follows the owner's feed only while someone watches here.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from aophub.protocol.codec import event_payload_field
 from aophub.store.base import AppendEvent, ReserveSeq, Store, StoreError, WriteOp
 
 __all__ = [
+    "RELAYED_HOLD",
     "REMOTE_ALL",
     "SEQ_RESERVE_BLOCK",
     "STREAM_WINDOW",
@@ -53,6 +62,8 @@ SEQ_RESERVE_BLOCK = 10_000
 REMOTE_PAGE = 1000
 REMOTE_PAGE_BYTES = 4 * 1024 * 1024
 REMOTE_ALL = 2**63 - 1
+# Relayed deltas a log holds at most while the persisted event before them is being read.
+RELAYED_HOLD = 1024
 # Unsettled writes a streaming producer may have queued in one log before it waits (see EventLog.stream).
 STREAM_WINDOW = 64
 log = logging.getLogger(__name__)
@@ -203,6 +214,13 @@ class EventLog:
         self._closed = False
         self._unsettled = 0  # writes queued, not yet committed or failed
         self._settled = asyncio.Event()  # set whenever _unsettled drops to 0
+        # Called with (session id, True) when the first watcher subscribes and (id, False) when the
+        # last leaves; relay subscriptions (another replica's feed) do not count.
+        self.on_watchers: Callable[[str, bool], None] | None = None
+        self._relays: set[Subscription] = set()
+        # Relayed deltas waiting for the persisted event before them: (its cursor, the delta).
+        self._held: deque[tuple[int, Delivery]] = deque()
+        self.relayed_dropped = 0  # relayed deltas dropped (too late, or held past RELAYED_HOLD)
 
     def __repr__(self) -> str:
         return f"<EventLog {self.session_id} next_seq={self._next_seq} watchers={len(self._subscriptions)}>"
@@ -416,13 +434,50 @@ class EventLog:
     def _fan_out(self, cursor: int, seq: int, data: bytes) -> None:
         """Offer the serialized event ``data`` to every watcher."""
         self.fanned_cursor = max(self.fanned_cursor, cursor)
-        delivery = Delivery(cursor, seq, event_payload_field(data))
+        self._offer(Delivery(cursor, seq, event_payload_field(data)))
+        if self._held and cursor:
+            self._release_held()
+
+    def _offer(self, delivery: Delivery) -> None:
         for subscription in self._subscriptions:
             subscription.offer(delivery)
+
+    def relayed_delta(self, after_cursor: int, seq: int, payload_field: bytes) -> None:
+        """A delta the session's owner (another replica) fanned out after the persisted event at ``after_cursor``.
+
+        ``payload_field`` is the delta as a watch sends it (the envelope's payload field). It goes
+        to the watchers now if that event is the last one fanned out here; it waits for it when the
+        event has not been read from the store yet (and that read is started); it is dropped when a
+        later persisted event went out already (a watcher would see seqs go backwards).
+        """
+        if not self._subscriptions or self._closed:
+            return
+        if after_cursor < self.fanned_cursor:
+            self.relayed_dropped += 1
+            return
+        delivery = Delivery(0, seq, payload_field)
+        if after_cursor == self.fanned_cursor and not self._held:
+            self._offer(delivery)
+            return
+        if len(self._held) >= RELAYED_HOLD:
+            self.relayed_dropped += len(self._held)
+            self._held.clear()
+        self._held.append((after_cursor, delivery))
+        self.committed_elsewhere(after_cursor)
+
+    def _release_held(self) -> None:
+        """Offer the held deltas that follow the last persisted event fanned out; drop those it overtook."""
+        while self._held and self._held[0][0] <= self.fanned_cursor:
+            after_cursor, delivery = self._held.popleft()
+            if after_cursor == self.fanned_cursor:
+                self._offer(delivery)
+            else:
+                self.relayed_dropped += 1
 
     def close(self) -> None:
         """End every subscription (the session is gone); later subscribers end at once."""
         self._closed = True
+        self._held.clear()
         if self._remote_reader is not None:
             self._remote_reader.cancel()
         for subscription in self._subscriptions:
@@ -433,12 +488,39 @@ class EventLog:
         for subscription in self._subscriptions:
             subscription.recheck()
 
-    def subscribe(self, maxsize: int, max_bytes: int = 2**62) -> Subscription:
-        """Start receiving live deliveries (call before replaying from the store)."""
+    def subscribe(self, maxsize: int, max_bytes: int = 2**62, *, relay: bool = False) -> Subscription:
+        """Start receiving live deliveries (call before replaying from the store).
+
+        ``relay``: the subscription feeds another replica's watchers (``aophub.cluster.live_relay``),
+        not a watcher of this one: it does not count for :attr:`on_watchers`.
+        """
         subscription = Subscription(maxsize, max_bytes)
         subscription.closed = self._closed
+        first = not self._watchers()
         self._subscriptions.add(subscription)
+        if relay:
+            self._relays.add(subscription)
+        elif first:
+            self._watchers_changed(True)
         return subscription
 
     def unsubscribe(self, subscription: Subscription) -> None:
+        if subscription not in self._subscriptions:
+            return
         self._subscriptions.discard(subscription)
+        if subscription in self._relays:
+            self._relays.discard(subscription)
+        elif not self._watchers():
+            self._held.clear()
+            self._watchers_changed(False)
+
+    def _watchers(self) -> int:
+        return len(self._subscriptions) - len(self._relays)
+
+    def _watchers_changed(self, watched: bool) -> None:
+        if self.on_watchers is None:
+            return
+        try:
+            self.on_watchers(self.session_id, watched)
+        except Exception:
+            log.exception("session %s: the watchers hook failed", self.session_id)

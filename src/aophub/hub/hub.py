@@ -383,6 +383,13 @@ class Hub:
         """The session if it is loaded in memory (running turns live there), without loading it."""
         return self._sessions.loaded(session_id)
 
+    def on_watchers(self, hook: Callable[[str, bool], None]) -> None:
+        """Call ``hook(session_id, True)`` when a session gets its first watcher here, ``(id, False)`` when it
+        loses its last (replicas: :mod:`aophub.cluster.live_feeds` follows the owner's deltas meanwhile)."""
+        self._sessions.on_watchers = hook
+        for session in self._sessions.all_loaded():
+            session.log.on_watchers = hook
+
     # -- journaled requests -----------------------------------------------------
 
     async def journaled(

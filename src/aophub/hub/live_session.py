@@ -123,6 +123,9 @@ class LiveSessions:
         self._ids = ids
         self._loaded: dict[str, LiveSession] = {}
         self._loading: dict[str, asyncio.Future[LiveSession | None]] = {}
+        # Given to every loaded session's log (EventLog.on_watchers): replicas follow the owner's
+        # live feed of a session while it has watchers here.
+        self.on_watchers: Callable[[str, bool], None] | None = None
 
     def __repr__(self) -> str:
         return f"<LiveSessions loaded={len(self._loaded)} loading={len(self._loading)}>"
@@ -156,6 +159,7 @@ class LiveSessions:
             if record is not None:
                 last_seq = await self._store.max_seq(session_id)
                 log = EventLog(session_id, self._store, last_seq=last_seq, last_cursor=record.last_cursor)
+                log.on_watchers = self.on_watchers
                 live = LiveSession(record, log)
                 live.last_used = self._clock()
                 self._loaded[session_id] = live
@@ -215,6 +219,7 @@ class LiveSessions:
     def add(self, session: LiveSession) -> None:
         """Hold a session just created (its record not yet stored: :meth:`remove` it if that fails)."""
         session.last_used = self._clock()
+        session.log.on_watchers = self.on_watchers
         self._loaded[session.id] = session
 
     def remove(self, session: LiveSession) -> None:
