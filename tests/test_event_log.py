@@ -10,6 +10,7 @@ import pytest
 
 from aop import content_pb2, envelope_pb2, event_pb2, protocol_pb2
 from aophub.hub.event_log import (
+    RELAYED_HOLD,
     SEQ_RESERVE_BLOCK,
     AccessChanged,
     Delivery,
@@ -380,3 +381,95 @@ async def test_seq_stays_within_the_reservation_of_a_restarted_log(store: Faulty
     for event in crossing:
         await burst.publish(event)
     assert await store.max_seq(SESSION) >= crossing[-1].seq
+
+
+# -- deltas relayed from the session's owner on another replica (aophub.cluster.live_feeds) ----------
+
+
+def never_fails(error: StoreError) -> None:
+    raise AssertionError(f"the write failed: {error}")
+
+
+async def owner_output(store: FaultyStore) -> tuple[EventLog, list[Delivery]]:
+    """The owner's log publishes a (cursor 1), delta b, c (cursor 2); what its relay subscription saw."""
+    owner = EventLog(SESSION, store)
+    relay = owner.subscribe(100, relay=True)
+    await owner.publish(message("a"))
+    await owner.stream(delta("b"), never_fails)
+    await owner.publish(message("c"))
+    return owner, list(await relay.take())
+
+
+async def collect(subscription: Subscription, count: int) -> list[Delivery]:
+    async with asyncio.timeout(5):
+        return [await subscription.get() for _ in range(count)]
+
+
+async def test_a_relayed_delta_waits_for_the_persisted_event_before_it(store: FaultyStore) -> None:
+    """A delta that arrives before the event it follows was read here goes out right after it, seqs in order."""
+    _owner, sent = await owner_output(store)
+    assert [(delivery.cursor, delivery.seq) for delivery in sent] == [(1, 1), (0, 2), (2, 3)]
+    subscriber = EventLog(SESSION, store)
+    watcher = subscriber.subscribe(100)
+    subscriber.relayed_delta(1, sent[1].seq, sent[1].payload_field)  # before cursor 1 was read: held, read starts
+    got = await collect(watcher, 3)
+    assert texts(got) == ["a", "b", "c"]
+    assert [delivery.seq for delivery in got] == [1, 2, 3]
+    assert [delivery.cursor for delivery in got] == [1, 0, 2]
+    assert subscriber.relayed_dropped == 0
+
+
+async def test_a_relayed_delta_after_a_later_persisted_event_is_dropped(store: FaultyStore) -> None:
+    """Once c (after the delta) went out, the late delta would make seqs go backwards: dropped, counted."""
+    _owner, sent = await owner_output(store)
+    subscriber = EventLog(SESSION, store)
+    watcher = subscriber.subscribe(100)
+    subscriber.committed_elsewhere(2)
+    assert texts(await collect(watcher, 2)) == ["a", "c"]
+    subscriber.relayed_delta(1, sent[1].seq, sent[1].payload_field)
+    assert len(watcher) == 0
+    assert subscriber.relayed_dropped == 1
+
+
+async def test_a_relayed_delta_after_the_last_event_fanned_out_goes_at_once(store: FaultyStore) -> None:
+    """The subscriber has fanned out cursor 1: the delta after it is offered without any read."""
+    _owner, sent = await owner_output(store)
+    subscriber = EventLog(SESSION, store, last_cursor=1)
+    watcher = subscriber.subscribe(100)
+    subscriber.relayed_delta(1, sent[1].seq, sent[1].payload_field)
+    assert len(watcher) == 1
+    assert texts(await collect(watcher, 1)) == ["b"]
+
+
+async def test_relayed_deltas_held_are_bounded(store: FaultyStore) -> None:
+    """Deltas after an event that never shows up are held up to RELAYED_HOLD, then dropped, never delivered."""
+    subscriber = EventLog(SESSION, store)
+    watcher = subscriber.subscribe(100)
+    payload = b"x"
+    for seq in range(1, RELAYED_HOLD + 2):
+        subscriber.relayed_delta(5, seq, payload)
+    assert subscriber.relayed_dropped == RELAYED_HOLD
+    assert len(watcher) == 0
+    subscriber.unsubscribe(watcher)  # the last watcher leaving drops what is held
+    subscriber.relayed_delta(5, RELAYED_HOLD + 2, payload)  # no watcher: ignored
+    assert subscriber.relayed_dropped == RELAYED_HOLD
+
+
+async def test_on_watchers_tells_the_first_watcher_and_the_last_relays_apart(store: FaultyStore) -> None:
+    """The hook fires on the first watcher and when the last leaves; a relay subscription never counts."""
+    log = EventLog(SESSION, store)
+    calls: list[tuple[str, bool]] = []
+    log.on_watchers = lambda session_id, watched: calls.append((session_id, watched))
+    relay = log.subscribe(10, relay=True)
+    assert calls == []
+    first = log.subscribe(10)
+    second = log.subscribe(10)
+    assert calls == [(SESSION, True)]
+    log.unsubscribe(first)
+    log.unsubscribe(first)  # twice: nothing more
+    assert calls == [(SESSION, True)]
+    log.unsubscribe(second)
+    assert calls == [(SESSION, True), (SESSION, False)]
+    assert log.watcher_count == 1  # the relay still holds the session
+    log.unsubscribe(relay)
+    assert calls == [(SESSION, True), (SESSION, False)]

@@ -182,6 +182,10 @@ class RequestRouter:
         self._store = store
         # The node of a session loaded in memory (None: read the session from the store).
         self._node_of = node_of
+        # Awaited before a request acting on a session (its id, the owner's replica id) is relayed:
+        # the replica's live feed of the session, if it has watchers here, follows that owner first
+        # (aophub.cluster.live_feeds), so they see the deltas the request causes.
+        self.before_forward: Callable[[str, str], Awaitable[None]] | None = None
 
     def __repr__(self) -> str:
         return f"<RequestRouter {self.ownership!r}>"
@@ -194,7 +198,8 @@ class RequestRouter:
         ``forwarded``: the request was forwarded to this replica; it is never forwarded again, but
         refused ``UNAVAILABLE`` (retryable) when another replica owns the session by now.
         """
-        placement = await self.place(namespace, message)
+        session_id, node_id = await self._target(namespace, message)
+        placement = await self._place_target(session_id, node_id)
         if placement is None or placement.local:
             return None
         if forwarded:
@@ -203,6 +208,8 @@ class RequestRouter:
                 f"the session moved to replica {placement.replica_id} while the request was forwarded; retry",
                 retryable=True,
             )
+        if session_id and self.before_forward is not None:
+            await self.before_forward(session_id, placement.replica_id)
         try:
             return await self.forwarder.relay(placement, principal, frame)
         except OwnerUnreachable:
@@ -215,6 +222,11 @@ class RequestRouter:
     async def place(self, namespace: str, message: Message, *, dead: frozenset[str] = frozenset()) -> Placement | None:
         """Where a request runs; None when it does not act on one session's owner (it runs here)."""
         session_id, node_id = await self._target(namespace, message)
+        return await self._place_target(session_id, node_id, dead=dead)
+
+    async def _place_target(
+        self, session_id: str, node_id: str, *, dead: frozenset[str] = frozenset()
+    ) -> Placement | None:
         if session_id:
             return await self.place_session(session_id, dead=dead)
         if node_id:

@@ -59,6 +59,8 @@ class _Feed:
     owner: str = ""  # the replica followed ("" while there is none to follow)
     subscribed: asyncio.Event = field(default_factory=asyncio.Event)  # the owner's SUBSCRIBED arrived
     moved: asyncio.Event = field(default_factory=asyncio.Event)  # the owner changed: look it up again
+    # Clear while the feed looks its (new) owner up and tries to subscribe: requests wait for it.
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
     stop_later: asyncio.TimerHandle | None = None
 
 
@@ -82,6 +84,7 @@ class LiveFeeds:
         secret: Callable[[], str] = lambda: "",
         owned_here: Callable[[str], bool] = lambda _session_id: False,
         linger: float = 1.0,
+        ready_timeout: float = 0.5,
         retry_delay: float = 0.05,
         max_retry_delay: float = 2.0,
     ) -> None:
@@ -93,10 +96,12 @@ class LiveFeeds:
         self.secret = secret
         self.owned_here = owned_here
         self._linger = linger
+        self.ready_timeout = ready_timeout
         self._retry_delay = retry_delay
         self._max_retry_delay = max_retry_delay
         self._feeds: dict[str, _Feed] = {}
         self._stopped = False
+        self._recheck: asyncio.Task[None] | None = None
         self.deltas = 0  # relayed deltas received (for tests and benchmarks)
         self.lagged = 0  # feeds the owner closed because this replica read too slowly
         self.connections = 0  # feeds connected (again)
@@ -142,16 +147,22 @@ class LiveFeeds:
         elif feed is not None and feed.stop_later is None:
             feed.stop_later = asyncio.get_running_loop().call_later(self._linger, self._end, feed)
 
-    async def ready(self, session_id: str, timeout: float) -> bool:
-        """Wait (at most ``timeout`` seconds) until the feed of ``session_id``, if there is one, is subscribed
-        to its owner; whether it is (True also without a feed, or with nothing to follow)."""
+    async def before_forward(self, session_id: str, owner: str) -> None:
+        """A request acting on ``session_id`` is about to be relayed to its owner ``owner``: when the session
+        is watched here, its feed follows that owner first (waiting at most ``ready_timeout`` seconds), so
+        its watchers see the deltas the request causes (the turn it starts, typically).
+
+        A feed that already follows ``owner``, or tried to and is waiting to try again, holds nothing up.
+        """
         feed = self._feeds.get(session_id)
-        if feed is None:
-            return True
+        if feed is None or (feed.owner == owner and feed.settled.is_set()):
+            return
+        if feed.settled.is_set():  # it follows another replica, or none: look the owner up again
+            feed.settled.clear()
+            feed.moved.set()
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
-                await feed.subscribed.wait()
-        return feed.subscribed.is_set()
+            async with asyncio.timeout(self.ready_timeout):
+                await feed.settled.wait()
 
     def _end(self, feed: _Feed) -> None:
         feed.stop_later = None
@@ -171,9 +182,20 @@ class LiveFeeds:
             feed.moved.set()
 
     def _look_up_all(self) -> None:
-        """Notifications may have been lost: every feed looks its owner up again."""
-        for feed in self._feeds.values():
-            feed.moved.set()
+        """Notifications may have been lost: every feed checks its owner (and moves if it changed)."""
+        if self._feeds and (self._recheck is None or self._recheck.done()):
+            self._recheck = asyncio.create_task(self._check_owners(), name="live feeds: owners after a reconnection")
+
+    async def _check_owners(self) -> None:
+        for feed in list(self._feeds.values()):
+            try:
+                lease, _node = await self._leases.lookup(feed.session_id, "")
+            except StoreError as error:
+                log.debug("session %s: cannot look its owner up: %s", feed.session_id, error)
+                feed.moved.set()
+                continue
+            if (lease.replica_id if lease is not None and lease.live else "") != feed.owner:
+                feed.moved.set()
 
     async def _follow(self, feed: _Feed) -> None:
         """Follow the session's owner until the feed ends (cancelled)."""
@@ -187,18 +209,21 @@ class LiveFeeds:
     async def _follow_owners(self, feed: _Feed) -> None:
         delay = self._retry_delay
         while True:
-            feed.moved.clear()
+            if feed.moved.is_set():
+                feed.moved.clear()
+                feed.settled.clear()
             feed.subscribed.clear()
             feed.owner = ""
             address = await self._owner(feed)
             if not address:
                 # Nothing to follow (owned here, or by no live replica): until the owner changes.
-                feed.subscribed.set()
+                feed.settled.set()
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self._lease_ttl):
                         await feed.moved.wait()
                 continue
             closed_code = await self._connected(feed, address)
+            feed.settled.set()
             if closed_code == CLOSE_LAGGED:
                 self.lagged += 1
                 delay = self._retry_delay
@@ -261,6 +286,7 @@ class LiveFeeds:
             if frame.kind is FrameKind.SUBSCRIBED:
                 self.connections += 1
                 feed.subscribed.set()
+                feed.settled.set()
             if session is None:
                 continue
             if frame.kind is FrameKind.DELTA:
@@ -272,6 +298,8 @@ class LiveFeeds:
     async def stop(self) -> None:
         """End every feed and the lookup connection."""
         self._stopped = True
+        if self._recheck is not None:
+            self._recheck.cancel()
         feeds, self._feeds = list(self._feeds.values()), {}
         for feed in feeds:
             if feed.stop_later is not None:

@@ -117,6 +117,8 @@ class SessionOwners:
         )
         self._forwarder = Forwarder(secret)
         self.router = RequestRouter(self.ownership, self._forwarder, hub.store, node_of=self._node_of)
+        if self.live_feeds is not None:
+            self.router.before_forward = self.live_feeds.before_forward
         hub.ownership = self.ownership
         hub.remote = self.remote
         ownership = self.ownership
