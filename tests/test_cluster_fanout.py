@@ -80,9 +80,17 @@ async def test_a_replica_that_lost_its_notifications_catches_up_from_its_cursor(
     postgres: PostgresCluster, database: str, tmp_path: Path
 ) -> None:
     """B's listening connection is cut and cannot come back while A runs a turn: B's watcher gets nothing of
-    it then; once B listens again it reads from its cursor and holds exactly the stored sequence."""
-    with hub_replicas(tmp_path, database, 2, "--echo-delay", "0") as (a, b):
+    it then; once B listens again it reads from its cursor and holds exactly the stored sequence.
+
+    B must not follow A's live feed of the session, whose COMMITTED markers would wake B's reads as
+    a notification does: B's only feed (``--live-relay-sessions 1``) follows another session, watched
+    first.
+    """
+    with hub_replicas(tmp_path, database, 2, "--echo-delay", "0", "--live-relay-sessions", "1") as (a, b):
         async with await AppSocket.open(a.app_url) as app_a, await AppSocket.open(b.app_url) as app_b:
+            decoy = await app_a.open_session()
+            await app_b.watch(decoy.id)
+            await app_b.wait_for(lambda e, m: m.HasField("event") and m.event.session_id == decoy.id)
             session = await app_a.open_session()
             watch_a = await app_a.watch(session.id)
             watch_b = await app_b.watch(session.id)
