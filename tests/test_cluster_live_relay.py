@@ -139,12 +139,12 @@ async def serving(relay: LiveRelay, socket: FakeSocket) -> asyncio.Task[None]:
 
 
 def test_relay_frames_carry_the_cursor_of_the_persisted_event_before_each_delta() -> None:
-    """Deltas before any persisted event carry the starting cursor; each persisted event becomes COMMITTED."""
+    """Deltas before any persisted event carry the starting cursor; each persisted event goes whole, COMMITTED."""
     deliveries = [Delivery(0, 5, b"d5"), Delivery(4, 6, b"p"), Delivery(0, 7, b"d7"), Delivery(0, 8, b"d8")]
     frames, after = relay_frames(deliveries, 3)
     assert frames == [
         LiveFrame(FrameKind.DELTA, 3, 5, b"d5"),
-        LiveFrame(FrameKind.COMMITTED, 4, 6),
+        LiveFrame(FrameKind.COMMITTED, 4, 6, b"p"),
         LiveFrame(FrameKind.DELTA, 4, 7, b"d7"),
         LiveFrame(FrameKind.DELTA, 4, 8, b"d8"),
     ]
@@ -152,7 +152,7 @@ def test_relay_frames_carry_the_cursor_of_the_persisted_event_before_each_delta(
 
 
 async def test_a_feed_starts_subscribed_then_relays_deltas_and_commits_in_order(log: EventLog) -> None:
-    """SUBSCRIBED with the log's position, then each delta after its event and a COMMITTED per persisted event."""
+    """SUBSCRIBED with the log's position, then each delta after its event and each persisted event (COMMITTED)."""
     await log.publish(message("before"))
     relay = relay_of(log)
     socket = FakeSocket()

@@ -18,14 +18,16 @@ def delta_field(text: str, seq: int) -> bytes:
 
 
 def test_frames_have_the_documented_bytes() -> None:
-    """SUBSCRIBED, DELTA and COMMITTED: kind byte, varint cursor, varint seq, and for a delta varint length + bytes."""
+    """Kind byte, varint cursor, varint seq, and but for SUBSCRIBED the event: varint length + bytes."""
     frames = [
         LiveFrame(FrameKind.SUBSCRIBED, 3, 0),
         LiveFrame(FrameKind.DELTA, 3, 300, b"\x22\x01x"),
-        LiveFrame(FrameKind.COMMITTED, 4, 301),
+        LiveFrame(FrameKind.COMMITTED, 4, 301, b"\x22\x01y"),
     ]
     assert encode_frames(frames) == (
-        b"\x03\x03\x00" + b"\x01\x03\xac\x02\x03\x22\x01x" + b"\x02\x04\xad\x02"  # 300 = 0xac 0x02
+        b"\x03\x03\x00"  # SUBSCRIBED at cursor 3
+        + b"\x01\x03\xac\x02\x03\x22\x01x"  # 300 = 0xac 0x02
+        + b"\x02\x04\xad\x02\x03\x22\x01y"
     )
     assert decode_frames(encode_frames(frames)) == frames
 
@@ -33,7 +35,7 @@ def test_frames_have_the_documented_bytes() -> None:
 def test_a_message_of_many_deltas_round_trips_in_order() -> None:
     """A burst of a turn's deltas travels as one message and comes back frame for frame, bytes intact."""
     frames = [LiveFrame(FrameKind.DELTA, 7, seq, delta_field(f"w{seq}", seq)) for seq in range(10, 200)]
-    frames.insert(50, LiveFrame(FrameKind.COMMITTED, 8, 60))
+    frames.insert(50, LiveFrame(FrameKind.COMMITTED, 8, 60, delta_field("persisted", 60)))
     assert decode_frames(encode_frames(frames)) == frames
 
 
@@ -49,10 +51,11 @@ def test_large_cursors_and_seqs_use_up_to_ten_varint_bytes() -> None:
         (b"", "empty"),
         (b"\x09\x01\x01", "unknown frame kind 9"),
         (b"\x02\x01", "truncated varint"),
-        (b"\x01\x01\x01\x05abc", "a delta of 5 bytes with 3 left"),
-        (b"\x01\x01\x01\x00", "without an event"),
+        (b"\x01\x01\x01\x05abc", "an event of 5 bytes with 3 left"),
+        (b"\x01\x01\x01\x00", "DELTA frame without an event"),
+        (b"\x02\x01\x01\x00", "COMMITTED frame without an event"),
         (b"\x02" + b"\xff" * 10 + b"\x01\x01", "longer than 10 bytes"),
-        (b"\x02\x01\x01\x00", "unknown frame kind 0"),
+        (b"\x03\x01\x00\x00", "unknown frame kind 0"),
     ],
 )
 def test_malformed_messages_are_refused_with_what_is_wrong(data: bytes, error: str) -> None:
@@ -61,10 +64,12 @@ def test_malformed_messages_are_refused_with_what_is_wrong(data: bytes, error: s
         decode_frames(data)
 
 
-def test_only_a_delta_carries_an_event() -> None:
-    """A COMMITTED or SUBSCRIBED frame with an event, or a negative cursor, is not a frame."""
+def test_only_subscribed_carries_no_event() -> None:
+    """A DELTA or COMMITTED frame without an event, a SUBSCRIBED one with, or a negative cursor: not a frame."""
     with pytest.raises(LiveWireError):
-        LiveFrame(FrameKind.COMMITTED, 1, 1, b"x")
+        LiveFrame(FrameKind.COMMITTED, 1, 1)
+    with pytest.raises(LiveWireError):
+        LiveFrame(FrameKind.DELTA, 1, 1)
     with pytest.raises(LiveWireError):
         LiveFrame(FrameKind.SUBSCRIBED, 1, 0, b"x")
     with pytest.raises(LiveWireError):

@@ -441,6 +441,25 @@ async def test_a_relayed_delta_after_the_last_event_fanned_out_goes_at_once(stor
     assert texts(await collect(watcher, 1)) == ["b"]
 
 
+async def test_relayed_events_go_out_at_once_when_next_and_from_the_store_after_a_gap(store: FaultyStore) -> None:
+    """The feed's persisted events: the next cursor is offered as relayed; after a gap the store is read; once only."""
+    _owner, sent = await owner_output(store)
+    subscriber = EventLog(SESSION, store)
+    watcher = subscriber.subscribe(100)
+    subscriber.relayed_event(1, sent[0].seq, b"relayed-a")  # the next one: offered as it came, no read
+    subscriber.relayed_delta(1, sent[1].seq, sent[1].payload_field)
+    assert [delivery.payload_field for delivery in await collect(watcher, 2)] == [b"relayed-a", sent[1].payload_field]
+    subscriber.relayed_event(1, sent[0].seq, b"again")  # already fanned out: ignored
+    assert len(watcher) == 0
+    late = EventLog(SESSION, store)
+    late_watcher = late.subscribe(100)
+    late.relayed_event(2, sent[2].seq, b"relayed-c")  # cursor 1 missing: both read from the store instead
+    got = await collect(late_watcher, 2)
+    assert texts(got) == ["a", "c"]
+    assert [delivery.cursor for delivery in got] == [1, 2]
+    assert len(late_watcher) == 0
+
+
 async def test_relayed_deltas_held_are_bounded(store: FaultyStore) -> None:
     """Deltas after an event that never shows up are held up to RELAYED_HOLD, then dropped, never delivered."""
     subscriber = EventLog(SESSION, store)

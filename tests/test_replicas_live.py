@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import statistics
 from collections.abc import Iterator
 
 import asyncpg
@@ -55,6 +56,17 @@ def deltas(app: AppSocket, watch_id: str, turn_id: str) -> list[tuple[int, str]]
     ]
 
 
+def delta_arrivals(app: AppSocket, watch_id: str, turn_id: str) -> dict[int, float]:
+    """When each of the turn's deltas arrived at the watch (by seq; time.monotonic())."""
+    return {
+        message.event.seq: at
+        for (envelope, message), at in zip(app.received, app.arrival_times, strict=True)
+        if envelope.reply_to == watch_id
+        and message.event.turn_id == turn_id
+        and message.event.HasField("message_delta")
+    }
+
+
 def strictly_increasing(app: AppSocket, watch_id: str) -> None:
     seqs = [event.seq for event in live(app, watch_id)]
     assert seqs == sorted(set(seqs)), seqs
@@ -88,6 +100,15 @@ async def test_a_watcher_on_another_replica_sees_every_delta_of_a_turn_in_order(
         ended_at = next(i for i, e in enumerate(live(app1, watch)) if e.HasField("turn_ended"))
         assert all(not e.HasField("message_delta") for e in live(app1, watch)[ended_at:])
         await holds_stored_sequence(app1, watch, app0, session.id)
+        on_owner, relayed_at = (
+            delta_arrivals(app0, owner_watch, turn.turn_id),
+            delta_arrivals(app1, watch, turn.turn_id),
+        )
+        lags = sorted((relayed_at[seq] - at) * 1000 for seq, at in on_owner.items())
+        print(
+            f"\nrelayed deltas arrive after the owner's: p50 {statistics.median(lags):.2f} ms,"
+            f" max {lags[-1]:.2f} ms ({len(lags)} deltas)"
+        )
 
 
 async def test_the_feed_follows_the_session_when_its_node_moves(cluster: Replicas) -> None:

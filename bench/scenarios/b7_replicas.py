@@ -8,6 +8,12 @@ replicas (each session on its replica's built-in node), run echo turns of 20 del
 for a window, then paced at one turn per ``pace`` seconds each for the latency. Each repeat runs
 every configuration once, rotating which goes first.
 
+With 2 replicas, a variant ("pg2-elsewhere") runs the same turns on the same two replicas with
+every session owned by one replica (opened there, on its built-in node) and watched, and sent its
+turns, on the other: each RunTurn is forwarded to the owner and each delta reaches the watcher
+through the owner's live feed (aophub.cluster.live_relay). Its first-delta figures are set against
+pg2's, where the watcher is on the owner: the difference is what forwarding and the relay add.
+
 Every hub process is pinned to the server CPU (one core on a two-core machine) and PostgreSQL runs
 unpinned beside the load generator, so on this machine the figures show what replication costs,
 not the capacity more machines would add. Each database's table statistics and events table give
@@ -17,16 +23,19 @@ the rows written per stored event and the bytes per stored event (docs/scaling.m
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from websockets.asyncio.client import ClientConnection
+
 from aophub.store.postgres_schema import migrate_database
-from bench.client import ECHO_WORDS
+from bench.client import APPLICATION_PATH, ECHO_WORDS, connect_app, gather_limited, open_session, start_watch
 from bench.context import Context, Skip
 from bench.load import TurnSource, WindowResult, closed_loop
 from bench.processes import ServerProcess
 from bench.report import Figure, ScenarioResult
-from bench.scenarios._common import close_all, hub_sessions, latency_figure, turn_sources
+from bench.scenarios._common import SETUP_CONCURRENCY, close_all, hub_sessions, latency_figure, turn_sources
 from tests.support.postgres import PostgresCluster, find_bin_dir, postgres_cluster  # initdb + pg_ctl, as tests do
 
 KEY = "B7"
@@ -54,6 +63,25 @@ async def spread(servers: Sequence[ServerProcess], sessions: int) -> list[TurnSo
     for server, count in zip(servers, counts, strict=True):
         opened += await hub_sessions(server, count)
     return turn_sources(opened)
+
+
+ELSEWHERE = "pg2-elsewhere"
+
+
+async def elsewhere(servers: Sequence[ServerProcess], sessions: int) -> tuple[list[TurnSource], list[ClientConnection]]:
+    """``sessions`` sessions owned by ``servers[0]`` (opened there), each watched and driven from ``servers[1]``;
+    with the connections that opened them (kept open until the end)."""
+    owner, other = servers[0].url(APPLICATION_PATH), servers[1].url(APPLICATION_PATH)
+
+    async def one() -> tuple[tuple[ClientConnection, str], ClientConnection]:
+        opener = await connect_app(owner)
+        session_id = await open_session(opener)
+        ws = await connect_app(other)
+        await start_watch(ws, session_id)
+        return (ws, session_id), opener
+
+    made = await gather_limited(SETUP_CONCURRENCY, [one() for _ in range(sessions)])
+    return turn_sources([watched for watched, _ in made]), [opener for _, opener in made]
 
 
 def _database_writes(postgres: PostgresCluster, database: str) -> tuple[int, int, int]:
@@ -96,6 +124,10 @@ async def run(ctx: Context) -> ScenarioResult:
                 for index in range(1, count + 1)
             ]
         sources = {name: await spread(servers, sizes.sessions) for name, servers in configurations.items()}
+        openers: list[ClientConnection] = []
+        if "pg2" in configurations:
+            configurations[ELSEWHERE] = configurations["pg2"][::-1]  # the window's CPU figure: the watchers' replica
+            sources[ELSEWHERE], openers = await elsewhere(configurations["pg2"], sizes.sessions)
         try:
             for pace in (None, sizes.pace):
                 runs: dict[str, list[WindowResult]] = {name: [] for name in configurations}
@@ -124,10 +156,12 @@ async def run(ctx: Context) -> ScenarioResult:
                 label = f"{sizes.sessions} sessions" + ("" if pace is None else f", 1 turn/{pace:g}s each")
                 result.settings["cpu"][label] = {name: [r.cpu for r in each] for name, each in runs.items()}
                 result.figures += figures(sizes.replicas, runs, label, saturated=pace is None)
+                if ELSEWHERE in runs:
+                    result.figures += elsewhere_figures(runs, label)
                 if writes:
                     result.figures += write_figures(writes, runs)
         finally:
-            await close_all([ws for each in sources.values() for ws, _ in each])
+            await close_all([ws for each in sources.values() for ws, _ in each] + openers)
     return result
 
 
@@ -156,6 +190,16 @@ def figures(
             made.append(latency_figure("first_delta", 50, at, mine, baseline))
             made.append(latency_figure("first_delta", 99, at, mine, baseline))
     return made
+
+
+def elsewhere_figures(runs: dict[str, list[WindowResult]], label: str) -> list[Figure]:
+    """First delta p50/p99 on the replica that does not own the session, against pg2's on the owner."""
+    at = f"2 replicas, watcher and RunTurn on the replica not owning the session, {label}"
+    note = "baseline column: the same two replicas, each session watched and driven on its owner"
+    return [
+        dataclasses.replace(latency_figure("first_delta", q, at, runs[ELSEWHERE], runs["pg2"]), note=note)
+        for q in (50, 99)
+    ]
 
 
 def write_figures(writes: dict[str, list[tuple[int, int, int]]], runs: dict[str, list[WindowResult]]) -> list[Figure]:

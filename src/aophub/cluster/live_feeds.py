@@ -4,8 +4,10 @@ While a session has watchers on this replica (:meth:`~aophub.hub.event_log.Event
 and another replica owns it, :class:`LiveFeeds` follows the owner's live feed of that session
 (:mod:`aophub.cluster.live_relay`, frames of :mod:`aophub.cluster.live_wire`) and hands each delta
 to the session's event log (:meth:`~aophub.hub.event_log.EventLog.relayed_delta`), which fans it
-out in order with the persisted events it reads from the table. A ``COMMITTED`` frame starts that
-read at once (the database notification would, a little later).
+out in order with the persisted events. Those come in the feed too (``COMMITTED``,
+:meth:`~aophub.hub.event_log.EventLog.relayed_event`): the log fans out the one that follows the
+last it has at once, and reads the table after a gap (a feed that started late or dropped some),
+so they stay gap-free and exactly-once with or without the feed.
 
 One feed per watched session: it looks the owner up in ``session_leases`` (none, or this replica:
 nothing to follow until the owner changes), connects to the owner's advertised address, and
@@ -292,6 +294,8 @@ class LiveFeeds:
             if frame.kind is FrameKind.DELTA:
                 self.deltas += 1
                 session.log.relayed_delta(frame.cursor, frame.seq, frame.payload_field)
+            elif frame.kind is FrameKind.COMMITTED:
+                session.log.relayed_event(frame.cursor, frame.seq, frame.payload_field)
             else:
                 session.log.committed_elsewhere(frame.cursor)
 

@@ -9,13 +9,13 @@ requests are (:mod:`aophub.cluster.forwarding`). The frames are :mod:`aophub.clu
 
 :class:`LiveRelay` serves one feed per connection: it subscribes to the session's event log as a
 relay (it keeps the session loaded but is no watcher of this replica), sends ``SUBSCRIBED``, then
-each delta with the cursor of the persisted event before it, and a ``COMMITTED`` marker for each
-persisted event. Bounds: a feed's queue holds at most ``queue_frames`` frames (and
-``queue_bytes``); a subscriber that reads slower than the session produces overflows it and is
-closed ``CLOSE_LAGGED`` (it subscribes again, missing deltas meanwhile: they are best-effort; the
-persisted events it reads from the table stay gap-free). At most ``max_feeds`` feeds are served at
-once (more are closed ``CLOSE_BUSY``). A replica that does not own the session closes
-``CLOSE_NOT_OWNER``; an unknown or deleted session ``CLOSE_GONE``.
+each delta with the cursor of the persisted event before it, and each persisted event
+(``COMMITTED``, once durable, in the order it was fanned out here). Bounds: a feed's queue holds at
+most ``queue_frames`` frames (and ``queue_bytes``); a subscriber that reads slower than the session
+produces overflows it and is closed ``CLOSE_LAGGED`` (it subscribes again, missing deltas
+meanwhile: they are best-effort; the persisted events it reads from the table stay gap-free). At
+most ``max_feeds`` feeds are served at once (more are closed ``CLOSE_BUSY``). A replica that does
+not own the session closes ``CLOSE_NOT_OWNER``; an unknown or deleted session ``CLOSE_GONE``.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def relay_frames(deliveries: list[Delivery], after_cursor: int) -> tuple[list[Li
     for delivery in deliveries:
         if delivery.cursor:
             after_cursor = delivery.cursor
-            frames.append(LiveFrame(FrameKind.COMMITTED, delivery.cursor, delivery.seq))
+            frames.append(LiveFrame(FrameKind.COMMITTED, delivery.cursor, delivery.seq, delivery.payload_field))
         else:
             frames.append(LiveFrame(FrameKind.DELTA, after_cursor, delivery.seq, delivery.payload_field))
     return frames, after_cursor

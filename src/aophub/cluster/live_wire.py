@@ -8,13 +8,14 @@ Each binary WebSocket message from the owner holds one or more frames, back to b
   owner fanned out before this delta), varint ``seq``, varint length, then the delta as the
   envelope's pre-encoded ``payload`` field (what a watch sends after ``reply_to`` and the cursor).
 - ``COMMITTED``: kind byte ``2``, varint cursor, varint ``seq`` of a persisted event the owner
-  fanned out. It carries no event: the subscriber reads persisted events from the table (gap-free,
-  exactly once); the frame only wakes that read sooner than the database notification does.
+  fanned out (once it was durable), varint length, then the event as the envelope's payload field.
+  The subscriber fans it out at once when it is the next cursor it lacks; after a gap it reads the
+  table instead (which keeps persisted events gap-free and exactly-once whatever the feed drops).
 - ``SUBSCRIBED``: kind byte ``3``, varint cursor (the last persisted event the owner had fanned out
   when the subscription started), varint ``0``. The first frame of every feed: from then on no
   delta of the owner is missed unless the feed ends.
 
-The after cursor is what keeps order at the subscriber: a delta goes to its watchers right after
+The cursors are what keep order at the subscriber: a delta goes to its watchers right after
 the persisted event of that cursor, never before it and never after a later one (then it is
 dropped: deltas are best-effort, AOP section 6 makes only persisted events authoritative).
 
@@ -65,7 +66,8 @@ class FrameKind(enum.IntEnum):
 @dataclass(frozen=True, slots=True)
 class LiveFrame:
     """One frame: a delta after ``cursor`` (DELTA), the persisted event at ``cursor`` (COMMITTED), or the
-    owner's position when the feed started (SUBSCRIBED)."""
+    owner's position when the feed started (SUBSCRIBED); ``payload_field`` is the event's (none for
+    SUBSCRIBED)."""
 
     kind: FrameKind
     cursor: int
@@ -75,8 +77,8 @@ class LiveFrame:
     def __post_init__(self) -> None:
         if self.cursor < 0 or self.seq < 0:
             raise LiveWireError(f"negative cursor or seq in {self!r}")
-        if self.kind is not FrameKind.DELTA and self.payload_field:
-            raise LiveWireError(f"a {self.kind.name} frame carries no event")
+        if (self.kind is FrameKind.SUBSCRIBED) == bool(self.payload_field):
+            raise LiveWireError(f"a {self.kind.name} frame {'with' if self.payload_field else 'without'} an event")
 
 
 def _varint(value: int) -> bytes:
@@ -96,7 +98,7 @@ def encode_frames(frames: Iterable[LiveFrame]) -> bytes:
     parts: list[bytes] = []
     for frame in frames:
         parts += (bytes((frame.kind,)), _varint(frame.cursor), _varint(frame.seq))
-        if frame.kind is FrameKind.DELTA:
+        if frame.kind is not FrameKind.SUBSCRIBED:
             parts += (_varint(len(frame.payload_field)), frame.payload_field)
     return b"".join(parts)
 
@@ -127,13 +129,11 @@ def decode_frames(data: bytes) -> list[LiveFrame]:
         cursor, offset = _read_varint(data, offset + 1)
         seq, offset = _read_varint(data, offset)
         payload = b""
-        if kind is FrameKind.DELTA:
+        if kind is not FrameKind.SUBSCRIBED:
             length, offset = _read_varint(data, offset)
             if offset + length > len(data):
-                raise LiveWireError(f"a delta of {length} bytes with {len(data) - offset} left")
+                raise LiveWireError(f"an event of {length} bytes with {len(data) - offset} left")
             payload = data[offset : offset + length]
             offset += length
-            if not payload:
-                raise LiveWireError("a DELTA frame without an event")
         frames.append(LiveFrame(kind, cursor, seq, payload))
     return frames

@@ -22,13 +22,15 @@ highest cursor it has fanned out and fans them out in cursor order. A watcher
 drops what it already has and catches up from the store on a gap, so a row that
 arrives both ways, or out of order with local events, is delivered once.
 
-Deltas another replica produced come through :meth:`EventLog.relayed_delta` (the owner's live
-feed, ``aophub.cluster.live_feeds``), each with the cursor of the last persisted event the owner
-fanned out before it. A relayed delta goes to the watchers right after that event, waiting (in a
-bounded queue) until it has been read from the store, and is dropped when a later persisted event
-already went out: watchers see seqs strictly increasing, and deltas stay best-effort. The
-:attr:`EventLog.on_watchers` hook tells the replica when a log gets its first watcher and loses its
-last, so that it follows the owner's feed only while someone watches here.
+Deltas another replica produced come through :meth:`EventLog.relayed_delta` (the owner's live feed,
+``aophub.cluster.live_feeds``), each with the cursor of the last persisted event the owner fanned
+out before it; that feed brings the persisted events too (:meth:`EventLog.relayed_event`), fanned
+out at once when they follow the last one here, read from the store after a gap. A relayed delta
+goes to the watchers right after that event, waiting (in a bounded queue) until that event arrived
+or was read from the store, and is dropped when a later persisted event already went out: watchers see seqs
+strictly increasing, and deltas stay best-effort. The :attr:`EventLog.on_watchers` hook tells the
+replica when a log gets its first watcher and loses its last, so that it follows the owner's feed
+only while someone watches here.
 """
 
 from __future__ import annotations
@@ -464,6 +466,23 @@ class EventLog:
             self._held.clear()
         self._held.append((after_cursor, delivery))
         self.committed_elsewhere(after_cursor)
+
+    def relayed_event(self, cursor: int, seq: int, payload_field: bytes) -> None:
+        """A persisted event the session's owner (another replica) committed and fanned out at ``cursor``.
+
+        It goes to the watchers at once when it is the next cursor this log lacks (sooner than the
+        notification and the read of the table); after a gap the rows are read from the store
+        (:meth:`committed_elsewhere`); one already fanned out is ignored.
+        """
+        if not self._subscriptions or self._closed or cursor <= self.fanned_cursor:
+            return
+        if cursor != self.fanned_cursor + 1:
+            self.committed_elsewhere(cursor)
+            return
+        self.fanned_cursor = cursor
+        self._offer(Delivery(cursor, seq, payload_field))
+        if self._held:
+            self._release_held()
 
     def _release_held(self) -> None:
         """Offer the held deltas that follow the last persisted event fanned out; drop those it overtook."""
