@@ -19,9 +19,12 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from aop import event_pb2
+from aophub.cli import build_parser
 from aophub.cluster.forwarding import CLUSTER_HEADER
 from aophub.cluster.live_feeds import feed_url
 from aophub.cluster.live_wire import CLOSE_LAGGED, FrameKind, decode_frames
+from aophub.cluster.options import with_replica_options
+from aophub.settings import Settings
 
 from .support.postgres import PostgresCluster
 from .support.raw_node import RawNode
@@ -199,3 +202,19 @@ async def test_a_subscriber_that_does_not_read_is_dropped_and_watchers_lose_no_p
         await holds_stored_sequence(app1, watch, app1, session.id)
         events = await stored(app1, session.id)
         assert [e.event.turn_ended.stop_reason for e in events if e.event.HasField("turn_ended")] == ["completed"]
+
+
+def test_the_relay_bounds_are_options_of_serve(capsys: pytest.CaptureFixture[str]) -> None:
+    """--live-relay-queue and --live-relay-sessions reach the settings (1024 and 1000 by default); 0, negative
+    or non-numbers are refused with what is expected."""
+    parser = build_parser()
+    default = with_replica_options(Settings(access_key="k"), parser.parse_args(["serve"]))
+    assert (default.live_relay_queue, default.live_relay_sessions) == (1024, 1000)
+    args = parser.parse_args(["serve", "--live-relay-queue", "16", "--live-relay-sessions", "2"])
+    chosen = with_replica_options(Settings(access_key="k"), args)
+    assert (chosen.live_relay_queue, chosen.live_relay_sessions) == (16, 2)
+    for flag in ("--live-relay-queue", "--live-relay-sessions"):
+        for refused in ("0", "-3", "many", "1000001"):
+            with pytest.raises(SystemExit):
+                parser.parse_args(["serve", flag, refused])
+            assert f"expected a whole number from 1 to 1000000, got '{refused}'" in capsys.readouterr().err
