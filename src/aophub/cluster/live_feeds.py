@@ -137,6 +137,8 @@ class LiveFeeds:
                 return
             if len(self._feeds) >= self.max_feeds:
                 self.skipped += 1
+                if self.skipped % 1000 != 1:  # the first, then one in a thousand
+                    return
                 log.warning(
                     "session %s: not following its owner's deltas: %d feeds already (--live-relay-sessions)",
                     session_id,
