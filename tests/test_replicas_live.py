@@ -139,6 +139,7 @@ async def test_the_feed_follows_the_session_when_its_node_moves(cluster: Replica
             relayed, reference = deltas(app1, watch, from_owner.turn_id), deltas(app2, owner_watch, from_owner.turn_id)
             assert relayed
             assert relayed == reference[len(reference) - len(relayed) :]
+            print(f"\nafter the move, a turn started on the new owner: {len(relayed)} of {len(reference)} deltas on r1")
             through_r1 = await run(app1, session.id, TEXT)
             await app1.turn_ended(watch, through_r1.turn_id)
             await app2.turn_ended(owner_watch, through_r1.turn_id)
