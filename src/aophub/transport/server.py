@@ -52,6 +52,7 @@ from aophub.transport.connection_limits import (
     raise_open_file_limit,
 )
 from aophub.transport.waiters import Flag, Inbox
+from aophub.transport.ws_frames import binary_frames
 from aophub.version import VERSION
 
 __all__ = [
@@ -216,14 +217,26 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
         (an ``OSError``) once the client is gone or the connection closing.
         """
         await self.writable.wait()
-        if self.disconnected or self.close_sent or not self.handshake_complete:
+        self.transport.write(self._framed(frames))
+
+    def _framed(self, frames: Sequence[bytes]) -> bytes:
+        """The bytes to write for ``frames`` (anything the connection queued before them first).
+
+        Without extensions the frames' headers are built here (:mod:`aophub.transport.ws_frames`);
+        with permessage-deflate, or in the middle of a fragmented message, websockets frames them.
+        Raises ``ClientDisconnected`` when the connection may no longer send.
+        """
+        conn = self.conn
+        if self.disconnected or self.close_sent or not self.handshake_complete or conn.state is not State.OPEN:
             raise ClientDisconnected()
-        try:
-            for frame in frames:
-                self.conn.send_binary(frame)
-        except InvalidState:
-            raise ClientDisconnected() from None
-        self.transport.write(b"".join(self.conn.data_to_send()))
+        if conn.extensions or conn.expect_continuation_frame:
+            try:
+                for frame in frames:
+                    conn.send_binary(frame)
+            except InvalidState:
+                raise ClientDisconnected() from None
+            return b"".join(conn.data_to_send())
+        return b"".join(binary_frames(frames, conn.data_to_send() if conn.writes else []))
 
     def shutdown(self) -> None:
         # uvicorn 0.54 sends its 1012 close even on a connection already closing (the peer's close
