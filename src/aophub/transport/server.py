@@ -194,7 +194,8 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
     ``scope["extensions"][SEND_FRAMES]["send"]`` (see :meth:`send_frames`) sends several binary
     messages with one write to the socket: a connection's writer hands over the burst of frames
     it took (a turn's deltas arrive together) instead of one ASGI message, one pass through the
-    middleware's send wrappers and one ``write`` system call per frame.
+    middleware's send wrappers and one ``write`` system call per frame. Its ``"send_now"``
+    (:meth:`send_frames_now`) does the same without waiting, for writes made from a callback.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -207,7 +208,7 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
         if not self.close_sent:  # the upgrade went to the application: its scope exists
-            self.scope["extensions"][SEND_FRAMES] = {"send": self.send_frames}
+            self.scope["extensions"][SEND_FRAMES] = {"send": self.send_frames, "send_now": self.send_frames_now}
 
     async def send_frames(self, frames: Sequence[bytes]) -> None:
         """Send each of ``frames`` as one binary message, with one write; as ``websocket.send`` would.
@@ -218,6 +219,14 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
         """
         await self.writable.wait()
         self.transport.write(self._framed(frames))
+
+    def send_frames_now(self, frames: Sequence[bytes]) -> bool:
+        """Send ``frames`` as :meth:`send_frames` does, without waiting: False (nothing sent) while the
+        transport's buffer is above its high-water mark. Raises ``ClientDisconnected`` likewise."""
+        if not self.writable.is_set():
+            return False
+        self.transport.write(self._framed(frames))
+        return True
 
     def _framed(self, frames: Sequence[bytes]) -> bytes:
         """The bytes to write for ``frames`` (anything the connection queued before them first).
