@@ -41,6 +41,27 @@ WriteNow = Callable[[list[bytes]], bool]
 class OutboundFrames:
     """Frames waiting to be sent: at most ``limit`` queued and ``max_bytes`` unsent; one writer drains them."""
 
+    # Every connection holds one: slots keep an idle one smaller (no instance dictionary).
+    __slots__ = (
+        "_all_written",
+        "_burst_bytes",
+        "_closed",
+        "_flush_due",
+        "_frames",
+        "_full",
+        "_limit",
+        "_max_bytes",
+        "_room",
+        "_stall",
+        "_stall_grace",
+        "_stall_timer",
+        "_unsent",
+        "_unsent_bytes",
+        "_wake",
+        "_write_now",
+        "_writer_waiting",
+    )
+
     def __init__(self, limit: int, *, max_bytes: int = 2**62) -> None:
         if limit < 1 or max_bytes < 1:
             raise ValueError(f"limit and max_bytes must be at least 1, not {limit} and {max_bytes}")
