@@ -10,6 +10,7 @@ bound on commands waiting for a node, and ``SessionService.RunCommand``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -111,13 +112,19 @@ async def test_help_lists_the_session_menu_after_storing_the_line(hub: RunningHu
 
 
 async def test_agents_lists_the_connected_nodes(hub: RunningHub, app: AppSocket) -> None:
-    """/agents: a system message listing every connected node."""
+    """/agents: a system message listing every connected node (over replicas also those connected to
+    another replica, once that replica has published them: milliseconds, so asked again until then)."""
     async with await CommandNode.serve(hub.node_url, "ref"):
         session = await app.open_session("local")
-        _, envelope = await send_command(app, session.id, "/agents")
-        receipt(envelope)
-        (listing,) = texts(await stored(app, session.id), "system")
-        assert [line.split()[0] for line in listing.splitlines()[1:]] == ["local", "ref"]
+        for _attempt in range(100):
+            _, envelope = await send_command(app, session.id, "/agents")
+            receipt(envelope)
+            listing = texts(await stored(app, session.id), "system")[-1]
+            listed = [line.split()[0] for line in listing.splitlines()[1:]]
+            if "ref" in listed:
+                break
+            await asyncio.sleep(0.02)
+        assert listed == ["local", "ref"]
 
 
 @pytest.mark.parametrize(

@@ -20,20 +20,19 @@ async def open_idle(url: str, count: int) -> list[ClientConnection]:
 
 
 @pytest.mark.timeout(30)
-async def test_an_idle_application_connection_holds_three_tasks(tmp_path: Path) -> None:
-    """The connection's ASGI call, its reader and its writer: no stall-watch task of its own.
+async def test_an_idle_application_connection_holds_two_tasks(tmp_path: Path) -> None:
+    """The connection's ASGI call (which also reads) and its writer: no reader or stall-watch task of its own.
 
-    Each task is about 1 KiB with its coroutine; there were four per connection. (Reading in the
-    ASGI call itself saved one more, but left terminals of SDK nodes without output; reverted.)
+    Each task is about 1 KiB with its coroutine; there were four per connection.
     """
     async with running_hub(tmp_path) as hub:
         before = len(asyncio.all_tasks())
         idle = await open_idle(hub.app_url, CONNECTIONS)
         try:
-            # Every upgrade was answered, so every connection's ASGI call has started and its reader waits.
+            # Every upgrade was answered, so every connection's ASGI call has started and waits to read.
             per_connection = (len(asyncio.all_tasks()) - before) / CONNECTIONS
         finally:
             for ws in idle:
                 with contextlib.suppress(Exception):
                     await ws.close()
-    assert per_connection == 3, per_connection
+    assert per_connection == 2, per_connection

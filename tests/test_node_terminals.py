@@ -133,3 +133,83 @@ async def test_no_sandboxed_terminal_starts_when_the_workspace_disk_is_nearly_fu
     assert "sandbox.min_free_mib" in error.error.message
     assert "opened" not in recorder.cases()
     await terminals.close()
+
+
+async def test_a_node_cancelled_while_a_detach_stops_its_stream_stays_cancelled(tmp_path: Path) -> None:
+    """A detach cancels the stream's output pump and waits for it; the node cancelled in that wait must end.
+
+    The wait swallowed the node's own cancellation with the pump's: the node's task went on reading its
+    hub connection, and an SDK node cancelled as its app detached never stopped.
+    """
+    terminals = Terminals(TerminalSettings, plain_launch(tmp_path))
+    sending = asyncio.Event()
+    pump_cancelled = asyncio.Event()
+
+    async def send(message: pty_pb2.ProtocolMessage) -> None:
+        if message.WhichOneof("message") != "output":
+            return
+        sending.set()
+        try:
+            await asyncio.Event().wait()  # the hub connection takes nothing
+        except asyncio.CancelledError:
+            pump_cancelled.set()
+            await asyncio.sleep(0.2)  # a send finishing its write before it gives up
+            raise
+
+    link = terminals.connect(send)
+    await link.receive(
+        pty_pb2.ProtocolMessage(open=pty_pb2.Open(stream_id="a", kind="command", command="echo hi; sleep 600"))
+    )
+    await asyncio.wait_for(sending.wait(), 10)
+    detaching = asyncio.create_task(link.receive(pty_pb2.ProtocolMessage(detach=pty_pb2.Detach(stream_id="a"))))
+    await asyncio.wait_for(pump_cancelled.wait(), 5)  # the detach now waits for the pump
+    detaching.cancel()
+    try:
+        done, _ = await asyncio.wait([detaching], timeout=5)
+        assert done, "the detach did not end"
+        assert detaching.cancelled(), "the cancellation of the node's task was lost in the detach"
+    finally:
+        await terminals.close()
+
+
+async def test_a_detach_cancelled_while_its_stream_stops_is_cancelled_and_frees_the_session(tmp_path: Path) -> None:
+    """A detach whose task is cancelled while the stream's sending stops (the hub connection closing under it)
+    ends cancelled at once, instead of going on to answer ``detached`` on a connection that takes nothing
+    more (a task that never ends); and the stream no longer holds the session's output back from the others."""
+    terminals = Terminals(TerminalSettings, plain_launch(tmp_path))
+    stuck = asyncio.Event()
+    blocked = Recorder()
+
+    async def send_until_stuck(message: pty_pb2.ProtocolMessage) -> None:
+        if stuck.is_set():
+            await asyncio.Event().wait()  # the hub connection takes nothing more
+        await blocked.send(message)
+
+    other = Recorder()
+    first = terminals.connect(send_until_stuck)
+    second = terminals.connect(other.send)
+    try:
+        await first.receive(pty_pb2.ProtocolMessage(open=pty_pb2.Open(stream_id="a", kind="shell")))
+        session_id = (await blocked.until("opened")).opened.session.id
+        await second.receive(pty_pb2.ProtocolMessage(attach=pty_pb2.Attach(stream_id="b", session_id=session_id)))
+        await other.until("attached")
+        stuck.set()
+        detach = asyncio.create_task(first.receive(pty_pb2.ProtocolMessage(detach=pty_pb2.Detach(stream_id="a"))))
+        await asyncio.sleep(0)  # the detach is waiting for the stream's sending to stop
+        detach.cancel()
+        done, _ = await asyncio.wait({detach}, timeout=5)
+        assert done == {detach}, "the cancelled detach did not end"
+        assert detach.cancelled()
+        # The session's output still reaches the other stream, the detached one holds nothing back.
+        marker = b"still-flowing"
+        data = (
+            b"printf '%s\\n' " + marker + b"; head -c 3000000 /dev/zero | tr '\\0' x; echo; echo " + marker + b"-end\n"
+        )
+        await second.receive(pty_pb2.ProtocolMessage(input=pty_pb2.Input(stream_id="b", data=data)))
+        async with asyncio.timeout(30):
+            while marker + b"-end" not in b"".join(m.output.data for m in other.sent if m.HasField("output")):
+                await other.until("output")
+                await asyncio.sleep(0.05)
+    finally:
+        await second.close()
+        await terminals.close()

@@ -22,7 +22,7 @@ from aophub.cli import build_parser
 from aophub.cluster.options import with_replica_options
 from aophub.settings import Settings
 from aophub.store.postgres_schema import migrate_database
-from aophub.v1 import agent_connect, agent_pb2
+from aophub.v1 import agent_connect, agent_pb2, system_connect, system_pb2
 
 from .support.hub_replicas import hub_replicas
 from .support.postgres import PostgresCluster
@@ -184,6 +184,8 @@ async def test_nodes_of_a_killed_replica_leave_the_listing_within_the_lease(data
             await listed_when(r2, lambda agents: "agents-n3" not in agents, timeout=3 * LEASE)
             gone = time.perf_counter() - killed
             removed = await change_of(stream, "agents-n3")
+            while removed.HasField("changed") and removed.changed.online:  # sent before the kill (its status)
+                removed = await change_of(stream, "agents-n3")
             assert removed.removed_node_id == "agents-n3"
             offline = await listing(r2, include_offline=True)
             assert not offline["agents-n3"].online
@@ -245,3 +247,35 @@ def test_the_publish_interval_is_an_option_of_serve(capsys: pytest.CaptureFixtur
         with pytest.raises(SystemExit):
             parser.parse_args(["serve", "--agent-publish-interval", refused])
         assert f"expected seconds between 0 and 60, got '{refused}'" in capsys.readouterr().err
+
+
+async def status_when(
+    hub: HubProcess, holds: Callable[[system_pb2.GetStatusResponse], bool], *, timeout: float = 10.0
+) -> system_pb2.GetStatusResponse:
+    """``hub``'s GetStatus answer once ``holds`` is true of it (polled)."""
+    async with (
+        system_connect.SystemServiceClient(hub.http, interceptors=[BearerKey(TOKEN)]) as client,
+        asyncio.timeout(timeout),
+    ):
+        while True:
+            status = await client.get_status(system_pb2.GetStatusRequest())
+            if holds(status):
+                return status
+            await asyncio.sleep(0.02)
+
+
+async def test_status_on_any_replica_counts_the_clusters_nodes_and_running_turns(cluster: list[HubProcess]) -> None:
+    """GetStatus on r3 while a node connected to r1 runs a turn asked through r2: the store is PostgreSQL,
+    the nodes online are r3's built-in node and that node, and the turn counts as running."""
+    r1, r2, r3 = cluster
+    async with external_node(r1.http, "agents-s1", delay=0.3), await AppSocket.open(r2.app_url) as app:
+        await listed_when(r3, lambda agents: "agents-s1" in agents)
+        session = await app.open_session("agents-s1")
+        watch = await app.watch(session.id)
+        turn = await run(app, session.id, "one two three four five six seven eight nine ten eleven twelve")
+        status = await status_when(r3, lambda status: status.turns_running == 1)
+        assert (status.store.ok, status.store.backend) == (True, "postgresql")
+        assert status.agents_online == 2
+        await app.turn_ended(watch, turn.turn_id)
+    status = await status_when(r3, lambda status: status.turns_running == 0 and status.agents_online == 1)
+    assert status.store.backend == "postgresql"

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 
+from aophub.rpc.mount import MAX_MESSAGE_BYTES
 from aophub.store.postgres_schema import migrate_database
 from aophub.v1 import session_connect, session_pb2
 
@@ -46,3 +48,21 @@ async def test_a_gzipped_session_rpc_runs_on_the_sessions_owner(database: str, t
                 async with session_connect.SessionServiceClient(hub.http, interceptors=[BearerKey(TOKEN)]) as client:
                     read = await client.get_session(session_pb2.GetSessionRequest(session_id=session.id))
                 assert read.session.title == "after", hub.data_dir.name
+
+
+async def test_a_session_rpc_over_the_message_limit_is_refused_before_it_is_held(database: str, tmp_path: Path) -> None:
+    """A session call's body over the services' message limit sent to a replica is refused
+    resource_exhausted, as one hub's services refuse it, without the replica reading all of it (it read
+    the whole body to find the session's owner); the replica then serves as before."""
+    with hub_replicas(tmp_path, database, 2, "--replica-lease", "2") as (_r1, r2):
+        async with httpx.AsyncClient(timeout=60) as client:
+            answer = await client.post(
+                r2.http + "/aophub.v1.SessionService/UpdateSession",
+                content=bytes(MAX_MESSAGE_BYTES + 1),
+                headers={"content-type": "application/proto", "authorization": f"Bearer {TOKEN}"},
+            )
+            assert answer.status_code == 429, answer.text
+            assert answer.json()["code"] == "resource_exhausted"
+            async with session_connect.SessionServiceClient(r2.http, interceptors=[BearerKey(TOKEN)]) as rpc:
+                listed = await rpc.list_sessions(session_pb2.ListSessionsRequest())
+            assert isinstance(listed, session_pb2.ListSessionsResponse)

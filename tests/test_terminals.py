@@ -21,6 +21,7 @@ from aophub.protocol.codec import core_message, pack
 
 from .support.raw_node import RawNode
 from .support.server import TOKEN, RunningHub, running_hub
+from .support.spread import SERVES, serving
 from .support.wire import AppSocket, protocol_error
 from .support.workspace import PTY_URL, app_pty, audit_lines, decode_pty, node_pty, pty, pty_frames
 
@@ -31,9 +32,9 @@ def new_stream() -> str:
     return uuid.uuid4().hex
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with running_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path) as running:
         yield running
 
 

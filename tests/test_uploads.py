@@ -24,15 +24,16 @@ from aophub.store.base import PutSession, SessionRecord
 
 from .support.raw_node import RawNode, Received
 from .support.server import RunningHub, running_hub
+from .support.spread import SERVES, serving
 from .support.wire import AppSocket, protocol_error, stored
 from .support.workspace import EXEC_URL, FILE_URL, audit_lines, node_file
 
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with running_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path) as running:
         yield running
 
 
@@ -113,9 +114,12 @@ async def test_watchers_get_the_notice_as_a_persisted_event(hub: RunningHub) -> 
 # -- 8.2.3, 8.1.5: every failure is FILE_UPLOAD_FAILED ---------------------------------------------------
 
 
-async def test_no_unknown_or_nodeless_session_and_an_offline_node_fail_the_upload(hub: RunningHub) -> None:
-    """Missing and unknown session ids, a session without a node, an offline node: FILE_UPLOAD_FAILED."""
-    async with await AppSocket.open(hub.app_url) as app:
+async def test_no_unknown_or_nodeless_session_and_an_offline_node_fail_the_upload(tmp_path: Path) -> None:
+    """Missing and unknown session ids, a session without a node, an offline node: FILE_UPLOAD_FAILED.
+
+    On a hub of its own: a session written straight into the store has no lifecycle to check.
+    """
+    async with running_hub(tmp_path) as hub, await AppSocket.open(hub.app_url) as app:
         assert "session_id" in (await upload_failure(app, upload(""))).message
         assert "unknown session" in (await upload_failure(app, upload("no-such-session"))).message
         store = hub.runtime.store

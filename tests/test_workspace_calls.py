@@ -24,6 +24,7 @@ from aophub.v1 import workspace_pb2
 
 from .support.raw_node import RawNode, Received
 from .support.server import TOKEN, RunningHub, running_hub
+from .support.spread import SERVES, serving
 from .support.wire import AppSocket, protocol_error
 from .support.workspace import EXEC_URL, FILE_URL, audit_lines
 
@@ -31,9 +32,9 @@ pytestmark = pytest.mark.timeout(60)
 WORKSPACE_URL = "type.googleapis.com/aophub.v1.WorkspaceProtocolMessage"
 
 
-@pytest.fixture
-async def hub(tmp_path: Path) -> AsyncIterator[RunningHub]:
-    async with running_hub(tmp_path) as running:
+@pytest.fixture(params=SERVES)
+async def hub(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RunningHub]:
+    async with serving(request, tmp_path) as running:
         yield running
 
 

@@ -83,8 +83,27 @@ _CONSTANT_IN_PROCESS = (
     "patches a constant of the hub's modules in this process (monkeypatch), which a replica process never sees"
 )
 
+_AUDIT_IN_DATA_DIR = (
+    "reads the audit log in the test's data directory; each replica writes its own, in its data directory"
+    " (tests/test_replicas_workspace.py reads it on the node's replica)"
+)
+
 # "test_file.py::test_name" -> why the test cannot run over replica processes (it is skipped there).
 SINGLE_PROCESS: dict[str, str] = {
+    "test_terminals.py::test_closing_the_app_connection_detaches_every_stream_it_bound": (
+        "counts the hub's bound streams in-process (hub.runtime.hub.terminals)"
+    ),
+    "test_terminals.py::test_open_attach_kill_and_close_are_audited_with_node_stream_peer_and_outcome": (
+        _AUDIT_IN_DATA_DIR
+    ),
+    "test_terminals.py::test_a_terminal_request_the_hub_cannot_audit_is_refused_in_the_stream": (
+        "replaces the hub's audit sink in-process (hub.runtime.hub.terminals)"
+    ),
+    "test_workspace_calls.py::test_an_app_that_goes_away_has_its_calls_cancelled": (
+        "counts the hub's calls in flight in-process (hub.runtime.hub.workspace_calls)"
+    ),
+    "test_workspace_calls.py::test_exec_calls_and_file_writes_are_audited_reads_are_not": _AUDIT_IN_DATA_DIR,
+    "test_uploads.py::test_every_upload_is_audited_with_its_outcome": _AUDIT_IN_DATA_DIR,
     "test_application_ws.py::test_mutating_request_without_envelope_id_is_invalid_argument": (
         "asserts through the hub's store in-process that no session exists at all"
         " (a module's replicas share one database with the other tests' sessions)"
@@ -180,9 +199,6 @@ _DELTAS_GAP = "live deltas do not reach watchers on a replica other than the nod
 KNOWN_REPLICA_GAPS: dict[str, str] = {
     "test_node_endpoint.py::test_run_turn_reaches_the_node_under_the_turn_id_and_its_events_are_routed_by_it": (
         _DELTAS_GAP
-    ),
-    "test_commands.py::test_agents_lists_the_connected_nodes": (
-        "the /agents slash command lists only the answering replica's nodes (ListAgents is the cluster's)"
     ),
 }
 

@@ -184,6 +184,18 @@ class AgentViews:
             agent.online = False
         return agent
 
+    def online_elsewhere(self) -> list[agent_pb2.Agent]:
+        """The nodes online on other live replicas, as :meth:`agent` shows them (for ``/agents``)."""
+        agents = (self.agent(node_id) for node_id in list(self._remote))
+        return [agent for agent in agents if agent is not None and agent.online]
+
+    def replica_of(self, node_id: str) -> str | None:
+        """The live replica other than this one that ``node_id`` is connected to, as published (None: none)."""
+        remote = self._remote.get(node_id)
+        if remote is None or not remote.online or remote.replica_id not in self._live:
+            return None
+        return remote.replica_id
+
     # -- publishing -------------------------------------------------------------
 
     def _changed_here(self, node_id: str) -> None:

@@ -42,8 +42,9 @@ from typing import TypeVar
 
 import asyncpg
 
+from aophub.cluster.own_connection import OwnConnection
 from aophub.store.base import StoreError
-from aophub.store.postgres_schema import connect, map_exceptions, redact_url
+from aophub.store.postgres_schema import redact_url
 
 __all__ = ["DEFAULT_LEASE_TTL", "Membership", "Replica", "ReplicaState", "new_replica_id"]
 
@@ -118,13 +119,17 @@ class Membership:
         self.state = ReplicaState.READY
         self._connect_timeout = connect_timeout
         self._monotonic = monotonic
-        self._db: asyncpg.Connection | None = None
+        self._connection = OwnConnection(
+            url,
+            name=f"aophub {self.replica_id} membership",
+            answer_timeout=lease_ttl,
+            connect_timeout=connect_timeout,
+        )
         self._task: asyncio.Task[None] | None = None
         self._last_success: float | None = None
         self._lost = False
         self._lost_callbacks: list[Callback] = []
         self._restored_callbacks: list[Callback] = []
-        self._lock = asyncio.Lock()
 
     def __repr__(self) -> str:
         where = "registered" if self.registered else "unregistered"
@@ -191,10 +196,7 @@ class Membership:
             await self._write("DELETE FROM replicas WHERE id = $1", self.replica_id)
         except StoreError as error:
             log.warning("could not remove replica %s from the database: %s", self.replica_id, error)
-        async with self._lock:
-            db, self._db = self._db, None
-            if db is not None:
-                db.terminate()
+        await self._connection.close()
         self._last_success = None
 
     # -- every replica --------------------------------------------------------
@@ -279,14 +281,4 @@ class Membership:
 
     async def _use(self, action: str, operation: Callable[[asyncpg.Connection], Awaitable[_T]]) -> _T:
         """Run ``operation`` on this replica's connection (one at a time; connecting again if it was lost)."""
-        async with self._lock:
-            if self._db is None or self._db.is_closed():
-                self._db = None
-                self._db = await connect(self.url, timeout=min(self._connect_timeout, self.lease_ttl))
-            db = self._db
-            try:
-                with map_exceptions(action):
-                    return await operation(db)
-            finally:
-                if db.is_closed():
-                    self._db = None
+        return await self._connection.use(action, operation)

@@ -1,10 +1,11 @@
 """One PostgreSQL connection a part of a replica keeps for itself.
 
-Leases, the cluster's node list and the scan leader lookup each talk to the database on a
+Membership, leases, the cluster's node list and the scan leader lookup each talk to the database on a
 connection of their own, so that a slow statement of one never waits behind another. The
 connection is opened at first use and again after it is lost; one operation runs at a time; an
 operation that gets no answer within ``answer_timeout`` seconds ends the connection and is
-refused as retryable.
+refused as retryable. Once closed it stays closed: a late operation (a loop still winding down
+when the replica stops) is refused instead of opening a connection nobody would close.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class OwnConnection:
         self._replica_id = replica_id
         self._db: asyncpg.Connection | None = None
         self._lock = asyncio.Lock()
+        self._closed = False
 
     def __repr__(self) -> str:
         return f"<OwnConnection {self.name!r} open={self._db is not None}>"
@@ -51,6 +53,8 @@ class OwnConnection:
     async def use(self, action: str, operation: Callable[[asyncpg.Connection], Awaitable[_T]]) -> _T:
         """Run ``operation`` on the connection; raises :class:`StoreError` saying ``action`` failed."""
         async with self._lock:
+            if self._closed:
+                raise StoreError(f"{action}: this replica is stopping", retryable=True)
             if self._db is None or self._db.is_closed():
                 self._db = None
                 self._db = await connect(
@@ -71,7 +75,8 @@ class OwnConnection:
                     self._db = None
 
     async def close(self) -> None:
-        """End the connection (the next :meth:`use` opens another)."""
+        """End the connection for good: later operations are refused."""
+        self._closed = True
         async with self._lock:
             db, self._db = self._db, None
             if db is not None:

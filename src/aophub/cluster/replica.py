@@ -82,6 +82,7 @@ class LocalReplica:
             lease_ttl=settings.replica_lease,
             publish_interval=settings.agent_publish_interval,
         )
+        hub.commands.nodes_elsewhere = self.agent_views.online_elsewhere
         self.logouts = SharedLogouts(url, authenticator, self.notifications)
         # One holder of a journal key across replicas (a retry on another replica waits, then replays).
         self.journal_locks = JournalLocks(url, name=f"aophub journal locks {replica_id}")

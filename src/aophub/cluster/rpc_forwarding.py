@@ -15,6 +15,7 @@ secret is never forwarded again. Everything else passes through untouched.
 
 from __future__ import annotations
 
+import json
 import logging
 import zlib
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from aophub.protocol.errors import HubError
 from aophub.rpc.mount import MAX_MESSAGE_BYTES
 from aophub.v1 import interaction_pb2, session_pb2
 
-__all__ = ["SESSION_CALLS", "ForwardSessionCalls", "decode_call"]
+__all__ = ["SESSION_CALLS", "ForwardSessionCalls", "decode_call", "read_body", "too_large"]
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,10 @@ class ForwardSessionCalls:
         if CLUSTER_HEADER in headers and router.forwarder.authentic(headers[CLUSTER_HEADER]):
             await self.app(scope, receive, send)  # forwarded to this replica: run here
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)
+        if body is None:
+            await too_large(send)
+            return
         placement = await self._placement(router, scope["path"], headers, body)
         if placement is None or placement.local:
             await self.app(scope, _replay(body, receive), send)
@@ -175,16 +179,27 @@ class ForwardSessionCalls:
         await send({"type": "http.response.body", "body": answer.content})
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def read_body(receive: Receive, limit: int = MAX_MESSAGE_BYTES) -> bytes | None:
+    """The request's body, or None once it passes ``limit`` bytes (the rest is left unread)."""
     chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             break
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
+
+
+async def too_large(send: Send) -> None:
+    """Answer a body over the services' message limit as they do (Connect ``resource_exhausted``)."""
+    await _error(send, 429, "resource_exhausted", f"the request is over the {MAX_MESSAGE_BYTES} byte message limit")
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -202,15 +217,16 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 
 
 async def _unavailable(send: Send, replica_id: str) -> None:
-    body = (
-        b'{"code":"unavailable","message":"the session\'s replica '
-        + replica_id.encode()
-        + b' could not be reached; retry"}'
-    )
+    await _error(send, 503, "unavailable", f"the session's replica {replica_id} could not be reached; retry")
+
+
+async def _error(send: Send, status: int, code: str, message: str) -> None:
+    """A Connect unary error answer."""
+    body = json.dumps({"code": code, "message": message}).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 503,
+            "status": status,
             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
         }
     )

@@ -34,7 +34,7 @@ from aophub.cluster.forwarding import CLUSTER_HEADER, RequestRouter
 from aophub.cluster.leader import current_leader
 from aophub.cluster.own_connection import OwnConnection
 from aophub.cluster.ownership import Placement
-from aophub.cluster.rpc_forwarding import ForwardSessionCalls, _read_body
+from aophub.cluster.rpc_forwarding import ForwardSessionCalls, read_body, too_large
 from aophub.store.base import StoreError
 
 if TYPE_CHECKING:
@@ -130,7 +130,10 @@ class ForwardScanCalls(ForwardSessionCalls):
         if leader is None or leader.local:
             await self.app(scope, receive, send)
             return
-        body = await _read_body(receive)
+        body = await read_body(receive)
+        if body is None:
+            await too_large(send)
+            return
         await self._forward(leader, scope, headers, body, send)
 
 

@@ -32,11 +32,13 @@ from aophub.cluster.forwarding import (
 from aophub.cluster.ownership import LeaseTable, Ownership, Replicas
 from aophub.cluster.replica import LocalReplica
 from aophub.cluster.rpc_forwarding import ForwardSessionCalls
+from aophub.cluster.workspace_links import WorkspaceLinks
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
 from aophub.protocol.codec import pack, unpack
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
+from aophub.settings import DEFAULT_MAX_FRAME_BYTES
 from aophub.store.base import Store
 from aophub.store.postgres import PostgresStore
 
@@ -66,8 +68,12 @@ class SessionOwners:
         namespaces: NamespaceRouter[NamespaceHandler],
         *,
         check_interval: float | None = None,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        node_replica: Callable[[str], str | None] = lambda _node_id: None,
     ) -> None:
         self._url = url
+        self._node_replica = node_replica
+        self._max_frame_bytes = max_frame_bytes
         self._replicas = replicas
         self._hub = hub
         self._namespaces = namespaces
@@ -76,6 +82,8 @@ class SessionOwners:
         self.router: RequestRouter | None = None
         self._forwarder: Forwarder | None = None
         self._task: asyncio.Task[None] | None = None
+        # Terminals, uploads and workspace calls for nodes on other replicas (set by start()).
+        self.workspace: WorkspaceLinks | None = None
 
     def __repr__(self) -> str:
         return f"<SessionOwners {self.ownership!r}>"
@@ -97,6 +105,15 @@ class SessionOwners:
         self.router = RequestRouter(self.ownership, self._forwarder, hub.store, node_of=self._node_of)
         hub.ownership = self.ownership
         hub.remote = self.remote
+        ownership = self.ownership
+        self.workspace = WorkspaceLinks(
+            hub,
+            lambda node_id, dead: ownership.place_node(node_id, dead=dead),
+            self.secret_header,
+            max_frame_bytes=self._max_frame_bytes,
+            max_streams=hub.terminals.max_streams,
+            node_replica=self._node_replica,
+        )
         # Turns earlier runs left open end before this replica serves (as one hub's recovery at start).
         swept = await self.ownership.sweep()
         log.info(
@@ -112,6 +129,10 @@ class SessionOwners:
         """The cluster secret as replica-to-replica calls carry it ("" before :meth:`start`)."""
         return self._forwarder.secret_header if self._forwarder is not None else ""
 
+    def authentic(self) -> Callable[[str], bool] | None:
+        """How to check a replica's ``x-aophub-cluster`` header (None before :meth:`start`)."""
+        return self._forwarder.authentic if self._forwarder is not None else None
+
     def rpc_middleware(self) -> Middleware:
         """The middleware that sends session RPCs to their owner (:mod:`aophub.cluster.rpc_forwarding`)."""
         return Middleware(ForwardSessionCalls, router=lambda: self.router, secret=self.secret_header)
@@ -126,6 +147,8 @@ class SessionOwners:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self.workspace is not None:
+            self.workspace.close()
         if self._forwarder is not None:
             await self._forwarder.close()
         if self.ownership is not None:
@@ -174,7 +197,12 @@ class SessionOwners:
 
 
 def session_owners(
-    replica: LocalReplica | None, hub: Hub, store: Store, namespaces: NamespaceRouter[NamespaceHandler]
+    replica: LocalReplica | None,
+    hub: Hub,
+    store: Store,
+    namespaces: NamespaceRouter[NamespaceHandler],
+    *,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
 ) -> SessionOwners | None:
     """This replica's session ownership (None without replicas, on SQLite).
 
@@ -184,6 +212,13 @@ def session_owners(
         return None
     membership = replica.membership
     store.replica_id = membership.replica_id
-    owners = SessionOwners(store.url, membership, hub, namespaces)
+    owners = SessionOwners(
+        store.url,
+        membership,
+        hub,
+        namespaces,
+        max_frame_bytes=max_frame_bytes,
+        node_replica=replica.agent_views.replica_of,  # terminal streams follow their node to another replica
+    )
     membership.on_connection_lost(owners.fence)
     return owners

@@ -84,6 +84,8 @@ class AgentFeed:
         self._closed = False
         # Called (synchronously) with the id of each node changed here (replicas publish it).
         self.observers: list[Callable[[str], None]] = []
+        # Hear of every change, here or on another replica (terminal streams follow their node's moves).
+        self.followers: list[Callable[[str], None]] = []
 
     def __repr__(self) -> str:
         return f"<AgentFeed watchers={len(self)} closed={self._closed}>"
@@ -132,6 +134,11 @@ class AgentFeed:
         for watchers in self._watchers.values():
             for watcher in watchers:
                 watcher.mark(node_id)
+        for follower in list(self.followers):
+            try:
+                follower(node_id)
+            except Exception:
+                log.exception("an agent feed follower failed")
 
     def close(self) -> None:
         """The hub stops: every watcher ends with ``UNAVAILABLE`` and no new one starts."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from google.protobuf.message import Message
 
@@ -34,7 +35,15 @@ from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
 from aophub.store.base import StoreError
 
-__all__ = ["MAX_INFLIGHT", "MAX_WATCHES", "ApplicationConnection", "Close", "InOrder", "NamespaceHandler"]
+__all__ = [
+    "MAX_INFLIGHT",
+    "MAX_WATCHES",
+    "ApplicationConnection",
+    "Close",
+    "InOrder",
+    "NamespaceHandler",
+    "RemoteWorkspace",
+]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +62,25 @@ NamespaceHandler = Callable[["ApplicationConnection", str, Message], Awaitable[M
 # envelope of the replica that owns the request's session, or None when it runs on this one. For
 # product namespaces; the core requests are sent to their owner by the hub (Hub.remote).
 Relay = Callable[[Principal, bytes, str, Message], Awaitable[bytes | None]]
+
+
+class RemoteWorkspace(Protocol):
+    """Hub replicas (:mod:`aophub.cluster.workspace_links`): terminals, uploads and file/exec calls for a
+    node connected to another replica go there over a link, and what it answers comes back on the link."""
+
+    async def route(
+        self, connection: ApplicationConnection, envelope_id: str, frame: bytes, namespace: str, message: Message
+    ) -> bool:
+        """Send the envelope to the node's replica and return once it is answered there; False: run it here."""
+        ...
+
+    async def cancel(self, connection: ApplicationConnection, target_id: str, frame: bytes) -> bool:
+        """``cancel_operation`` naming a stream or call carried on a link: sent there; False if none."""
+        ...
+
+    async def closed(self, connection: ApplicationConnection) -> None:
+        """The connection closed: its links close (the other replicas detach its streams, cancel its calls)."""
+        ...
 
 
 class InOrder:
@@ -109,9 +137,11 @@ class ApplicationConnection:
         peer: str = "",
         offer: Offer | None = None,
         relay: Relay | None = None,
+        workspace: RemoteWorkspace | None = None,
     ) -> None:
         self.hub = hub
         self._relay = relay
+        self._workspace = workspace
         self._offer = offer
         self.principal = principal
         self.peer = peer
@@ -124,6 +154,11 @@ class ApplicationConnection:
         self._watches: dict[str, asyncio.Task[None]] = {}
         self._max_watches = max_watches
         self._first = True
+
+    @property
+    def workspace(self) -> RemoteWorkspace | None:
+        """Where its terminals and workspace calls for nodes on other replicas go (None: one hub, or a link)."""
+        return self._workspace
 
     def __repr__(self) -> str:
         return f"<ApplicationConnection {self.principal.name} requests={len(self._tasks)} watches={len(self._watches)}>"
@@ -163,9 +198,7 @@ class ApplicationConnection:
             except HubError as error:
                 await self.send_protocol_error(envelope.id, error)
         elif case == "cancel_operation":
-            target_id = message.cancel_operation.target_id
-            if not self.cancel_operation(target_id) and not await self.hub.terminals.cancel(self, target_id):
-                await self.hub.workspace_calls.cancel(self, target_id)  # a file or exec call of this connection
+            await self._cancel(message.cancel_operation.target_id, frame)
         elif case in _REQUESTS:
             await self._spawn(lambda: self._request(envelope.id, case, message))
         else:
@@ -177,6 +210,15 @@ class ApplicationConnection:
                 ),
             )
         return None
+
+    async def _cancel(self, target_id: str, frame: bytes) -> None:
+        """``cancel_operation``: a watch, a stream or call on another replica, a terminal stream, or a call."""
+        if self.cancel_operation(target_id):
+            return
+        if self._workspace is not None and await self._workspace.cancel(self, target_id, frame):
+            return  # a stream or call of this connection carried to another replica
+        if not await self.hub.terminals.cancel(self, target_id):
+            await self.hub.workspace_calls.cancel(self, target_id)  # a file or exec call of this connection
 
     async def _route_namespace(
         self, name: str, envelope_id: str, envelope: envelope_pb2.Envelope, frame: bytes
@@ -197,6 +239,8 @@ class ApplicationConnection:
                 if relayed is not None:
                     await self._send(relayed)
                     return
+            if self._workspace is not None and await self._workspace.route(self, envelope_id, frame, name, message):
+                return  # run on the replica of the node it is for; its answers came from there
             reply = await handler(self, envelope_id, message)
             if reply is not None:
                 await self._send(encode_envelope(reply, reply_to=envelope_id))
@@ -364,6 +408,8 @@ class ApplicationConnection:
         """
         self._closed = True
         self.gone.set()  # uploads waiting for their node stop waiting (AOP-workspace 8.2.4)
+        if self._workspace is not None:
+            await self._workspace.closed(self)  # its streams and calls on other replicas' nodes end there
         await self.hub.terminals.viewer_closed(self)  # its terminal streams detach (8.4.9)
         await self.hub.workspace_calls.viewer_closed(self)  # its file and exec calls are cancelled on their nodes
         watches = list(self._watches.values())

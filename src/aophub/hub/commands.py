@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
@@ -141,6 +141,8 @@ class SessionCommands:
         self.max_pending = max_pending
         # Session id -> forwarded commands awaiting their node's answer.
         self._pending: dict[str, int] = {}
+        # The nodes online on other hub replicas, for /agents (set by aophub.cluster.replica).
+        self.nodes_elsewhere: Callable[[], Iterable[agent_pb2.Agent]] = tuple
 
     def __repr__(self) -> str:
         return f"<SessionCommands pending={sum(self._pending.values())} timeout={self.timeout:g}>"
@@ -199,14 +201,15 @@ class SessionCommands:
         return "\n".join(lines)
 
     def _agents(self) -> str:
-        nodes = self._nodes.all()
+        """The nodes connected to this hub and, over replicas, to the others, by id."""
+        nodes = {node.node_id: (node.hello, node.status) for node in self._nodes.all()}
+        for agent in self.nodes_elsewhere():
+            nodes.setdefault(agent.node_id, (agent.hello, agent.status))
         if not nodes:
             return "No node is connected."
         lines = ["Connected nodes:"]
-        for node in nodes:
-            model = node.status.model or "no model reported"
-            name = node.hello.name or node.node_id
-            lines.append(f"  {node.node_id}  {name}  ({model})")
+        for node_id, (hello, status) in sorted(nodes.items()):
+            lines.append(f"  {node_id}  {hello.name or node_id}  ({status.model or 'no model reported'})")
         return "\n".join(lines)
 
     async def _say(self, session: LiveSession, text: str) -> None:

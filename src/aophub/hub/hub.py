@@ -374,6 +374,11 @@ class Hub:
         """Every session loaded in memory now (for replicas' catch-up after lost notifications)."""
         return self._sessions.all_loaded()
 
+    async def node_of(self, session_id: str, caller: Principal) -> str:
+        """The node of a session ``caller`` may act in (:meth:`LiveSessions.node_of`, the one session->node lookup:
+        where its uploads and workspace calls go); raises HubError as that does."""
+        return await self._sessions.node_of(session_id, caller)
+
     def live_session(self, session_id: str) -> LiveSession | None:
         """The session if it is loaded in memory (running turns live there), without loading it."""
         return self._sessions.loaded(session_id)

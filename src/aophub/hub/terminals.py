@@ -150,6 +150,47 @@ class TerminalRelay:
         stream = self._streams.get(stream_id)
         return None if stream is None else stream.node_id
 
+    def bound_to(self, node_id: str) -> list[tuple[TerminalViewer, str]]:
+        """The streams bound to ``node_id``: (viewer, stream id) of each."""
+        return [(self._streams[stream_id].viewer, stream_id) for stream_id in self._by_node.get(node_id, {})]
+
+    async def adopt(self, viewer: TerminalViewer, stream_id: str, node_id: str) -> None:
+        """A stream that follows its node here from another replica (hub replicas): bound to ``node_id`` for
+        ``viewer``, and the node gets ``list{stream_id}`` with no node id, as a node registering again does
+        (8.4.11); its ``sessions`` answer goes to the viewer.
+
+        Raises :class:`HubError` ``INVALID_PTY`` (another connection holds the stream, or it is bound to
+        another node) or ``PTY_FORWARD_FAILED`` (the node is not connected; the binding stays, as for a
+        node that left: its return lists the stream).
+        """
+        _check_id("stream_id", stream_id)
+        _check_id("node_id", node_id)
+        stream = self._streams.get(stream_id)
+        if stream is not None and (stream.viewer is not viewer or stream.node_id != node_id):
+            raise HubError(Code.INVALID_PTY, f"stream {stream_id} is held by another connection or node")
+        if stream is None:
+            if len(self._by_viewer.get(viewer, {})) >= self.max_streams:
+                raise HubError(Code.INVALID_PTY, f"this connection already has {self.max_streams} terminal streams")
+            stream = _Stream(stream_id, node_id, viewer)
+            self._streams[stream_id] = stream
+            self._by_viewer.setdefault(viewer, {})[stream_id] = None
+            self._by_node.setdefault(node_id, {})[stream_id] = None
+        node = self._nodes.get(node_id)
+        if node is None:
+            raise HubError(Code.PTY_FORWARD_FAILED, f"node {node_id} is not connected")
+        listing = pty_pb2.ProtocolMessage(list=pty_pb2.List(stream_id=stream_id))
+        try:
+            await node.link.send(envelope_pb2.Envelope(id=self._ids("pty"), payload=pack(listing)))
+        except NodeGone:
+            raise HubError(Code.PTY_FORWARD_FAILED, f"node {node_id} is not connected") from None
+
+    def release(self, stream_id: str) -> None:
+        """Unbind a stream without telling its node (hub replicas: the node went to another replica, which
+        the stream follows there; :mod:`aophub.cluster.workspace_links`)."""
+        stream = self._streams.get(stream_id)
+        if stream is not None:
+            self._unbind(stream)
+
     # -- from applications ----------------------------------------------------------
 
     async def from_app(self, viewer: TerminalViewer, message: pty_pb2.ProtocolMessage) -> None:

@@ -647,11 +647,16 @@ class TerminalStreams:
         binding = self._bound.pop(stream_id, None)
         if binding is None:
             return
-        if binding.task is not None and binding.task is not asyncio.current_task():
-            binding.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await binding.task
+        # First, with no wait before it: the session no longer waits for this stream's position
+        # (a stream left among its readers would hold back its output for every other stream).
         self._drop(binding)
+        task = binding.task
+        if task is not None and task is not asyncio.current_task() and not task.done():
+            task.cancel()
+            # Wait for the sending to stop without taking the caller's own cancellation for the
+            # stream's: a caller cancelled meanwhile ends cancelled (it used to carry on and answer
+            # ``detached`` on a connection that took nothing more, a task that never ended).
+            await asyncio.wait({task})
 
     async def close(self) -> None:
         for stream_id in list(self._bound):

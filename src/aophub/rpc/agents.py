@@ -166,11 +166,23 @@ class AgentServiceImpl:
 
 
 class SystemServiceImpl:
-    """aophub.v1.SystemService: version, uptime, counts, store health, LLM status."""
+    """aophub.v1.SystemService: version, uptime, counts, store health, LLM status.
 
-    def __init__(self, hub: Hub, config: ConfigStore, *, clock: Callable[[], float] = time.time) -> None:
+    With ``others`` (replicas) the counts are the cluster's: the nodes online are this hub's and
+    those online on the other replicas, the turns running are those the database holds as running.
+    """
+
+    def __init__(
+        self,
+        hub: Hub,
+        config: ConfigStore,
+        *,
+        others: OtherReplicasNodes | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.hub = hub
         self.config = config
+        self._others = others
         self._clock = clock
 
     def __repr__(self) -> str:
@@ -193,14 +205,30 @@ class SystemServiceImpl:
             version=VERSION,
             started_at=to_timestamp(self.hub.started_at),
             uptime_seconds=int(self._clock() - self.hub.started_at),
-            agents_online=len(self.hub.nodes),
+            agents_online=self._nodes_online(),
             sessions_open=sessions_open,
             sessions_total=sessions_total,
-            turns_running=self.hub.running_turns(),
-            store=system_pb2.StoreHealth(ok=ok, backend="sqlite", error=error, size_bytes=size),
+            turns_running=await self._turns_running() if ok else self.hub.running_turns(),
+            store=system_pb2.StoreHealth(ok=ok, backend=self.hub.store.backend, error=error, size_bytes=size),
             llm=llm,
             sandbox=sandbox_status(Isolation.from_settings(self.config.sandbox_settings())),
         )
+
+    def _nodes_online(self) -> int:
+        online = len(self.hub.nodes)
+        if self._others is not None:
+            elsewhere = (
+                self._others.agent(node_id)
+                for node_id in self._others.node_ids()
+                if self.hub.nodes.get(node_id) is None
+            )
+            online += sum(1 for agent in elsewhere if agent is not None and agent.online)
+        return online
+
+    async def _turns_running(self) -> int:
+        if self._others is None:
+            return self.hub.running_turns()
+        return len(await self.hub.store.list_turns(["running"]))
 
 
 _SANDBOX_STATES = {

@@ -378,6 +378,9 @@ WriteOp = (
 class Store(Protocol):
     """Durable state of the hub: sessions, events, turns and the journal."""
 
+    #: The database it keeps them in, as GetStatus names it: ``sqlite`` or ``postgresql``.
+    backend: str
+
     async def open(self) -> None:
         """Create or migrate the schema and start the writer."""
 

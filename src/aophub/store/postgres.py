@@ -114,6 +114,8 @@ class PostgresStore:
     connection attempt in seconds.
     """
 
+    backend = "postgresql"
+
     def __init__(
         self,
         url: str,

@@ -113,6 +113,8 @@ class SQLiteStore:
     disk in tests; see :meth:`set_max_page_count`.
     """
 
+    backend = "sqlite"
+
     def __init__(
         self,
         path: Path,

@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket
 from aophub.access.admin import TokenAdmin
 from aophub.access.authenticator import Authenticator
 from aophub.access.live import close_expired
+from aophub.access.scopes import Principal
 from aophub.access.throttle import AuthThrottle
 from aophub.agent.audit import AuditLog
 from aophub.agent.builtin import AUDIT_LOG, builtin_agent, builtin_commands, builtin_workspace
@@ -29,6 +30,7 @@ from aophub.cluster.health import readiness
 from aophub.cluster.replica import LocalReplica, local_replica
 from aophub.cluster.scan_forwarding import scan_calls_middleware
 from aophub.cluster.session_owners import SessionOwners, session_owners
+from aophub.cluster.workspace_links import LINK_PATH, carried, link_endpoint, link_namespaces
 from aophub.config import ConfigStore
 from aophub.hub.application import ApplicationConnection, NamespaceHandler
 from aophub.hub.hub import Hub
@@ -56,7 +58,7 @@ from aophub.rpc.tokens import TokenServiceImpl
 from aophub.settings import Settings
 from aophub.store.base import Store
 from aophub.store.selection import store_for
-from aophub.transport.application_ws import PerConnectionBounds, serve_application
+from aophub.transport.application_ws import PerConnectionBounds, serve_application, serve_link
 from aophub.transport.auth import auth_routes
 from aophub.transport.console import console_routes
 from aophub.transport.node_ws import serve_node
@@ -296,6 +298,23 @@ class HubApplication(Starlette):
         await super().__call__(scope, receive, send)
 
 
+def _link_routes(owners: SessionOwners, hub: Hub, settings: Settings) -> list[WebSocketRoute]:
+    """``/internal/aop/link``: workspace links from other replicas (:mod:`aophub.cluster.workspace_links`)."""
+
+    async def workspace_link(principal: Principal, peer: str, websocket: WebSocket) -> None:
+        await serve_link(
+            websocket,
+            hub,
+            link_namespaces(),
+            principal,
+            peer,
+            max_outbound_bytes=settings.max_outbound_bytes,
+            carried=carried,
+        )
+
+    return [WebSocketRoute(LINK_PATH, link_endpoint(owners.authentic, workspace_link))]
+
+
 def create_app(settings: Settings) -> Starlette:
     """Build the hub's ASGI application for ``settings``."""
     # Slash commands in both generations' command namespace (AOP-nodes 9.7.1), then the product's.
@@ -346,7 +365,7 @@ def create_app(settings: Settings) -> Starlette:
         authenticator=authenticator,
     )
     replicas.extend(filter(None, [replica]))
-    owners = session_owners(replica, hub, store, namespaces)
+    owners = session_owners(replica, hub, store, namespaces, max_frame_bytes=settings.max_frame_bytes)
     subagents = Subagents(hub, config.agent_settings)
     runtime = Runtime(hub, store, local_node, config, scans, tokens, subagents, replica, owners)
 
@@ -371,7 +390,10 @@ def create_app(settings: Settings) -> Starlette:
 
     async def application_ws(websocket: WebSocket) -> None:
         relay = owners.relay if owners is not None else None
-        await serve_application(websocket, hub, authenticator, namespaces, limits, live=tokens.live, relay=relay)
+        workspace = owners.workspace if owners is not None else None
+        await serve_application(
+            websocket, hub, authenticator, namespaces, limits, live=tokens.live, relay=relay, workspace=workspace
+        )
 
     async def node_ws(websocket: WebSocket) -> None:
         await serve_node(
@@ -397,7 +419,10 @@ def create_app(settings: Settings) -> Starlette:
             # Replicas: the cluster's nodes (aophub.cluster.agent_views).
             AgentServiceImpl(hub, live=tokens.live, others=replica.agent_views if replica is not None else None),
         ),
-        (system_connect.SystemServiceASGIApplication, SystemServiceImpl(hub, config)),
+        (
+            system_connect.SystemServiceASGIApplication,
+            SystemServiceImpl(hub, config, others=replica.agent_views if replica is not None else None),
+        ),
         (artifact_connect.ArtifactServiceASGIApplication, ArtifactServiceImpl(hub)),
         (interaction_connect.InteractionServiceASGIApplication, InteractionServiceImpl(hub)),
         (scan_connect.ScanServiceASGIApplication, ScanServiceImpl(scans)),
@@ -422,6 +447,8 @@ def create_app(settings: Settings) -> Starlette:
         *bridge_routes(settings, config, hub, authenticator, namespaces),
         # Replicas: requests forwarded by the replica they arrived at (cluster secret, not the access key).
         *(owners.routes() if owners is not None else []),
+        # Replicas: another replica's application working on a node connected here (cluster secret).
+        *(_link_routes(owners, hub, settings) if owners is not None else []),
     ]
     middleware = [Middleware(RootMounts, settings=settings)]
     if owners is not None:  # session RPCs go to the session's owner, CancelScan to the scan leader

@@ -17,14 +17,14 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from aophub.access.authenticator import Authenticator
 from aophub.access.live import LiveConnections
 from aophub.access.policy import APPLICATION_ENDPOINT, ENDPOINTS
-from aophub.hub.application import ApplicationConnection, NamespaceHandler, Relay
+from aophub.access.scopes import Principal
+from aophub.hub.application import ApplicationConnection, NamespaceHandler, Relay, RemoteWorkspace
 from aophub.hub.hub import Hub
 from aophub.protocol.mux import NamespaceRouter
 from aophub.settings import (
@@ -35,8 +35,16 @@ from aophub.settings import (
 from aophub.transport.auth import authorize_websocket, peer_address
 from aophub.transport.outbound import OutboundFrames
 from aophub.transport.server import SEND_FRAMES
+from aophub.transport.waiters import until_interrupted
 
-__all__ = ["OUTBOUND_QUEUE", "PerConnectionBounds", "frame_sender", "serve_application", "write_frames"]
+__all__ = [
+    "OUTBOUND_QUEUE",
+    "PerConnectionBounds",
+    "frame_sender",
+    "serve_application",
+    "serve_link",
+    "write_frames",
+]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +75,7 @@ async def serve_application(
     *,
     live: LiveConnections | None = None,
     relay: Relay | None = None,
+    workspace: RemoteWorkspace | None = None,
 ) -> None:
     """Serve one application WebSocket until either side closes it, the client stops reading, or its token goes.
 
@@ -97,17 +106,15 @@ async def serve_application(
         peer=peer_address(websocket),
         offer=outbound.offer,
         relay=relay,  # replicas: requests for sessions other replicas own go there
+        workspace=workspace,  # replicas: terminals and workspace calls for nodes on other replicas go there
     )
     writer = asyncio.create_task(_write(websocket, outbound))
-    reader = asyncio.create_task(_read(websocket, connection))
     stalled = outbound.stall_signal(limits.outbound_stall_seconds)
     close: tuple[int, str] | None = None
     try:
-        ends: list[asyncio.Future[Any]] = [reader, stalled, revoked]
-        await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
-        if reader.done():
-            close = reader.result()
-        elif revoked.done():
+        # Read in this task (a reader task of its own, and asyncio.wait over it, cost an idle connection 1.5 KiB).
+        interrupted, close = await until_interrupted(_read(websocket, connection), (stalled, revoked))
+        if interrupted and revoked.done():
             close = (1008, revoked.result())
             log.info(
                 "closing application connection %s of token %s: %s",
@@ -115,7 +122,7 @@ async def serve_application(
                 authorized.principal.name,
                 close[1],
             )
-        else:
+        elif interrupted:  # the client stopped reading
             waiting = outbound.pending_bytes
             writer.cancel()
             outbound.close()  # what was queued for this client goes; its watches resume from its cursor
@@ -132,7 +139,6 @@ async def serve_application(
     finally:
         forget()
         stalled.cancel()
-        reader.cancel()
         await connection.close()
         if close is not None:
             await _drain(outbound, writer)
@@ -142,9 +148,54 @@ async def serve_application(
                 async with asyncio.timeout(CLOSE_TIMEOUT):  # a client that does not read may never take it
                     await websocket.close(code=close[0], reason=close[1])
         writer.cancel()
-        for task in (reader, writer, stalled):
+        for task in (writer, stalled):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+async def serve_link(
+    websocket: WebSocket,
+    hub: Hub,
+    namespaces: NamespaceRouter[NamespaceHandler],
+    principal: Principal,
+    peer: str,
+    *,
+    max_outbound_bytes: int,
+    carried: Callable[[ApplicationConnection, bytes], Awaitable[bool]],
+) -> None:
+    """Serve a replica's workspace link (:mod:`aophub.cluster.workspace_links`), already authenticated.
+
+    The link is an application connection of ``principal`` (``peer``: the application's address):
+    the same bounded outbound queue and writer, no stall close (the replica at the other end reads
+    as fast as its application does; what waits here is bounded by the relays). Frames ``carried``
+    refuses are answered by it and not run.
+    """
+    await websocket.accept()
+    outbound = OutboundFrames(OUTBOUND_QUEUE, max_bytes=max_outbound_bytes)
+    connection = ApplicationConnection(
+        hub, outbound.put, namespaces=namespaces, principal=principal, peer=peer, offer=outbound.offer
+    )
+    writer = asyncio.create_task(write_frames(websocket, outbound))
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            frame = message.get("bytes")
+            if frame is None:
+                return
+            if await carried(connection, frame):
+                await connection.receive(frame)
+    except WebSocketDisconnect:
+        return
+    finally:
+        await connection.close()  # its streams detach, its calls are cancelled on their nodes
+        outbound.close()
+        writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await writer
+        with contextlib.suppress(Exception):
+            await websocket.close()
 
 
 def _settle(future: asyncio.Future[str], reason: str) -> None:
