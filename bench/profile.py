@@ -24,6 +24,7 @@ from bench.client import APPLICATION_PATH
 from bench.load import closed_loop
 from bench.processes import ROOT, Placement, hub_server, raise_nofile_limit
 from bench.scenarios._common import close_all, hub_sources
+from bench.scenarios.b1_turns import cpu_per_frame
 from bench.scenarios.b5_idle import open_idle
 from bench.scenarios.b8_held import FULL as B8_SIZES
 from bench.scenarios.b8_held import probe
@@ -69,7 +70,10 @@ async def profile_b1(args: argparse.Namespace, placement: Placement, workdir: Pa
             window = await closed_loop(sources, warmup=0.5, seconds=args.seconds, server_pid=hub.pid)
             spy.wait()
             summarise(f"b1-{args.sessions}-{args.label}")
-            print(f"B1 {args.sessions} sessions: {window.frames_per_second:,.0f} frames/s, cpu {window.cpu}")
+            print(
+                f"B1 {args.sessions} sessions: {window.frames_per_second:,.0f} frames/s,"
+                f" server CPU per frame {cpu_per_frame(window):.1f} µs, cpu {window.cpu}"
+            )
         finally:
             await close_all([ws for ws, _ in sources])
 

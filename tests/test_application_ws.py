@@ -240,6 +240,12 @@ async def test_run_turn_gets_a_receipt_then_events(app: AppSocket) -> None:
     """RunTurn answers a running receipt; the answer streams as events and turn_ended ends it."""
     session = await app.open_session()
     watch = await app.watch(session.id)
+    # Deltas reach a watch once it follows live events: one that is still replaying when the
+    # turn's events are stored replays them and drops the deltas queued meanwhile, as older than
+    # what it replayed (watch.py: a watch may miss deltas, never a persisted event). On a loaded
+    # machine that happened: the replay's first read (PostgreSQL, over replicas) came after the
+    # whole turn. Its first event replayed means that read is done.
+    await app.wait_for(lambda e, m: e.reply_to == watch and m.event.HasField("session_started"), 10.0)
     sent = await app.send(
         protocol_pb2.ProtocolMessage(
             run_turn_request=chat_pb2.RunTurnRequest(session_id=session.id, input=text_input("hello"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.scenarios.b8_held import FULL, Probe, search
+from bench.scenarios.b8_held import FULL, Probe, search, spawn_generator
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,6 +61,20 @@ async def test_a_size_that_holds_on_its_second_try_counts_as_held() -> None:
 
 
 @pytest.mark.timeout(10)
+@pytest.mark.timeout(30)
+async def test_a_generator_result_line_of_megabytes_is_read_whole() -> None:
+    """At thousands of sessions a generator's one result line is megabytes (every turn's latencies)."""
+    latencies = [0.012345678901234] * 200_000  # about 3.4 MB of JSON
+    child = await spawn_generator(
+        sys.executable, "-c", f"import json; print(json.dumps({{'first_delta': {latencies[:1]!r} * {len(latencies)}}}))"
+    )
+    assert child.stdout is not None
+    line = await child.stdout.readline()
+    await child.wait()
+    assert len(line) > 64 * 1024
+    assert json.loads(line)["first_delta"] == latencies
+
+
 def test_a_probe_holds_only_when_every_turn_was_in_time() -> None:
     assert probe_at(10, 10).held
     assert not probe_at(11, 10).held

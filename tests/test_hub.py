@@ -23,6 +23,8 @@ from aophub.hub.hub import Hub
 from aophub.hub.nodes import NodeGone, NodeHandle
 from aophub.hub.turns import MAX_QUEUED
 from aophub.hub.watch import follow
+from aophub.ids import new_id
+from aophub.node import turn as node_turn
 from aophub.node.local import LocalNode
 from aophub.protocol.codec import core_message, pack, unpack
 from aophub.store import SQLiteStore
@@ -381,6 +383,55 @@ async def test_open_run_close(hub: Hub, local: LocalNode, store: SQLiteStore) ->
     record = await store.get_session(session.id)
     assert record is not None
     assert (record.state, record.close_reason) == ("closed", "done")
+
+
+async def test_the_built_in_nodes_event_ids_are_kept_and_other_nodes_get_the_hubs(
+    store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The built-in node's events keep the unique ids it made (one id per event, not two); another
+    node's ids, which may repeat (AOP-nodes 9.5.5), are replaced by the hub's own."""
+    by_hub: list[str] = []
+    by_node: list[str] = []
+
+    def hub_ids(prefix: str) -> str:
+        by_hub.append(new_id(prefix))
+        return by_hub[-1]
+
+    def node_ids(prefix: str) -> str:
+        by_node.append(new_id(prefix))
+        return by_node[-1]
+
+    monkeypatch.setattr(node_turn, "new_id", node_ids)
+    hub = Hub(store, node_timeout=2.0, ids=hub_ids)
+    await hub.start()
+    local = LocalNode(hub, EchoAgent(delay=0))
+    await local.start()
+    scripted = await ScriptedNode(hub).start()
+    try:
+        session = await open_session(hub, "local")
+        async with Watch(hub, session.id) as watch:
+            receipt = await run(hub, run_request(session.id, "hello world"))
+            await watch.turn_ended(receipt.turn_id)
+        from_node = [e for e in watch.events if kind(e) in {"message_delta", "usage"} or e.message.role == "assistant"]
+        assert len(from_node) == 5  # three deltas, the answer, its usage
+        assert {event.id for event in from_node} <= set(by_node)
+        assert not {event.id for event in from_node} & set(by_hub)
+
+        other = await open_session(hub, "scripted")
+        async with Watch(hub, other.id) as watch:
+            receipt = await run(hub, run_request(other.id, "hi"))
+            said = scripted.event(other.id, receipt.turn_id)
+            said.id = "evt_chosen_by_the_node"
+            said.message_delta.text = "x"
+            await scripted.emit(said)
+            await scripted.end_turn(other.id, receipt.turn_id)
+            await watch.turn_ended(receipt.turn_id)
+        (delta,) = [event for event in watch.events if kind(event) == "message_delta"]
+        assert delta.id in by_hub
+    finally:
+        await scripted.stop()
+        await local.stop()
+        await hub.stop()
 
 
 async def test_requests_replay_by_key(hub: Hub, local: LocalNode, store: SQLiteStore) -> None:

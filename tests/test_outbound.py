@@ -213,3 +213,93 @@ async def test_stall_signal_fires_only_after_the_grace_with_the_queue_full_throu
     outbound.sent(b"a")
     assert not again.done()
     again.cancel()
+
+
+class Socket:
+    """A ``write_now`` that records its bursts; ``room`` False makes it refuse (a full socket buffer)."""
+
+    def __init__(self) -> None:
+        self.bursts: list[list[bytes]] = []
+        self.room = True
+        self.gone = False
+
+    def write_now(self, frames: list[bytes]) -> bool:
+        if self.gone:
+            raise ConnectionResetError("the client is gone")
+        if not self.room:
+            return False
+        self.bursts.append(list(frames))
+        return True
+
+
+async def writer(outbound: OutboundFrames, taken: list[list[bytes]]) -> None:
+    """A connection's writer: takes what is queued, records it, reports it sent."""
+    while True:
+        frames = await outbound.take()
+        taken.append(list(frames))
+        for frame in frames:
+            outbound.sent(frame)
+
+
+async def test_frames_queued_in_one_loop_iteration_go_out_in_one_write_without_waking_the_writer() -> None:
+    outbound = OutboundFrames(64)
+    socket = Socket()
+    outbound.write_directly(socket.write_now, burst_bytes=5)
+    taken: list[list[bytes]] = []
+    task = asyncio.create_task(writer(outbound, taken))
+    await asyncio.sleep(0)
+    for frame in (b"ab", b"cd", b"e", b"fghij"):
+        assert outbound.offer(frame)
+    assert socket.bursts == []  # written at the end of this loop iteration, not per frame
+    await asyncio.wait_for(outbound.written(), TIMEOUT)
+    assert socket.bursts == [[b"ab", b"cd", b"e"], [b"fghij"]]  # at most 5 bytes a write
+    assert taken == []  # the writer never woke
+    assert outbound.pending_bytes == 0
+    task.cancel()
+
+
+async def test_a_full_socket_leaves_the_frames_to_the_writer_in_order() -> None:
+    outbound = OutboundFrames(64)
+    socket = Socket()
+    outbound.write_directly(socket.write_now, burst_bytes=1024)
+    taken: list[list[bytes]] = []
+    task = asyncio.create_task(writer(outbound, taken))
+    await asyncio.sleep(0)
+    await outbound.put(b"1")
+    await asyncio.wait_for(outbound.written(), TIMEOUT)
+    socket.room = False
+    await outbound.put(b"2")
+    await outbound.put(b"3")
+    await asyncio.wait_for(outbound.written(), TIMEOUT)
+    socket.room = True
+    assert socket.bursts == [[b"1"]]
+    assert taken == [[b"2", b"3"]]  # refused as a whole, taken by the writer, oldest first
+    await outbound.put(b"4")  # the writer waits again: direct writes resume
+    await asyncio.wait_for(outbound.written(), TIMEOUT)
+    assert socket.bursts == [[b"1"], [b"4"]]
+    task.cancel()
+
+
+async def test_a_failing_write_leaves_the_frames_to_the_writer() -> None:
+    """The client went away: the writer takes the frames and meets the failure in its own send."""
+    outbound = OutboundFrames(64)
+    socket = Socket()
+    socket.gone = True
+    outbound.write_directly(socket.write_now, burst_bytes=1024)
+    taking = asyncio.ensure_future(outbound.take())
+    await asyncio.sleep(0)
+    await outbound.put(b"x")
+    assert list(await asyncio.wait_for(taking, TIMEOUT)) == [b"x"]
+    assert outbound.pending_bytes == 1  # not sent until the writer says so
+
+
+async def test_frames_queued_while_the_writer_is_busy_go_through_the_writer() -> None:
+    outbound = OutboundFrames(64)
+    socket = Socket()
+    outbound.write_directly(socket.write_now, burst_bytes=1024)
+    await outbound.put(b"a")  # no writer waiting: queued for it
+    assert list(await outbound.take()) == [b"a"]  # the writer is now busy with "a"
+    await outbound.put(b"b")
+    await asyncio.sleep(0)
+    assert socket.bursts == []
+    assert list(await outbound.take()) == [b"b"]

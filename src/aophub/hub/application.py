@@ -370,7 +370,18 @@ class ApplicationConnection:
             cursor_text = str(delivery.cursor) if delivery.cursor else ""
             await self._send(encode_delivery(watch_id, cursor_text, delivery.payload_field))
 
-        await follow(session.log, self.hub.store, cursor, deliver, check=self.session_check(session))
+        def offer(delivery: Delivery) -> bool:
+            cursor_text = str(delivery.cursor) if delivery.cursor else ""
+            return self.offer_frame(encode_delivery(watch_id, cursor_text, delivery.payload_field))
+
+        await follow(
+            session.log,
+            self.hub.store,
+            cursor,
+            deliver,
+            check=self.session_check(session),
+            offer=offer if self._offer is not None else None,
+        )
 
     def session_check(self, session: LiveSession) -> Callable[[], None]:
         """For :func:`follow`: refuse (``NOT_FOUND``) once this connection's principal may no longer see ``session``."""

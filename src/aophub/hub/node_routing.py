@@ -518,7 +518,10 @@ class NodeRouter:
             event.emitter = handle.node_id
         # A node's event ids repeat across sessions and connections (AOP-nodes 9.5.5: ``runtime-<seq>``,
         # ``e-<n>``): every node event the hub keeps gets the hub's own id, so nothing is keyed by them.
-        event.id = self._ids("evt")
+        # The built-in node runs in this process and makes its events' ids with aophub.ids.new_id:
+        # unique already, so they are kept (one id per event instead of two).
+        if not (handle.built_in and event.id.startswith("evt_")):
+            event.id = self._ids("evt")
         if not event.HasField("emitted_at"):
             event.emitted_at.FromNanoseconds(int(self._clock() * 1e9))
 

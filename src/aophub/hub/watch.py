@@ -29,6 +29,8 @@ WATCH_QUEUE = 1024
 WATCH_QUEUE_BYTES = 4 * 1024 * 1024
 
 Send = Callable[[Delivery], Awaitable[None]]
+# Queue a delivery for the client now if there is room (True), without waiting; see follow().
+Offer = Callable[[Delivery], bool]
 # Raises (a HubError) when the watcher may no longer see the session; see follow().
 Check = Callable[[], None]
 
@@ -69,11 +71,17 @@ async def follow(
     page_bytes: int = REPLAY_PAGE_BYTES,
     queue_bytes: int = WATCH_QUEUE_BYTES,
     check: Check = _always,
+    offer: Offer | None = None,
 ) -> None:
     """Deliver every persisted event after ``after_cursor`` exactly once, then live events, until cancelled.
 
     ``check()`` runs before every delivery and whenever the session's access changes
     (:meth:`EventLog.access_changed`); what it raises ends the watch (a share taken back).
+
+    ``offer``, when given, queues a delivery on the connection without waiting (False when its
+    queue is full). While the watch is live and has nothing queued, the log's fan-out hands each
+    delivery straight to it: no wake-up of this task per delta. Anything unusual (no room, a gap,
+    a failed check) is left to the task, which meets it again in order.
     """
     position = _Position(after_cursor)
 
@@ -81,16 +89,33 @@ async def follow(
         check()
         await send(delivery)
 
+    def deliver_now(delivery: Delivery) -> bool:
+        """Called by the fan-out: True once ``delivery`` is sent or not needed, False to queue it for the task."""
+        before = position.cursor, position.last_seq
+        try:
+            check()
+            if not position.admit(delivery):
+                return True  # already delivered
+        except Exception:  # the task meets the same failure in order and acts on it
+            return False
+        if offer is not None and offer(delivery):
+            return True
+        position.cursor, position.last_seq = before
+        return False
+
     while True:
         subscription = log.subscribe(queue_size, queue_bytes)
         try:
             await _replay(log, store, position, checked, page=page, page_bytes=page_bytes)
             while True:
+                subscription.direct = deliver_now if offer is not None else None
                 try:
                     deliveries = await subscription.take()
                 except AccessChanged:
                     check()
                     continue
+                finally:
+                    subscription.direct = None
                 for delivery in deliveries:
                     if position.admit(delivery):
                         await checked(delivery)

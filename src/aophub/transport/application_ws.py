@@ -230,8 +230,15 @@ async def _write(websocket: WebSocket, outbound: OutboundFrames) -> None:
 
 
 async def write_frames(websocket: WebSocket, outbound: OutboundFrames) -> None:
-    """Send what ``outbound`` queues, in bursts of at most ``WRITE_BURST_BYTES``, until cancelled or a send fails."""
+    """Send what ``outbound`` queues, in bursts of at most ``WRITE_BURST_BYTES``, until cancelled or a send fails.
+
+    With the server's ``send_now``, frames queued while this writer waits are written by
+    ``outbound`` itself, without waking it (:meth:`OutboundFrames.write_directly`).
+    """
     send = frame_sender(websocket)
+    send_now = websocket.scope.get("extensions", {}).get(SEND_FRAMES, {}).get("send_now")
+    if send_now is not None:
+        outbound.write_directly(send_now, WRITE_BURST_BYTES)
     while True:
         frames = await outbound.take()
         while frames:

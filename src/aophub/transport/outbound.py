@@ -12,6 +12,13 @@ a connection holds at most ``max_bytes`` plus one frame, whatever its watch ids 
 its watches, blocked, fall back to the store (see ``aophub.hub.watch``).
 :meth:`OutboundFrames.stall_signal` tells the adapter when the writer has made no room for too long.
 
+With :meth:`OutboundFrames.write_directly`, frames queued while the writer waits are written
+without waking it: a callback at the end of the loop iteration in which the first of them was
+queued writes all of them with one ``write`` (a turn's deltas, a fan-out's deliveries), as long
+as the socket takes them (``write_now`` returns False when its buffer is above its high-water
+mark). Anything it cannot write, and every frame queued while the writer is busy, goes to the
+writer as before, so frames keep their order.
+
 An idle connection holds one of these, so it keeps nothing it does not need yet: the writer waits
 on a bare future, producers on an event made the first time the queue is full, the stall watch
 is a timer that exists only while the queue is full (no task), and :meth:`OutboundFrames.written`
@@ -23,12 +30,37 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 
-__all__ = ["OutboundFrames"]
+__all__ = ["OutboundFrames", "WriteNow"]
+
+# Write a burst of frames now (True), or not at all (False: the socket's buffer is full).
+WriteNow = Callable[[list[bytes]], bool]
 
 
 class OutboundFrames:
     """Frames waiting to be sent: at most ``limit`` queued and ``max_bytes`` unsent; one writer drains them."""
+
+    # Every connection holds one: slots keep an idle one smaller (no instance dictionary).
+    __slots__ = (
+        "_all_written",
+        "_burst_bytes",
+        "_closed",
+        "_flush_due",
+        "_frames",
+        "_full",
+        "_limit",
+        "_max_bytes",
+        "_room",
+        "_stall",
+        "_stall_grace",
+        "_stall_timer",
+        "_unsent",
+        "_unsent_bytes",
+        "_wake",
+        "_write_now",
+        "_writer_waiting",
+    )
 
     def __init__(self, limit: int, *, max_bytes: int = 2**62) -> None:
         if limit < 1 or max_bytes < 1:
@@ -46,6 +78,10 @@ class OutboundFrames:
         self._stall_grace = 0.0
         self._stall_timer: asyncio.TimerHandle | None = None
         self._closed = False
+        self._writer_waiting = False  # the writer is parked in take()
+        self._write_now: WriteNow | None = None  # see write_directly()
+        self._burst_bytes = 0
+        self._flush_due = False  # a _flush callback is scheduled
 
     def __repr__(self) -> str:
         return (
@@ -90,11 +126,54 @@ class OutboundFrames:
         self._unsent_bytes += len(frame)
         if self._all_written is not None:
             self._all_written.clear()
+        if self._write_now is not None and self._writer_waiting:
+            if not self._flush_due:
+                self._flush_due = True
+                asyncio.get_running_loop().call_soon(self._flush)
+        else:
+            self._wake_writer()
+        if len(self._frames) >= self._limit or self._unsent_bytes >= self._max_bytes:
+            self._set_full(True)
+
+    def _wake_writer(self) -> None:
         wake, self._wake = self._wake, None
         if wake is not None and not wake.done():
             wake.set_result(None)
-        if len(self._frames) >= self._limit or self._unsent_bytes >= self._max_bytes:
-            self._set_full(True)
+
+    def write_directly(self, write_now: WriteNow, burst_bytes: int) -> None:
+        """While the writer waits, write queued frames with ``write_now``, up to ``burst_bytes`` a call.
+
+        ``write_now(frames)`` writes them all and returns True, or returns False (or raises) having
+        written none: then the writer is woken and takes them, as without this.
+        """
+        self._write_now = write_now
+        self._burst_bytes = burst_bytes
+
+    def _flush(self) -> None:
+        """Write what was queued since the writer went to wait, in bursts; hand the rest to the writer."""
+        self._flush_due = False
+        frames, write_now = self._frames, self._write_now
+        while frames and self._writer_waiting and write_now is not None and not self._closed:
+            burst = [frames.popleft()]
+            size = len(burst[0])
+            while frames and size + len(frames[0]) <= self._burst_bytes:
+                size += len(frames[0])
+                burst.append(frames.popleft())
+            try:
+                written = write_now(burst)
+            except Exception:  # the writer's own send meets it again and ends the connection
+                written = False
+            if not written:
+                frames.extendleft(reversed(burst))
+                break
+            self._unsent -= len(burst)
+            self._unsent_bytes -= size
+        if not self._unsent and self._all_written is not None:
+            self._all_written.set()
+        if self._full:
+            self._check_space()
+        if frames:
+            self._wake_writer()
 
     async def take(self) -> deque[bytes]:
         """Every queued frame, oldest first, once there is at least one (the writer's call).
@@ -104,7 +183,11 @@ class OutboundFrames:
         while not self._frames:
             if self._wake is None or self._wake.done():
                 self._wake = asyncio.get_running_loop().create_future()
-            await self._wake
+            self._writer_waiting = True
+            try:
+                await self._wake
+            finally:
+                self._writer_waiting = False
         frames, self._frames = self._frames, deque()
         if self._full:
             self._check_space()

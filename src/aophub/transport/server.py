@@ -52,6 +52,7 @@ from aophub.transport.connection_limits import (
     raise_open_file_limit,
 )
 from aophub.transport.waiters import Flag, Inbox
+from aophub.transport.ws_frames import binary_frames
 from aophub.version import VERSION
 
 __all__ = [
@@ -193,7 +194,8 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
     ``scope["extensions"][SEND_FRAMES]["send"]`` (see :meth:`send_frames`) sends several binary
     messages with one write to the socket: a connection's writer hands over the burst of frames
     it took (a turn's deltas arrive together) instead of one ASGI message, one pass through the
-    middleware's send wrappers and one ``write`` system call per frame.
+    middleware's send wrappers and one ``write`` system call per frame. Its ``"send_now"``
+    (:meth:`send_frames_now`) does the same without waiting, for writes made from a callback.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -206,7 +208,7 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
         if not self.close_sent:  # the upgrade went to the application: its scope exists
-            self.scope["extensions"][SEND_FRAMES] = {"send": self.send_frames}
+            self.scope["extensions"][SEND_FRAMES] = {"send": self.send_frames, "send_now": self.send_frames_now}
 
     async def send_frames(self, frames: Sequence[bytes]) -> None:
         """Send each of ``frames`` as one binary message, with one write; as ``websocket.send`` would.
@@ -216,14 +218,34 @@ class DenialCompletesHandshake(WebSocketsSansIOProtocol):
         (an ``OSError``) once the client is gone or the connection closing.
         """
         await self.writable.wait()
-        if self.disconnected or self.close_sent or not self.handshake_complete:
+        self.transport.write(self._framed(frames))
+
+    def send_frames_now(self, frames: Sequence[bytes]) -> bool:
+        """Send ``frames`` as :meth:`send_frames` does, without waiting: False (nothing sent) while the
+        transport's buffer is above its high-water mark. Raises ``ClientDisconnected`` likewise."""
+        if not self.writable.is_set():
+            return False
+        self.transport.write(self._framed(frames))
+        return True
+
+    def _framed(self, frames: Sequence[bytes]) -> bytes:
+        """The bytes to write for ``frames`` (anything the connection queued before them first).
+
+        Without extensions the frames' headers are built here (:mod:`aophub.transport.ws_frames`);
+        with permessage-deflate, or in the middle of a fragmented message, websockets frames them.
+        Raises ``ClientDisconnected`` when the connection may no longer send.
+        """
+        conn = self.conn
+        if self.disconnected or self.close_sent or not self.handshake_complete or conn.state is not State.OPEN:
             raise ClientDisconnected()
-        try:
-            for frame in frames:
-                self.conn.send_binary(frame)
-        except InvalidState:
-            raise ClientDisconnected() from None
-        self.transport.write(b"".join(self.conn.data_to_send()))
+        if conn.extensions or conn.expect_continuation_frame:
+            try:
+                for frame in frames:
+                    conn.send_binary(frame)
+            except InvalidState:
+                raise ClientDisconnected() from None
+            return b"".join(conn.data_to_send())
+        return b"".join(binary_frames(frames, conn.data_to_send() if conn.writes else []))
 
     def shutdown(self) -> None:
         # uvicorn 0.54 sends its 1012 close even on a connection already closing (the peer's close
