@@ -254,7 +254,11 @@ async def run(ctx: Context) -> ScenarioResult:
         "sandbox:\n  terminals: true\n  remote_exec: true\n"
         f"  output_cap_bytes: {cap}\n  max_terminals: {max(sizes.terminals)}\n"
     )
-    with ctx.hub("b9") as hub:
+    # The load generator reads the output slower than the node makes it: at the default
+    # --workspace-output-bytes (4 MiB) the hub rightly cancels the call (RESOURCE_EXHAUSTED, output
+    # overrun) once that much waits for the connection. The figure is the throughput of the route, so
+    # the hub may hold the whole output here.
+    with ctx.hub("b9", "--workspace-output-bytes", str(cap)) as hub:
         for count in sizes.terminals:
             hub_runs, local_runs = await alternate_repeats(
                 ctx,
