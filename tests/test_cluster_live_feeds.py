@@ -87,6 +87,26 @@ async def test_feeds_past_max_feeds_are_not_started() -> None:
     assert live.feeds == 0
 
 
+async def test_a_session_left_without_a_feed_gets_one_when_a_slot_frees() -> None:
+    """A watched session past max_feeds waits for a slot (in the order they came): once a followed session's
+    last watcher leaves, the longest waiting one is followed; one whose watchers left meanwhile is not."""
+    live, _hub, _notifications = feeds(max_feeds=1, linger=0.0)
+    for session_id in ("s1", "s2", "s3", "s4"):
+        live.watchers_changed(session_id, True)
+    assert list(live._feeds) == ["s1"]
+    live.watchers_changed("s2", False)  # s2's watchers leave while it waits: it no longer wants a feed
+    live.watchers_changed("s1", False)
+    await asyncio.sleep(0.01)  # the (zero) linger's timer runs
+    assert list(live._feeds) == ["s3"]
+    live.watchers_changed("s3", False)
+    await asyncio.sleep(0.01)  # the (zero) linger's timer runs
+    assert list(live._feeds) == ["s4"]
+    live.watchers_changed("s4", False)
+    await asyncio.sleep(0.01)  # the (zero) linger's timer runs
+    assert live.feeds == 0
+    await live.stop()
+
+
 @pytest.mark.parametrize(
     ("payload", "parsed"),
     [

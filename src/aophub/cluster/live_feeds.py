@@ -16,7 +16,8 @@ owner looked up again each time). When a lease changes hands, the ``aophub_owner
 (:mod:`aophub.cluster.leases`) moves the session's feed to the new owner; after the listening
 connection was lost, every feed looks its owner up again. A feed ends ``linger`` seconds after the
 session's last watcher here left (a watcher that lagged subscribes again at once: no churn). At
-most ``max_feeds`` feeds run at once; watchers of more sessions see the persisted events only.
+most ``max_feeds`` feeds run at once; watchers of more sessions see the persisted events only until a
+feed ends and frees its slot for the session that waited longest.
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ class LiveFeeds:
         self._retry_delay = retry_delay
         self._max_retry_delay = max_retry_delay
         self._feeds: dict[str, _Feed] = {}
+        # Watched sessions past max_feeds, in the order they came: each gets the next free slot.
+        self._waiting: dict[str, None] = {}
         self._stopped = False
         self._recheck: asyncio.Task[None] | None = None
         self.deltas = 0  # relayed deltas received (for tests and benchmarks)
@@ -136,6 +139,7 @@ class LiveFeeds:
                     feed.stop_later = None
                 return
             if len(self._feeds) >= self.max_feeds:
+                self._waiting[session_id] = None
                 self.skipped += 1
                 if self.skipped % 1000 != 1:  # the first, then one in a thousand
                     return
@@ -145,10 +149,10 @@ class LiveFeeds:
                     len(self._feeds),
                 )
                 return
-            feed = _Feed(session_id)
-            self._feeds[session_id] = feed
-            feed.task = asyncio.create_task(self._follow(feed), name=f"live feed {session_id}")
-        elif feed is not None and feed.stop_later is None:
+            self._start(session_id)
+        elif feed is None:
+            self._waiting.pop(session_id, None)
+        elif feed.stop_later is None:
             feed.stop_later = asyncio.get_running_loop().call_later(self._linger, self._end, feed)
 
     async def before_forward(self, session_id: str, owner: str) -> None:
@@ -168,12 +172,21 @@ class LiveFeeds:
             async with asyncio.timeout(self.ready_timeout):
                 await feed.settled.wait()
 
+    def _start(self, session_id: str) -> None:
+        feed = _Feed(session_id)
+        self._feeds[session_id] = feed
+        feed.task = asyncio.create_task(self._follow(feed), name=f"live feed {session_id}")
+
     def _end(self, feed: _Feed) -> None:
         feed.stop_later = None
         if self._feeds.get(feed.session_id) is feed:
             del self._feeds[feed.session_id]
         if feed.task is not None:
             feed.task.cancel()
+        if self._waiting and not self._stopped and len(self._feeds) < self.max_feeds:
+            waiting = next(iter(self._waiting))
+            del self._waiting[waiting]
+            self._start(waiting)
 
     def _owner_changed(self, payload: str) -> None:
         parsed = parse_owners_payload(payload)
@@ -307,6 +320,7 @@ class LiveFeeds:
         if self._recheck is not None:
             self._recheck.cancel()
         feeds, self._feeds = list(self._feeds.values()), {}
+        self._waiting.clear()
         for feed in feeds:
             if feed.stop_later is not None:
                 feed.stop_later.cancel()
