@@ -12,14 +12,16 @@ import uvloop
 from aop.pty import protocol_pb2 as pty_pb2
 from aophub.agent.isolation import Isolation
 from aophub.agent.sandbox import Workspace
-from aophub.node.terminals import Terminals, TerminalSettings, plain_launch, sandboxed_launch, signal_groups
+from aophub.node.terminals import Terminals, TerminalSettings, sandboxed_launch, signal_groups
+
+from .support.terminal_launch import own_home_launch
 
 pytestmark = pytest.mark.timeout(60)
 
 
 async def shell_session(directory: Path) -> tuple[bytes, pty_pb2.Session]:
     """Open a shell, run a command in it and exit: its output and its final Session."""
-    terminals = Terminals(TerminalSettings, plain_launch(directory))
+    terminals = Terminals(TerminalSettings, own_home_launch(directory))
     output = bytearray()
     closed: asyncio.Future[pty_pb2.Session] = asyncio.get_running_loop().create_future()
 
@@ -76,7 +78,7 @@ class Recorder:
 
 async def test_attaching_to_an_ended_session_gives_the_snapshot_then_closed(tmp_path: Path) -> None:
     """8.5.3: attached, the retained output (its offset the real one), then closed; detach is always answered."""
-    terminals = Terminals(lambda: TerminalSettings(replay_bytes=4), plain_launch(tmp_path))
+    terminals = Terminals(lambda: TerminalSettings(replay_bytes=4), own_home_launch(tmp_path))
     first = Recorder()
     link = terminals.connect(first.send)
     await link.receive(
@@ -98,7 +100,7 @@ async def test_attaching_to_an_ended_session_gives_the_snapshot_then_closed(tmp_
 
 
 async def test_a_running_terminal_ends_shutdown_when_the_node_closes(tmp_path: Path) -> None:
-    terminals = Terminals(TerminalSettings, plain_launch(tmp_path))
+    terminals = Terminals(TerminalSettings, own_home_launch(tmp_path))
     recorder = Recorder()
     link = terminals.connect(recorder.send)
     await link.receive(pty_pb2.ProtocolMessage(open=pty_pb2.Open(stream_id="a", kind="command", command="sleep 600")))
@@ -141,7 +143,7 @@ async def test_a_node_cancelled_while_a_detach_stops_its_stream_stays_cancelled(
     The wait swallowed the node's own cancellation with the pump's: the node's task went on reading its
     hub connection, and an SDK node cancelled as its app detached never stopped.
     """
-    terminals = Terminals(TerminalSettings, plain_launch(tmp_path))
+    terminals = Terminals(TerminalSettings, own_home_launch(tmp_path))
     sending = asyncio.Event()
     pump_cancelled = asyncio.Event()
 
@@ -176,7 +178,7 @@ async def test_a_detach_cancelled_while_its_stream_stops_is_cancelled_and_frees_
     """A detach whose task is cancelled while the stream's sending stops (the hub connection closing under it)
     ends cancelled at once, instead of going on to answer ``detached`` on a connection that takes nothing
     more (a task that never ends); and the stream no longer holds the session's output back from the others."""
-    terminals = Terminals(TerminalSettings, plain_launch(tmp_path))
+    terminals = Terminals(TerminalSettings, own_home_launch(tmp_path))
     stuck = asyncio.Event()
     blocked = Recorder()
 

@@ -24,7 +24,7 @@ from aophub.agent.echo import EchoAgent
 from aophub.agent.isolation import Isolation
 from aophub.agent.sandbox import ExecPolicy, Workspace
 from aophub.node import NodeRuntime, Turn, serve_agent
-from aophub.node.terminals import Terminals, plain_launch
+from aophub.node.terminals import Terminals
 from aophub.node.workspace import ConfinedFiles, SandboxedExec, WorkspaceServices
 from aophub.protocol.errors import Code, HubError
 
@@ -32,6 +32,7 @@ from .support.fake_openai import FakeOpenAI, answer, fake_openai
 from .support.interactions import agent_hub
 from .support.node_workspace import CallError, Terminal, exec_call, file_call
 from .support.server import TOKEN, RunningHub, running_hub
+from .support.terminal_launch import own_home_launch
 from .support.wire import AppSocket, run
 
 pytestmark = pytest.mark.timeout(90)
@@ -79,7 +80,7 @@ def services(root: Path) -> WorkspaceServices:
     return WorkspaceServices(
         files=ConfinedFiles(lambda: workspace),
         exec=SandboxedExec(lambda: workspace, ExecPolicy),
-        terminals=Terminals(launch=plain_launch(root)),
+        terminals=Terminals(launch=own_home_launch(root)),
     )
 
 
