@@ -76,6 +76,9 @@ class OtherReplicasNodes(Protocol):
     def agent(self, node_id: str) -> agent_pb2.Agent | None:
         """The node as its replica shows it, ``online`` only while that replica lives; None: unknown."""
 
+    def online_elsewhere(self) -> list[agent_pb2.Agent]:
+        """The nodes online on other live replicas, as :meth:`agent` shows them."""
+
 
 class AgentServiceImpl:
     """aophub.v1.AgentService over the hub's node registry and its agent feed.
@@ -217,12 +220,7 @@ class SystemServiceImpl:
     def _nodes_online(self) -> int:
         online = len(self.hub.nodes)
         if self._others is not None:
-            elsewhere = (
-                self._others.agent(node_id)
-                for node_id in self._others.node_ids()
-                if self.hub.nodes.get(node_id) is None
-            )
-            online += sum(1 for agent in elsewhere if agent is not None and agent.online)
+            online += sum(1 for agent in self._others.online_elsewhere() if self.hub.nodes.get(agent.node_id) is None)
         return online
 
     async def _turns_running(self) -> int:
