@@ -30,6 +30,7 @@ from aop import chat_pb2, event_pb2
 from aophub.access.ownership import may_act, may_see
 from aophub.access.scopes import ACCESS_KEY_PRINCIPAL, Principal
 from aophub.hub.event_log import EventLog
+from aophub.hub.session_summary import SummaryMemo
 from aophub.hub.turns import SessionState, SessionTurns, Turn
 from aophub.ids import IdGenerator
 from aophub.protocol.errors import Code, HubError
@@ -75,6 +76,8 @@ class LiveSession:
     # When it was last handed to a caller (the hub's clock), and whether it has left memory since.
     last_used: float = 0.0
     evicted: bool = False
+    # How far GetSession has read the stored events for the running summary, and what it found.
+    summary: SummaryMemo = field(default_factory=SummaryMemo)
 
     @property
     def id(self) -> str:

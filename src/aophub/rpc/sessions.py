@@ -126,7 +126,8 @@ class SessionServiceImpl:
     async def get_session(self, request: session_pb2.GetSessionRequest, ctx: Ctx) -> session_pb2.GetSessionResponse:
         session = await self.hub.require_session(request.session_id, caller(), act=False)
         info = await self._info_of(session)
-        info.summary = await newest_summary(self.hub.store, session.record.id, int(info.last_cursor or 0))
+        last_cursor = int(info.last_cursor or 0)
+        info.summary = await newest_summary(self.hub.store, session.id, last_cursor, memo=session.summary)
         return session_pb2.GetSessionResponse(session=info)
 
     async def update_session(
