@@ -1,8 +1,9 @@
-"""Profile the hub under one bench workload: ``python -m bench.profile {b1,b6,b8,idle} [options]``.
+"""Profile the hub under one bench workload: ``python -m bench.profile {b1,b6,b6-list,b8,idle} [options]``.
 
 ``b1``: saturated echo turns (B1) on N sessions; ``b6``: GetSession over Connect back to back on
-B6's 8 connections; ``b8``: N paced streaming sessions (one B8 probe); each samples the hub with
-``py-spy record`` for the measured window and writes a flame graph (SVG) and the raw collapsed
+B6's 8 connections; ``b6-list``: ListSessions (B6's page of 50 among 100 sessions) the same way;
+``b8``: N paced streaming sessions (one B8 probe); each samples the hub with ``py-spy record``
+for the measured window and writes a flame graph (SVG) and the raw collapsed
 stacks. ``idle``: the hub runs under ``memray run``, N idle connections (offering
 permessage-deflate unless ``--plain``) are opened and held, and the allocations still live at that
 moment are summarised (``memray stats`` and a flame graph). Output goes to ``bench/profiles/``
@@ -30,7 +31,7 @@ from bench.scenarios._common import close_all, hub_sessions, hub_sources
 from bench.scenarios.b1_turns import cpu_per_frame
 from bench.scenarios.b5_idle import open_idle
 from bench.scenarios.b6_connect import FULL as B6_SIZES
-from bench.scenarios.b6_connect import GET_PATH, hammer
+from bench.scenarios.b6_connect import GET_PATH, LIST_PATH, hammer
 from bench.scenarios.b8_held import FULL as B8_SIZES
 from bench.scenarios.b8_held import probe
 
@@ -85,17 +86,24 @@ async def profile_b1(args: argparse.Namespace, placement: Placement, workdir: Pa
 
 async def profile_b6(args: argparse.Namespace, placement: Placement, workdir: Path) -> None:
     sizes = dataclasses.replace(B6_SIZES, seconds=args.seconds)
-    name = f"b6-get-{args.label}"
+    listing = args.workload == "b6-list"
+    name = f"b6-{'list' if listing else 'get'}-{args.label}"
     with hub_server(workdir / "hub", placement) as hub:
-        sessions = await hub_sessions(hub, 1)
+        sessions = await hub_sessions(hub, sizes.sessions if listing else 1)
         await close_all([ws for ws, _ in sessions])
-        call = ConnectCall(GET_PATH, session_pb2.GetSessionRequest(session_id=sessions[0][1]).SerializeToString())
+        if listing:
+            call = ConnectCall(
+                LIST_PATH, session_pb2.ListSessionsRequest(page_size=sizes.page_size).SerializeToString()
+            )
+        else:
+            call = ConnectCall(GET_PATH, session_pb2.GetSessionRequest(session_id=sessions[0][1]).SerializeToString())
         await hammer(hub, call, dataclasses.replace(sizes, seconds=1.0))
         spy = py_spy(hub.pid, args.seconds, name)
         calls = await hammer(hub, call, sizes)
         spy.wait()
         summarise(name)
-        print(f"B6 GetSession: {calls.per_second:,.0f} calls/s, p50 {calls.ms(50):.2f} ms, cpu {calls.cpu}")
+        method = "ListSessions" if listing else "GetSession"
+        print(f"B6 {method}: {calls.per_second:,.0f} calls/s, p50 {calls.ms(50):.2f} ms, cpu {calls.cpu}")
 
 
 async def profile_b8(args: argparse.Namespace, placement: Placement, workdir: Path) -> None:
@@ -159,7 +167,7 @@ def idle_summary(capture: Path, connections: int, top: int = 60) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("workload", choices=["b1", "b6", "b8", "idle"])
+    parser.add_argument("workload", choices=["b1", "b6", "b6-list", "b8", "idle"])
     parser.add_argument("--sessions", type=int, default=64)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--label", default="now", help="suffix of the output files")
@@ -169,7 +177,8 @@ def main() -> None:
     placement.apply_to_self()
     raise_nofile_limit()
     with tempfile.TemporaryDirectory(prefix="aophub-profile-") as workdir:
-        run = {"b1": profile_b1, "b6": profile_b6, "b8": profile_b8, "idle": profile_idle}[args.workload]
+        workloads = {"b1": profile_b1, "b6": profile_b6, "b6-list": profile_b6, "b8": profile_b8, "idle": profile_idle}
+        run = workloads[args.workload]
         asyncio.run(run(args, placement, Path(workdir)))
 
 

@@ -1,8 +1,11 @@
-"""to_timestamp: seconds since the epoch as a protobuf Timestamp."""
+"""to_timestamp and set_timestamp: seconds since the epoch as a protobuf Timestamp."""
 
 from __future__ import annotations
 
-from aophub.rpc.timestamps import to_timestamp
+import pytest
+
+from aophub.rpc.timestamps import set_timestamp, to_timestamp
+from aophub.v1 import session_pb2
 
 
 def test_whole_seconds_have_no_nanos() -> None:
@@ -30,3 +33,13 @@ def test_zero_is_the_default_timestamp() -> None:
     stamp = to_timestamp(0)
     assert (stamp.seconds, stamp.nanos) == (0, 0)
     assert stamp.SerializeToString() == b""
+
+
+@pytest.mark.parametrize("seconds", [0, 0.0, 1.5, 12.25, 1_700_000_000, 1_767_323_045.123456789])
+def test_set_in_place_gives_the_same_bytes(seconds: float) -> None:
+    """A message's Timestamp field set in place serializes as one built and copied in, zero included."""
+    built = session_pb2.SessionInfo(created_at=to_timestamp(seconds))
+    in_place = session_pb2.SessionInfo()
+    set_timestamp(in_place.created_at, seconds)
+    assert in_place.SerializeToString() == built.SerializeToString()
+    assert in_place.HasField("created_at")

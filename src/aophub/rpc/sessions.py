@@ -15,7 +15,7 @@ from aophub.hub.turns import SessionState
 from aophub.protocol.errors import Code, HubError
 from aophub.rpc.interceptors import caller
 from aophub.rpc.paging import decode_token, encode_token, page_size, query_digest
-from aophub.rpc.timestamps import to_timestamp
+from aophub.rpc.timestamps import set_timestamp
 from aophub.store.base import SessionRecord
 from aophub.v1 import interaction_pb2, session_pb2
 
@@ -58,30 +58,37 @@ class SessionServiceImpl:
         return self._info(record, stored, pending.get(record.id, 0))
 
     def _info(
-        self, record: SessionRecord, stored: SessionRecord | None, pending_interactions: int
+        self,
+        record: SessionRecord,
+        stored: SessionRecord | None,
+        pending_interactions: int,
+        info: session_pb2.SessionInfo | None = None,
     ) -> session_pb2.SessionInfo:
-        """``record`` as a SessionInfo: fields from memory when live, counters from ``stored`` (the store's row)."""
+        """``record`` as a SessionInfo: fields from memory when live, counters from ``stored`` (the store's row).
+
+        Filled into ``info`` when given (a page's ``sessions.add()``: no copy), else into a new one.
+        """
         live = self.hub.live_session(record.id)
         if live is not None:
             record = live.record  # the writer keeps the counters in the row, the hub the rest in memory
-        info = session_pb2.SessionInfo(
-            id=record.id,
-            node_id=record.node_id,
-            title=record.title,
-            state=session_pb2.SESSION_STATE_CLOSED
-            if record.state == SessionState.CLOSED
-            else session_pb2.SESSION_STATE_OPEN,
-            archived=record.archived,
-            created_at=to_timestamp(record.created_at),
-            updated_at=to_timestamp(record.updated_at),
-            last_cursor=str(stored.last_cursor) if stored and stored.last_cursor else "",
-            event_count=stored.event_count if stored else 0,
-            pending_interactions=pending_interactions,
-            parent_session_id=record.parent_session_id,
-            close_reason=record.close_reason,
-            owner=record.owner,
-            shared_with=record.shared_with,
+        if info is None:
+            info = session_pb2.SessionInfo()
+        info.id = record.id
+        info.node_id = record.node_id
+        info.title = record.title
+        info.state = (
+            session_pb2.SESSION_STATE_CLOSED if record.state == SessionState.CLOSED else session_pb2.SESSION_STATE_OPEN
         )
+        info.archived = record.archived
+        set_timestamp(info.created_at, record.created_at)
+        set_timestamp(info.updated_at, record.updated_at)
+        info.last_cursor = str(stored.last_cursor) if stored and stored.last_cursor else ""
+        info.event_count = stored.event_count if stored else 0
+        info.pending_interactions = pending_interactions
+        info.parent_session_id = record.parent_session_id
+        info.close_reason = record.close_reason
+        info.owner = record.owner
+        info.shared_with.extend(record.shared_with)
         if live is not None:
             if live.turns.running is not None:
                 info.running_turn_id = live.turns.running.turn_id
@@ -117,7 +124,7 @@ class SessionServiceImpl:
         # One query for the whole page; the listed rows carry the counters already.
         pending = await self.hub.store.count_interactions([record.id for record in page], _PENDING)
         for record in page:
-            response.sessions.append(self._info(record, record, pending.get(record.id, 0)))
+            self._info(record, record, pending.get(record.id, 0), response.sessions.add())
         if len(records) > limit:
             last = records[limit - 1]
             response.next_page_token = encode_token((last.updated_at, last.id), query=query)

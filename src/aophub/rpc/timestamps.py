@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from google.protobuf import timestamp_pb2
 
-__all__ = ["to_timestamp"]
+__all__ = ["set_timestamp", "to_timestamp"]
 
 
 def to_timestamp(seconds: float) -> timestamp_pb2.Timestamp:
@@ -17,3 +17,12 @@ def to_timestamp(seconds: float) -> timestamp_pb2.Timestamp:
     stamp = timestamp_pb2.Timestamp()
     stamp.FromNanoseconds(int(seconds * 1e9))
     return stamp
+
+
+def set_timestamp(stamp: timestamp_pb2.Timestamp, seconds: float) -> None:
+    """Set ``stamp`` (a message's Timestamp field, in place) to ``seconds``, as :func:`to_timestamp` would.
+
+    Filling the field where it is costs half of building a Timestamp and copying it in, which
+    counts when a page of sessions is answered.
+    """
+    stamp.seconds, stamp.nanos = divmod(int(seconds * 1e9), 1_000_000_000)
