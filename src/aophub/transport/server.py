@@ -45,6 +45,7 @@ from websockets.protocol import State
 from aophub.logs import LogFormat, logging_config
 from aophub.settings import Settings
 from aophub.transport.addresses import reachable_hosts, url_host
+from aophub.transport.collector import settle_after_startup
 from aophub.transport.connection_limits import (
     ConnectionLimits,
     GuardedHttpToolsProtocol,
@@ -325,6 +326,7 @@ class HubServer(uvicorn.Server):
         await super().startup(sockets)  # type: ignore[arg-type]
         if self.should_exit or not self.servers:
             return
+        settle_after_startup()  # aophub.transport.collector: what startup made is never walked again
         host, port = self.servers[0].sockets[0].getsockname()[:2]
         # The app learns its bound port before the banner (replicas advertise it: aophub.cluster.replica).
         listening = getattr(getattr(self.config.app, "state", None), "listening", None)
