@@ -20,7 +20,7 @@ from websockets.asyncio.client import connect
 
 from aop import chat_pb2, envelope_pb2, protocol_pb2
 from aophub.protocol.codec import pack
-from aophub.transport.addresses import reachable_hosts, url_host
+from aophub.transport.addresses import reachable_hosts, url_host, websocket_url
 from aophub.transport.server import listening_banner
 
 from .support.raw_node import RawNode
@@ -132,3 +132,10 @@ def test_the_banner_of_a_wildcard_host_lists_the_addresses_and_uses_the_first() 
         assert f"http://{url_host(address)}:8080" in lines[0]
     assert "  try:        client --server http://127.0.0.1:8080" in lines
     assert not [line for line in lines if "[::]" in line or "0.0.0.0" in line]
+
+
+def test_a_websocket_url_follows_the_scheme_of_the_address() -> None:
+    """http gives ws, https gives wss; host, port and IPv6 brackets are kept; a trailing / is not doubled."""
+    assert websocket_url("http://10.0.0.2:8000", "/internal/aop/link") == "ws://10.0.0.2:8000/internal/aop/link"
+    assert websocket_url("https://hub-2.internal/", "/internal/aop/link") == "wss://hub-2.internal/internal/aop/link"
+    assert websocket_url("http://[::1]:9", "/x", "a=b%2Fc") == "ws://[::1]:9/x?a=b%2Fc"

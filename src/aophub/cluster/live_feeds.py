@@ -27,7 +27,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote
 
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
@@ -39,6 +39,7 @@ from aophub.cluster.live_wire import CLOSE_LAGGED, LIVE_PATH, FrameKind, LiveWir
 from aophub.cluster.notifications import Notifications
 from aophub.hub.hub import Hub
 from aophub.store.base import StoreError
+from aophub.transport.addresses import websocket_url
 
 __all__ = ["LiveFeeds", "feed_url"]
 
@@ -50,9 +51,7 @@ _MAX_MESSAGE = 2 * FEED_QUEUE_BYTES + 64 * 1024
 
 def feed_url(address: str, session_id: str) -> str:
     """The WebSocket URL of the live feed of ``session_id`` at a replica's ``http(s)://HOST:PORT`` address."""
-    parts = urlsplit(address)
-    scheme = "wss" if parts.scheme == "https" else "ws"
-    return urlunsplit((scheme, parts.netloc, LIVE_PATH, f"session_id={quote(session_id, safe='')}", ""))
+    return websocket_url(address, LIVE_PATH, f"session_id={quote(session_id, safe='')}")
 
 
 @dataclass(eq=False)

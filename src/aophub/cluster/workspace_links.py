@@ -76,6 +76,7 @@ from aophub.protocol.codec import core_message, decode_envelope, encode_envelope
 from aophub.protocol.error_mapping import to_protocol_error
 from aophub.protocol.errors import Code, HubError
 from aophub.protocol.mux import NamespaceRouter
+from aophub.transport.addresses import websocket_url
 from aophub.v1 import workspace_pb2
 
 __all__ = [
@@ -582,7 +583,7 @@ class WorkspaceLinks:
 
     async def dial(self, placement: Placement, connection: ApplicationConnection) -> ClientConnection | None:
         """Open a link to ``placement``'s replica for ``connection``; None when it does not accept it."""
-        url = "ws" + placement.address.rstrip("/").removeprefix("http") + LINK_PATH
+        url = websocket_url(placement.address, LINK_PATH)
         headers = {
             CLUSTER_HEADER: self._secret(),
             PRINCIPAL_HEADER: encode_principal(connection.principal),

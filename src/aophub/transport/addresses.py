@@ -17,8 +17,9 @@ import socket
 import struct
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["WILDCARD_HOSTS", "reachable_hosts", "url_host"]
+__all__ = ["WILDCARD_HOSTS", "reachable_hosts", "url_host", "websocket_url"]
 
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 _SIOCGIFADDR = 0x8915  # Linux: an interface's IPv4 address
@@ -44,6 +45,16 @@ def reachable_hosts(host: str) -> list[str]:
 def url_host(host: str) -> str:
     """``host`` as it goes in a URL: IPv6 addresses in brackets."""
     return f"[{host}]" if ":" in host else host
+
+
+def websocket_url(address: str, path: str, query: str = "") -> str:
+    """The ``ws://`` (``wss://`` for https) URL of ``path`` at an ``http(s)://HOST[:PORT]`` address.
+
+    ``query`` is appended as it is (already encoded).
+    """
+    parts = urlsplit(address)
+    scheme = "wss" if parts.scheme == "https" else "ws"
+    return urlunsplit((scheme, parts.netloc, path, query, ""))
 
 
 def _ipv4_addresses() -> list[str]:
