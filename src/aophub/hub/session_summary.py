@@ -54,11 +54,12 @@ async def newest_summary(
     (all of them again if they are more than ``scan``, or if ``last_cursor`` is behind it), and
     the memo is brought up to ``last_cursor``.
     """
+    memo = SummaryMemo() if memo is None else memo
     floor = max(0, last_cursor - scan)
-    if memo is not None and floor <= memo.read_to <= last_cursor:
+    if floor <= memo.read_to <= last_cursor:
         floor = memo.read_to
-    else:
-        memo = SummaryMemo(read_to=floor) if memo is None else _restart(memo, floor)
+    else:  # too far behind, or ahead of last_cursor: the whole window is read again
+        memo.read_to, memo.found_at, memo.text = floor, 0, ""
     before = memo.found_at, memo.text
     found = await _newest_between(store, session_id, floor, last_cursor, page)
     if memo.read_to == floor:  # no other read moved it meanwhile
@@ -67,11 +68,6 @@ async def newest_summary(
             memo.found_at, memo.text = found
     newest = found if found is not None else before
     return newest[1] if newest[0] > last_cursor - scan else ""
-
-
-def _restart(memo: SummaryMemo, floor: int) -> SummaryMemo:
-    memo.read_to, memo.found_at, memo.text = floor, 0, ""
-    return memo
 
 
 async def _newest_between(store: Store, session_id: str, floor: int, newest: int, page: int) -> tuple[int, str] | None:

@@ -15,12 +15,12 @@ def to_timestamp(seconds: float) -> timestamp_pb2.Timestamp:
     ``0`` gives the zero Timestamp (the proto default, read by clients as "unset").
     """
     stamp = timestamp_pb2.Timestamp()
-    stamp.FromNanoseconds(int(seconds * 1e9))
+    set_timestamp(stamp, seconds)
     return stamp
 
 
 def set_timestamp(stamp: timestamp_pb2.Timestamp, seconds: float) -> None:
-    """Set ``stamp`` (a message's Timestamp field, in place) to ``seconds``, as :func:`to_timestamp` would.
+    """Set ``stamp`` (a message's Timestamp field, in place) to ``seconds``, as :func:`to_timestamp` describes.
 
     Filling the field where it is costs half of building a Timestamp and copying it in, which
     counts when a page of sessions is answered.
