@@ -254,3 +254,123 @@ async def test_a_session_aware_agent_refuses_an_open_and_hears_of_closes() -> No
         assert message.open_session_response.WhichOneof("outcome") == "accepted"
     finally:
         await runtime.stop()
+
+
+class WaitingAgent(RecordingAgent):
+    """Waits in every turn until cancelled; ``swallow`` lets a turn end "completed" despite its cancel.
+
+    Each turn records how many cancels its task still carried when it began: a cancel aimed at an
+    earlier turn must not outlive that turn.
+    """
+
+    def __init__(self, *, swallow: bool = False) -> None:
+        super().__init__()
+        self.swallow = swallow
+        self.started = asyncio.Event()
+        self.carried: list[int] = []
+
+    async def run_turn(self, turn: Turn) -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        self.carried.append(task.cancelling())
+        self.ran.append((turn.turn_id, turn.options))
+        self.started.set()
+        try:
+            await asyncio.sleep(TIMEOUT * 2)
+        except asyncio.CancelledError:
+            if not self.swallow:
+                raise
+        return "completed"
+
+
+async def turn_endings(sent: asyncio.Queue[envelope_pb2.Envelope], count: int) -> list[tuple[str, str]]:
+    """The next ``count`` turn_ended events as (turn id, stop reason)."""
+    ended: list[tuple[str, str]] = []
+    while len(ended) < count:
+        _, message = await next_message(sent)
+        if message.WhichOneof("message") == "event" and message.event.HasField("turn_ended"):
+            ended.append((message.event.turn_id, message.event.turn_ended.stop_reason))
+    return ended
+
+
+def cancel_envelope(turn_id: str) -> envelope_pb2.Envelope:
+    cancel = chat_pb2.CancelTurnRequest(session_id=SESSION, turn_id=turn_id)
+    return envelope_pb2.Envelope(id=f"cancel-{turn_id}", payload=pack(core_message(cancel_turn_request=cancel)))
+
+
+async def test_a_canceled_turn_ends_canceled_and_the_session_runs_its_next_turn_unburdened() -> None:
+    """Canceling the running turn (twice) ends it "canceled"; the next turn runs with no cancel left over."""
+    sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
+    agent = WaitingAgent()
+
+    async def send(envelope: envelope_pb2.Envelope) -> None:
+        sent.put_nowait(envelope)
+
+    runtime = NodeRuntime(protocol_pb2.AgentHello(node_id="node"), agent, send)
+    try:
+        await runtime.receive(run_turn_envelope("turn_1"))
+        await runtime.receive(run_turn_envelope("turn_2"))  # queued behind turn_1
+        await asyncio.wait_for(agent.started.wait(), TIMEOUT)
+        agent.started.clear()
+        await runtime.receive(cancel_envelope("turn_1"))
+        await runtime.receive(cancel_envelope("turn_1"))
+        assert await turn_endings(sent, 1) == [("turn_1", "canceled")]
+        await asyncio.wait_for(agent.started.wait(), TIMEOUT)
+        await runtime.receive(cancel_envelope("turn_2"))
+        assert await turn_endings(sent, 1) == [("turn_2", "canceled")]
+        assert agent.carried == [0, 0]
+        await asyncio.wait_for(runtime.idle(), TIMEOUT)
+    finally:
+        await runtime.stop()
+
+
+async def test_an_agent_that_ignores_its_cancel_ends_its_turn_as_it_says_and_leaves_no_cancel_behind() -> None:
+    """An agent may catch the cancel and finish: its stop reason stands, and its next turn's task is not cancelling."""
+    sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
+    agent = WaitingAgent(swallow=True)
+
+    async def send(envelope: envelope_pb2.Envelope) -> None:
+        sent.put_nowait(envelope)
+
+    runtime = NodeRuntime(protocol_pb2.AgentHello(node_id="node"), agent, send)
+    try:
+        await runtime.receive(run_turn_envelope("turn_1"))
+        await runtime.receive(run_turn_envelope("turn_2"))
+        await asyncio.wait_for(agent.started.wait(), TIMEOUT)
+        agent.started.clear()
+        await runtime.receive(cancel_envelope("turn_1"))
+        assert await turn_endings(sent, 1) == [("turn_1", "completed")]
+        await asyncio.wait_for(agent.started.wait(), TIMEOUT)
+        assert agent.carried == [0, 0]
+    finally:
+        await runtime.stop()
+
+
+async def test_closing_a_session_while_its_canceled_turn_winds_down_ends_it_silently() -> None:
+    """A turn canceled and then closed with its session reports nothing more: the close wins, no turn_ended."""
+    sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
+    agent = WaitingAgent()
+
+    async def send(envelope: envelope_pb2.Envelope) -> None:
+        sent.put_nowait(envelope)
+
+    runtime = NodeRuntime(protocol_pb2.AgentHello(node_id="node"), agent, send)
+    try:
+        await runtime.receive(run_turn_envelope("turn_1"))
+        await asyncio.wait_for(agent.started.wait(), TIMEOUT)
+        await runtime.receive(cancel_envelope("turn_1"))  # both land before the worker runs again
+        close = chat_pb2.CloseSessionRequest(session_id=SESSION)
+        await runtime.receive(
+            envelope_pb2.Envelope(id="close", payload=pack(core_message(close_session_request=close)))
+        )
+        others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        await asyncio.wait_for(asyncio.gather(*others, return_exceptions=True), TIMEOUT)  # the worker has ended
+        kinds = []
+        while not sent.empty():
+            message = unpack(sent.get_nowait(), protocol_pb2.ProtocolMessage)
+            if message.WhichOneof("message") == "event":
+                kinds.append(message.event.WhichOneof("payload"))
+        assert "turn_ended" not in kinds
+        assert runtime.workers == 0
+    finally:
+        await runtime.stop()
