@@ -118,6 +118,9 @@ class ScenarioResult:
     reason: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
     figures: list[Figure] = field(default_factory=list)
+    # What the figures say together, computed from them in the run: e.g. what stands in the way of
+    # a target not met (rendered after the table).
+    findings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -130,6 +133,7 @@ class ScenarioResult:
             "seconds": round(self.seconds, 1),
             "settings": self.settings,
             "figures": [figure.to_json() for figure in self.figures],
+            "findings": self.findings,
         }
 
 
@@ -202,4 +206,7 @@ def render_markdown(machine: Mapping[str, Any], options: Mapping[str, Any], resu
     lines += [f"- {r.key} ({r.title}): {r.baseline}" for r in results]
     if notes:
         lines += ["", "Notes:", *notes]
+    findings = [f"- {result.key}: {finding}" for result in results for finding in result.findings]
+    if findings:
+        lines += ["", "Findings:", *findings]
     return "\n".join(lines) + "\n"

@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.timeout(90)
 def test_bench_runs_one_quick_scenario(tmp_path: Path) -> None:
-    """`python -m bench B1 --quick` measures the hub and its baseline and writes both reports."""
+    """`python -m bench B1 --quick` measures the hub and its baseline, splits their CPU per turn, writes the reports."""
     command = [sys.executable, "-m", "bench", "B1", "--quick", "--out", str(tmp_path)]
-    command += ["--set", "B1.levels=1", "--set", "B1.warmup=0.2", "--set", "B1.seconds=1"]
+    command += ["--set", "B1.levels=1", "--set", "B1.warmup=0.2", "--set", "B1.seconds=1", "--set", "B1.paced_level=1"]
     finished = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=80, check=False)
     assert finished.returncode == 0, finished.stdout + finished.stderr
 
@@ -30,6 +30,12 @@ def test_bench_runs_one_quick_scenario(tmp_path: Path) -> None:
     assert frames["baseline"] > 0
     assert frames["ratio"] > 0
     assert frames["target"] == ">= 50% of baseline"
+    per_delta = next(f for f in scenario["figures"] if f["name"].startswith("server CPU per delta"))
+    assert per_delta["aophub"] > 0
+    assert per_delta["baseline"] > 0
+    (finding,) = scenario["findings"]
+    assert finding.startswith("where the CPU goes at 1 sessions.")
     markdown = (tmp_path / "latest.md").read_text()
     assert "| B1 | frames/s, 1 session saturated |" in markdown
+    assert f"- B1: {finding}" in markdown
     assert markdown in finished.stdout

@@ -97,11 +97,12 @@ async def hub_sources(hub: ServerProcess, count: int, *, compression: str | None
 
 
 async def echo_sources(
-    server: ServerProcess, count: int, path: str = "/ws", *, compression: str | None = None
+    server: ServerProcess, count: int, path: str = "/ws", *, compression: str | None = None, text: str | None = None
 ) -> list[TurnSource]:
-    """``count`` connections to a bare echo baseline, sending the same RunTurn frames as to the hub."""
+    """``count`` connections to a bare echo baseline, sending the same RunTurn frames as to the hub
+    (with ``text``, by default :func:`bench.client.echo_text`'s)."""
     url = server.url(path)
-    words = echo_text()
+    words = text or echo_text()
 
     async def one() -> TurnSource:
         ws = await connect_app(url, compression=compression)
@@ -110,16 +111,18 @@ async def echo_sources(
     return await gather_limited(SETUP_CONCURRENCY, [one() for _ in range(count)])
 
 
-async def record_hub_frames(hub: ServerProcess, path: Path, *, warm_turns: int = 20) -> Path:
-    """Record what the hub sends for a watch (session_started) and for one warm echo turn."""
+async def record_hub_frames(hub: ServerProcess, path: Path, *, warm_turns: int = 20, text: str | None = None) -> Path:
+    """Record what the hub sends for a watch (session_started) and for one warm echo turn (of ``text``,
+    by default :func:`bench.client.echo_text`'s)."""
+    words = text or echo_text()
     async with await connect_app(hub.url(APPLICATION_PATH)) as ws:
         session_id = await open_session(ws)
         await ws.send(watch_frame("watch-recorded", session_id))
         started = await ws.recv()
         assert isinstance(started, bytes)
         for _ in range(warm_turns):
-            await run_turn(ws, run_turn_frame(session_id, echo_text()))
-        turn = await record_turn(ws, run_turn_frame(session_id, echo_text()))
+            await run_turn(ws, run_turn_frame(session_id, words))
+        turn = await record_turn(ws, run_turn_frame(session_id, words))
     return save_frames(path, turn=turn, session_started=[started])
 
 

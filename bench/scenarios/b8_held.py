@@ -108,6 +108,10 @@ QUICK = Sizes(
 )
 
 
+# A server using this much of its CPU in a probe is bound by it.
+CPU_BOUND = 0.85
+
+
 @dataclass
 class Probe:
     """One size tried: what the server and the generator did over the measured window."""
@@ -342,7 +346,32 @@ async def run(ctx: Context) -> ScenarioResult:
         )
     )
     result.figures += headroom_figures(hub_runs, echo_runs)
+    if not all(run.reached_limit for run in hub_runs):
+        result.findings.append(limit_finding(hub_runs))
     return result
+
+
+def limit_finding(runs: list[Search]) -> str:
+    """What ran out at the smallest size each search found not to hold: the hub's CPU, or not."""
+    failed: list[Probe] = []
+    for run in runs:
+        above = [probe for probe in run.probes if not probe.held and probe.sessions > run.held]
+        smallest = min((probe.sessions for probe in above), default=None)
+        failed += [probe for probe in above if probe.sessions == smallest]
+    if not failed:
+        return "every size tried held"
+    server = [probe.server_cpu for probe in failed]
+    generator = [probe.generator_cpu for probe in failed]
+    lag = max(probe.generator_lag_p99 for probe in failed) * 1000
+    sizes = sorted({probe.sessions for probe in failed})
+    measured = (
+        f"at the smallest sizes that did not hold ({', '.join(f'{size:,}' for size in sizes)}; {len(failed)} tries)"
+        f" the hub used {min(server):.2f}-{max(server):.2f} CPU, the load generator {min(generator):.2f}-"
+        f"{max(generator):.2f} CPU with an event-loop lag p99 of at most {lag:.1f} ms"
+    )
+    if min(server) >= CPU_BOUND:
+        return f"{measured}: the hub's CPU is what runs out (B1's findings say where it goes)."
+    return f"{measured}: the hub had CPU to spare, so something else made those sizes fail (see the probes)."
 
 
 def _at_answer(run: Search) -> Probe | None:
