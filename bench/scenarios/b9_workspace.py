@@ -122,6 +122,11 @@ class _HubTerminals:
         await self.ws.close()
 
 
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 class _LocalTerminals:
     """``count`` local pseudo-terminals running the same command."""
 
@@ -146,7 +151,8 @@ class _LocalTerminals:
         loop = asyncio.get_running_loop()
         while True:
             ready: asyncio.Future[None] = loop.create_future()
-            loop.add_reader(master, ready.set_result, None)
+            # The selector may report the descriptor again before this task resumes to read it.
+            loop.add_reader(master, _resolve, ready)
             try:
                 await asyncio.wait_for(ready, 30)
             finally:
