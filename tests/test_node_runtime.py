@@ -293,6 +293,16 @@ async def turn_endings(sent: asyncio.Queue[envelope_pb2.Envelope], count: int) -
     return ended
 
 
+def recording_runtime(agent: RecordingAgent) -> tuple[NodeRuntime, asyncio.Queue[envelope_pb2.Envelope]]:
+    """A runtime for ``agent`` whose envelopes to the hub are queued, in order, in the queue returned."""
+    sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
+
+    async def send(envelope: envelope_pb2.Envelope) -> None:
+        sent.put_nowait(envelope)
+
+    return NodeRuntime(protocol_pb2.AgentHello(node_id="node"), agent, send), sent
+
+
 def cancel_envelope(turn_id: str) -> envelope_pb2.Envelope:
     cancel = chat_pb2.CancelTurnRequest(session_id=SESSION, turn_id=turn_id)
     return envelope_pb2.Envelope(id=f"cancel-{turn_id}", payload=pack(core_message(cancel_turn_request=cancel)))
@@ -300,13 +310,8 @@ def cancel_envelope(turn_id: str) -> envelope_pb2.Envelope:
 
 async def test_a_canceled_turn_ends_canceled_and_the_session_runs_its_next_turn_unburdened() -> None:
     """Canceling the running turn (twice) ends it "canceled"; the next turn runs with no cancel left over."""
-    sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
     agent = WaitingAgent()
-
-    async def send(envelope: envelope_pb2.Envelope) -> None:
-        sent.put_nowait(envelope)
-
-    runtime = NodeRuntime(protocol_pb2.AgentHello(node_id="node"), agent, send)
+    runtime, sent = recording_runtime(agent)
     try:
         await runtime.receive(run_turn_envelope("turn_1"))
         await runtime.receive(run_turn_envelope("turn_2"))  # queued behind turn_1
@@ -326,13 +331,8 @@ async def test_a_canceled_turn_ends_canceled_and_the_session_runs_its_next_turn_
 
 async def test_an_agent_that_ignores_its_cancel_ends_its_turn_as_it_says_and_leaves_no_cancel_behind() -> None:
     """An agent may catch the cancel and finish: its stop reason stands, and its next turn's task is not cancelling."""
-    sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
     agent = WaitingAgent(swallow=True)
-
-    async def send(envelope: envelope_pb2.Envelope) -> None:
-        sent.put_nowait(envelope)
-
-    runtime = NodeRuntime(protocol_pb2.AgentHello(node_id="node"), agent, send)
+    runtime, sent = recording_runtime(agent)
     try:
         await runtime.receive(run_turn_envelope("turn_1"))
         await runtime.receive(run_turn_envelope("turn_2"))
@@ -348,13 +348,8 @@ async def test_an_agent_that_ignores_its_cancel_ends_its_turn_as_it_says_and_lea
 
 async def test_closing_a_session_while_its_canceled_turn_winds_down_ends_it_silently() -> None:
     """A turn canceled and then closed with its session reports nothing more: the close wins, no turn_ended."""
-    sent: asyncio.Queue[envelope_pb2.Envelope] = asyncio.Queue()
     agent = WaitingAgent()
-
-    async def send(envelope: envelope_pb2.Envelope) -> None:
-        sent.put_nowait(envelope)
-
-    runtime = NodeRuntime(protocol_pb2.AgentHello(node_id="node"), agent, send)
+    runtime, sent = recording_runtime(agent)
     try:
         await runtime.receive(run_turn_envelope("turn_1"))
         await asyncio.wait_for(agent.started.wait(), TIMEOUT)
