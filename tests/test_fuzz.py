@@ -130,10 +130,24 @@ class Sentinel:
         return f"<Sentinel completed={self.completed}>"
 
     async def start(self, send: Callable[[bytes], Awaitable[None]]) -> None:
-        """Watch the session through ``send``, which delivers a frame to the sentinel's connection."""
+        """Watch the session through ``send``, which delivers a frame to the sentinel's connection; return
+        once the watch has delivered the session's start from the store.
+
+        A watch replays from the store before it follows live, and may miss deltas meanwhile: a turn
+        it replays whole has its deltas dropped as older than what it delivered. A first turn sent
+        along with the watch request ended before the replay once in CI, under load, and its deltas
+        were missing for a reason that is not the fuzzing's. Once the start is delivered, the
+        replay's last read is already queued on the store's reader, ahead of the first turn's
+        journal read, so it ends before that turn can begin.
+        """
         self._send = send
         watch = chat_pb2.WatchEventsRequest(session_id=SENTINEL_SESSION)
         await send(envelope_bytes(protocol_pb2.ProtocolMessage(watch_events_request=watch), self.inbox.watch_id))
+        async with asyncio.timeout(TIMEOUT):
+            cursor, event = await self.inbox.delivery()
+        assert event.HasField("session_started"), event
+        assert int(cursor) == 1, cursor
+        self._cursor, self._seq = 1, event.seq
 
     async def turn(self) -> None:
         """Run the next turn and check everything it delivered."""
