@@ -86,6 +86,14 @@ def test_generated_key_survives_restart(tmp_path: Path) -> None:
     assert [path.name for path in data_dir.iterdir()] == ["access_key"]
 
 
+def test_a_generated_key_never_starts_with_a_dash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """URL-safe base64 may begin with "-", which a command line takes for an option (``--token -x...``):
+    such a draw is drawn again."""
+    draws = iter(["-" + "a" * 42, "_" + "b" * 42])
+    monkeypatch.setattr("aophub.access.authenticator.secrets.token_urlsafe", lambda _size: next(draws))
+    assert resolve_access_key(None, {}, tmp_path) == AccessKey("_" + "b" * 42, "generated")
+
+
 def test_generated_key_file_is_owner_only(tmp_path: Path) -> None:
     """The stored key file has mode 0600."""
     resolve_access_key(None, {}, tmp_path)

@@ -23,6 +23,7 @@ from .support.wire import AppSocket, protocol_error, wait_cursor
 ENV_KEY = "key-from-env"
 FLAG_KEY = "key-from-flag"
 FILE_FLAG_KEY = "key-from-token-file"
+DASH_KEY = "-key-that-looks-like-an-option"
 
 
 def environment(**variables: str) -> dict[str, str]:
@@ -167,14 +168,29 @@ def test_help_says_the_token_flag_is_visible_and_what_to_prefer(
     assert "$AOPHUB_TOKEN" in text
 
 
-@pytest.mark.parametrize("source", ["generated", "env", "token-file"])
-def test_the_banners_try_command_works_as_printed(tmp_path: Path, source: str) -> None:
-    """The `try:` line names this venv's python, the real address and the real key source, and runs a turn as is."""
+@pytest.mark.parametrize(
+    ("source", "key"),
+    [
+        ("generated", ""),
+        ("env", ENV_KEY),
+        ("token-file", FILE_FLAG_KEY),
+        ("file", DASH_KEY),
+        ("env", DASH_KEY),
+        ("token-file", DASH_KEY),
+    ],
+)
+def test_the_banners_try_command_works_as_printed(tmp_path: Path, source: str, key: str) -> None:
+    """The `try:` line names this venv's python, the real address and the real key source, and runs a turn as is,
+    also with a key that starts with "-" (which a command line would take for an option)."""
+    data_dir = tmp_path / "data"
     key_file = tmp_path / "key"
-    key_file.write_text(FILE_FLAG_KEY)
+    key_file.write_text(key)
+    if source == "file":
+        data_dir.mkdir()
+        (data_dir / "access_key").write_text(key)
     extra = ("--token-file", str(key_file)) if source == "token-file" else ()
-    env = environment(AOPHUB_TOKEN=ENV_KEY) if source == "env" else environment()
-    with HubProcess(tmp_path / "data", *extra, token=None, env=env) as hub:
+    env = environment(AOPHUB_TOKEN=key) if source == "env" else environment()
+    with HubProcess(data_dir, *extra, token=None, env=env) as hub:
         command = hub.wait_for_output(r"  try: +(.*)").group(1)
         for placeholder in ("HOST", "PORT", "KEY"):
             assert placeholder not in command.split(), command

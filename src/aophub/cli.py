@@ -337,12 +337,13 @@ def example_command(base: str, key: AccessKey, token_file: Path | None) -> str |
         return None
     words = [shlex.quote(_shown(path)) for path in (Path(sys.executable), EXAMPLE_CLIENT)]
     words += ["--server", shlex.quote(base)]
+    # "--token=KEY", not "--token KEY": a key may start with "-", which would read as an option.
     if key.source in ("generated", "file"):
-        words += ["--token", shlex.quote(key.value)]
+        words.append("--token=" + shlex.quote(key.value))
     elif key.source == "token-file" and token_file is not None:
-        words += ["--token", f'"$(cat {shlex.quote(str(token_file.absolute()))})"']
+        words.append(f'--token="$(cat {shlex.quote(str(token_file.absolute()))})"')
     elif key.source == "env":
-        words += ["--token", '"$AOPHUB_TOKEN"']
+        words.append('--token="$AOPHUB_TOKEN"')
     words += ["--node", "local", "-p", "hello"]
     note = "   # with $AOPHUB_TOKEN set to the key given with --token" if key.source == "flag" else ""
     return " ".join(words) + note

@@ -124,6 +124,8 @@ def resolve_access_key(
     else:
         return AccessKey(_checked_key(stored, f"access key file {path}"), "file")
     key = secrets.token_urlsafe(32)
+    while key.startswith("-"):  # a command line would take it for an option (``--token -x...``)
+        key = secrets.token_urlsafe(32)
     _write_private_file(path, key + "\n")
     return AccessKey(key, "generated")
 
