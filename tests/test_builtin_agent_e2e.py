@@ -58,7 +58,7 @@ def offline(monkeypatch: pytest.MonkeyPatch) -> None:
 async def start_turn(app: AppSocket, text: str) -> tuple[str, str, str]:
     """Open a session on "local", watch it from the start and run a turn: (session, watch, turn) ids."""
     session = await app.open_session("local")
-    watch = await app.watch(session.id)
+    watch = await app.watch_started(session.id)
     response = await app.run_turn(session.id, text)
     assert response.WhichOneof("outcome") == "accepted", response
     return session.id, watch, response.accepted.turn_id

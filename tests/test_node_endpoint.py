@@ -97,7 +97,7 @@ def hub_nodes(hub: RunningHub) -> list[str]:
 async def turn_on(app: AppSocket, node: RawNode, text: str = "hello") -> tuple[str, str, str]:
     """Open a session on ``node``, watch it and start a turn the node accepted: (session, watch, turn) ids."""
     session = await app.open_session(node.node_id)
-    watch = await app.watch(session.id)
+    watch = await app.watch_started(session.id)
     receipt = await run(app, session.id, text)
     await node.wait_for(lambda item: item.case == "run_turn_request" and item.envelope.id == receipt.turn_id)
     return session.id, watch, receipt.turn_id

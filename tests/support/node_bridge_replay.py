@@ -5,7 +5,8 @@ bridge (in this process, dialing the hub like ``aophub node --dialect``) in fron
 server of its dialect (``tests/support/fake_agent_cli_server.py``, ``fake_zclaw_server.py``), and
 a raw AOP application client. Its ``steps``, in order:
 
-- ``open``: NAME opens a session on the bridged node (saved as ``${NAME}``) and watches it;
+- ``open``: NAME opens a session on the bridged node (saved as ``${NAME}``) and watches it, until the
+  watch has delivered its start (so that the next turn's deltas reach it);
   ``open_refused``: an open that the hub refuses, matched against ``{"code", "message"}``;
 - ``run``: ``{"session", "as", "text"?, "options"? (aophub.v1.TurnOptions as JSON), "continue_session"?}``
   runs a turn (its id saved as ``${as}``);
@@ -164,7 +165,7 @@ class _Replay:
         assert reply.open_session_response.WhichOneof("outcome") == "accepted", reply
         session_id = reply.open_session_response.accepted.id
         self.saved[name] = session_id
-        self.watches[session_id] = await self.app.watch(session_id)
+        self.watches[session_id] = await self.app.watch_started(session_id, TIMEOUT)
 
     async def _open_refused(self, template: Any) -> None:
         reply = await self.app.call(open_session_request=chat_pb2.OpenSessionRequest(node_id=self.node_id))

@@ -130,6 +130,21 @@ class AppSocket:
         request = chat_pb2.WatchEventsRequest(session_id=session_id, after_cursor=after_cursor)
         return await self.send(protocol_pb2.ProtocolMessage(watch_events_request=request), watch_id)
 
+    async def watch_started(self, session_id: str, timeout: float = 10.0) -> str:
+        """Watch a new session from its start; return the watch id once its ``session_started`` is delivered.
+
+        A watch replays the store before it follows live and drops the deltas of a turn its replay
+        went past (deltas are never replayed): a turn run while the replay reads can arrive without
+        its deltas, as AOP allows. Once the start is delivered, the replay's next read is queued on
+        the store's reader ahead of the journal read of any turn sent after this returns.
+        """
+        watch_id = await self.watch(session_id)
+        await self.wait_for(
+            lambda e, m: e.reply_to == watch_id and m.HasField("event") and m.event.HasField("session_started"),
+            timeout,
+        )
+        return watch_id
+
     async def turn_ended(self, watch_id: str, turn_id: str, timeout: float = 10.0) -> chat_pb2.EventDelivery:
         envelope, message = await self.wait_for(
             lambda e, m: e.reply_to == watch_id and m.event.turn_id == turn_id and m.event.HasField("turn_ended"),
