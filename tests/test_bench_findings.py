@@ -40,6 +40,24 @@ def test_the_cpu_per_turn_splits_into_a_part_per_delta_and_a_part_besides() -> N
     assert "The part besides the deltas alone is 83% of what the target leaves, the deltas 56%." in finding
 
 
+def test_a_split_that_the_noise_inverted_is_reported_as_not_separated() -> None:
+    """Long turns that cost less than short ones (short windows, a busy machine) leave no split to report."""
+    # aophub: 500 µs per short turn and 480 per long one: the difference is noise, not a cost per delta.
+    hub_short = [window(3600, 26, 0.9)]
+    hub_long = [window(3750, 106, 0.9)]
+    echo_short = [window(10_000, 26, 0.5)]
+    echo_long = [window(5000, 106, 0.65)]
+    split = CostSplit(1, 20, 60, (hub_short, echo_short), (hub_long, echo_long))
+    finding = split.finding()
+    assert finding == (
+        "where the CPU goes at 1 sessions: not measured. The hub's turns of 60 deltas took 480 µs of CPU and its"
+        " turns of 20 took 500 µs, so the two lengths did not separate (windows too short or the machine too busy)"
+        " and there is no cost per delta to split off. Run the full B1, or: python -m bench.profile b1."
+    )
+    echo_inverted = CostSplit(1, 20, 60, (echo_short, echo_short), (echo_long, [window(10_000, 66, 0.5)]))
+    assert "at 1 sessions: not measured. The bare echo's turns of 60 deltas took 100 µs" in echo_inverted.finding()
+
+
 def probe(sessions: int, *, held: bool, server: float, generator: float = 0.4, lag: float = 0.002) -> Probe:
     late = 0.01 if held else 0.4
     return Probe(sessions, 2 * sessions, late, late, [], 0, server, generator, lag, 0.0)

@@ -30,11 +30,21 @@ def test_bench_runs_one_quick_scenario(tmp_path: Path) -> None:
     assert frames["baseline"] > 0
     assert frames["ratio"] > 0
     assert frames["target"] == ">= 50% of baseline"
-    per_delta = next(f for f in scenario["figures"] if f["name"].startswith("server CPU per delta"))
-    assert per_delta["aophub"] > 0
-    assert per_delta["baseline"] > 0
+
+    # The split into a cost per delta is a difference of two 1 s windows, which noise can invert on a busy
+    # machine (CI once measured -0.6 µs): the smoke test checks that it is derived from the two turn lengths,
+    # and tests/test_bench_findings.py what the finding says either way.
+    def figure(prefix: str) -> dict[str, float]:
+        return next(f for f in scenario["figures"] if f["name"].startswith(prefix))
+
+    short, long = figure("server CPU per turn of 20 deltas"), figure("server CPU per turn of 60 deltas")
+    per_delta = figure("server CPU per delta")
+    for side in ("aophub", "baseline"):
+        assert short[side] > 0
+        assert long[side] > 0
+        assert per_delta[side] == pytest.approx((long[side] - short[side]) / 40), side  # one repeat: no medians
     (finding,) = scenario["findings"]
-    assert finding.startswith("where the CPU goes at 1 sessions.")
+    assert finding.startswith("where the CPU goes at 1 sessions")
     markdown = (tmp_path / "latest.md").read_text()
     assert "| B1 | frames/s, 1 session saturated |" in markdown
     assert f"- B1: {finding}" in markdown

@@ -202,7 +202,21 @@ class CostSplit:
         ]
 
     def finding(self) -> str:
-        """What the frames target leaves the hub per turn, against what its turn costs, part by part."""
+        """What the frames target leaves the hub per turn, against what its turn costs, part by part.
+
+        A side whose longer turns did not cost more CPU than its shorter ones has no cost per delta to split
+        off: the finding says so instead of setting noise against the budget.
+        """
+        for side, name in ((0, "The hub's"), (1, "The bare echo's")):
+            if median(self._per_delta(side)) <= 0:
+                long = median([cpu_per_turn(r) for r in self.long[side]])
+                short = median([cpu_per_turn(r) for r in self.short[side]])
+                return (
+                    f"where the CPU goes at {self.level} sessions: not measured. {name} turns of {self.long_deltas}"
+                    f" deltas took {long:,.0f} µs of CPU and its turns of {self.short_deltas} took {short:,.0f} µs,"
+                    " so the two lengths did not separate (windows too short or the machine too busy) and there is"
+                    " no cost per delta to split off. Run the full B1, or: python -m bench.profile b1."
+                )
         hub, echo = self.short
         cpu = median([r.cpu["server"] for r in hub])
         frames_per_turn = median([r.frames / max(r.turns, 1) for r in hub])
