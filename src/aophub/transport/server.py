@@ -15,7 +15,8 @@ the same way, then uvicorn re-raises it. Shutdown first calls ``before_close`` a
 returns an awaitable (the hub marks itself stopping, so nodes losing their connection do not end
 their turns; a replica marks itself draining and may keep serving ``--drain-delay`` seconds while
 ``/health`` answers 503), then stops accepting, closes every connection (WebSockets with 1012,
-"service restart": clients reconnect, through a load balancer to another replica), and waits at
+"service restart": clients reconnect, through a load balancer to another replica; a connection
+accepted just before the listening socket closed too, once it joins), and waits at
 most ``shutdown_timeout`` seconds for them (a client that stopped reading would otherwise hold the
 process forever) before the tasks still serving are cancelled.
 
@@ -70,6 +71,9 @@ __all__ = [
 
 LogLevel = Literal["debug", "info", "warning", "error"]
 DEFAULT_SHUTDOWN_TIMEOUT = 10  # seconds
+# How often a stop looks for connections that joined after it began (HubServer._tell_latecomers);
+# uvicorn itself looks every 0.1 s whether the connections are gone.
+LATECOMER_CHECK_INTERVAL = 0.05  # seconds
 # The ASGI extension (in a WebSocket scope's "extensions") sending a burst of binary messages at once.
 SEND_FRAMES = "aophub.websocket.send_frames"
 
@@ -320,7 +324,29 @@ class HubServer(uvicorn.Server):
         for task in self._listening_tasks:
             task.cancel()
         await asyncio.gather(*self._listening_tasks, return_exceptions=True)
-        await super().shutdown(sockets)
+        # uvicorn tells the connections open now, once, before its first await: no other one can slip in between.
+        latecomers = asyncio.create_task(self._tell_latecomers(set(self.server_state.connections)))
+        try:
+            await super().shutdown(sockets)
+        finally:
+            latecomers.cancel()
+
+    async def _tell_latecomers(self, told: set[Any]) -> None:
+        """Shut down each connection that joins after uvicorn's one pass over the open ones, as it joins.
+
+        The event loop (uvloop, as asyncio) calls a connection's ``connection_made`` through its queue
+        of callbacks, after the accept: a client accepted just before the listening socket closed
+        can join after that pass. Untold,
+        its WebSocket stayed open and served until the client left or ``shutdown_timeout`` ran out.
+        ``told`` holds the connections uvicorn shuts down itself (a second shutdown would cut a
+        WebSocket's close handshake short).
+        """
+        while True:
+            await asyncio.sleep(LATECOMER_CHECK_INTERVAL)
+            for connection in list(self.server_state.connections):
+                if connection not in told:
+                    told.add(connection)
+                    connection.shutdown()
 
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         await super().startup(sockets)  # type: ignore[arg-type]
