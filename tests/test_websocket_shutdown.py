@@ -70,6 +70,9 @@ class _LateConnection:
 
 
 class _ReadyServer(HubServer):
+    """Tells when it listens without ``on_listening``: cancelling that task at the stop would yield before
+    uvicorn's pass over the connections, and the late connection would join in time for it."""
+
     def __init__(self, config: uvicorn.Config, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
         self.ready = asyncio.Event()

@@ -336,10 +336,9 @@ class HubServer(uvicorn.Server):
 
         The event loop (uvloop, as asyncio) calls a connection's ``connection_made`` through its queue
         of callbacks, after the accept: a client accepted just before the listening socket closed
-        can join after that pass. Untold,
-        its WebSocket stayed open and served until the client left or ``shutdown_timeout`` ran out.
-        ``told`` holds the connections uvicorn shuts down itself (a second shutdown would cut a
-        WebSocket's close handshake short).
+        can join after that pass. Untold, its WebSocket stayed open and served until the client left
+        or ``shutdown_timeout`` ran out. ``told`` holds the connections uvicorn shuts down itself (a
+        second shutdown would cut a WebSocket's close handshake short).
         """
         while True:
             await asyncio.sleep(LATECOMER_CHECK_INTERVAL)
